@@ -1,0 +1,223 @@
+//! The input domain of a model under test: one [`Attribute`] per feature, with its kind, bounds, step
+//! and whether it is protected. Rows are encoded as `f64` (categories as level indices).
+
+use rand::Rng;
+use serde::Serialize;
+
+/// What values an attribute takes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AttributeKind {
+    /// Whole numbers between the bounds, on the grid `lower + k * step`.
+    Integer,
+    /// Any real number between the bounds; `step` is the perturbation size and the grid used when
+    /// the attribute is protected and its values must be enumerated.
+    Continuous,
+    /// One of a fixed list of levels, encoded as the level's index.
+    Categorical {
+        /// Level names in encoding order (index = encoded value).
+        levels: Vec<String>,
+    },
+}
+
+/// One feature of the domain.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attribute {
+    /// Column name in the data.
+    pub name: String,
+    /// Integer, continuous or categorical.
+    #[serde(flatten)]
+    pub kind: AttributeKind,
+    /// Smallest encoded value.
+    pub lower: f64,
+    /// Largest encoded value.
+    pub upper: f64,
+    /// Grid step (1 for integers and categories).
+    pub step: f64,
+    /// Whether the attribute is protected (sex, race, age…).
+    pub protected: bool,
+}
+
+impl Attribute {
+    /// Every value on the attribute's grid from `lower` to `upper`.
+    pub fn grid(&self) -> Vec<f64> {
+        let n = self.grid_len();
+        (0..n).map(|k| self.lower + k as f64 * self.step).collect()
+    }
+
+    /// Number of values on the grid.
+    pub fn grid_len(&self) -> usize {
+        if self.step <= 0.0 || self.upper < self.lower {
+            return 1;
+        }
+        ((self.upper - self.lower) / self.step + 1e-9).floor() as usize + 1
+    }
+
+    /// Clamp `v` into the bounds and, unless continuous, onto the grid.
+    pub fn clip(&self, v: f64) -> f64 {
+        let clamped = v.clamp(self.lower, self.upper);
+        match self.kind {
+            AttributeKind::Continuous => clamped,
+            _ => {
+                let k = ((clamped - self.lower) / self.step).round();
+                (self.lower + k * self.step).min(self.upper)
+            }
+        }
+    }
+
+    /// Draw a value uniformly from the attribute's range (grid values for discrete kinds).
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
+        match self.kind {
+            AttributeKind::Continuous => {
+                if self.upper > self.lower {
+                    rng.gen_range(self.lower..=self.upper)
+                } else {
+                    self.lower
+                }
+            }
+            _ => self.lower + rng.gen_range(0..self.grid_len()) as f64 * self.step,
+        }
+    }
+
+    /// Human-readable form of an encoded value: the level name for categories, the number otherwise.
+    pub fn decode(&self, v: f64) -> String {
+        match &self.kind {
+            AttributeKind::Categorical { levels } => {
+                let idx = v.round();
+                if idx >= 0.0 && (idx as usize) < levels.len() {
+                    levels[idx as usize].clone()
+                } else {
+                    format!("<level {v}>")
+                }
+            }
+            AttributeKind::Integer => format!("{}", v.round() as i64),
+            AttributeKind::Continuous => format!("{v}"),
+        }
+    }
+
+    /// Short name of the kind, for tables and messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            AttributeKind::Integer => "integer",
+            AttributeKind::Continuous => "continuous",
+            AttributeKind::Categorical { .. } => "categorical",
+        }
+    }
+}
+
+/// The attributes of a model's input, in model-input order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Domain {
+    /// One entry per feature column.
+    pub attributes: Vec<Attribute>,
+}
+
+impl Domain {
+    /// Number of features.
+    pub fn width(&self) -> usize {
+        self.attributes.len()
+    }
+
+    /// Indices of the protected attributes.
+    pub fn protected_indices(&self) -> Vec<usize> {
+        (0..self.width()).filter(|&i| self.attributes[i].protected).collect()
+    }
+
+    /// Indices of the attributes that are not protected.
+    pub fn free_indices(&self) -> Vec<usize> {
+        (0..self.width()).filter(|&i| !self.attributes[i].protected).collect()
+    }
+
+    /// Index of the attribute called `name`.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.attributes.iter().position(|a| a.name == name)
+    }
+
+    /// Every combination of protected values (cartesian product over the protected attributes'
+    /// grids), each as one value per protected attribute in [`Domain::protected_indices`] order.
+    pub fn protected_combinations(&self) -> Vec<Vec<f64>> {
+        let mut combos: Vec<Vec<f64>> = vec![Vec::new()];
+        for idx in self.protected_indices() {
+            let grid = self.attributes[idx].grid();
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    grid.iter().map(move |&v| {
+                        let mut next = c.clone();
+                        next.push(v);
+                        next
+                    })
+                })
+                .collect();
+        }
+        combos
+    }
+
+    /// Clamp every value of a row into its attribute's bounds and grid.
+    pub fn clip_row(&self, row: &mut [f64]) {
+        for (v, a) in row.iter_mut().zip(&self.attributes) {
+            *v = a.clip(*v);
+        }
+    }
+
+    /// Fill `out` (row-major, `n` rows) with rows drawn uniformly from the domain.
+    pub fn sample_rows<R: Rng + ?Sized>(&self, rng: &mut R, n: usize) -> Vec<f64> {
+        let mut out = Vec::with_capacity(n * self.width());
+        for _ in 0..n {
+            for a in &self.attributes {
+                out.push(a.sample(rng));
+            }
+        }
+        out
+    }
+
+    /// Number of points in the domain when every attribute is discrete, `None` when any is
+    /// continuous or the count overflows.
+    pub fn size(&self) -> Option<u128> {
+        let mut total: u128 = 1;
+        for a in &self.attributes {
+            if matches!(a.kind, AttributeKind::Continuous) {
+                return None;
+            }
+            total = total.checked_mul(a.grid_len() as u128)?;
+        }
+        Some(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(name: &str, lo: f64, hi: f64, protected: bool) -> Attribute {
+        Attribute {
+            name: name.into(),
+            kind: AttributeKind::Integer,
+            lower: lo,
+            upper: hi,
+            step: 1.0,
+            protected,
+        }
+    }
+
+    #[test]
+    fn protected_combinations_are_the_cartesian_product() {
+        let d = Domain {
+            attributes: vec![int("a", 0.0, 3.0, false), int("sex", 0.0, 1.0, true), int("race", 0.0, 2.0, true)],
+        };
+        let combos = d.protected_combinations();
+        assert_eq!(combos.len(), 6);
+        assert_eq!(combos[0], vec![0.0, 0.0]);
+        assert_eq!(combos[5], vec![1.0, 2.0]);
+        assert_eq!(d.size(), Some(24));
+    }
+
+    #[test]
+    fn clip_clamps_and_rounds_to_grid() {
+        let a = Attribute { step: 2.0, ..int("x", 1.0, 9.0, false) };
+        assert_eq!(a.clip(4.2), 5.0);
+        assert_eq!(a.clip(-3.0), 1.0);
+        assert_eq!(a.clip(40.0), 9.0);
+        assert_eq!(a.grid(), vec![1.0, 3.0, 5.0, 7.0, 9.0]);
+    }
+}

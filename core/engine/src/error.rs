@@ -1,0 +1,216 @@
+//! Typed errors of the engine, one enum per area. Each variant says what went wrong and where, in
+//! words a user can act on.
+
+use std::path::PathBuf;
+
+/// One problem found in a pipeline file, located by line and column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigProblem {
+    /// The pipeline file.
+    pub file: PathBuf,
+    /// 1-based line of the offending key or value.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.file.display(), self.line, self.col, self.message)
+    }
+}
+
+/// Every problem found in a pipeline file; reported together so a user fixes them in one pass.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{} problem(s) in the pipeline:\n{}", .problems.len(), .problems.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
+pub struct ConfigError {
+    /// The problems, in file order.
+    pub problems: Vec<ConfigProblem>,
+}
+
+/// Reading or interpreting a data file failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// The file could not be opened or parsed; check the path and the format.
+    #[error("{path}: cannot read: {message}")]
+    Read {
+        /// The data file.
+        path: PathBuf,
+        /// What the reader said.
+        message: String,
+    },
+    /// The file has a header but no data rows; point the stage at a file with data.
+    #[error("{path}: the file has no data rows")]
+    Empty {
+        /// The data file.
+        path: PathBuf,
+    },
+    /// A column named in the pipeline does not exist in the file.
+    #[error("{path}: no column `{column}` (wanted as {role}); the file has: {available}{hint}")]
+    MissingColumn {
+        /// The data file.
+        path: PathBuf,
+        /// The missing column.
+        column: String,
+        /// What the column was wanted for (label, protected attribute…).
+        role: String,
+        /// The columns that exist.
+        available: String,
+        /// A "did you mean" hint, possibly empty.
+        hint: String,
+    },
+    /// A cell in a numeric column is not a number; fix the cell or declare the column categorical.
+    #[error("{path}: line {line}, column `{column}`: expected a number, found {value:?}")]
+    NotNumeric {
+        /// The data file.
+        path: PathBuf,
+        /// 1-based line in the file (the header is line 1).
+        line: usize,
+        /// The column.
+        column: String,
+        /// The offending cell.
+        value: String,
+    },
+    /// A cell is empty or a missing-value marker while `missing = "reject"`; clean the data or set
+    /// `missing = "drop"`.
+    #[error("{path}: line {line}, column `{column}`: missing value (set missing = \"drop\" on the load stage to drop such rows)")]
+    MissingValue {
+        /// The data file.
+        path: PathBuf,
+        /// 1-based line in the file.
+        line: usize,
+        /// The column.
+        column: String,
+    },
+    /// A column's values do not fit what the pipeline says about it.
+    #[error("{path}: column `{column}`: {message}")]
+    Column {
+        /// The data file.
+        path: PathBuf,
+        /// The column.
+        column: String,
+        /// What was expected.
+        message: String,
+    },
+}
+
+/// Building, loading or running a model failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The ONNX file could not be loaded or optimised.
+    #[error("{path}: cannot load ONNX model: {message}")]
+    Onnx {
+        /// The model file.
+        path: PathBuf,
+        /// What tract said.
+        message: String,
+    },
+    /// The model's input width differs from the data's feature count.
+    #[error("model expects {expected} input features but the data has {found}")]
+    Width {
+        /// What the model takes.
+        expected: usize,
+        /// What the data provides.
+        found: usize,
+    },
+    /// Running the model failed.
+    #[error("model inference failed: {0}")]
+    Inference(String),
+    /// Training failed.
+    #[error("training failed: {0}")]
+    Train(String),
+    /// A saved model could not be read or written.
+    #[error("{path}: {message}")]
+    File {
+        /// The model file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Writing a result file failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: cannot write: {message}")]
+pub struct OutputError {
+    /// The file being written.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Anything that can stop a pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The pipeline file is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A data file is invalid.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// A model failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A result could not be written.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// A stage failed; `source` says why.
+    #[error("stage `{stage}` ({kind}) failed: {source}")]
+    Stage {
+        /// The stage name.
+        stage: String,
+        /// The stage kind.
+        kind: String,
+        /// The cause.
+        source: Box<Error>,
+    },
+    /// A stage received something it cannot work with.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Result with the engine's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The closest candidate to `name` by edit distance, if it is close enough to be a plausible typo.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// " (did you mean `x`?)" or "".
+pub fn hint(name: &str, candidates: &[&str]) -> String {
+    did_you_mean(name, candidates.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        assert_eq!(did_you_mean("protcted", ["protected", "label"]), Some("protected"));
+        assert_eq!(did_you_mean("zzz", ["protected", "label"]), None);
+    }
+}

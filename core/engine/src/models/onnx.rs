@@ -1,0 +1,113 @@
+//! ONNX models through tract: a two-class probability tensor `[N,2]`, a single sigmoid `[N,1]`/`[N]`,
+//! or a scikit-learn export (skl2onnx with `zipmap=False`: a label and a probability output). The
+//! output used is chosen by name, or else the first float output whose name mentions "prob", or
+//! else the first float output.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tract_onnx::prelude::*;
+
+use crate::error::ModelError;
+use crate::oracle::Model;
+
+type Plan = Arc<TypedRunnableModel>;
+
+/// A loaded, optimised ONNX classifier.
+pub struct OnnxModel {
+    path: PathBuf,
+    plan: Plan,
+    n_features: usize,
+    output_name: String,
+    /// Column of the chosen output holding P(class 1); `None` when the output has one column.
+    positive_column: Option<usize>,
+}
+
+impl std::fmt::Debug for OnnxModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OnnxModel({}, output {})", self.path.display(), self.output_name)
+    }
+}
+
+impl OnnxModel {
+    /// Load `path`, fix its input to `[N, n_features]` f32, choose the output (`output` by name, or
+    /// the default rule) and check it on one row.
+    pub fn load(path: &Path, n_features: usize, output: Option<&str>) -> Result<Self, ModelError> {
+        let err = |e: TractError| ModelError::Onnx { path: path.to_path_buf(), message: format!("{e:#}") };
+        let mut model = tract_onnx::onnx().model_for_path(path).map_err(err)?;
+        let batch = model.sym("N");
+        model
+            .set_input_fact(0, InferenceFact::dt_shape(f32::datum_type(), tvec![TDim::from(batch), TDim::from(n_features as i64)]))
+            .map_err(err)?;
+        let outlets = model.output_outlets().map_err(err)?.to_vec();
+        let names: Vec<String> = outlets.iter().map(|o| model.node(o.node).name.clone()).collect();
+        // Run every output once to see its type and shape.
+        let probe = model.clone().into_optimized().map_err(err)?.into_runnable().map_err(err)?;
+        let zeros = Tensor::zero::<f32>(&[1, n_features]).map_err(err)?;
+        let values = probe.run(tvec![zeros.into()]).map_err(|e| ModelError::Onnx {
+            path: path.to_path_buf(),
+            message: format!("running one row of {n_features} features failed (does the model take {n_features} inputs?): {e:#}"),
+        })?;
+        let is_float = |i: usize| values[i].datum_type() == f32::datum_type() || values[i].datum_type() == f64::datum_type();
+        let chosen = match output {
+            Some(name) => names.iter().position(|n| n == name).ok_or_else(|| ModelError::Onnx {
+                path: path.to_path_buf(),
+                message: format!("no output named {name:?}; outputs are {names:?}"),
+            })?,
+            None => (0..names.len())
+                .find(|&i| is_float(i) && names[i].to_lowercase().contains("prob"))
+                .or_else(|| (0..names.len()).find(|&i| is_float(i)))
+                .ok_or_else(|| ModelError::Onnx { path: path.to_path_buf(), message: format!("no float output among {names:?}") })?,
+        };
+        if !is_float(chosen) {
+            return Err(ModelError::Onnx { path: path.to_path_buf(), message: format!("output {:?} is not a float tensor", names[chosen]) });
+        }
+        let shape = values[chosen].shape().to_vec();
+        let positive_column = match shape.as_slice() {
+            [1] | [1, 1] => None,
+            [1, 2] => Some(1),
+            other => {
+                return Err(ModelError::Onnx {
+                    path: path.to_path_buf(),
+                    message: format!("output {:?} has shape {other:?} for one row; expected [1,2] (two-class probabilities) or [1,1] (sigmoid)", names[chosen]),
+                })
+            }
+        };
+        model.select_output_outlets(&[outlets[chosen]]).map_err(err)?;
+        let plan = model.into_optimized().map_err(err)?.into_runnable().map_err(err)?;
+        Ok(OnnxModel { path: path.to_path_buf(), plan, n_features, output_name: names[chosen].clone(), positive_column })
+    }
+
+    /// Name of the output the probabilities are read from.
+    pub fn output_name(&self) -> &str {
+        &self.output_name
+    }
+}
+
+impl Model for OnnxModel {
+    fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+        let rows = out.len();
+        if rows == 0 {
+            return Ok(());
+        }
+        let input: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let tensor = Tensor::from_shape(&[rows, self.n_features], &input).map_err(|e| ModelError::Inference(format!("{e:#}")))?;
+        let result = self.plan.run(tvec![tensor.into()]).map_err(|e| ModelError::Inference(format!("{e:#}")))?;
+        let result = result[0].cast_to::<f32>().map_err(|e| ModelError::Inference(format!("{e:#}")))?;
+        let view = result.try_as_plain_ram().map_err(|e| ModelError::Inference(format!("{e:#}")))?;
+        let values = view.as_slice::<f32>().map_err(|e| ModelError::Inference(format!("{e:#}")))?;
+        match self.positive_column {
+            None => out.iter_mut().zip(values).for_each(|(o, v)| *o = f64::from(*v)),
+            Some(c) => out.iter_mut().zip(values.chunks_exact(2)).for_each(|(o, v)| *o = f64::from(v[c])),
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("onnx {} (output {})", self.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(), self.output_name)
+    }
+}

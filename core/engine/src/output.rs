@@ -1,0 +1,116 @@
+//! Result files: tables of decoded rows as CSV and Parquet, and `summary.json`, each written to a
+//! temporary file in the target folder and renamed into place, so a crash never leaves half a file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+
+use crate::domain::{AttributeKind, Domain};
+use crate::error::OutputError;
+
+/// A named result table.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// File stem suffix: the stage's table is written as `<stage>.csv` when empty, else
+    /// `<stage>_<suffix>.csv`.
+    pub suffix: String,
+    /// The rows.
+    pub frame: DataFrame,
+}
+
+/// Builds a table column by column.
+#[derive(Default)]
+pub struct TableBuilder {
+    columns: Vec<Column>,
+}
+
+impl TableBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a numeric column.
+    pub fn f64(mut self, name: &str, values: Vec<f64>) -> Self {
+        self.columns.push(Column::new(name.into(), values));
+        self
+    }
+
+    /// Add an integer column.
+    pub fn i64(mut self, name: &str, values: Vec<i64>) -> Self {
+        self.columns.push(Column::new(name.into(), values));
+        self
+    }
+
+    /// Add a text column.
+    pub fn str(mut self, name: &str, values: Vec<String>) -> Self {
+        self.columns.push(Column::new(name.into(), values));
+        self
+    }
+
+    /// Add one column per attribute with `rows` decoded to original values; `suffix` is appended to
+    /// each column name (e.g. `_counterpart`); `only` restricts to some attribute indices.
+    pub fn decoded(mut self, domain: &Domain, rows: &[f64], suffix: &str, only: Option<&[usize]>) -> Self {
+        let width = domain.width();
+        for (j, a) in domain.attributes.iter().enumerate() {
+            if only.is_some_and(|o| !o.contains(&j)) {
+                continue;
+            }
+            let name = format!("{}{suffix}", a.name);
+            let values = rows.chunks_exact(width).map(|r| r[j]);
+            self = match a.kind {
+                AttributeKind::Categorical { .. } => self.str(&name, values.map(|v| a.decode(v)).collect()),
+                AttributeKind::Integer => self.i64(&name, values.map(|v| v.round() as i64).collect()),
+                AttributeKind::Continuous => self.f64(&name, values.collect()),
+            };
+        }
+        self
+    }
+
+    /// The finished table.
+    pub fn build(self, suffix: &str) -> Result<Table, OutputError> {
+        let frame = DataFrame::new_infer_height(self.columns)
+            .map_err(|e| OutputError { path: PathBuf::from(format!("<table {suffix}>")), message: e.to_string() })?;
+        Ok(Table { suffix: suffix.to_string(), frame })
+    }
+}
+
+/// Write `bytes` to `path` atomically (temporary file in the same folder, then rename).
+pub fn write_atomic(path: &Path, write: impl FnOnce(&mut std::fs::File) -> Result<(), String>) -> Result<(), OutputError> {
+    let err = |message: String| OutputError { path: path.to_path_buf(), message };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
+    let file_name = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+        write(&mut file)?;
+        file.flush().map_err(|e| e.to_string())?;
+        file.sync_all().map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(err)
+}
+
+/// Write a table as `<stem>.csv` and `<stem>.parquet` in `dir`; returns the two paths.
+pub fn write_table(dir: &Path, stem: &str, table: &Table) -> Result<Vec<PathBuf>, OutputError> {
+    let csv = dir.join(format!("{stem}.csv"));
+    let mut frame = table.frame.clone();
+    write_atomic(&csv, |f| CsvWriter::new(f).include_header(true).finish(&mut frame).map_err(|e| e.to_string()))?;
+    let parquet = dir.join(format!("{stem}.parquet"));
+    let mut frame = table.frame.clone();
+    write_atomic(&parquet, |f| ParquetWriter::new(f).finish(&mut frame).map(|_| ()).map_err(|e| e.to_string()))?;
+    Ok(vec![csv, parquet])
+}
+
+/// Write a JSON value, pretty-printed, atomically.
+pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), OutputError> {
+    write_atomic(path, |f| {
+        serde_json::to_writer_pretty(&mut *f, value).map_err(|e| e.to_string())?;
+        f.write_all(b"\n").map_err(|e| e.to_string())
+    })
+}

@@ -1,0 +1,315 @@
+//! Pipelines: a TOML file of named stages forming a DAG. [`Pipeline::load`] reads and validates the
+//! whole file (every problem located as `file:line:col`); [`Pipeline::run`] executes the stages in
+//! dependency order and writes the results.
+
+pub mod params;
+pub mod registry;
+pub mod stage;
+pub mod toml_spans;
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Map, Value};
+
+use crate::error::{hint, ConfigError, ConfigProblem, Error, Result};
+use crate::output::{write_json, write_table, Table};
+use params::{Params, Problems};
+use registry::StageKind;
+use stage::{Artifact, Inputs, Stage, StageContext};
+use toml_spans::{Sp, Val};
+
+/// A validated stage, ready to run.
+pub struct PlannedStage {
+    /// The stage's name (its key under `[stages]`).
+    pub name: String,
+    /// Its kind.
+    pub kind: &'static StageKind,
+    /// Role → name of the stage it reads.
+    pub inputs: BTreeMap<String, String>,
+    /// The configured stage.
+    pub stage: Box<dyn Stage>,
+}
+
+/// A validated pipeline, stages in execution order.
+pub struct Pipeline {
+    /// The pipeline file.
+    pub file: PathBuf,
+    /// `[pipeline] name`, or the file stem.
+    pub name: String,
+    /// The run seed.
+    pub seed: u64,
+    /// `[pipeline] out`, resolved against the file's folder, if given.
+    pub out: Option<PathBuf>,
+    /// Stages in dependency order.
+    pub stages: Vec<PlannedStage>,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The summary written to `summary.json`.
+    pub summary: Value,
+    /// Every file written.
+    pub files: Vec<PathBuf>,
+}
+
+/// A stable 64-bit seed for stage `name` under pipeline seed `seed` (FNV-1a, then SplitMix64).
+pub fn stage_seed(seed: u64, name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut z = h ^ seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Pipeline {
+    /// Read and validate `file`; `seed` overrides `[pipeline] seed`.
+    pub fn load(file: &Path, seed: Option<u64>) -> Result<Pipeline, ConfigError> {
+        let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
+            problems: vec![ConfigProblem { file: file.to_path_buf(), line: 1, col: 1, message: format!("cannot read the pipeline file: {e}") }],
+        })?;
+        Self::parse(file, &text, seed)
+    }
+
+    /// Validate pipeline `text` as if read from `file`.
+    pub fn parse(file: &Path, text: &str, seed_override: Option<u64>) -> Result<Pipeline, ConfigError> {
+        let mut p = Problems::new(file, text);
+        let root = match toml_spans::parse(text) {
+            Ok(r) => r,
+            Err((message, span)) => {
+                p.at(&span, format!("invalid TOML: {message}"));
+                return p.into_result().map(|_| unreachable!());
+            }
+        };
+        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let Val::Table(top) = &root.v else { unreachable!("a TOML document is a table") };
+
+        let mut name = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "pipeline".into());
+        let mut seed = 0u64;
+        let mut out = None;
+        let mut stage_entries: Option<&Sp<Val>> = None;
+        for (k, v) in top {
+            match k.v.as_str() {
+                "pipeline" => match &v.v {
+                    Val::Table(entries) => {
+                        for (pk, pv) in entries {
+                            match (pk.v.as_str(), &pv.v) {
+                                ("name", Val::Str(s)) => name = s.clone(),
+                                ("seed", Val::Int(i)) if *i >= 0 => seed = *i as u64,
+                                ("out", Val::Str(s)) => out = Some(dir.join(s)),
+                                ("description", Val::Str(_)) => {}
+                                ("name" | "out" | "description", other) => p.at(&pv.span, format!("[pipeline] `{}` must be a string, found {}", pk.v, other.type_name())),
+                                ("seed", _) => p.at(&pv.span, "[pipeline] `seed` must be a non-negative integer"),
+                                (other, _) => p.at(&pk.span, format!("[pipeline]: unknown key `{other}`{}; accepted: name, seed, out, description", hint(other, &["name", "seed", "out", "description"]))),
+                            }
+                        }
+                    }
+                    other => p.at(&v.span, format!("`pipeline` must be a table, found {}", other.type_name())),
+                },
+                "stages" => stage_entries = Some(v),
+                other => p.at(&k.span, format!("unknown top-level key `{other}`{}; a pipeline has [pipeline] and [stages.NAME] tables", hint(other, &["pipeline", "stages"]))),
+            }
+        }
+        let seed = seed_override.unwrap_or(seed);
+        let stages_table: &[(Sp<String>, Sp<Val>)] = match stage_entries.map(|s| &s.v) {
+            Some(Val::Table(t)) => t,
+            Some(other) => {
+                p.at(&stage_entries.map(|s| s.span.clone()).unwrap_or(0..0), format!("`stages` must be a table of stage tables, found {}", other.type_name()));
+                &[]
+            }
+            None => &[],
+        };
+        if stages_table.is_empty() {
+            p.at(&(0..0), "the pipeline has no stages; add [stages.NAME] tables with a `kind`");
+        }
+
+        // Phase two: each stage's kind and keys.
+        let kind_names: Vec<&str> = registry::STAGE_KINDS.iter().map(|k| k.name).collect();
+        let mut built: Vec<(Sp<String>, &'static StageKind, BTreeMap<String, Sp<String>>, Option<Box<dyn Stage>>)> = Vec::new();
+        for (stage_name, body) in stages_table {
+            let Val::Table(entries) = &body.v else {
+                p.at(&body.span, format!("stage `{}` must be a table, found {}", stage_name.v, body.v.type_name()));
+                continue;
+            };
+            let kind = entries.iter().find(|(k, _)| k.v == "kind");
+            let kind = match kind.map(|(_, v)| &v.v) {
+                None => {
+                    p.at(&stage_name.span, format!("stage `{}`: missing `kind`; one of {}", stage_name.v, kind_names.join(", ")));
+                    continue;
+                }
+                Some(Val::Str(k)) => match registry::find(k) {
+                    Some(kind) => kind,
+                    None => {
+                        let span = &kind.map(|(_, v)| v.span.clone()).unwrap_or_default();
+                        p.at(span, format!("stage `{}`: unknown stage kind `{k}`{}; kinds: {}", stage_name.v, hint(k, &kind_names), kind_names.join(", ")));
+                        continue;
+                    }
+                },
+                Some(other) => {
+                    p.at(&kind.map(|(_, v)| v.span.clone()).unwrap_or_default(), format!("stage `{}`: `kind` must be a string, found {}", stage_name.v, other.type_name()));
+                    continue;
+                }
+            };
+            let params = Params::new(&stage_name.v, entries, stage_name.span.clone(), kind.keys(), &dir);
+            let mut inputs = BTreeMap::new();
+            for input in kind.inputs {
+                match params.opt_str(&mut p, input.role) {
+                    Some(target) => {
+                        inputs.insert(input.role.to_string(), target);
+                    }
+                    None if input.required && params.raw(input.role).is_none() => {
+                        p.at(&stage_name.span, format!("stage `{}` ({}): missing input `{}` ({}): name the stage it reads", stage_name.v, kind.name, input.role, input.doc));
+                    }
+                    None => {}
+                }
+            }
+            let stage = (kind.build)(&params, &mut p, stage_seed(seed, &stage_name.v));
+            params.finish(&mut p);
+            built.push((stage_name.clone(), kind, inputs, stage));
+        }
+
+        // The graph: every input names an existing stage of a fitting kind, and there is no cycle.
+        let by_name: BTreeMap<&str, &'static StageKind> = built.iter().map(|(n, k, _, _)| (n.v.as_str(), *k)).collect();
+        let stage_names: Vec<&str> = by_name.keys().copied().collect();
+        for (name, kind, inputs, _) in &built {
+            for (role, target) in inputs {
+                let doc = kind.inputs.iter().find(|i| i.role == role).expect("declared role");
+                match by_name.get(target.v.as_str()) {
+                    None => p.at(&target.span, format!("stage `{}`: input `{role}` names stage `{}`, which does not exist{}", name.v, target.v, hint(&target.v, &stage_names))),
+                    Some(t) if !doc.accepts.contains(&t.output) => p.at(
+                        &target.span,
+                        format!(
+                            "stage `{}`: input `{role}` expects {}, but stage `{}` is a `{}` stage producing {}",
+                            name.v,
+                            doc.accepts.iter().map(|a| a.name()).collect::<Vec<_>>().join(" or "),
+                            target.v,
+                            t.name,
+                            t.output.name()
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+        let order = topological_order(&built.iter().map(|(n, _, i, _)| (n.v.clone(), i.values().map(|t| t.v.clone()).collect())).collect::<Vec<(String, Vec<String>)>>());
+        let order = match order {
+            Ok(o) => o,
+            Err(cycle) => {
+                let span = built.iter().find(|(n, ..)| n.v == cycle[0]).map(|(n, ..)| n.span.clone()).unwrap_or_default();
+                p.at(&span, format!("the stages form a cycle: {}", cycle.join(" → ")));
+                Vec::new()
+            }
+        };
+        p.into_result()?;
+        let mut slots: Vec<Option<PlannedStage>> = built
+            .into_iter()
+            .map(|(n, kind, inputs, stage)| {
+                stage.map(|stage| PlannedStage { name: n.v, kind, inputs: inputs.into_iter().map(|(r, t)| (r, t.v)).collect(), stage })
+            })
+            .collect();
+        let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
+        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, stages })
+    }
+
+    /// Run every stage in order and, when all succeed, write the results into `out_dir`. Nothing
+    /// is written when a stage fails.
+    pub fn run(&self, out_dir: &Path, show_progress: bool) -> Result<RunReport> {
+        let mut artifacts: BTreeMap<String, Artifact> = BTreeMap::new();
+        let mut stage_figures = Map::new();
+        let mut tables: Vec<(String, Table)> = Vec::new();
+        let show = show_progress && std::io::stdout().is_terminal();
+        for planned in &self.stages {
+            let mut inputs = Inputs::default();
+            for (role, target) in &planned.inputs {
+                let artifact = artifacts.get(target).cloned().ok_or_else(|| Error::Invalid(format!("stage `{target}` produced nothing")))?;
+                inputs.by_role.insert(role.clone(), artifact);
+            }
+            let progress = if show {
+                let bar = ProgressBar::new_spinner();
+                bar.set_style(ProgressStyle::with_template("{spinner} {prefix} {msg} [{elapsed}]").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+                bar.set_prefix(format!("{} ({})", planned.name, planned.kind.name));
+                bar.enable_steady_tick(Duration::from_millis(120));
+                bar
+            } else {
+                ProgressBar::hidden()
+            };
+            let ctx = StageContext { name: planned.name.clone(), seed: stage_seed(self.seed, &planned.name), progress };
+            let started = Instant::now();
+            let output = planned.stage.run(&ctx, &inputs).map_err(|e| Error::Stage { stage: planned.name.clone(), kind: planned.kind.name.to_string(), source: Box::new(e) })?;
+            ctx.progress.finish_and_clear();
+            let mut figures = Map::new();
+            figures.insert("kind".into(), json!(planned.kind.name));
+            figures.insert("elapsed_s".into(), json!(started.elapsed().as_secs_f64()));
+            figures.insert("model_queries".into(), json!(output.model_queries));
+            for (k, v) in output.figures {
+                figures.insert(k, v);
+            }
+            stage_figures.insert(planned.name.clone(), Value::Object(figures));
+            for t in output.tables {
+                tables.push((planned.name.clone(), t));
+            }
+            artifacts.insert(planned.name.clone(), output.artifact);
+        }
+        let summary = json!({
+            "pipeline": self.name,
+            "file": self.file.file_name().map(|f| f.to_string_lossy().into_owned()),
+            "seed": self.seed,
+            "fairpipe_version": env!("CARGO_PKG_VERSION"),
+            "stage_order": self.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+            "stages": Value::Object(stage_figures),
+        });
+        let mut files = Vec::new();
+        for (stage, table) in &tables {
+            let stem = if table.suffix.is_empty() { stage.clone() } else { format!("{stage}_{}", table.suffix) };
+            files.extend(write_table(out_dir, &stem, table)?);
+        }
+        let summary_path = out_dir.join("summary.json");
+        write_json(&summary_path, &summary)?;
+        files.push(summary_path);
+        Ok(RunReport { summary, files })
+    }
+}
+
+/// Order nodes so each comes after the nodes it reads (file order among the ready ones); on a
+/// cycle, return its chain of names, first name repeated at the end.
+fn topological_order(nodes: &[(String, Vec<String>)]) -> std::result::Result<Vec<usize>, Vec<String>> {
+    let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, (n, _))| (n.as_str(), i)).collect();
+    let deps: Vec<Vec<usize>> = nodes.iter().map(|(_, d)| d.iter().filter_map(|t| index.get(t.as_str()).copied()).collect()).collect();
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut state = vec![0u8; nodes.len()];
+    let mut order = Vec::new();
+    fn visit(i: usize, deps: &[Vec<usize>], state: &mut [u8], order: &mut Vec<usize>, stack: &mut Vec<usize>) -> std::result::Result<(), Vec<usize>> {
+        match state[i] {
+            2 => return Ok(()),
+            1 => {
+                let from = stack.iter().position(|&s| s == i).unwrap_or(0);
+                let mut cycle = stack[from..].to_vec();
+                cycle.push(i);
+                return Err(cycle);
+            }
+            _ => {}
+        }
+        state[i] = 1;
+        stack.push(i);
+        for &d in &deps[i] {
+            visit(d, deps, state, order, stack)?;
+        }
+        stack.pop();
+        state[i] = 2;
+        order.push(i);
+        Ok(())
+    }
+    for i in 0..nodes.len() {
+        let mut stack = Vec::new();
+        visit(i, &deps, &mut state, &mut order, &mut stack).map_err(|c| c.into_iter().map(|i| nodes[i].0.clone()).collect::<Vec<_>>())?;
+    }
+    Ok(order)
+}

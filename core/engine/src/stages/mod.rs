@@ -1,0 +1,5 @@
+//! The stage kinds, one module per family.
+
+pub mod audit;
+pub mod load;
+pub mod model;
