@@ -65,14 +65,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Validate { pipeline } => {
             let p = Pipeline::load(&pipeline, None)?;
-            println!("{}: ok ({} stages: {})", pipeline.display(), p.stages.len(), p.stages.iter().map(|s| format!("{} ({})", s.name, s.kind.name)).collect::<Vec<_>>().join(" → "));
+            println!(
+                "{}: ok ({} stages: {})",
+                pipeline.display(),
+                p.stages.len(),
+                p.stages.iter().map(|s| format!("{} ({})", s.name, s.kind.name)).collect::<Vec<_>>().join(" → ")
+            );
         }
         Command::List => {
             for kind in STAGE_KINDS {
                 println!("{}\n  {}", kind.name, kind.doc);
                 for input in kind.inputs {
                     let accepts: Vec<&str> = input.accepts.iter().map(|a| a.name()).collect();
-                    println!("  input  {:<16} {} ({}){}", input.role, input.doc, accepts.join(" or "), if input.required { "" } else { ", optional" });
+                    println!(
+                        "  input  {:<16} {} ({}){}",
+                        input.role,
+                        input.doc,
+                        accepts.join(" or "),
+                        if input.required { "" } else { ", optional" }
+                    );
                 }
                 for param in kind.params {
                     println!("  param  {:<16} {:<22} default {:<12} {}", param.name, param.ty, param.default, param.doc);
@@ -97,7 +108,10 @@ fn print_summary(summary: &serde_json::Value) {
             if let Some(v) = figures.get(key) {
                 let shown = match v {
                     serde_json::Value::Number(n) if n.is_f64() => format!("{:.4}", n.as_f64().unwrap_or(0.0)),
-                    serde_json::Value::Array(a) => format!("[{}]", a.iter().map(|x| x.as_f64().map(|f| format!("{f:.4}")).unwrap_or_default()).collect::<Vec<_>>().join(", ")),
+                    serde_json::Value::Array(a) => format!(
+                        "[{}]",
+                        a.iter().map(|x| x.as_f64().map(|f| format!("{f:.4}")).unwrap_or_default()).collect::<Vec<_>>().join(", ")
+                    ),
                     other => other.to_string(),
                 };
                 parts.push(format!("{key} {shown}"));

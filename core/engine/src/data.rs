@@ -169,14 +169,13 @@ fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataF
         return Err(DataError::Read { path: path.to_path_buf(), message: "no such file".into() });
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-    if ext == "parquet" || ext == "pq" {
-        let file = std::fs::File::open(path)
-            .map_err(|e| DataError::Read { path: path.to_path_buf(), message: e.to_string() })?;
+    let mut df = if ext == "parquet" || ext == "pq" {
+        let file = std::fs::File::open(path).map_err(|e| DataError::Read { path: path.to_path_buf(), message: e.to_string() })?;
         let mut reader = ParquetReader::new(file);
         if let Some(n) = n_rows {
             reader = reader.with_slice(Some((0, n)));
         }
-        reader.finish().map_err(err)
+        reader.finish().map_err(err)?
     } else {
         CsvReadOptions::default()
             .with_has_header(true)
@@ -186,8 +185,12 @@ fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataF
             .try_into_reader_with_file_path(Some(path.to_path_buf()))
             .map_err(err)?
             .finish()
-            .map_err(err)
-    }
+            .map_err(err)?
+    };
+    // Headers written as "a, b, c" (UCI Adult) carry spaces: names are matched trimmed.
+    let trimmed: Vec<String> = df.get_column_names().iter().map(|n| n.trim().to_string()).collect();
+    df.set_column_names(&trimmed).map_err(err)?;
+    Ok(df)
 }
 
 /// Text cells of one column, trimmed, with missing markers turned into `None`.
@@ -196,13 +199,7 @@ fn text_cells(df: &DataFrame, name: &str, markers: &[String], path: &Path) -> Re
     let col = df.column(name).map_err(err)?;
     let col = col.cast(&DataType::String).map_err(err)?;
     let strings = col.str().map_err(err)?;
-    Ok(strings
-        .iter()
-        .map(|c| {
-            c.map(|s| s.trim().trim_matches('"').to_string())
-                .filter(|s| !markers.iter().any(|m| m == s))
-        })
-        .collect())
+    Ok(strings.iter().map(|c| c.map(|s| s.trim().trim_matches('"').to_string()).filter(|s| !markers.iter().any(|m| m == s))).collect())
 }
 
 /// 1-based line of data row `row` in a CSV with a header (or the 1-based row of a Parquet file).
@@ -261,11 +258,9 @@ pub fn load(spec: &LoadSpec) -> Result<Dataset, DataError> {
             }
             f.clone()
         }
-        None => names
-            .iter()
-            .filter(|n| **n != spec.label && Some(*n) != split_column.as_ref() && !spec.drop.contains(n))
-            .cloned()
-            .collect(),
+        None => {
+            names.iter().filter(|n| **n != spec.label && Some(*n) != split_column.as_ref() && !spec.drop.contains(n)).cloned().collect()
+        }
     };
     for p in &spec.protected {
         if !features.contains(p) {
@@ -287,6 +282,8 @@ pub fn load(spec: &LoadSpec) -> Result<Dataset, DataError> {
     }
     let n_all = df.height();
     let mut keep = Vec::with_capacity(n_all);
+    // Rows index several columns at once, so a range loop is the clear form here.
+    #[allow(clippy::needless_range_loop)]
     for row in 0..n_all {
         let missing = used.iter().find(|c| cells[*c][row].is_none());
         match (missing, spec.missing) {
@@ -493,9 +490,13 @@ fn encode_label(path: &Path, name: &str, cells: &[&str], favourable: Option<&str
         )));
     };
     if !distinct.contains(&fav) {
-        return Err(column_err(format!("favourable = {fav:?} does not occur; the label has {:?}", distinct.iter().take(10).collect::<Vec<_>>())));
+        return Err(column_err(format!(
+            "favourable = {fav:?} does not occur; the label has {:?}",
+            distinct.iter().take(10).collect::<Vec<_>>()
+        )));
     }
     let y = cells.iter().map(|c| u8::from(*c == fav)).collect();
-    let other = if distinct.len() == 2 { distinct.iter().find(|d| **d != fav).unwrap_or(&"other").to_string() } else { format!("not {fav}") };
+    let other =
+        if distinct.len() == 2 { distinct.iter().find(|d| **d != fav).unwrap_or(&"other").to_string() } else { format!("not {fav}") };
     Ok((y, [other, fav.to_string()], 1))
 }

@@ -190,21 +190,12 @@ mod tests {
     use super::*;
 
     fn int(name: &str, lo: f64, hi: f64, protected: bool) -> Attribute {
-        Attribute {
-            name: name.into(),
-            kind: AttributeKind::Integer,
-            lower: lo,
-            upper: hi,
-            step: 1.0,
-            protected,
-        }
+        Attribute { name: name.into(), kind: AttributeKind::Integer, lower: lo, upper: hi, step: 1.0, protected }
     }
 
     #[test]
     fn protected_combinations_are_the_cartesian_product() {
-        let d = Domain {
-            attributes: vec![int("a", 0.0, 3.0, false), int("sex", 0.0, 1.0, true), int("race", 0.0, 2.0, true)],
-        };
+        let d = Domain { attributes: vec![int("a", 0.0, 3.0, false), int("sex", 0.0, 1.0, true), int("race", 0.0, 2.0, true)] };
         let combos = d.protected_combinations();
         assert_eq!(combos.len(), 6);
         assert_eq!(combos[0], vec![0.0, 0.0]);

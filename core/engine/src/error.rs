@@ -179,7 +179,7 @@ pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
     candidates
         .into_iter()
         .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1))
+        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(2) && *d < c.len())
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
 }

@@ -34,7 +34,14 @@ pub struct Estimate {
 
 /// Run `trials` trials of `per_trial` uniform inputs, in parallel; trial `t` draws from a generator
 /// seeded with `(seed, t)`, so the result does not depend on the number of threads.
-pub fn estimate(oracle: &Oracle, domain: &Domain, checker: &Checker, trials: usize, per_trial: usize, seed: u64) -> Result<Estimate, ModelError> {
+pub fn estimate(
+    oracle: &Oracle,
+    domain: &Domain,
+    checker: &Checker,
+    trials: usize,
+    per_trial: usize,
+    seed: u64,
+) -> Result<Estimate, ModelError> {
     let counts: Vec<usize> = (0..trials)
         .into_par_iter()
         .map(|t| {
@@ -78,8 +85,8 @@ pub fn wilson(successes: usize, n: usize, z: f64) -> [f64; 2] {
 /// The 97.5% quantile of Student's t with `df` degrees of freedom (1.96 beyond 30).
 pub fn t_quantile_975(df: usize) -> f64 {
     const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093,
-        2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101,
+        2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::INFINITY,

@@ -60,7 +60,10 @@ impl OnnxModel {
                 .ok_or_else(|| ModelError::Onnx { path: path.to_path_buf(), message: format!("no float output among {names:?}") })?,
         };
         if !is_float(chosen) {
-            return Err(ModelError::Onnx { path: path.to_path_buf(), message: format!("output {:?} is not a float tensor", names[chosen]) });
+            return Err(ModelError::Onnx {
+                path: path.to_path_buf(),
+                message: format!("output {:?} is not a float tensor", names[chosen]),
+            });
         }
         let shape = values[chosen].shape().to_vec();
         let positive_column = match shape.as_slice() {
@@ -69,7 +72,10 @@ impl OnnxModel {
             other => {
                 return Err(ModelError::Onnx {
                     path: path.to_path_buf(),
-                    message: format!("output {:?} has shape {other:?} for one row; expected [1,2] (two-class probabilities) or [1,1] (sigmoid)", names[chosen]),
+                    message: format!(
+                        "output {:?} has shape {other:?} for one row; expected [1,2] (two-class probabilities) or [1,1] (sigmoid)",
+                        names[chosen]
+                    ),
                 })
             }
         };
@@ -108,6 +114,10 @@ impl Model for OnnxModel {
     }
 
     fn describe(&self) -> String {
-        format!("onnx {} (output {})", self.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(), self.output_name)
+        format!(
+            "onnx {} (output {})",
+            self.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+            self.output_name
+        )
     }
 }

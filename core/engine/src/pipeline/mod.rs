@@ -22,6 +22,9 @@ use registry::StageKind;
 use stage::{Artifact, Inputs, Stage, StageContext};
 use toml_spans::{Sp, Val};
 
+/// A stage as read in phase two: name, kind, inputs by role, and the configured stage (if valid).
+type BuiltStage = (Sp<String>, &'static StageKind, BTreeMap<String, Sp<String>>, Option<Box<dyn Stage>>);
+
 /// A validated stage, ready to run.
 pub struct PlannedStage {
     /// The stage's name (its key under `[stages]`).
@@ -74,7 +77,12 @@ impl Pipeline {
     /// Read and validate `file`; `seed` overrides `[pipeline] seed`.
     pub fn load(file: &Path, seed: Option<u64>) -> Result<Pipeline, ConfigError> {
         let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
-            problems: vec![ConfigProblem { file: file.to_path_buf(), line: 1, col: 1, message: format!("cannot read the pipeline file: {e}") }],
+            problems: vec![ConfigProblem {
+                file: file.to_path_buf(),
+                line: 1,
+                col: 1,
+                message: format!("cannot read the pipeline file: {e}"),
+            }],
         })?;
         Self::parse(file, &text, seed)
     }
@@ -106,23 +114,40 @@ impl Pipeline {
                                 ("seed", Val::Int(i)) if *i >= 0 => seed = *i as u64,
                                 ("out", Val::Str(s)) => out = Some(dir.join(s)),
                                 ("description", Val::Str(_)) => {}
-                                ("name" | "out" | "description", other) => p.at(&pv.span, format!("[pipeline] `{}` must be a string, found {}", pk.v, other.type_name())),
+                                ("name" | "out" | "description", other) => {
+                                    p.at(&pv.span, format!("[pipeline] `{}` must be a string, found {}", pk.v, other.type_name()))
+                                }
                                 ("seed", _) => p.at(&pv.span, "[pipeline] `seed` must be a non-negative integer"),
-                                (other, _) => p.at(&pk.span, format!("[pipeline]: unknown key `{other}`{}; accepted: name, seed, out, description", hint(other, &["name", "seed", "out", "description"]))),
+                                (other, _) => p.at(
+                                    &pk.span,
+                                    format!(
+                                        "[pipeline]: unknown key `{other}`{}; accepted: name, seed, out, description",
+                                        hint(other, &["name", "seed", "out", "description"])
+                                    ),
+                                ),
                             }
                         }
                     }
                     other => p.at(&v.span, format!("`pipeline` must be a table, found {}", other.type_name())),
                 },
                 "stages" => stage_entries = Some(v),
-                other => p.at(&k.span, format!("unknown top-level key `{other}`{}; a pipeline has [pipeline] and [stages.NAME] tables", hint(other, &["pipeline", "stages"]))),
+                other => p.at(
+                    &k.span,
+                    format!(
+                        "unknown top-level key `{other}`{}; a pipeline has [pipeline] and [stages.NAME] tables",
+                        hint(other, &["pipeline", "stages"])
+                    ),
+                ),
             }
         }
         let seed = seed_override.unwrap_or(seed);
         let stages_table: &[(Sp<String>, Sp<Val>)] = match stage_entries.map(|s| &s.v) {
             Some(Val::Table(t)) => t,
             Some(other) => {
-                p.at(&stage_entries.map(|s| s.span.clone()).unwrap_or(0..0), format!("`stages` must be a table of stage tables, found {}", other.type_name()));
+                p.at(
+                    &stage_entries.map(|s| s.span.clone()).unwrap_or(0..0),
+                    format!("`stages` must be a table of stage tables, found {}", other.type_name()),
+                );
                 &[]
             }
             None => &[],
@@ -133,7 +158,7 @@ impl Pipeline {
 
         // Phase two: each stage's kind and keys.
         let kind_names: Vec<&str> = registry::STAGE_KINDS.iter().map(|k| k.name).collect();
-        let mut built: Vec<(Sp<String>, &'static StageKind, BTreeMap<String, Sp<String>>, Option<Box<dyn Stage>>)> = Vec::new();
+        let mut built: Vec<BuiltStage> = Vec::new();
         for (stage_name, body) in stages_table {
             let Val::Table(entries) = &body.v else {
                 p.at(&body.span, format!("stage `{}` must be a table, found {}", stage_name.v, body.v.type_name()));
@@ -149,12 +174,23 @@ impl Pipeline {
                     Some(kind) => kind,
                     None => {
                         let span = &kind.map(|(_, v)| v.span.clone()).unwrap_or_default();
-                        p.at(span, format!("stage `{}`: unknown stage kind `{k}`{}; kinds: {}", stage_name.v, hint(k, &kind_names), kind_names.join(", ")));
+                        p.at(
+                            span,
+                            format!(
+                                "stage `{}`: unknown stage kind `{k}`{}; kinds: {}",
+                                stage_name.v,
+                                hint(k, &kind_names),
+                                kind_names.join(", ")
+                            ),
+                        );
                         continue;
                     }
                 },
                 Some(other) => {
-                    p.at(&kind.map(|(_, v)| v.span.clone()).unwrap_or_default(), format!("stage `{}`: `kind` must be a string, found {}", stage_name.v, other.type_name()));
+                    p.at(
+                        &kind.map(|(_, v)| v.span.clone()).unwrap_or_default(),
+                        format!("stage `{}`: `kind` must be a string, found {}", stage_name.v, other.type_name()),
+                    );
                     continue;
                 }
             };
@@ -166,7 +202,13 @@ impl Pipeline {
                         inputs.insert(input.role.to_string(), target);
                     }
                     None if input.required && params.raw(input.role).is_none() => {
-                        p.at(&stage_name.span, format!("stage `{}` ({}): missing input `{}` ({}): name the stage it reads", stage_name.v, kind.name, input.role, input.doc));
+                        p.at(
+                            &stage_name.span,
+                            format!(
+                                "stage `{}` ({}): missing input `{}` ({}): name the stage it reads",
+                                stage_name.v, kind.name, input.role, input.doc
+                            ),
+                        );
                     }
                     None => {}
                 }
@@ -178,12 +220,22 @@ impl Pipeline {
 
         // The graph: every input names an existing stage of a fitting kind, and there is no cycle.
         let by_name: BTreeMap<&str, &'static StageKind> = built.iter().map(|(n, k, _, _)| (n.v.as_str(), *k)).collect();
-        let stage_names: Vec<&str> = by_name.keys().copied().collect();
+        // Stages whose own table is broken still exist: name them, but do not judge their kind.
+        let stage_names: Vec<&str> = stages_table.iter().map(|(n, _)| n.v.as_str()).collect();
         for (name, kind, inputs, _) in &built {
             for (role, target) in inputs {
                 let doc = kind.inputs.iter().find(|i| i.role == role).expect("declared role");
                 match by_name.get(target.v.as_str()) {
-                    None => p.at(&target.span, format!("stage `{}`: input `{role}` names stage `{}`, which does not exist{}", name.v, target.v, hint(&target.v, &stage_names))),
+                    None if stage_names.contains(&target.v.as_str()) => {}
+                    None => p.at(
+                        &target.span,
+                        format!(
+                            "stage `{}`: input `{role}` names stage `{}`, which does not exist{}",
+                            name.v,
+                            target.v,
+                            hint(&target.v, &stage_names)
+                        ),
+                    ),
                     Some(t) if !doc.accepts.contains(&t.output) => p.at(
                         &target.span,
                         format!(
@@ -199,7 +251,12 @@ impl Pipeline {
                 }
             }
         }
-        let order = topological_order(&built.iter().map(|(n, _, i, _)| (n.v.clone(), i.values().map(|t| t.v.clone()).collect())).collect::<Vec<(String, Vec<String>)>>());
+        let order = topological_order(
+            &built
+                .iter()
+                .map(|(n, _, i, _)| (n.v.clone(), i.values().map(|t| t.v.clone()).collect()))
+                .collect::<Vec<(String, Vec<String>)>>(),
+        );
         let order = match order {
             Ok(o) => o,
             Err(cycle) => {
@@ -229,12 +286,16 @@ impl Pipeline {
         for planned in &self.stages {
             let mut inputs = Inputs::default();
             for (role, target) in &planned.inputs {
-                let artifact = artifacts.get(target).cloned().ok_or_else(|| Error::Invalid(format!("stage `{target}` produced nothing")))?;
+                let artifact =
+                    artifacts.get(target).cloned().ok_or_else(|| Error::Invalid(format!("stage `{target}` produced nothing")))?;
                 inputs.by_role.insert(role.clone(), artifact);
             }
             let progress = if show {
                 let bar = ProgressBar::new_spinner();
-                bar.set_style(ProgressStyle::with_template("{spinner} {prefix} {msg} [{elapsed}]").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner} {prefix} {msg} [{elapsed}]")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
                 bar.set_prefix(format!("{} ({})", planned.name, planned.kind.name));
                 bar.enable_steady_tick(Duration::from_millis(120));
                 bar
@@ -243,7 +304,11 @@ impl Pipeline {
             };
             let ctx = StageContext { name: planned.name.clone(), seed: stage_seed(self.seed, &planned.name), progress };
             let started = Instant::now();
-            let output = planned.stage.run(&ctx, &inputs).map_err(|e| Error::Stage { stage: planned.name.clone(), kind: planned.kind.name.to_string(), source: Box::new(e) })?;
+            let output = planned.stage.run(&ctx, &inputs).map_err(|e| Error::Stage {
+                stage: planned.name.clone(),
+                kind: planned.kind.name.to_string(),
+                source: Box::new(e),
+            })?;
             ctx.progress.finish_and_clear();
             let mut figures = Map::new();
             figures.insert("kind".into(), json!(planned.kind.name));
@@ -286,7 +351,13 @@ fn topological_order(nodes: &[(String, Vec<String>)]) -> std::result::Result<Vec
     // 0 = unvisited, 1 = on the stack, 2 = done.
     let mut state = vec![0u8; nodes.len()];
     let mut order = Vec::new();
-    fn visit(i: usize, deps: &[Vec<usize>], state: &mut [u8], order: &mut Vec<usize>, stack: &mut Vec<usize>) -> std::result::Result<(), Vec<usize>> {
+    fn visit(
+        i: usize,
+        deps: &[Vec<usize>],
+        state: &mut [u8],
+        order: &mut Vec<usize>,
+        stack: &mut Vec<usize>,
+    ) -> std::result::Result<(), Vec<usize>> {
         match state[i] {
             2 => return Ok(()),
             1 => {

@@ -112,7 +112,16 @@ impl<'a> Params<'a> {
             None => default.to_string(),
             Some(s) if choices.contains(&s.v.as_str()) => s.v,
             Some(s) => {
-                p.at(&s.span, format!("stage `{}`: `{key}` must be one of {}, found {:?}{}", self.stage, choices.join(", "), s.v, hint(&s.v, choices)));
+                p.at(
+                    &s.span,
+                    format!(
+                        "stage `{}`: `{key}` must be one of {}, found {:?}{}",
+                        self.stage,
+                        choices.join(", "),
+                        s.v,
+                        hint(&s.v, choices)
+                    ),
+                );
                 default.to_string()
             }
         }
@@ -232,7 +241,10 @@ impl<'a> Params<'a> {
         let s = self.str(p, key, expected)?;
         let path = self.dir.join(&s.v);
         if !path.exists() {
-            p.at(&s.span, format!("stage `{}`: `{key}`: no such file {} (paths are relative to the pipeline file)", self.stage, path.display()));
+            p.at(
+                &s.span,
+                format!("stage `{}`: `{key}`: no such file {} (paths are relative to the pipeline file)", self.stage, path.display()),
+            );
             return None;
         }
         Some(Sp { v: path, span: s.span })
@@ -247,7 +259,16 @@ impl<'a> Params<'a> {
     pub fn finish(&self, p: &mut Problems) {
         for (k, _) in self.entries {
             if k.v != "kind" && !self.known.contains(&k.v.as_str()) {
-                p.at(&k.span, format!("stage `{}`: unknown key `{}`{}; accepted keys: {}", self.stage, k.v, hint(&k.v, &self.known), self.known.join(", ")));
+                p.at(
+                    &k.span,
+                    format!(
+                        "stage `{}`: unknown key `{}`{}; accepted keys: {}",
+                        self.stage,
+                        k.v,
+                        hint(&k.v, &self.known),
+                        self.known.join(", ")
+                    ),
+                );
             }
         }
     }

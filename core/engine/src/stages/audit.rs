@@ -8,14 +8,15 @@ use serde_json::Map;
 use crate::check::Checker;
 use crate::cluster::cluster_seeds;
 use crate::data::Split;
-use crate::estimate::{estimate, wilson};
 use crate::error::Result;
+use crate::estimate::{estimate, wilson};
 use crate::output::TableBuilder;
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
 use crate::pipeline::stage::{put, Artifact, ArtifactKind, CasesArtifact, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
 
-const MODEL_INPUT: &[InputDoc] = &[InputDoc { role: "model", accepts: &[ArtifactKind::Model], required: true, doc: "the model under test" }];
+const MODEL_INPUT: &[InputDoc] =
+    &[InputDoc { role: "model", accepts: &[ArtifactKind::Model], required: true, doc: "the model under test" }];
 const GAMMA: ParamDoc = ParamDoc {
     name: "gamma",
     ty: "float",
@@ -98,7 +99,11 @@ fn build_cluster(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dy
 }
 
 fn build_estimate(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn Stage>> {
-    Some(Box::new(Estimate { trials: params.usize_min(p, "trials", 400, 2), samples: params.usize_min(p, "samples", 1000, 1), gamma: gamma(params, p) }))
+    Some(Box::new(Estimate {
+        trials: params.usize_min(p, "trials", 400, 2),
+        samples: params.usize_min(p, "samples", 1000, 1),
+        gamma: gamma(params, p),
+    }))
 }
 
 fn build_check(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn Stage>> {
@@ -124,7 +129,12 @@ impl Stage for Cluster {
             .i64("cluster", seeds.cluster.iter().map(|&c| c as i64).collect())
             .decoded(&data.domain, &flat, "", None)
             .build("")?;
-        Ok(StageOutput { artifact: Artifact::Seeds(Arc::new(SeedsArtifact { seeds, data })), figures, tables: vec![table], model_queries: 0 })
+        Ok(StageOutput {
+            artifact: Artifact::Seeds(Arc::new(SeedsArtifact { seeds, data })),
+            figures,
+            tables: vec![table],
+            model_queries: 0,
+        })
     }
 }
 
@@ -144,10 +154,7 @@ impl Stage for Estimate {
         put(&mut figures, "per_trial", est.per_trial);
         put(&mut figures, "discriminatory", est.discriminatory);
         put(&mut figures, "variants_per_input", checker.n_variants());
-        let table = TableBuilder::new()
-            .i64("trial", (0..est.trials as i64).collect())
-            .f64("rate", est.trial_rates.clone())
-            .build("")?;
+        let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
         let model_queries = model.oracle.rows() - before;
         Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures, tables: vec![table], model_queries })
     }

@@ -92,17 +92,41 @@ fn build(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn Stage>>
                 ("min", _) if number.is_some() => over.min = number,
                 ("max", _) if number.is_some() => over.max = number,
                 ("step", _) if number.is_some_and(|s| s > 0.0) => over.step = number,
-                ("levels", Val::Array(items)) => over.levels = Some(items.iter().map(|i| match &i.v { Val::Str(s) => s.clone(), other => format!("{}", other.to_json()) }).collect()),
+                ("levels", Val::Array(items)) => {
+                    over.levels = Some(
+                        items
+                            .iter()
+                            .map(|i| match &i.v {
+                                Val::Str(s) => s.clone(),
+                                other => format!("{}", other.to_json()),
+                            })
+                            .collect(),
+                    )
+                }
                 ("kind" | "min" | "max" | "step" | "levels", _) => p.at(
                     &v.span,
-                    format!("stage `{}`: columns.{}.{}: expected {}", params.stage(), name.v, k.v, match k.v.as_str() {
-                        "kind" => "\"integer\", \"continuous\" or \"categorical\"",
-                        "levels" => "a list of level names",
-                        "step" => "a positive number",
-                        _ => "a number",
-                    }),
+                    format!(
+                        "stage `{}`: columns.{}.{}: expected {}",
+                        params.stage(),
+                        name.v,
+                        k.v,
+                        match k.v.as_str() {
+                            "kind" => "\"integer\", \"continuous\" or \"categorical\"",
+                            "levels" => "a list of level names",
+                            "step" => "a positive number",
+                            _ => "a number",
+                        }
+                    ),
                 ),
-                (other, _) => p.at(&k.span, format!("stage `{}`: columns.{}: unknown key `{other}`{}; accepted: kind, min, max, step, levels", params.stage(), name.v, hint(other, &["kind", "min", "max", "step", "levels"]))),
+                (other, _) => p.at(
+                    &k.span,
+                    format!(
+                        "stage `{}`: columns.{}: unknown key `{other}`{}; accepted: kind, min, max, step, levels",
+                        params.stage(),
+                        name.v,
+                        hint(other, &["kind", "min", "max", "step", "levels"])
+                    ),
+                ),
             }
         }
         columns.insert(name.v.clone(), (name.span.clone(), over));
@@ -114,7 +138,16 @@ fn build(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn Stage>>
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let mut check = |col: &str, span: &std::ops::Range<usize>, role: &str| {
             if !names.iter().any(|n| n == col) {
-                p.at(span, format!("stage `{}`: {role} `{col}` is not a column of {}{}; columns: {}", params.stage(), path.v.display(), hint(col, &refs), names.join(", ")));
+                p.at(
+                    span,
+                    format!(
+                        "stage `{}`: {role} `{col}` is not a column of {}{}; columns: {}",
+                        params.stage(),
+                        path.v.display(),
+                        hint(col, &refs),
+                        names.join(", ")
+                    ),
+                );
             }
         };
         check(&label.v, &label.span, "label");
@@ -162,13 +195,21 @@ impl Stage for Load {
         put(&mut figures, "rows_test", data.rows_in(Split::Test).len());
         put(&mut figures, "dropped_rows", data.dropped_rows);
         put(&mut figures, "features", data.domain.width());
-        put(&mut figures, "protected", data.domain.protected_indices().iter().map(|&i| data.domain.attributes[i].name.clone()).collect::<Vec<_>>());
-        put(&mut figures, "label", json!({
-            "column": data.label_name,
-            "values": data.label_values,
-            "favourable": data.label_values[data.favourable as usize],
-            "share_class_1": data.y.iter().filter(|&&v| v == 1).count() as f64 / data.len() as f64,
-        }));
+        put(
+            &mut figures,
+            "protected",
+            data.domain.protected_indices().iter().map(|&i| data.domain.attributes[i].name.clone()).collect::<Vec<_>>(),
+        );
+        put(
+            &mut figures,
+            "label",
+            json!({
+                "column": data.label_name,
+                "values": data.label_values,
+                "favourable": data.label_values[data.favourable as usize],
+                "share_class_1": data.y.iter().filter(|&&v| v == 1).count() as f64 / data.len() as f64,
+            }),
+        );
         put(&mut figures, "domain", serde_json::to_value(&data.domain.attributes).unwrap_or_default());
         Ok(StageOutput { artifact: Artifact::Dataset(Arc::new(data)), figures, tables: Vec::new(), model_queries: 0 })
     }

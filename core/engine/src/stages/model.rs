@@ -14,7 +14,8 @@ use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
 use crate::pipeline::stage::{put, Artifact, ArtifactKind, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
 
-const DATA_INPUT: &[InputDoc] = &[InputDoc { role: "data", accepts: &[ArtifactKind::Dataset], required: true, doc: "the dataset to train on / evaluate with" }];
+const DATA_INPUT: &[InputDoc] =
+    &[InputDoc { role: "data", accepts: &[ArtifactKind::Dataset], required: true, doc: "the dataset to train on / evaluate with" }];
 
 /// The `train` stage kind.
 pub const TRAIN: StageKind = StageKind {
@@ -67,7 +68,10 @@ struct LoadModel {
 
 fn build_train(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn Stage>> {
     let algorithm = match params.choice(p, "algorithm", &["mlp", "logistic", "tree"], "mlp").as_str() {
-        "logistic" => Algorithm::Logistic { max_iterations: params.usize_min(p, "max_iterations", 200, 1) as u64, alpha: params.f64_in(p, "alpha", 1.0, 0.0, 1e9) },
+        "logistic" => Algorithm::Logistic {
+            max_iterations: params.usize_min(p, "max_iterations", 200, 1) as u64,
+            alpha: params.f64_in(p, "alpha", 1.0, 0.0, 1e9),
+        },
         "tree" => Algorithm::Tree { max_depth: params.usize_min(p, "max_depth", 10, 1) },
         _ => {
             let defaults = MlpConfig::default();

@@ -1,0 +1,38 @@
+//! Helpers shared by the end-to-end tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Run the fairpipe binary with `args`; returns (success, stdout, stderr).
+pub fn fairpipe(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fairpipe")).args(args).current_dir(root()).output().expect("run fairpipe");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Run a pipeline into `out`, asserting success; returns the parsed summary.json.
+pub fn run_pipeline(pipeline: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"];
+    args.extend_from_slice(extra);
+    let (ok, stdout, stderr) = fairpipe(&args);
+    assert!(ok, "{} failed:\n{stdout}\n{stderr}", pipeline.display());
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+/// Write `text` as a pipeline file in `dir` (next to copies of nothing: paths inside point at the
+/// bundled data through absolute paths).
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Absolute path of a bundled file under `pipelines/`.
+pub fn bundled(rel: &str) -> String {
+    root().join("pipelines").join(rel).to_string_lossy().into_owned()
+}

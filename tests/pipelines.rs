@@ -1,0 +1,109 @@
+//! End-to-end: every bundled pipeline validates and runs through the CLI, the reference ONNX models
+//! reproduce their published test accuracy exactly, and runs are reproducible.
+
+mod common;
+
+use common::*;
+
+fn pipeline_files() -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(root().join("pipelines"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "expected the bundled pipelines, found {files:?}");
+    files
+}
+
+#[test]
+fn every_bundled_pipeline_validates() {
+    for file in pipeline_files() {
+        let (ok, stdout, stderr) = fairpipe(&["validate", file.to_str().unwrap()]);
+        assert!(ok, "{}: {stdout}{stderr}", file.display());
+        assert!(stdout.contains(": ok ("), "{stdout}");
+    }
+}
+
+#[test]
+fn every_bundled_pipeline_runs_and_writes_its_outputs() {
+    for file in pipeline_files() {
+        let out = tempfile::tempdir().unwrap();
+        let summary = run_pipeline(&file, out.path(), &[]);
+        let stages = summary["stages"].as_object().unwrap();
+        assert!(!stages.is_empty());
+        for (name, figures) in stages {
+            assert!(figures["elapsed_s"].as_f64().is_some(), "{name} lacks elapsed_s");
+            assert!(figures["model_queries"].as_u64().is_some(), "{name} lacks model_queries");
+            if figures["kind"] == "estimate" {
+                let rate = figures["rate"].as_f64().unwrap();
+                let ci = figures["ci95"].as_array().unwrap();
+                assert!(ci[0].as_f64().unwrap() <= rate && rate <= ci[1].as_f64().unwrap());
+                assert!(out.path().join(format!("{name}.parquet")).exists());
+                assert!(out.path().join(format!("{name}.csv")).exists());
+            }
+        }
+        // No temporary files are left behind.
+        for entry in std::fs::read_dir(out.path()).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".tmp"), "left {name}");
+        }
+    }
+}
+
+#[test]
+fn reference_onnx_models_reproduce_their_recorded_test_accuracy() {
+    for (pipeline, correct, total) in [("census-estimate", 8275, 9769), ("credit-estimate", 313, 400), ("bank-estimate", 8065, 9043)] {
+        let out = tempfile::tempdir().unwrap();
+        let summary = run_pipeline(&root().join(format!("pipelines/{pipeline}.toml")), out.path(), &[]);
+        let model = &summary["stages"]["model"];
+        assert_eq!(model["correct_test"], correct, "{pipeline}");
+        assert_eq!(model["total_test"], total, "{pipeline}");
+        assert!((model["accuracy_test"].as_f64().unwrap() - correct as f64 / total as f64).abs() < 1e-12);
+    }
+}
+
+/// Remove every timing from a summary.
+fn without_timings(v: &mut serde_json::Value) {
+    if let Some(map) = v.as_object_mut() {
+        map.retain(|k, _| !(k.ends_with("_s") || k == "per_second"));
+        for value in map.values_mut() {
+            without_timings(value);
+        }
+    }
+}
+
+#[test]
+fn same_pipeline_and_seed_give_identical_results() {
+    let file = root().join("pipelines/adult-train.toml");
+    let (a, b, c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut first = run_pipeline(&file, a.path(), &[]);
+    let mut second = run_pipeline(&file, b.path(), &[]);
+    without_timings(&mut first);
+    without_timings(&mut second);
+    assert_eq!(serde_json::to_string_pretty(&first).unwrap(), serde_json::to_string_pretty(&second).unwrap());
+    for table in ["check.csv", "seeds.csv", "estimate.csv"] {
+        assert_eq!(std::fs::read(a.path().join(table)).unwrap(), std::fs::read(b.path().join(table)).unwrap(), "{table} differs");
+    }
+    // A different seed changes the sampled estimate.
+    let mut third = run_pipeline(&file, c.path(), &["--seed", "8"]);
+    without_timings(&mut third);
+    assert_ne!(first["stages"]["estimate"]["rate"], third["stages"]["estimate"]["rate"]);
+}
+
+#[test]
+fn raw_categorical_data_is_decoded_back_on_output() {
+    let out = tempfile::tempdir().unwrap();
+    let summary = run_pipeline(&root().join("pipelines/adult-train.toml"), out.path(), &[]);
+    let data = &summary["stages"]["data"];
+    assert_eq!(data["dropped_rows"], 32561 - 30162, "rows with '?' are dropped");
+    let csv = std::fs::read_to_string(out.path().join("check.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(header.starts_with("age,workclass,"), "{header}");
+    assert!(header.contains("sex_counterpart") && header.contains("race_counterpart"));
+    let first = csv.lines().nth(1).expect("some discriminatory test rows");
+    assert!(first.contains("Male") || first.contains("Female"), "{first}");
+    assert!(["White", "Black", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other"].iter().any(|r| first.contains(r)), "{first}");
+    let model = &summary["stages"]["model"];
+    assert!(model["accuracy_test"].as_f64().unwrap() > 0.80, "MLP test accuracy {}", model["accuracy_test"]);
+}
