@@ -156,6 +156,9 @@ pub enum Error {
     /// A result could not be written.
     #[error(transparent)]
     Output(#[from] OutputError),
+    /// A plugin failed or was refused.
+    #[error(transparent)]
+    Plugin(#[from] crate::plugin::PluginError),
     /// A stage failed; `source` says why.
     #[error("stage `{stage}` ({kind}) failed: {source}")]
     Stage {

@@ -17,13 +17,14 @@
 pub mod check;
 pub mod cluster;
 pub mod data;
-pub mod domain;
 pub mod error;
 pub mod estimate;
 pub mod models;
 pub mod oracle;
 pub mod output;
 pub mod pipeline;
+pub mod plugin;
 pub mod stages;
 
 pub use error::{Error, Result};
+pub use fairpipe_abi::domain;

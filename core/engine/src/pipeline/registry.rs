@@ -68,6 +68,8 @@ pub const STAGE_KINDS: &[StageKind] = &[
     stages::audit::CLUSTER,
     stages::audit::ESTIMATE,
     stages::audit::CHECK,
+    stages::search::GENERATE,
+    stages::search::VERIFY,
 ];
 
 /// The kind called `name`.

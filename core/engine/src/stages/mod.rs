@@ -3,3 +3,4 @@
 pub mod audit;
 pub mod load;
 pub mod model;
+pub mod search;

@@ -1,0 +1,501 @@
+//! The safe side of the ABI for plugin authors: implement [`Generator`], call
+//! [`export_generator!`](crate::export_generator), and use [`Host`] for everything that crosses
+//! the boundary (model queries, cases, budget, cancellation).
+
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde_json::{json, Map, Value};
+
+use crate::domain::{Attribute, AttributeKind, Domain};
+use crate::ffi::{attribute_kind, status, FfiContext};
+use crate::variants::{RowCheck, Variants};
+
+/// Key every plugin accepts, for the conformance suite: `true` makes the run panic inside the plugin.
+pub const INJECT_PANIC_KEY: &str = "_inject_panic";
+
+/// Why a plugin call failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PluginError {
+    /// A parameter is unknown, of the wrong type or out of range.
+    InvalidParams(String),
+    /// The domain or seeds cannot be worked with.
+    InvalidInput(String),
+    /// The computation or a host callback failed.
+    Compute(String),
+    /// The budget is spent or the host asked to stop: not a failure, the run ends normally.
+    Stopped,
+}
+
+impl PluginError {
+    fn status(&self) -> i32 {
+        match self {
+            PluginError::InvalidParams(_) => status::INVALID_PARAMS,
+            PluginError::InvalidInput(_) => status::INVALID_INPUT,
+            PluginError::Compute(_) => status::COMPUTE,
+            PluginError::Stopped => status::OK,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            PluginError::InvalidParams(m) | PluginError::InvalidInput(m) | PluginError::Compute(m) => m.clone(),
+            PluginError::Stopped => "stopped".into(),
+        }
+    }
+}
+
+/// The type of a parameter, with its constraints.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamType {
+    /// An integer at least `min`.
+    Int {
+        /// Smallest accepted value.
+        min: i64,
+    },
+    /// A number within `[min, max]`.
+    Float {
+        /// Smallest accepted value.
+        min: f64,
+        /// Largest accepted value.
+        max: f64,
+    },
+    /// `true` or `false`.
+    Bool,
+    /// One of a list of strings.
+    Choice(&'static [&'static str]),
+}
+
+/// One parameter of a method.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamSpec {
+    /// Key in the pipeline's `params` table.
+    pub name: &'static str,
+    /// Type and constraints.
+    pub ty: ParamType,
+    /// Default value.
+    pub default: Value,
+    /// What it does (and where it comes from in the paper).
+    pub doc: &'static str,
+}
+
+/// What a plugin says about itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Description {
+    /// One-paragraph summary, with the paper it implements.
+    pub doc: &'static str,
+    /// Parameters.
+    pub params: Vec<ParamSpec>,
+}
+
+impl Description {
+    /// The JSON form sent through `describe`.
+    pub fn to_json(&self, name: &str, version: &str) -> Value {
+        let params: Vec<Value> = self
+            .params
+            .iter()
+            .map(|p| {
+                let ty = match p.ty {
+                    ParamType::Int { min } => json!({"type": "int", "min": min}),
+                    ParamType::Float { min, max } => json!({"type": "float", "min": min, "max": max}),
+                    ParamType::Bool => json!({"type": "bool"}),
+                    ParamType::Choice(c) => json!({"type": "choice", "choices": c}),
+                };
+                json!({"name": p.name, "schema": ty, "default": p.default, "doc": p.doc})
+            })
+            .collect();
+        json!({"name": name, "version": version, "doc": self.doc, "params": params})
+    }
+
+    /// Check a parameter object against the specs and fill in defaults.
+    pub fn parse(&self, params: &Value) -> Result<Params, PluginError> {
+        let empty = Map::new();
+        let given = match params {
+            Value::Object(m) => m,
+            Value::Null => &empty,
+            other => return Err(PluginError::InvalidParams(format!("parameters must be a table, found {other}"))),
+        };
+        let names: Vec<&str> = self.params.iter().map(|p| p.name).collect();
+        let mut values = Map::new();
+        for (key, value) in given {
+            if key == INJECT_PANIC_KEY {
+                values.insert(key.clone(), value.clone());
+                continue;
+            }
+            let Some(spec) = self.params.iter().find(|p| p.name == key) else {
+                let hint = closest(key, &names).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
+                return Err(PluginError::InvalidParams(format!("unknown parameter `{key}`{hint}; parameters: {}", names.join(", "))));
+            };
+            let ok = match spec.ty {
+                ParamType::Int { min } => value.as_i64().is_some_and(|v| v >= min),
+                ParamType::Float { min, max } => value.as_f64().is_some_and(|v| (min..=max).contains(&v)),
+                ParamType::Bool => value.is_boolean(),
+                ParamType::Choice(c) => value.as_str().is_some_and(|s| c.contains(&s)),
+            };
+            if !ok {
+                let expected = match spec.ty {
+                    ParamType::Int { min } => format!("an integer ≥ {min}"),
+                    ParamType::Float { min, max } => format!("a number in [{min}, {max}]"),
+                    ParamType::Bool => "true or false".into(),
+                    ParamType::Choice(c) => format!("one of {}", c.join(", ")),
+                };
+                return Err(PluginError::InvalidParams(format!("parameter `{key}` must be {expected}, found {value}")));
+            }
+            values.insert(key.clone(), value.clone());
+        }
+        for spec in &self.params {
+            values.entry(spec.name.to_string()).or_insert_with(|| spec.default.clone());
+        }
+        Ok(Params { values })
+    }
+}
+
+fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    fn distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut cur = vec![i + 1; b.len() + 1];
+            for (j, cb) in b.iter().enumerate() {
+                cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    }
+    candidates.iter().map(|c| (distance(name, c), *c)).filter(|(d, c)| *d <= (c.len() / 3).max(2)).min_by_key(|(d, _)| *d).map(|(_, c)| c)
+}
+
+/// Validated parameters with defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    values: Map<String, Value>,
+}
+
+impl Params {
+    /// An integer parameter (declared in the description).
+    pub fn usize(&self, key: &str) -> usize {
+        self.values.get(key).and_then(Value::as_i64).unwrap_or(0).max(0) as usize
+    }
+    /// A number parameter.
+    pub fn f64(&self, key: &str) -> f64 {
+        self.values.get(key).and_then(Value::as_f64).unwrap_or(0.0)
+    }
+    /// A boolean parameter.
+    pub fn bool(&self, key: &str) -> bool {
+        self.values.get(key).and_then(Value::as_bool).unwrap_or(false)
+    }
+    /// A choice parameter.
+    pub fn str(&self, key: &str) -> &str {
+        self.values.get(key).and_then(Value::as_str).unwrap_or("")
+    }
+}
+
+/// A method that searches for discriminatory cases.
+pub trait Generator {
+    /// Plugin name (`aequitas`, `maft`…): the pipeline's `plugin = "…"`.
+    const NAME: &'static str;
+    /// Plugin version.
+    const VERSION: &'static str;
+    /// Parameters and docs.
+    fn description() -> Description;
+    /// Run: query the model and emit cases through `host` until done or [`PluginError::Stopped`].
+    fn generate(params: &Params, host: &mut Host) -> Result<(), PluginError>;
+}
+
+/// Where cases come from (the `origin` code of an emitted case).
+pub mod origin {
+    /// Found by the global (exploration) phase.
+    pub const GLOBAL: u32 = 0;
+    /// Found by the local (exploitation) phase.
+    pub const LOCAL: u32 = 1;
+    /// A seed itself.
+    pub const SEED: u32 = 2;
+}
+
+/// The host as a plugin sees it: domain, seeds, model, case sink, budget.
+pub struct Host<'a> {
+    ctx: &'a FfiContext,
+    /// The input domain (categorical levels are not sent; only their count via the bounds).
+    pub domain: Domain,
+    /// Protected variants and the verdict rule.
+    pub variants: Variants,
+    /// Seed rows, row-major.
+    pub seeds: Vec<f64>,
+    /// Number of seed rows.
+    pub n_seeds: usize,
+    /// The run's random generator.
+    pub rng: Xoshiro256PlusPlus,
+    queries: u64,
+    iterations: u64,
+    generated: u64,
+    started: Instant,
+}
+
+impl<'a> Host<'a> {
+    /// Wrap a context.
+    ///
+    /// # Safety
+    /// `ctx` must be a valid context whose pointers live for `'a`, as the host guarantees during a
+    /// `generate` call.
+    pub unsafe fn from_ffi(ctx: &'a FfiContext) -> Result<Self, PluginError> {
+        if ctx.struct_size < std::mem::size_of::<FfiContext>() {
+            return Err(PluginError::InvalidInput("the host's context is older than this plugin's ABI".into()));
+        }
+        // SAFETY: the host passes `n_attributes` valid attributes.
+        let attrs = unsafe { std::slice::from_raw_parts(ctx.attributes, ctx.n_attributes) };
+        let attributes = attrs
+            .iter()
+            .map(|a| Attribute {
+                // SAFETY: names are NUL-terminated strings owned by the host for the call.
+                name: unsafe { CStr::from_ptr(a.name) }.to_string_lossy().into_owned(),
+                kind: match a.kind {
+                    attribute_kind::CONTINUOUS => AttributeKind::Continuous,
+                    attribute_kind::CATEGORICAL => AttributeKind::Categorical { levels: Vec::new() },
+                    _ => AttributeKind::Integer,
+                },
+                lower: a.lower,
+                upper: a.upper,
+                step: a.step,
+                protected: a.protected != 0,
+            })
+            .collect();
+        let domain = Domain { attributes };
+        if domain.protected_indices().is_empty() {
+            return Err(PluginError::InvalidInput("the domain has no protected attribute".into()));
+        }
+        let seeds = if ctx.seeds.rows == 0 || ctx.seeds.data.is_null() {
+            Vec::new()
+        } else {
+            if ctx.seeds.cols != domain.width() {
+                return Err(PluginError::InvalidInput(format!("seeds have {} columns for {} attributes", ctx.seeds.cols, domain.width())));
+            }
+            // SAFETY: the host passes rows*cols valid values.
+            unsafe { std::slice::from_raw_parts(ctx.seeds.data, ctx.seeds.rows * ctx.seeds.cols) }.to_vec()
+        };
+        let gamma = if ctx.gamma.is_nan() { None } else { Some(ctx.gamma) };
+        Ok(Host {
+            variants: Variants::new(&domain, gamma),
+            domain,
+            n_seeds: ctx.seeds.rows,
+            seeds,
+            rng: Xoshiro256PlusPlus::seed_from_u64(ctx.rng_seed),
+            ctx,
+            queries: 0,
+            iterations: 0,
+            generated: 0,
+            started: Instant::now(),
+        })
+    }
+
+    /// Seed row `i`.
+    pub fn seed(&self, i: usize) -> &[f64] {
+        let w = self.domain.width();
+        &self.seeds[i * w..(i + 1) * w]
+    }
+
+    /// Number of seeds the budget allows.
+    pub fn seed_limit(&self) -> usize {
+        match self.ctx.budget.max_seeds {
+            0 => self.n_seeds,
+            m => self.n_seeds.min(m as usize),
+        }
+    }
+
+    /// P(class 1) for each row of `x`; [`PluginError::Stopped`] once the query budget is spent.
+    pub fn predict(&mut self, x: &[f64]) -> Result<Vec<f64>, PluginError> {
+        let cols = self.domain.width();
+        let rows = x.len() / cols;
+        let max = self.ctx.budget.max_queries;
+        if max > 0 && self.queries + rows as u64 > max {
+            return Err(PluginError::Stopped);
+        }
+        let mut out = vec![0.0; rows];
+        let code = (self.ctx.callbacks.predict)(self.ctx.callbacks.ctx, x.as_ptr(), rows, cols, out.as_mut_ptr());
+        if code != status::OK {
+            return Err(PluginError::Compute(format!("the host's predict failed with status {code}")));
+        }
+        self.queries += rows as u64;
+        Ok(out)
+    }
+
+    /// Check rows (row-major) for discrimination in one batched model call.
+    pub fn check(&mut self, rows: &[f64]) -> Result<Vec<RowCheck>, PluginError> {
+        let mut batch = Vec::new();
+        self.variants.batch(rows, &mut batch);
+        let scores = self.predict(&batch)?;
+        Ok(self.variants.verdicts(&scores))
+    }
+
+    /// Emit a case: `row` and its counterpart combination from a [`RowCheck`].
+    pub fn emit(&mut self, row: &[f64], verdict: &RowCheck, origin: u32) -> Result<(), PluginError> {
+        let counterpart = self.variants.variant(row, verdict.counterpart);
+        let code = (self.ctx.callbacks.emit)(
+            self.ctx.callbacks.ctx,
+            row.as_ptr(),
+            counterpart.as_ptr(),
+            row.len(),
+            verdict.p,
+            verdict.p_counterpart,
+            origin,
+        );
+        if code != status::OK {
+            return Err(PluginError::Compute(format!("the host's emit failed with status {code}")));
+        }
+        Ok(())
+    }
+
+    /// Count `n` generated test inputs (reported to the host as progress).
+    pub fn count_generated(&mut self, n: u64) {
+        self.generated += n;
+        (self.ctx.callbacks.progress)(self.ctx.callbacks.ctx, self.generated, 0);
+    }
+
+    /// Count one iteration; [`PluginError::Stopped`] when the iteration or time budget is spent or
+    /// the host asks to stop.
+    pub fn tick(&mut self) -> Result<(), PluginError> {
+        self.iterations += 1;
+        if self.should_stop() {
+            return Err(PluginError::Stopped);
+        }
+        Ok(())
+    }
+
+    /// Whether to stop now (host request, iteration or time budget).
+    pub fn should_stop(&self) -> bool {
+        let b = self.ctx.budget;
+        (b.max_iterations > 0 && self.iterations >= b.max_iterations)
+            || (b.max_seconds > 0.0 && self.started.elapsed().as_secs_f64() >= b.max_seconds)
+            || (self.ctx.callbacks.should_stop)(self.ctx.callbacks.ctx) != 0
+    }
+
+    /// Model rows scored so far.
+    pub fn queries(&self) -> u64 {
+        self.queries
+    }
+}
+
+/// Write `message` into a plugin-owned C string at `*out` (if `out` is not null).
+fn set_string(out: *mut *mut c_char, message: &str) {
+    if out.is_null() {
+        return;
+    }
+    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: the caller passes a valid out-pointer; the string is freed by `drop_string`.
+    unsafe { *out = c.into_raw() };
+}
+
+/// Run `f` at the boundary: catch panics, map errors to a status and a message in `*error`.
+pub fn guard(error: *mut *mut c_char, f: impl FnOnce() -> Result<(), PluginError>) -> i32 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) | Ok(Err(PluginError::Stopped)) => status::OK,
+        Ok(Err(e)) => {
+            set_string(error, &e.message());
+            e.status()
+        }
+        Err(panic) => {
+            let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+            set_string(error, &format!("the plugin panicked: {what}"));
+            status::PANIC
+        }
+    }
+}
+
+/// Parse a NUL-terminated JSON string from the host.
+///
+/// # Safety
+/// `json` must be null or a valid NUL-terminated string.
+pub unsafe fn parse_json(json: *const c_char) -> Result<Value, PluginError> {
+    if json.is_null() {
+        return Ok(Value::Null);
+    }
+    // SAFETY: guaranteed by the caller.
+    let text = unsafe { CStr::from_ptr(json) }.to_string_lossy();
+    serde_json::from_str(&text).map_err(|e| PluginError::InvalidParams(format!("parameters are not valid JSON: {e}")))
+}
+
+/// The body of the exported `describe`.
+pub fn describe_impl<G: Generator>(out: *mut *mut c_char) -> i32 {
+    guard(out, || {
+        set_string(out, &G::description().to_json(G::NAME, G::VERSION).to_string());
+        Ok(())
+    })
+}
+
+/// The body of the exported `validate`.
+pub fn validate_impl<G: Generator>(params_json: *const c_char, error: *mut *mut c_char) -> i32 {
+    guard(error, || {
+        // SAFETY: the host passes a NUL-terminated string.
+        let value = unsafe { parse_json(params_json) }?;
+        G::description().parse(&value).map(|_| ())
+    })
+}
+
+/// The body of the exported `generate`.
+pub fn generate_impl<G: Generator>(ctx: *const FfiContext, error: *mut *mut c_char) -> i32 {
+    guard(error, || {
+        if ctx.is_null() {
+            return Err(PluginError::InvalidInput("null context".into()));
+        }
+        // SAFETY: the host passes a valid context for the duration of the call.
+        let ctx = unsafe { &*ctx };
+        // SAFETY: as above.
+        let value = unsafe { parse_json(ctx.params_json) }?;
+        let params = G::description().parse(&value)?;
+        if value.get(INJECT_PANIC_KEY).and_then(Value::as_bool) == Some(true) {
+            panic!("injected panic ({INJECT_PANIC_KEY} = true)");
+        }
+        // SAFETY: as above.
+        let mut host = unsafe { Host::from_ffi(ctx) }?;
+        G::generate(&params, &mut host)
+    })
+}
+
+/// Frees a string returned by this plugin.
+pub extern "C" fn drop_string_impl(s: *mut c_char) {
+    if !s.is_null() {
+        // SAFETY: `s` came from `CString::into_raw` in this library.
+        drop(unsafe { CString::from_raw(s) });
+    }
+}
+
+/// Export a [`Generator`] as a fairpipe plugin: defines the entry symbol and its descriptor.
+#[macro_export]
+macro_rules! export_generator {
+    ($ty:ty) => {
+        extern "C" fn __fairpipe_describe(out: *mut *mut ::std::ffi::c_char) -> i32 {
+            $crate::sdk::describe_impl::<$ty>(out)
+        }
+        extern "C" fn __fairpipe_validate(p: *const ::std::ffi::c_char, e: *mut *mut ::std::ffi::c_char) -> i32 {
+            $crate::sdk::validate_impl::<$ty>(p, e)
+        }
+        extern "C" fn __fairpipe_generate(c: *const $crate::ffi::FfiContext, e: *mut *mut ::std::ffi::c_char) -> i32 {
+            $crate::sdk::generate_impl::<$ty>(c, e)
+        }
+        static __FAIRPIPE_DESCRIPTOR: ::std::sync::OnceLock<$crate::ffi::FfiPluginDescriptor> = ::std::sync::OnceLock::new();
+        static __FAIRPIPE_NAME: ::std::sync::OnceLock<::std::ffi::CString> = ::std::sync::OnceLock::new();
+        static __FAIRPIPE_VERSION: ::std::sync::OnceLock<::std::ffi::CString> = ::std::sync::OnceLock::new();
+        /// The plugin's entry symbol.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn fairpipe_plugin_entry() -> *const $crate::ffi::FfiPluginDescriptor {
+            let name = __FAIRPIPE_NAME.get_or_init(|| ::std::ffi::CString::new(<$ty as $crate::sdk::Generator>::NAME).unwrap_or_default());
+            let version =
+                __FAIRPIPE_VERSION.get_or_init(|| ::std::ffi::CString::new(<$ty as $crate::sdk::Generator>::VERSION).unwrap_or_default());
+            __FAIRPIPE_DESCRIPTOR.get_or_init(|| $crate::ffi::FfiPluginDescriptor {
+                abi_major: $crate::ffi::ABI_MAJOR,
+                abi_minor: $crate::ffi::ABI_MINOR,
+                struct_size: ::std::mem::size_of::<$crate::ffi::FfiPluginDescriptor>(),
+                name: name.as_ptr(),
+                version: version.as_ptr(),
+                kind: $crate::ffi::kind::GENERATOR,
+                describe: __fairpipe_describe,
+                validate: __fairpipe_validate,
+                generate: __fairpipe_generate,
+                drop_string: $crate::sdk::drop_string_impl,
+            })
+        }
+    };
+}
