@@ -90,6 +90,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 println!();
             }
+            let found = fairpipe_core::plugin::discover(&fairpipe_core::plugin::search_dirs(&[]));
+            println!("plugins (kind = \"generate\", plugin = \"NAME\", params = {{ ... }}):");
+            for (name, path) in found {
+                match fairpipe_core::plugin::load_path(&path) {
+                    Ok(p) => {
+                        println!("{} {} ({})\n  {}", p.name, p.version, path.display(), p.description["doc"].as_str().unwrap_or(""));
+                        for param in p.description["params"].as_array().into_iter().flatten() {
+                            println!(
+                                "  param  {:<18} default {:<16} {}",
+                                param["name"].as_str().unwrap_or(""),
+                                param["default"].to_string(),
+                                param["doc"].as_str().unwrap_or("")
+                            );
+                        }
+                    }
+                    Err(e) => println!("{name}: refused: {e}"),
+                }
+                println!();
+            }
         }
     }
     Ok(())

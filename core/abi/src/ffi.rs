@@ -99,8 +99,15 @@ pub type ProgressFn = extern "C" fn(ctx: *mut c_void, done: u64, total: u64);
 pub type ShouldStopFn = extern "C" fn(ctx: *mut c_void) -> u32;
 /// Emits one candidate case: instance, counterpart (`cols` values each), their probabilities and the
 /// method-defined origin code (e.g. global/local). Returns a status.
-pub type EmitFn =
-    extern "C" fn(ctx: *mut c_void, instance: *const f64, counterpart: *const f64, cols: usize, p: f64, p_counterpart: f64, origin: u32) -> i32;
+pub type EmitFn = extern "C" fn(
+    ctx: *mut c_void,
+    instance: *const f64,
+    counterpart: *const f64,
+    cols: usize,
+    p: f64,
+    p_counterpart: f64,
+    origin: u32,
+) -> i32;
 
 /// Host functions a plugin may call, with the host's opaque context.
 #[repr(C)]

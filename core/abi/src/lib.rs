@@ -7,6 +7,6 @@
 #![deny(missing_docs)]
 
 pub mod domain;
-pub mod variants;
 pub mod ffi;
 pub mod sdk;
+pub mod variants;

@@ -397,7 +397,8 @@ pub fn guard(error: *mut *mut c_char, f: impl FnOnce() -> Result<(), PluginError
             e.status()
         }
         Err(panic) => {
-            let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+            let what =
+                panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
             set_string(error, &format!("the plugin panicked: {what}"));
             status::PANIC
         }
@@ -426,6 +427,8 @@ pub fn describe_impl<G: Generator>(out: *mut *mut c_char) -> i32 {
 }
 
 /// The body of the exported `validate`.
+// The pointers follow the ABI's contract (see the crate README): these are the boundary itself.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn validate_impl<G: Generator>(params_json: *const c_char, error: *mut *mut c_char) -> i32 {
     guard(error, || {
         // SAFETY: the host passes a NUL-terminated string.
@@ -435,6 +438,8 @@ pub fn validate_impl<G: Generator>(params_json: *const c_char, error: *mut *mut 
 }
 
 /// The body of the exported `generate`.
+// The pointers follow the ABI's contract (see the crate README): these are the boundary itself.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn generate_impl<G: Generator>(ctx: *const FfiContext, error: *mut *mut c_char) -> i32 {
     guard(error, || {
         if ctx.is_null() {
@@ -455,6 +460,8 @@ pub fn generate_impl<G: Generator>(ctx: *const FfiContext, error: *mut *mut c_ch
 }
 
 /// Frees a string returned by this plugin.
+// The pointers follow the ABI's contract (see the crate README): these are the boundary itself.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub extern "C" fn drop_string_impl(s: *mut c_char) {
     if !s.is_null() {
         // SAFETY: `s` came from `CString::into_raw` in this library.

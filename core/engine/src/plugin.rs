@@ -168,10 +168,11 @@ pub fn load_path(path: &Path) -> Result<&'static Plugin, PluginError> {
     let err = |message: String| PluginError::Load { path: canonical.clone(), message };
     // SAFETY: loading a library runs its initialisers; fairpipe plugins are Rust cdylibs without
     // side effects at load time. The library is leaked, so it outlives every pointer taken from it.
-    let library: &'static libloading::Library = Box::leak(Box::new(unsafe { libloading::Library::new(&canonical) }.map_err(|e| err(e.to_string()))?));
+    let library: &'static libloading::Library =
+        Box::leak(Box::new(unsafe { libloading::Library::new(&canonical) }.map_err(|e| err(e.to_string()))?));
     // SAFETY: the entry symbol has the signature `extern "C" fn() -> *const FfiPluginDescriptor`.
-    let entry: libloading::Symbol<'static, extern "C" fn() -> *const FfiPluginDescriptor> =
-        unsafe { library.get(ffi::ENTRY_SYMBOL) }.map_err(|e| err(format!("no `fairpipe_plugin_entry` symbol ({e}); is it a fairpipe plugin?")))?;
+    let entry: libloading::Symbol<'static, extern "C" fn() -> *const FfiPluginDescriptor> = unsafe { library.get(ffi::ENTRY_SYMBOL) }
+        .map_err(|e| err(format!("no `fairpipe_plugin_entry` symbol ({e}); is it a fairpipe plugin?")))?;
     let descriptor_ptr = catch_unwind(|| entry()).map_err(|_| err("the entry function panicked".into()))?;
     if descriptor_ptr.is_null() {
         return Err(err("the entry function returned no descriptor".into()));
@@ -180,12 +181,22 @@ pub fn load_path(path: &Path) -> Result<&'static Plugin, PluginError> {
     // read before the major is checked.
     let (major, minor) = unsafe { ((*descriptor_ptr).abi_major, (*descriptor_ptr).abi_minor) };
     if major != ffi::ABI_MAJOR {
-        return Err(PluginError::AbiMismatch { path: canonical, plugin_major: major, plugin_minor: minor, host_major: ffi::ABI_MAJOR, host_minor: ffi::ABI_MINOR });
+        return Err(PluginError::AbiMismatch {
+            path: canonical,
+            plugin_major: major,
+            plugin_minor: minor,
+            host_major: ffi::ABI_MAJOR,
+            host_minor: ffi::ABI_MINOR,
+        });
     }
     // SAFETY: same major, so the descriptor has this layout; it is static in the leaked library.
     let descriptor: &'static FfiPluginDescriptor = unsafe { &*descriptor_ptr };
     if descriptor.struct_size < std::mem::size_of::<FfiPluginDescriptor>() {
-        return Err(err(format!("descriptor is {} bytes, expected at least {}", descriptor.struct_size, std::mem::size_of::<FfiPluginDescriptor>())));
+        return Err(err(format!(
+            "descriptor is {} bytes, expected at least {}",
+            descriptor.struct_size,
+            std::mem::size_of::<FfiPluginDescriptor>()
+        )));
     }
     // SAFETY: name and version are static NUL-terminated strings of the plugin.
     let name = unsafe { CStr::from_ptr(descriptor.name) }.to_string_lossy().into_owned();
@@ -307,7 +318,14 @@ extern "C" fn host_emit(ctx: *mut c_void, instance: *const f64, counterpart: *co
         }
         // SAFETY: the plugin passes `cols` values for each row.
         let (a, b) = unsafe { (std::slice::from_raw_parts(instance, cols), std::slice::from_raw_parts(counterpart, cols)) };
-        let case = EmittedCase { instance: a.to_vec(), counterpart: b.to_vec(), p, p_counterpart: q, origin, at_s: state.started.elapsed().as_secs_f64() };
+        let case = EmittedCase {
+            instance: a.to_vec(),
+            counterpart: b.to_vec(),
+            p,
+            p_counterpart: q,
+            origin,
+            at_s: state.started.elapsed().as_secs_f64(),
+        };
         state.cases.lock().unwrap_or_else(|e| e.into_inner()).push(case);
         status::OK
     }))
@@ -329,7 +347,13 @@ impl Plugin {
     }
 
     /// Run the plugin against `oracle` over `domain`.
-    pub fn generate(&self, oracle: &Oracle, domain: &Domain, spec: &RunSpec, progress: &indicatif::ProgressBar) -> Result<GenerateOutput, PluginError> {
+    pub fn generate(
+        &self,
+        oracle: &Oracle,
+        domain: &Domain,
+        spec: &RunSpec,
+        progress: &indicatif::ProgressBar,
+    ) -> Result<GenerateOutput, PluginError> {
         let names: Vec<CString> = domain.attributes.iter().map(|a| CString::new(a.name.clone()).unwrap_or_default()).collect();
         let attributes: Vec<FfiAttribute> = domain
             .attributes

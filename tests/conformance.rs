@@ -1,0 +1,169 @@
+//! The plugin conformance suite, run against every plugin crate under `plugins/` (a new plugin gets it
+//! for free): descriptor sane, unknown parameters refused, an injected panic returned as an error
+//! (the host survives), same seed → same cases, every case confirmed by the host's own check; and a
+//! deliberately mismatched plugin refused with both ABI versions named.
+//!
+//! The plugin libraries must be built first: `cargo build --workspace --all-targets`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use fairpipe_abi::ffi::FfiBudget;
+use fairpipe_core::check::Checker;
+use fairpipe_core::data::{load, Dataset, LoadSpec, SplitSpec};
+use fairpipe_core::models::OnnxModel;
+use fairpipe_core::oracle::Oracle;
+use fairpipe_core::plugin::{self, PluginError, RunSpec};
+use serde_json::json;
+
+/// Names of the plugin crates under plugins/.
+fn plugin_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(common::root().join("plugins"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.contains(&"aequitas".to_string()) && names.contains(&"random".to_string()), "{names:?}");
+    names
+}
+
+fn census() -> (Dataset, Oracle) {
+    let root = common::root();
+    let mut spec = LoadSpec::new(root.join("pipelines/data/census.csv"), "income");
+    spec.protected = vec!["gender".into()];
+    spec.drop = vec!["row".into()];
+    spec.split = SplitSpec::Column("split".into());
+    let data = load(&spec).unwrap();
+    let model = OnnxModel::load(&root.join("pipelines/models/census.onnx"), data.domain.width(), None).unwrap();
+    (data, Oracle::new(Arc::new(model)))
+}
+
+fn run(name: &str, params: serde_json::Value, seed: u64, data: &Dataset, oracle: &Oracle) -> Result<plugin::GenerateOutput, PluginError> {
+    let plugin = plugin::load_by_name(name, &[]).unwrap();
+    let seeds: Vec<f64> = data.x.iter().copied().take(200 * data.domain.width()).collect();
+    let spec = RunSpec {
+        params: &params,
+        seeds: &seeds,
+        rng_seed: seed,
+        budget: FfiBudget { max_queries: 30_000, ..Default::default() },
+        gamma: None,
+    };
+    plugin.generate(oracle, &data.domain, &spec, &indicatif::ProgressBar::hidden())
+}
+
+#[test]
+fn descriptors_are_sane() {
+    for name in plugin_names() {
+        let plugin = plugin::load_by_name(&name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(plugin.name, name);
+        assert!(!plugin.version.is_empty());
+        let d = &plugin.description;
+        assert_eq!(d["name"], name.as_str());
+        assert!(d["doc"].as_str().unwrap().len() > 20, "{name} lacks a doc");
+        for p in d["params"].as_array().unwrap() {
+            assert!(p["doc"].as_str().is_some_and(|s| !s.is_empty()), "{name}: parameter without doc: {p}");
+            assert!(!p["default"].is_null(), "{name}: parameter without default: {p}");
+            // Every default passes the plugin's own validation.
+            plugin.validate(&json!({ p["name"].as_str().unwrap(): p["default"] })).unwrap();
+        }
+    }
+}
+
+#[test]
+fn unknown_parameters_are_refused_with_a_suggestion() {
+    for name in plugin_names() {
+        let plugin = plugin::load_by_name(&name, &[]).unwrap();
+        let err = plugin.validate(&json!({"definitely_not_a_parameter": 1})).unwrap_err().to_string();
+        assert!(err.contains("unknown parameter `definitely_not_a_parameter`"), "{name}: {err}");
+        let first = plugin.description["params"][0]["name"].as_str().unwrap().to_string();
+        let typo = format!("{}x", first);
+        let err = plugin.validate(&json!({ typo.clone(): 1 })).unwrap_err().to_string();
+        assert!(err.contains(&format!("did you mean `{first}`")), "{name}: {err}");
+    }
+}
+
+#[test]
+fn an_injected_panic_comes_back_as_an_error_and_the_host_survives() {
+    let (data, oracle) = census();
+    for name in plugin_names() {
+        let err = run(&name, json!({"_inject_panic": true}), 1, &data, &oracle).unwrap_err();
+        match &err {
+            PluginError::Failed { what, message, .. } => {
+                assert_eq!(what, "panic", "{name}: {err}");
+                assert!(message.contains("injected panic"), "{name}: {message}");
+            }
+            other => panic!("{name}: expected a panic error, got {other}"),
+        }
+        // The same plugin still works after the panic.
+        run(&name, json!({}), 1, &data, &oracle).unwrap();
+    }
+}
+
+#[test]
+fn same_seed_gives_the_same_cases_and_every_case_verifies() {
+    let (data, oracle) = census();
+    let checker = Checker::new(&data.domain, None);
+    for name in plugin_names() {
+        let a = run(&name, json!({}), 7, &data, &oracle).unwrap();
+        let b = run(&name, json!({}), 7, &data, &oracle).unwrap();
+        assert!(!a.cases.is_empty(), "{name} found nothing on the census model");
+        assert_eq!(a.cases.len(), b.cases.len(), "{name}");
+        for (x, y) in a.cases.iter().zip(&b.cases) {
+            assert_eq!((&x.instance, &x.counterpart, x.origin), (&y.instance, &y.counterpart, y.origin), "{name}");
+        }
+        let c = run(&name, json!({}), 8, &data, &oracle).unwrap();
+        assert_ne!(
+            a.cases.iter().map(|c| c.instance.clone()).collect::<Vec<_>>(),
+            c.cases.iter().map(|c| c.instance.clone()).collect::<Vec<_>>(),
+            "{name}: another seed gives other cases"
+        );
+        // The host's independent re-check confirms every case, and the counterpart is a real variant.
+        let rows: Vec<f64> = a.cases.iter().flat_map(|c| c.instance.clone()).collect();
+        let verdicts = checker.check(&oracle, &rows).unwrap();
+        let protected = data.domain.protected_indices();
+        for (case, v) in a.cases.iter().zip(&verdicts) {
+            assert!(v.discriminatory, "{name}: case {:?} does not verify", case.instance);
+            for j in 0..data.domain.width() {
+                if !protected.contains(&j) {
+                    assert_eq!(case.instance[j], case.counterpart[j], "{name}");
+                }
+            }
+            let p = oracle.predict_proba(&case.counterpart).unwrap()[0];
+            assert_ne!(p > 0.5, v.p > 0.5, "{name}: the counterpart does not flip the label");
+        }
+        assert!(a.generated > 0, "{name} reported no generated inputs");
+    }
+}
+
+#[test]
+fn a_plugin_built_for_another_abi_major_is_refused_naming_both_versions() {
+    let dirs = plugin::search_dirs(&[]);
+    let file = plugin::library_file_name("abi_mismatch_fixture");
+    let path: PathBuf = dirs.iter().map(|d| d.join(&file)).find(|p| p.exists()).expect("the fixture is built by cargo build --workspace");
+    let err = plugin::load_path(&path).unwrap_err().to_string();
+    let host = format!("{}.{}", fairpipe_abi::ffi::ABI_MAJOR, fairpipe_abi::ffi::ABI_MINOR);
+    let plugin = format!("{}.7", fairpipe_abi::ffi::ABI_MAJOR + 1);
+    assert!(err.contains(&format!("plugin ABI version {plugin} does not match the host's {host}")), "{err}");
+}
+
+#[test]
+fn pipelines_report_unknown_plugins_and_plugin_parameters_at_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.a]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitas\"\nparams = {{ strategy = \"fully_directed\", global_iteration = 5 }}\n\n[stages.b]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitass\"\n",
+        common::bundled("data/census.csv"),
+        common::bundled("models/census.onnx")
+    );
+    let file = common::write(dir.path(), "p.toml", &text);
+    let (ok, _, stderr) = common::fairpipe(&["validate", file.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("p.toml:17:10:") && stderr.contains("unknown parameter `global_iteration` (did you mean `global_iterations`?)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("p.toml:22:10:") && stderr.contains("no plugin `aequitass` found (did you mean `aequitas`?)"), "{stderr}");
+}
