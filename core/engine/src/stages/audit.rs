@@ -187,7 +187,6 @@ impl Stage for Check {
             }
         }
         let found = p.len();
-        let p_len = found;
         let mut figures = Map::new();
         put(&mut figures, "checked", verdicts.len());
         put(&mut figures, "discriminatory", found);
@@ -201,13 +200,12 @@ impl Stage for Check {
             .f64("p_counterpart", q)
             .build("")?;
         let model_queries = model.oracle.rows() - before;
-        let n = p_len;
         let cases = CasesArtifact {
             instances,
             counterparts,
             model: model.clone(),
-            origins: vec![2; n],
-            at_s: vec![0.0; n],
+            origins: vec![2; found],
+            at_s: vec![0.0; found],
             generated: verdicts.len() as u64,
             elapsed_s: 0.0,
             queries: model_queries,
