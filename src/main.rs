@@ -118,8 +118,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn print_summary(summary: &serde_json::Value) {
     println!("pipeline {} (seed {})", summary["pipeline"].as_str().unwrap_or("?"), summary["seed"]);
     let Some(stages) = summary["stages"].as_object() else { return };
-    let headline = ["rows", "accuracy_train", "accuracy_test", "seeds", "rate", "ci95", "checked", "discriminatory", "samples"];
+    let headline = [
+        "rows",
+        "accuracy_train",
+        "accuracy_test",
+        "seeds",
+        "rate",
+        "ci95",
+        "generated",
+        "emitted",
+        "model_queries",
+        "checked",
+        "discriminatory",
+        "rejected",
+        "samples",
+    ];
     let order = summary["stage_order"].as_array().cloned().unwrap_or_default();
+    let width = order.iter().filter_map(|n| n.as_str()).map(str::len).max().unwrap_or(10);
     for name in order.iter().filter_map(|n| n.as_str()) {
         let Some(figures) = stages.get(name) else { continue };
         let mut parts = Vec::new();
@@ -137,7 +152,7 @@ fn print_summary(summary: &serde_json::Value) {
             }
         }
         println!(
-            "  {:<10} {:<10} {:>7.2}s  {}",
+            "  {:<width$} {:<10} {:>7.2}s  {}",
             name,
             figures["kind"].as_str().unwrap_or(""),
             figures["elapsed_s"].as_f64().unwrap_or(0.0),

@@ -173,3 +173,19 @@ fn missing_value_is_refused_with_its_line_unless_dropping() {
     let csv = "age,sex,y\n30,1,1\n,0,0\n50,1,1\n";
     assert_bad_data(csv, "y", "sex", &["bad.csv: line 3, column `age`: missing value"]);
 }
+
+#[test]
+fn unknown_protected_override_names_the_stage_and_suggests_the_column() {
+    let text = good().replace("samples = 100\n", "samples = 100\nprotected = [\"gendr\"]\n");
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = write(dir.path(), "p.toml", &text);
+    let out = dir.path().join("out");
+    let (ok, stdout, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(!ok, "run passed:\n{stdout}");
+    assert!(stderr.contains("stage `estimate`"), "{stderr}");
+    assert!(stderr.contains("protected attribute `gendr` is not a feature column (did you mean `gender`?)"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&out).map(|d| d.count()).unwrap_or(0), 0, "files were written despite the failure");
+    // An empty list is refused at validation, where it is written.
+    let empty = good().replace("samples = 100\n", "samples = 100\nprotected = []\n");
+    assert_problems(&empty, &[(22, 13, "`protected` must name at least one column")]);
+}

@@ -56,7 +56,7 @@ pub enum ParamType {
         /// Smallest accepted value.
         min: i64,
     },
-    /// A number within `[min, max]`.
+    /// A number within `[min, max]` (`max` may be infinite).
     Float {
         /// Smallest accepted value.
         min: f64,
@@ -100,7 +100,8 @@ impl Description {
             .map(|p| {
                 let ty = match p.ty {
                     ParamType::Int { min } => json!({"type": "int", "min": min}),
-                    ParamType::Float { min, max } => json!({"type": "float", "min": min, "max": max}),
+                    ParamType::Float { min, max } if max.is_finite() => json!({"type": "float", "min": min, "max": max}),
+                    ParamType::Float { min, .. } => json!({"type": "float", "min": min}),
                     ParamType::Bool => json!({"type": "bool"}),
                     ParamType::Choice(c) => json!({"type": "choice", "choices": c}),
                 };
@@ -138,7 +139,8 @@ impl Description {
             if !ok {
                 let expected = match spec.ty {
                     ParamType::Int { min } => format!("an integer ≥ {min}"),
-                    ParamType::Float { min, max } => format!("a number in [{min}, {max}]"),
+                    ParamType::Float { min, max } if max.is_finite() => format!("a number in [{min}, {max}]"),
+                    ParamType::Float { min, .. } => format!("a number ≥ {min}"),
                     ParamType::Bool => "true or false".into(),
                     ParamType::Choice(c) => format!("one of {}", c.join(", ")),
                 };

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -32,6 +33,7 @@ pub struct Oracle {
 struct Counters {
     calls: AtomicU64,
     rows: AtomicU64,
+    busy_nanos: AtomicU64,
 }
 
 impl std::fmt::Debug for Oracle {
@@ -72,12 +74,16 @@ impl Oracle {
         }
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         self.counters.rows.fetch_add(out.len() as u64, Ordering::Relaxed);
-        if out.len() <= 2 * PARALLEL_CHUNK || rayon::current_num_threads() == 1 {
-            return self.model.predict_into(x, out);
-        }
-        x.par_chunks(PARALLEL_CHUNK * width)
-            .zip(out.par_chunks_mut(PARALLEL_CHUNK))
-            .try_for_each(|(xc, oc)| self.model.predict_into(xc, oc))
+        let started = Instant::now();
+        let result = if out.len() <= 2 * PARALLEL_CHUNK || rayon::current_num_threads() == 1 {
+            self.model.predict_into(x, out)
+        } else {
+            x.par_chunks(PARALLEL_CHUNK * width)
+                .zip(out.par_chunks_mut(PARALLEL_CHUNK))
+                .try_for_each(|(xc, oc)| self.model.predict_into(xc, oc))
+        };
+        self.counters.busy_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        result
     }
 
     /// Predicted class (P > 0.5) of each row.
@@ -88,6 +94,11 @@ impl Oracle {
     /// Number of calls so far.
     pub fn calls(&self) -> u64 {
         self.counters.calls.load(Ordering::Relaxed)
+    }
+
+    /// Wall-clock seconds spent inside the model so far (summed over calls).
+    pub fn busy_seconds(&self) -> f64 {
+        self.counters.busy_nanos.load(Ordering::Relaxed) as f64 * 1e-9
     }
 
     /// Number of rows scored so far.

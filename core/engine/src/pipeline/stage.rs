@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::cluster::Seeds;
 use crate::data::Dataset;
+use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::estimate::Estimate;
 use crate::oracle::Oracle;
@@ -68,6 +69,8 @@ pub struct CasesArtifact {
     pub counterparts: Vec<f64>,
     /// The model they were checked against.
     pub model: Arc<ModelArtifact>,
+    /// The domain they were searched over (the model's, or with other protected attributes).
+    pub domain: Domain,
     /// Origin code per case (method-defined; 0 global, 1 local, 2 seed in the SDK).
     pub origins: Vec<u32>,
     /// Seconds since the producing run started, per case.
@@ -182,6 +185,27 @@ pub struct StageOutput {
 pub trait Stage: Send + Sync {
     /// Run on the given inputs.
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput>;
+}
+
+/// `domain` with its protected attributes replaced by the columns `names`, when given: one trained
+/// model can be audited for gender in one stage and for race or age in the next.
+pub fn with_protected(domain: &Domain, names: Option<&[String]>) -> Result<Domain> {
+    let Some(names) = names else { return Ok(domain.clone()) };
+    let columns: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
+    for name in names {
+        if !columns.contains(&name.as_str()) {
+            return Err(Error::Invalid(format!(
+                "protected attribute `{name}` is not a feature column{}; features: {}",
+                crate::error::hint(name, &columns),
+                columns.join(", ")
+            )));
+        }
+    }
+    let mut out = domain.clone();
+    for a in &mut out.attributes {
+        a.protected = names.contains(&a.name);
+    }
+    Ok(out)
 }
 
 /// Insert `value` as `key` into a figures map (a small helper for stage code).

@@ -13,10 +13,18 @@ use crate::estimate::{estimate, wilson};
 use crate::output::TableBuilder;
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
+use crate::pipeline::stage::with_protected;
 use crate::pipeline::stage::{put, Artifact, ArtifactKind, CasesArtifact, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
 
 const MODEL_INPUT: &[InputDoc] =
     &[InputDoc { role: "model", accepts: &[ArtifactKind::Model], required: true, doc: "the model under test" }];
+/// The `protected` override shared by the auditing stages.
+pub(crate) const PROTECTED: ParamDoc = ParamDoc {
+    name: "protected",
+    ty: "string list",
+    default: "the load stage's",
+    doc: "audit these protected attributes instead of the data's (one model, several audits)",
+};
 const GAMMA: ParamDoc = ParamDoc {
     name: "gamma",
     ty: "float",
@@ -50,6 +58,7 @@ pub const ESTIMATE: StageKind = StageKind {
         ParamDoc { name: "trials", ty: "int", default: "400", doc: "number of trials K" },
         ParamDoc { name: "samples", ty: "int", default: "1000", doc: "inputs per trial m" },
         GAMMA,
+        PROTECTED,
     ],
     example: "[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 400\nsamples = 1000",
     build: build_estimate,
@@ -61,7 +70,7 @@ pub const CHECK: StageKind = StageKind {
     doc: "Check the dataset's own rows: which real individuals would get another label with other protected values. Writes the discriminatory rows with their counterparts.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Cases,
-    params: &[ParamDoc { name: "split", ty: "\"test\"|\"train\"|\"all\"", default: "\"test\"", doc: "rows to check" }, GAMMA],
+    params: &[ParamDoc { name: "split", ty: "\"test\"|\"train\"|\"all\"", default: "\"test\"", doc: "rows to check" }, GAMMA, PROTECTED],
     example: "[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"test\"",
     build: build_check,
 };
@@ -77,11 +86,23 @@ struct Estimate {
     trials: usize,
     samples: usize,
     gamma: Option<f64>,
+    protected: Option<Vec<String>>,
 }
 
 struct Check {
     split: Option<Split>,
     gamma: Option<f64>,
+    protected: Option<Vec<String>>,
+}
+
+/// The `protected` override, if given (an empty list is refused).
+pub(crate) fn protected(params: &Params, p: &mut Problems) -> Option<Vec<String>> {
+    let raw = params.raw("protected")?;
+    let names: Vec<String> = params.str_list(p, "protected").into_iter().map(|s| s.v).collect();
+    if names.is_empty() {
+        p.at(&raw.span, format!("stage `{}`: `protected` must name at least one column", params.stage()));
+    }
+    Some(names)
 }
 
 fn gamma(params: &Params, p: &mut Problems) -> Option<f64> {
@@ -103,6 +124,7 @@ fn build_estimate(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<d
         trials: params.usize_min(p, "trials", 400, 2),
         samples: params.usize_min(p, "samples", 1000, 1),
         gamma: gamma(params, p),
+        protected: protected(params, p),
     }))
 }
 
@@ -112,7 +134,7 @@ fn build_check(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn 
         "all" => None,
         _ => Some(Split::Test),
     };
-    Some(Box::new(Check { split, gamma: gamma(params, p) }))
+    Some(Box::new(Check { split, gamma: gamma(params, p), protected: protected(params, p) }))
 }
 
 impl Stage for Cluster {
@@ -141,7 +163,7 @@ impl Stage for Cluster {
 impl Stage for Estimate {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
-        let domain = &model.data.domain;
+        let domain = &with_protected(&model.data.domain, self.protected.as_deref())?;
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();
         let est = estimate(&model.oracle, domain, &checker, self.trials, self.samples, ctx.seed)?;
@@ -164,7 +186,7 @@ impl Stage for Check {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
         let data = &model.data;
-        let domain = &data.domain;
+        let domain = &with_protected(&data.domain, self.protected.as_deref())?;
         let x = match self.split {
             Some(s) => data.subset(s).0,
             None => data.x.clone(),
@@ -204,6 +226,7 @@ impl Stage for Check {
             instances,
             counterparts,
             model: model.clone(),
+            domain: domain.clone(),
             origins: vec![2; found],
             at_s: vec![0.0; found],
             generated: verdicts.len() as u64,

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
-use crate::pipeline::stage::{put, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
+use crate::pipeline::stage::{put, with_protected, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 use crate::plugin::{self, Plugin, RunSpec};
 
 /// The `generate` stage kind.
@@ -37,6 +37,7 @@ pub const GENERATE: StageKind = StageKind {
         ParamDoc { name: "max_queries", ty: "int", default: "0 (no limit)", doc: "budget: model rows scored" },
         ParamDoc { name: "max_seconds", ty: "float", default: "0 (no limit)", doc: "budget: wall time" },
         ParamDoc { name: "gamma", ty: "float", default: "none (labels)", doc: "probability threshold of Aequitas Def. 4.1" },
+        super::audit::PROTECTED,
     ],
     example: "[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nseeds = \"seeds\"\nplugin = \"aequitas\"\nparams = { strategy = \"fully_directed\" }",
     build: build_generate,
@@ -59,6 +60,7 @@ struct Generate {
     random_seeds: usize,
     budget: FfiBudget,
     gamma: Option<f64>,
+    protected: Option<Vec<String>>,
 }
 
 struct Verify;
@@ -98,6 +100,7 @@ fn build_generate(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<d
             max_seconds: params.f64_in(p, "max_seconds", 0.0, 0.0, 1e9),
         },
         gamma,
+        protected: super::audit::protected(params, p),
     }))
 }
 
@@ -108,12 +111,13 @@ fn build_verify(_params: &Params, _p: &mut Problems, _seed: u64) -> Option<Box<d
 impl Stage for Generate {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
-        let domain = &model.data.domain;
+        let domain = &with_protected(&model.data.domain, self.protected.as_deref())?;
         let seeds: Vec<f64> = match inputs.seeds("seeds")? {
             Some(s) => s.seeds.rows.iter().copied().collect(),
             None => domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(ctx.seed ^ 0x5eed), self.random_seeds),
         };
         let before = model.oracle.rows();
+        let busy_before = model.oracle.busy_seconds();
         let started = Instant::now();
         let spec = RunSpec { params: &self.params, seeds: &seeds, rng_seed: ctx.seed, budget: self.budget, gamma: self.gamma };
         let output = self.plugin.generate(&model.oracle, domain, &spec, &ctx.progress)?;
@@ -125,11 +129,15 @@ impl Stage for Generate {
         put(&mut figures, "generated", output.generated);
         put(&mut figures, "emitted", output.cases.len());
         put(&mut figures, "run_elapsed_s", elapsed_s);
+        let model_time_s = model.oracle.busy_seconds() - busy_before;
+        put(&mut figures, "model_time_s", model_time_s);
+        put(&mut figures, "model_time_share", if elapsed_s > 0.0 { model_time_s / elapsed_s } else { 0.0 });
         let width = domain.width();
         let mut cases = CasesArtifact {
             instances: Vec::with_capacity(output.cases.len() * width),
             counterparts: Vec::with_capacity(output.cases.len() * width),
             model: model.clone(),
+            domain: domain.clone(),
             origins: Vec::new(),
             at_s: Vec::new(),
             generated: output.generated,
@@ -154,7 +162,7 @@ impl Stage for Verify {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let cases = inputs.cases("cases")?;
         let model = &cases.model;
-        let domain = &model.data.domain;
+        let domain = &cases.domain;
         let width = domain.width();
         let protected = domain.protected_indices();
         let checker = Checker::new(domain, None);
@@ -222,6 +230,7 @@ impl Stage for Verify {
             instances: confirmed_rows,
             counterparts: confirmed_counter,
             model: model.clone(),
+            domain: domain.clone(),
             origins: origins.into_iter().map(|o| o as u32).collect(),
             at_s: times,
             generated: cases.generated,

@@ -1,0 +1,88 @@
+//! MAFT Algorithm 3, global generation: from each seed, up to `max_iter` momentum steps along the
+//! estimated gradients of the input and of its most different protected variant.
+//!
+//! Seeds are independent and the phase draws no random numbers, so all seeds of a chunk advance in
+//! lockstep — two model calls per step for the whole chunk (the check, then every gradient) — and
+//! the result is exactly that of the sequential algorithm.
+
+use fairpipe_abi::sdk::{origin, Host, PluginError};
+
+use crate::gradient::{sign, Perturbation};
+use crate::scored::{is_discriminatory, max_diff, score, Scores, Sink};
+use crate::Settings;
+
+/// A seed's search state.
+struct Walker {
+    x: Vec<f64>,
+    grad1: Vec<f64>,
+    grad2: Vec<f64>,
+}
+
+/// Run the global phase on `seeds` (row-major); returns the distinct global IDIs with their scores,
+/// in order of discovery.
+pub fn run(
+    host: &mut Host,
+    settings: &Settings,
+    pert: &Perturbation,
+    seeds: &[f64],
+    sink: &mut Sink,
+) -> Result<Vec<(Vec<f64>, Scores)>, PluginError> {
+    let width = host.domain.width();
+    let mut idis = Vec::new();
+    for chunk in seeds.chunks(settings.parallel_walks * width) {
+        let mut walkers: Vec<Walker> =
+            chunk.chunks_exact(width).map(|x| Walker { x: x.to_vec(), grad1: vec![0.0; width], grad2: vec![0.0; width] }).collect();
+        let mut active: Vec<usize> = (0..walkers.len()).collect();
+        for _ in 0..settings.max_iter {
+            if active.is_empty() {
+                break;
+            }
+            let rows: Vec<f64> = active.iter().flat_map(|&w| walkers[w].x.iter().copied()).collect();
+            let scores = score(host, &rows)?;
+            sink.tried(host, &rows);
+            // Lines 9–13: keep discriminatory inputs; pair the others with their most different variant.
+            let mut moving = Vec::new();
+            for (&w, s) in active.iter().zip(scores) {
+                if is_discriminatory(host, &s) {
+                    if sink.found(host, &walkers[w].x, &s, origin::GLOBAL)? {
+                        idis.push((walkers[w].x.clone(), s));
+                    }
+                    if sink.full() {
+                        return Ok(idis);
+                    }
+                } else {
+                    let counterpart = host.variants.variant(&walkers[w].x, max_diff(&s));
+                    moving.push((w, s, counterpart));
+                }
+            }
+            // Lines 14–15: both gradients of every moving seed in one call.
+            let mut grad_rows = Vec::with_capacity(moving.len() * 2 * pert.rows_per_gradient() * width);
+            for (w, _, counterpart) in &moving {
+                pert.push_rows(&walkers[*w].x, &mut grad_rows);
+                pert.push_rows(counterpart, &mut grad_rows);
+            }
+            let grad_scores = if grad_rows.is_empty() { Vec::new() } else { host.predict(&grad_rows)? };
+            let per = pert.rows_per_gradient();
+            // Lines 16–25: momentum, agreeing signs, step against the gradient, clip.
+            for (k, (w, s, _)) in moving.iter().enumerate() {
+                let own = pert.gradient(s[0], &grad_scores[2 * k * per..(2 * k + 1) * per], width);
+                let other = pert.gradient(s[1 + max_diff(s)], &grad_scores[(2 * k + 1) * per..(2 * k + 2) * per], width);
+                let walker = &mut walkers[*w];
+                for a in 0..width {
+                    walker.grad1[a] = settings.decay * walker.grad1[a] + own[a];
+                    walker.grad2[a] = settings.decay * walker.grad2[a] + other[a];
+                }
+                for &a in &pert.attrs {
+                    let (s1, s2) = (sign(walker.grad1[a]), sign(walker.grad2[a]));
+                    if s1 == s2 && s1 != 0.0 {
+                        let attr = &host.domain.attributes[a];
+                        walker.x[a] = attr.clip(walker.x[a] - s1 * settings.global_step * attr.step);
+                    }
+                }
+            }
+            active = moving.into_iter().map(|(w, _, _)| w).collect();
+            host.tick()?;
+        }
+    }
+    Ok(idis)
+}

@@ -1,0 +1,134 @@
+//! Inputs scored together with all their protected variants, and the sink that de-duplicates,
+//! counts and emits what the search finds.
+
+use std::collections::HashSet;
+
+use fairpipe_abi::sdk::{Host, PluginError};
+use rand::Rng;
+
+/// Scores of one input: `[f(x), f(x with combination 0), f(x with combination 1), …]`.
+pub type Scores = Vec<f64>;
+
+/// Score `rows` (row-major) and every protected variant of each in one model call; one [`Scores`]
+/// per row.
+pub fn score(host: &mut Host, rows: &[f64]) -> Result<Vec<Scores>, PluginError> {
+    let mut batch = Vec::new();
+    host.variants.batch(rows, &mut batch);
+    let flat = host.predict(&batch)?;
+    Ok(flat.chunks_exact(host.variants.n_variants() + 1).map(<[f64]>::to_vec).collect())
+}
+
+/// IsDiscriminatory: some variant is treated differently from the input.
+pub fn is_discriminatory(host: &Host, s: &[f64]) -> bool {
+    s[1..].iter().any(|&q| host.variants.differs(s[0], q))
+}
+
+/// `max_diff` of the reference: the combination whose prediction is farthest from the input's
+/// (the first one on ties, as `argmax`).
+pub fn max_diff(s: &[f64]) -> usize {
+    let mut best = 0;
+    for (c, &q) in s[1..].iter().enumerate() {
+        if (q - s[0]).abs() > (s[1 + best] - s[0]).abs() {
+            best = c;
+        }
+    }
+    best
+}
+
+/// `FindPair` of the reference: a combination drawn uniformly among those treated differently;
+/// [`max_diff`] when there is none.
+pub fn find_pair<R: Rng>(host: &Host, s: &[f64], rng: &mut R) -> usize {
+    let differing: Vec<usize> = (0..s.len() - 1).filter(|&c| host.variants.differs(s[0], s[1 + c])).collect();
+    if differing.is_empty() {
+        max_diff(s)
+    } else {
+        differing[rng.gen_range(0..differing.len())]
+    }
+}
+
+/// `random_pick` of the reference: index i with probability `p[i]` (cumulative sum against one
+/// uniform draw; the last index if rounding leaves the draw uncovered).
+pub fn random_pick<R: Rng>(p: &[f64], rng: &mut R) -> usize {
+    let u: f64 = rng.gen();
+    let mut cumulative = 0.0;
+    for (i, &pi) in p.iter().enumerate() {
+        cumulative += pi;
+        if cumulative > u {
+            return i;
+        }
+    }
+    p.len() - 1
+}
+
+fn key(row: &[f64]) -> Vec<u64> {
+    row.iter().map(|v| v.to_bits()).collect()
+}
+
+/// Where findings go: distinct inputs tried (the `generated` count) and distinct discriminatory
+/// inputs (emitted once each, with the origin of their first discovery).
+#[derive(Default)]
+pub struct Sink {
+    tried: HashSet<Vec<u64>>,
+    found: HashSet<Vec<u64>>,
+    /// Stop after this many distinct IDIs (0: no limit).
+    pub max_idis: usize,
+}
+
+impl Sink {
+    /// A sink that stops after `max_idis` distinct IDIs (0: no limit).
+    pub fn new(max_idis: usize) -> Self {
+        Sink { max_idis, ..Sink::default() }
+    }
+
+    /// Record that `rows` were checked.
+    pub fn tried(&mut self, host: &mut Host, rows: &[f64]) {
+        let width = host.domain.width();
+        let fresh = rows.chunks_exact(width).filter(|r| self.tried.insert(key(r))).count();
+        host.count_generated(fresh as u64);
+    }
+
+    /// Emit `row` (scored `s`) if it is a new IDI; `true` when it was new.
+    pub fn found(&mut self, host: &mut Host, row: &[f64], s: &[f64], origin: u32) -> Result<bool, PluginError> {
+        if !self.found.insert(key(row)) {
+            return Ok(false);
+        }
+        let verdict = host.variants.verdict(s[0], &s[1..]);
+        host.emit(row, &verdict, origin)?;
+        Ok(true)
+    }
+
+    /// Whether the IDI limit is reached.
+    pub fn full(&self) -> bool {
+        self.max_idis > 0 && self.found.len() >= self.max_idis
+    }
+
+    /// Distinct IDIs so far.
+    pub fn n_found(&self) -> usize {
+        self.found.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    #[test]
+    fn max_diff_takes_the_first_largest_gap() {
+        assert_eq!(max_diff(&[0.6, 0.6, 0.1, 0.1, 0.9]), 1);
+        assert_eq!(max_diff(&[0.6, 0.6, 0.5]), 1);
+        assert_eq!(max_diff(&[0.6, 0.6]), 0);
+    }
+
+    #[test]
+    fn random_pick_follows_the_probabilities() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut counts = [0usize; 3];
+        for _ in 0..30_000 {
+            counts[random_pick(&[0.2, 0.0, 0.8], &mut rng)] += 1;
+        }
+        assert_eq!(counts[1], 0);
+        assert!((counts[0] as f64 / 30_000.0 - 0.2).abs() < 0.01, "{counts:?}");
+    }
+}
