@@ -1,5 +1,6 @@
-//! Model throughput (rows/s) for the census reference ONNX model and the Rust MLP at batch 1, 64
-//! and 4096, on one thread and on all threads; and discrimination-check throughput (rows checked/s).
+//! Model throughput (rows/s) for the census reference ONNX model (through the native dense executor
+//! and through tract) and the Rust MLP at batch 1, 64, 4096 and 32768, on one thread and on all
+//! threads; and discrimination-check throughput (rows checked/s).
 //!
 //! `cargo bench --bench oracle`
 
@@ -23,10 +24,19 @@ fn census() -> fairpipe_core::data::Dataset {
 
 fn models(data: &fairpipe_core::data::Dataset) -> Vec<(&'static str, Oracle)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let onnx = OnnxModel::load(&root.join("pipelines/models/census.onnx"), data.domain.width(), None).expect("census onnx");
+    let path = root.join("pipelines/models/census.onnx");
+    let tract = OnnxModel::load(&path, data.domain.width(), None).expect("census onnx");
+    let mut native = OnnxModel::load(&path, data.domain.width(), None).expect("census onnx");
+    let rows: Vec<f64> = data.x.iter().copied().collect();
+    let check = native.verify_native(&rows).expect("native check").expect("a dense graph");
+    assert!(check.used, "the native executor must reproduce tract: {check:?}");
     let (x, y) = data.subset(Split::Train);
     let mlp = Mlp::train(&x, &y, &MlpConfig { epochs: 1, ..Default::default() }).expect("mlp");
-    vec![("onnx", Oracle::new(Arc::new(onnx) as Arc<dyn Model>)), ("mlp", Oracle::new(Arc::new(mlp) as Arc<dyn Model>))]
+    vec![
+        ("onnx-native", Oracle::new(Arc::new(native) as Arc<dyn Model>)),
+        ("onnx-tract", Oracle::new(Arc::new(tract) as Arc<dyn Model>)),
+        ("mlp", Oracle::new(Arc::new(mlp) as Arc<dyn Model>)),
+    ]
 }
 
 fn pool(threads: usize) -> rayon::ThreadPool {
@@ -63,7 +73,7 @@ fn check_throughput(c: &mut Criterion) {
     let (_, oracle) = models(&data).remove(0);
     let checker = Checker::new(&data.domain, None);
     let all = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let mut group = c.benchmark_group("check/onnx-gender");
+    let mut group = c.benchmark_group("check/onnx-native-gender");
     group.throughput(Throughput::Elements(8192));
     for threads in [1, all] {
         let pool = pool(threads);

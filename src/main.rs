@@ -4,6 +4,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// `println!` that ends the process quietly when stdout is closed (`fairpipe list | head`) instead
+/// of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}
 use fairpipe_core::pipeline::registry::STAGE_KINDS;
 use fairpipe_core::pipeline::Pipeline;
 
@@ -58,14 +69,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let out = out.or_else(|| p.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(&p.name));
             let report = p.run(&out, !quiet)?;
             print_summary(&report.summary);
-            println!("\nresults: {}", out.display());
+            say!("\nresults: {}", out.display());
             for f in &report.files {
-                println!("  {}", f.display());
+                say!("  {}", f.display());
             }
         }
         Command::Validate { pipeline } => {
             let p = Pipeline::load(&pipeline, None)?;
-            println!(
+            say!(
                 "{}: ok ({} stages: {})",
                 pipeline.display(),
                 p.stages.len(),
@@ -74,10 +85,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::List => {
             for kind in STAGE_KINDS {
-                println!("{}\n  {}", kind.name, kind.doc);
+                say!("{}\n  {}", kind.name, kind.doc);
                 for input in kind.inputs {
                     let accepts: Vec<&str> = input.accepts.iter().map(|a| a.name()).collect();
-                    println!(
+                    say!(
                         "  input  {:<16} {} ({}){}",
                         input.role,
                         input.doc,
@@ -86,18 +97,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     );
                 }
                 for param in kind.params {
-                    println!("  param  {:<16} {:<22} default {:<12} {}", param.name, param.ty, param.default, param.doc);
+                    say!("  param  {:<16} {:<22} default {:<12} {}", param.name, param.ty, param.default, param.doc);
                 }
-                println!();
+                say!();
             }
             let found = fairpipe_core::plugin::discover(&fairpipe_core::plugin::search_dirs(&[]));
-            println!("plugins (kind = \"generate\", plugin = \"NAME\", params = {{ ... }}):");
+            say!("plugins (kind = \"generate\", plugin = \"NAME\", params = {{ ... }}):");
             for (name, path) in found {
                 match fairpipe_core::plugin::load_path(&path) {
                     Ok(p) => {
-                        println!("{} {} ({})\n  {}", p.name, p.version, path.display(), p.description["doc"].as_str().unwrap_or(""));
+                        say!("{} {} ({})\n  {}", p.name, p.version, path.display(), p.description["doc"].as_str().unwrap_or(""));
                         for param in p.description["params"].as_array().into_iter().flatten() {
-                            println!(
+                            say!(
                                 "  param  {:<18} default {:<16} {}",
                                 param["name"].as_str().unwrap_or(""),
                                 param["default"].to_string(),
@@ -105,9 +116,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                             );
                         }
                     }
-                    Err(e) => println!("{name}: refused: {e}"),
+                    Err(e) => say!("{name}: refused: {e}"),
                 }
-                println!();
+                say!();
             }
         }
     }
@@ -116,7 +127,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// One line per stage with its headline figures.
 fn print_summary(summary: &serde_json::Value) {
-    println!("pipeline {} (seed {})", summary["pipeline"].as_str().unwrap_or("?"), summary["seed"]);
+    say!("pipeline {} (seed {})", summary["pipeline"].as_str().unwrap_or("?"), summary["seed"]);
     let Some(stages) = summary["stages"].as_object() else { return };
     let headline = [
         "rows",
@@ -127,7 +138,6 @@ fn print_summary(summary: &serde_json::Value) {
         "ci95",
         "generated",
         "emitted",
-        "model_queries",
         "checked",
         "discriminatory",
         "rejected",
@@ -151,7 +161,7 @@ fn print_summary(summary: &serde_json::Value) {
                 parts.push(format!("{key} {shown}"));
             }
         }
-        println!(
+        say!(
             "  {:<width$} {:<10} {:>7.2}s  {}",
             name,
             figures["kind"].as_str().unwrap_or(""),

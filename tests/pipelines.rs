@@ -107,3 +107,26 @@ fn raw_categorical_data_is_decoded_back_on_output() {
     let model = &summary["stages"]["model"];
     assert!(model["accuracy_test"].as_f64().unwrap() > 0.80, "MLP test accuracy {}", model["accuracy_test"]);
 }
+
+#[test]
+fn native_dense_executor_is_verified_and_agrees_with_tract() {
+    let text = std::fs::read_to_string(root().join("pipelines/census-estimate.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = bundled("data/census.csv");
+    let model = bundled("models/census.onnx");
+    let text = text.replace("\"data/census.csv\"", &format!("{data:?}")).replace("\"models/census.onnx\"", &format!("{model:?}"));
+    let auto = write(dir.path(), "auto.toml", &text);
+    let tract = write(dir.path(), "tract.toml", &text.replace("kind = \"load_model\"", "kind = \"load_model\"\nexecutor = \"tract\""));
+    let a = run_pipeline(&auto, &dir.path().join("a"), &[]);
+    let t = run_pipeline(&tract, &dir.path().join("t"), &[]);
+    let (ma, mt) = (&a["stages"]["model"], &t["stages"]["model"]);
+    assert_eq!(ma["executor"], "native dense 12-30-20-15-15-10-1");
+    assert_eq!(mt["executor"], "tract");
+    // Verified on every row of the data before use.
+    assert_eq!(ma["native_checked_rows"], 48842);
+    assert_eq!(ma["native_label_flips"], 0);
+    assert!(ma["native_max_abs_diff"].as_f64().unwrap() <= 1e-5);
+    assert_eq!(ma["correct_test"], mt["correct_test"]);
+    let (ra, rt) = (a["stages"]["estimate"]["rate"].as_f64().unwrap(), t["stages"]["estimate"]["rate"].as_f64().unwrap());
+    assert!((ra - rt).abs() < 1e-3, "estimate {ra} (native) vs {rt} (tract)");
+}

@@ -20,7 +20,7 @@ pub trait Model: Send + Sync {
 }
 
 /// Rows per chunk when a large batch is spread over threads.
-const PARALLEL_CHUNK: usize = 2048;
+const PARALLEL_CHUNK: usize = 1024;
 
 /// A model plus counters of how often and with how many rows it was queried.
 #[derive(Clone)]

@@ -216,9 +216,18 @@ impl Model for Mlp {
     }
 
     fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
-        let view = ArrayView2::from_shape((out.len(), self.sizes[0]), x).map_err(|e| ModelError::Inference(e.to_string()))?;
-        for (o, p) in out.iter_mut().zip(self.predict(view)) {
-            *o = p;
+        // Blocks of rows keep the per-layer intermediates in cache (a 32k-row batch at once ran at a
+        // third of the speed of 4k-row batches).
+        const BLOCK: usize = 512;
+        let width = self.sizes[0];
+        if x.len() != out.len() * width {
+            return Err(ModelError::Width { expected: width, found: x.len() / out.len().max(1) });
+        }
+        for (xc, oc) in x.chunks(BLOCK * width).zip(out.chunks_mut(BLOCK)) {
+            let view = ArrayView2::from_shape((oc.len(), width), xc).map_err(|e| ModelError::Inference(e.to_string()))?;
+            for (o, p) in oc.iter_mut().zip(self.predict(view)) {
+                *o = p;
+            }
         }
         Ok(())
     }

@@ -2,12 +2,18 @@
 //! or a scikit-learn export (skl2onnx with `zipmap=False`: a label and a probability output). The
 //! output used is chosen by name, or else the first float output whose name mentions "prob", or
 //! else the first float output.
+//!
+//! When the graph is a plain stack of dense layers (every reference model is), the native
+//! [`DenseNet`] executor is extracted too, and used instead of tract once
+//! [`OnnxModel::verify_native`] has shown that it reproduces tract's output on real rows.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tract_onnx::prelude::*;
 
+use super::dense::DenseNet;
+use super::onnx_dense::dense_from_onnx;
 use crate::error::ModelError;
 use crate::oracle::Model;
 
@@ -21,7 +27,27 @@ pub struct OnnxModel {
     output_name: String,
     /// Column of the chosen output holding P(class 1); `None` when the output has one column.
     positive_column: Option<usize>,
+    /// The graph as a native dense network, if it is one (not yet trusted).
+    candidate: Option<DenseNet>,
+    /// The native executor, once verified against tract.
+    native: Option<DenseNet>,
 }
+
+/// How the native executor compared with tract on real rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeCheck {
+    /// Rows compared.
+    pub rows: usize,
+    /// Largest |P_native − P_tract|.
+    pub max_abs_diff: f64,
+    /// Rows whose predicted label differs.
+    pub label_flips: usize,
+    /// Whether the native executor is now used.
+    pub used: bool,
+}
+
+/// Largest probability difference accepted between the native executor and tract.
+const NATIVE_TOLERANCE: f64 = 1e-5;
 
 impl std::fmt::Debug for OnnxModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,21 +107,47 @@ impl OnnxModel {
         };
         model.select_output_outlets(&[outlets[chosen]]).map_err(err)?;
         let plan = model.into_optimized().map_err(err)?.into_runnable().map_err(err)?;
-        Ok(OnnxModel { path: path.to_path_buf(), plan, n_features, output_name: names[chosen].clone(), positive_column })
+        let candidate = dense_from_onnx(path).filter(|net| net.n_features() == n_features);
+        Ok(OnnxModel {
+            path: path.to_path_buf(),
+            plan,
+            n_features,
+            output_name: names[chosen].clone(),
+            positive_column,
+            candidate,
+            native: None,
+        })
     }
 
-    /// Name of the output the probabilities are read from.
-    pub fn output_name(&self) -> &str {
-        &self.output_name
+    /// Compare the native executor (if the graph has one) with tract on `rows` (row-major) and use
+    /// it from now on when no label differs and no probability differs by more than 1e-5. `None`
+    /// when the graph is not a dense stack.
+    pub fn verify_native(&mut self, rows: &[f64]) -> Result<Option<NativeCheck>, ModelError> {
+        let Some(candidate) = self.candidate.take() else { return Ok(None) };
+        self.native = None;
+        let n = rows.len() / self.n_features;
+        let mut by_tract = vec![0.0; n];
+        self.predict_tract(rows, &mut by_tract)?;
+        let mut by_native = vec![0.0; n];
+        candidate.predict_into(rows, &mut by_native);
+        let max_abs_diff = by_tract.iter().zip(&by_native).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let label_flips = by_tract.iter().zip(&by_native).filter(|(a, b)| (**a > 0.5) != (**b > 0.5)).count();
+        let used = n > 0 && label_flips == 0 && max_abs_diff <= NATIVE_TOLERANCE;
+        if used {
+            self.native = Some(candidate);
+        }
+        Ok(Some(NativeCheck { rows: n, max_abs_diff, label_flips, used }))
     }
-}
 
-impl Model for OnnxModel {
-    fn n_features(&self) -> usize {
-        self.n_features
+    /// "native dense 12-30-20-15-15-10-1" or "tract".
+    pub fn executor(&self) -> String {
+        match &self.native {
+            Some(net) => format!("native dense {}", net.shape()),
+            None => "tract".into(),
+        }
     }
 
-    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+    fn predict_tract(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
         let rows = out.len();
         if rows == 0 {
             return Ok(());
@@ -113,11 +165,33 @@ impl Model for OnnxModel {
         Ok(())
     }
 
+    /// Name of the output the probabilities are read from.
+    pub fn output_name(&self) -> &str {
+        &self.output_name
+    }
+}
+
+impl Model for OnnxModel {
+    fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+        match &self.native {
+            Some(net) => {
+                net.predict_into(x, out);
+                Ok(())
+            }
+            None => self.predict_tract(x, out),
+        }
+    }
+
     fn describe(&self) -> String {
         format!(
-            "onnx {} (output {})",
+            "onnx {} (output {}, {})",
             self.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-            self.output_name
+            self.output_name,
+            self.executor()
         )
     }
 }

@@ -46,6 +46,12 @@ pub const LOAD_MODEL: StageKind = StageKind {
     params: &[
         ParamDoc { name: "path", ty: "path", default: "required", doc: "the .onnx file, relative to the pipeline file" },
         ParamDoc { name: "output", ty: "string", default: "first float output named *prob*, else first float output", doc: "name of the output holding the probabilities" },
+        ParamDoc {
+            name: "executor",
+            ty: "\"auto\"|\"tract\"",
+            default: "\"auto\"",
+            doc: "auto: run a plain dense-layer graph natively once it reproduces tract on every row of the data (no label change, |dp| <= 1e-5); tract: always tract",
+        },
     ],
     example: "[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"models/census.onnx\"",
     build: build_load,
@@ -64,6 +70,7 @@ struct Train {
 struct LoadModel {
     path: PathBuf,
     output: Option<String>,
+    native: bool,
 }
 
 fn build_train(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn Stage>> {
@@ -90,7 +97,8 @@ fn build_train(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn S
 fn build_load(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn Stage>> {
     let path = params.existing_path(p, "path", "the ONNX model file");
     let output = params.opt_str(p, "output").map(|s| s.v);
-    Some(Box::new(LoadModel { path: path?.v, output }))
+    let native = params.choice(p, "executor", &["auto", "tract"], "auto") == "auto";
+    Some(Box::new(LoadModel { path: path?.v, output, native }))
 }
 
 /// Wrap a model and report its accuracy on the dataset's splits.
@@ -128,9 +136,18 @@ impl Stage for Train {
 impl Stage for LoadModel {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
-        let model = OnnxModel::load(&self.path, data.domain.width(), self.output.as_deref())?;
+        let mut model = OnnxModel::load(&self.path, data.domain.width(), self.output.as_deref())?;
         let mut figures = Map::new();
         put(&mut figures, "output", model.output_name());
+        if self.native {
+            let rows: Vec<f64> = data.x.iter().copied().collect();
+            if let Some(check) = model.verify_native(&rows)? {
+                put(&mut figures, "native_checked_rows", check.rows);
+                put(&mut figures, "native_max_abs_diff", check.max_abs_diff);
+                put(&mut figures, "native_label_flips", check.label_flips);
+            }
+        }
+        put(&mut figures, "executor", model.executor());
         model_output(Arc::new(model), data, figures)
     }
 }

@@ -1,0 +1,279 @@
+//! Search benchmarks: each method plugin on the bundled reference ONNX models, run through the real
+//! pipeline runner (load → load_model → cluster → generate → verify), with the MAFT reference
+//! implementation's published figures beside ours.
+//!
+//! ```text
+//! cargo build --release --workspace && cargo bench --bench search [-- FILTER]
+//! ```
+//!
+//! The plugins must be built in release first (`cargo bench` does not build cdylibs the bench does
+//! not link). Each case runs `FAIRPIPE_BENCH_REPEATS` times (default 10) with pipeline seeds 1, 2, …;
+//! the table gives means. Seconds are the generate stage's own wall time (the search, not loading
+//! or clustering); IDIs are the verify stage's host-confirmed counts. The table is printed and
+//! written to `target/bench/search.md`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use fairpipe_core::pipeline::Pipeline;
+use fairpipe_core::plugin;
+
+/// One benchmark case.
+struct Case {
+    name: &'static str,
+    dataset: &'static str,
+    protected: &'static str,
+    plugin: &'static str,
+    params: &'static str,
+    /// The reference implementation's (IDIs, seconds) at the same budget, when measured.
+    reference: Option<(f64, f64)>,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "maft census-gender 50x1000",
+        dataset: "census",
+        protected: "gender",
+        plugin: "maft",
+        params: "{ global_num = 50, local_num = 1000 }",
+        reference: Some((3600.0, 125.0)),
+    },
+    Case {
+        name: "maft census-gender 100x1000",
+        dataset: "census",
+        protected: "gender",
+        plugin: "maft",
+        params: "{ global_num = 100, local_num = 1000 }",
+        reference: Some((6878.0, 253.0)),
+    },
+    Case {
+        name: "maft census-age 50x1000",
+        dataset: "census",
+        protected: "age",
+        plugin: "maft",
+        params: "{ global_num = 50, local_num = 1000 }",
+        reference: Some((18082.0, 381.0)),
+    },
+    Case {
+        name: "maft credit-age 50x1000",
+        dataset: "credit",
+        protected: "AgeInYears",
+        plugin: "maft",
+        params: "{ global_num = 50, local_num = 1000 }",
+        reference: Some((20242.0, 463.0)),
+    },
+    Case {
+        name: "maft bank-age 50x1000",
+        dataset: "bank",
+        protected: "age",
+        plugin: "maft",
+        params: "{ global_num = 50, local_num = 1000 }",
+        reference: Some((14187.0, 330.0)),
+    },
+    Case {
+        name: "maft census-gender 1000x1000",
+        dataset: "census",
+        protected: "gender",
+        plugin: "maft",
+        params: "{ global_num = 1000, local_num = 1000 }",
+        reference: None,
+    },
+    Case {
+        name: "maft census-race 1000x1000",
+        dataset: "census",
+        protected: "race",
+        plugin: "maft",
+        params: "{ global_num = 1000, local_num = 1000 }",
+        reference: None,
+    },
+    Case {
+        name: "aequitas-random census-gender 1000x1000",
+        dataset: "census",
+        protected: "gender",
+        plugin: "aequitas",
+        params: "{ strategy = \"random\" }",
+        reference: None,
+    },
+    Case {
+        name: "aequitas-semi census-gender 1000x1000",
+        dataset: "census",
+        protected: "gender",
+        plugin: "aequitas",
+        params: "{ strategy = \"semi_directed\" }",
+        reference: None,
+    },
+    Case {
+        name: "aequitas-fully census-gender 1000x1000",
+        dataset: "census",
+        protected: "gender",
+        plugin: "aequitas",
+        params: "{ strategy = \"fully_directed\" }",
+        reference: None,
+    },
+    Case {
+        name: "aequitas-fully credit-age 1000x1000",
+        dataset: "credit",
+        protected: "AgeInYears",
+        plugin: "aequitas",
+        params: "{}",
+        reference: None,
+    },
+    Case {
+        name: "aequitas-fully bank-age 1000x1000",
+        dataset: "bank",
+        protected: "age",
+        plugin: "aequitas",
+        params: "{}",
+        reference: None,
+    },
+    Case {
+        name: "random census-gender 10000",
+        dataset: "census",
+        protected: "gender",
+        plugin: "random",
+        params: "{ samples = 10000 }",
+        reference: None,
+    },
+];
+
+/// (label column, model file) of a bundled dataset.
+fn dataset(name: &str) -> (&'static str, &'static str) {
+    match name {
+        "census" => ("income", "census.onnx"),
+        "credit" => ("label_CREDITRATING_eq_1", "credit.onnx"),
+        _ => ("y", "bank.onnx"),
+    }
+}
+
+fn pipeline_text(case: &Case, root: &Path) -> String {
+    let (label, model) = dataset(case.dataset);
+    let data = root.join(format!("pipelines/data/{}.csv", case.dataset));
+    let model = root.join(format!("pipelines/models/{model}"));
+    format!(
+        r#"[pipeline]
+name = "bench"
+
+[stages.data]
+kind = "load"
+path = "{data}"
+label = "{label}"
+protected = ["{protected}"]
+drop = ["row"]
+split_column = "split"
+
+[stages.model]
+kind = "load_model"
+data = "data"
+path = "{model}"
+
+[stages.seeds]
+kind = "cluster"
+data = "data"
+k = 4
+seeds = 1000
+
+[stages.search]
+kind = "generate"
+model = "model"
+seeds = "seeds"
+plugin = "{plugin}"
+params = {params}
+
+[stages.verified]
+kind = "verify"
+cases = "search"
+"#,
+        data = data.display(),
+        model = model.display(),
+        protected = case.protected,
+        plugin = case.plugin,
+        params = case.params,
+    )
+}
+
+/// Means over the repeats of one case.
+#[derive(Default)]
+struct Figures {
+    idis_full: f64,
+    /// Standard deviation of `idis_full` over the repeats.
+    idis_sd: f64,
+    idis_projection: f64,
+    generated: f64,
+    queries: f64,
+    seconds: f64,
+    model_share: f64,
+}
+
+fn run_case(case: &Case, root: &Path, repeats: u64, dir: &Path) -> Figures {
+    let file = dir.join(format!("{}.toml", case.name.replace(' ', "_")));
+    std::fs::write(&file, pipeline_text(case, root)).expect("write bench pipeline");
+    let mut f = Figures::default();
+    let mut per_run = Vec::new();
+    for seed in 1..=repeats {
+        let pipeline = Pipeline::load(&file, Some(seed)).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let report = pipeline.run(&dir.join("out"), false).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let search = &report.summary["stages"]["search"];
+        let verified = &report.summary["stages"]["verified"];
+        assert_eq!(verified["rejected"], 0, "{}: the host rejected cases", case.name);
+        per_run.push(verified["discriminatory_full"].as_f64().unwrap_or(0.0));
+        f.idis_projection += verified["discriminatory"].as_f64().unwrap_or(0.0);
+        f.generated += search["generated"].as_f64().unwrap_or(0.0);
+        f.queries += search["model_queries"].as_f64().unwrap_or(0.0);
+        f.seconds += search["run_elapsed_s"].as_f64().unwrap_or(0.0);
+        f.model_share += search["model_time_share"].as_f64().unwrap_or(0.0);
+    }
+    let n = repeats as f64;
+    f.idis_full = per_run.iter().sum::<f64>();
+    f.idis_sd = (per_run.iter().map(|x| (x - f.idis_full / n).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
+    for v in [&mut f.idis_full, &mut f.idis_projection, &mut f.generated, &mut f.queries, &mut f.seconds, &mut f.model_share] {
+        *v /= n;
+    }
+    f
+}
+
+fn main() {
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let repeats: u64 = std::env::var("FAIRPIPE_BENCH_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let found = plugin::discover(&plugin::search_dirs(&[]));
+    for name in ["maft", "aequitas", "random"] {
+        match found.get(name) {
+            Some(path) if path.to_string_lossy().contains("/release/") => eprintln!("plugin {name}: {}", path.display()),
+            Some(path) => {
+                eprintln!("WARNING: plugin {name} is not a release build ({}); run `cargo build --release --workspace`", path.display())
+            }
+            None => panic!("plugin {name} not found; run `cargo build --release --workspace` first"),
+        }
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut table = String::from(
+        "| case | IDIs (full) ± sd | IDIs (projection) | generated | model rows | search s | IDIs/s | model share | reference IDIs | reference s | reference IDIs/s | IDIs/s ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for case in CASES.iter().filter(|c| filter.as_ref().is_none_or(|f| c.name.contains(f.as_str()))) {
+        let f = run_case(case, &root, repeats, dir.path());
+        let rate = f.idis_full / f.seconds.max(1e-9);
+        let (ref_idis, ref_s, ref_rate, ratio) = match case.reference {
+            Some((i, s)) => (format!("{i:.0}"), format!("{s:.0}"), format!("{:.1}", i / s), format!("{:.0}×", rate / (i / s))),
+            None => ("—".into(), "—".into(), "—".into(), "—".into()),
+        };
+        let _ = writeln!(
+            table,
+            "| {} | {:.0} ± {:.0} | {:.0} | {:.0} | {:.0} | {:.3} | {:.0} | {:.0}% | {ref_idis} | {ref_s} | {ref_rate} | {ratio} |",
+            case.name,
+            f.idis_full,
+            f.idis_sd,
+            f.idis_projection,
+            f.generated,
+            f.queries,
+            f.seconds,
+            rate,
+            100.0 * f.model_share,
+        );
+        eprintln!("{} done", case.name);
+    }
+    println!("{table}");
+    let out = root.join("target/bench");
+    if std::fs::create_dir_all(&out).is_ok() {
+        let _ = std::fs::write(out.join("search.md"), &table);
+    }
+}
