@@ -142,6 +142,9 @@ fn print_summary(summary: &serde_json::Value) {
         "discriminatory",
         "rejected",
         "samples",
+        "rule_sets_kept",
+        "worst_score",
+        "selection_rate",
     ];
     let order = summary["stage_order"].as_array().cloned().unwrap_or_default();
     let width = order.iter().filter_map(|n| n.as_str()).map(str::len).max().unwrap_or(10);

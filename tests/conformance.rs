@@ -103,11 +103,49 @@ fn an_injected_panic_comes_back_as_an_error_and_the_host_survives() {
     }
 }
 
+fn is_auditor(name: &str) -> bool {
+    plugin::load_by_name(name, &[]).unwrap().kind() == fairpipe_abi::ffi::kind::AUDITOR
+}
+
+#[test]
+fn auditors_report_well_formed_reproducible_groups() {
+    let (data, oracle) = census();
+    let auditors: Vec<String> = plugin_names().into_iter().filter(|n| is_auditor(n)).collect();
+    assert!(auditors.contains(&"testsgd".to_string()), "{auditors:?}");
+    for name in auditors {
+        let a = run(&name, json!({}), 7, &data, &oracle).unwrap();
+        let b = run(&name, json!({}), 7, &data, &oracle).unwrap();
+        assert!(a.cases.is_empty(), "{name}: an auditor emits no cases");
+        let report = a.report.expect("an auditor sends a report");
+        assert_eq!(
+            Some(report.clone()).map(|r| r["groups"].clone()),
+            b.report.map(|r| r["groups"].clone()),
+            "{name}: same seed, same groups"
+        );
+        let groups = report["groups"].as_array().expect("groups");
+        assert!(!groups.is_empty(), "{name} reported no group");
+        let mut previous = f64::INFINITY;
+        for g in groups {
+            for c in g["conditions"].as_array().unwrap() {
+                let attr = c["attribute"].as_u64().unwrap() as usize;
+                assert!(data.domain.attributes[attr].protected, "{name}: a condition on an unprotected attribute: {c}");
+            }
+            let score = g["score"].as_f64().unwrap();
+            assert!(score <= previous, "{name}: groups are not ranked by score");
+            previous = score;
+            let (rin, rout) = (g["rate_in"].as_f64().unwrap(), g["rate_out"].as_f64().unwrap());
+            assert!((score - (rin - rout).abs()).abs() < 1e-12);
+        }
+        let c = run(&name, json!({}), 8, &data, &oracle).unwrap().report.unwrap();
+        assert_ne!(report["groups"], c["groups"], "{name}: another seed draws other samples");
+    }
+}
+
 #[test]
 fn same_seed_gives_the_same_cases_and_every_case_verifies() {
     let (data, oracle) = census();
     let checker = Checker::new(&data.domain, None);
-    for name in plugin_names() {
+    for name in plugin_names().into_iter().filter(|n| !is_auditor(n)) {
         let a = run(&name, json!({}), 7, &data, &oracle).unwrap();
         let b = run(&name, json!({}), 7, &data, &oracle).unwrap();
         assert!(!a.cases.is_empty(), "{name} found nothing on the census model");
@@ -150,20 +188,38 @@ fn a_plugin_built_for_another_abi_major_is_refused_naming_both_versions() {
     assert!(err.contains(&format!("plugin ABI version {plugin} does not match the host's {host}")), "{err}");
 }
 
-#[test]
-fn pipelines_report_unknown_plugins_and_plugin_parameters_at_their_line() {
+/// Validate a pipeline of the bundled census data and model (lines 1–12) followed by `stages`
+/// (from line 13); returns (success, stderr).
+fn validate_census_with(stages: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
-        "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.a]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitas\"\nparams = {{ strategy = \"fully_directed\", global_iteration = 5 }}\n\n[stages.b]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitass\"\n",
+        "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n{stages}",
         common::bundled("data/census.csv"),
         common::bundled("models/census.onnx")
     );
     let file = common::write(dir.path(), "p.toml", &text);
     let (ok, _, stderr) = common::fairpipe(&["validate", file.to_str().unwrap()]);
+    (ok, stderr)
+}
+
+#[test]
+fn pipelines_report_unknown_plugins_and_plugin_parameters_at_their_line() {
+    let (ok, stderr) = validate_census_with("[stages.a]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitas\"\nparams = { strategy = \"fully_directed\", global_iteration = 5 }\n\n[stages.b]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitass\"\n");
     assert!(!ok);
     assert!(
         stderr.contains("p.toml:17:10:") && stderr.contains("unknown parameter `global_iteration` (did you mean `global_iterations`?)"),
         "{stderr}"
     );
     assert!(stderr.contains("p.toml:22:10:") && stderr.contains("no plugin `aequitass` found (did you mean `aequitas`?)"), "{stderr}");
+}
+
+#[test]
+fn a_plugin_of_the_wrong_kind_is_refused_where_it_is_named() {
+    let (ok, stderr) = validate_census_with("[stages.a]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"testsgd\"\n\n[stages.b]\nkind = \"group_score\"\nmodel = \"model\"\nplugin = \"maft\"\n");
+    assert!(!ok);
+    assert!(
+        stderr.contains("p.toml:16:10:") && stderr.contains("plugin `testsgd` is an auditor; use it in a group_score stage"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("p.toml:21:10:") && stderr.contains("plugin `maft` is a generator; group_score needs an auditor"), "{stderr}");
 }

@@ -50,15 +50,12 @@ impl Model for Threshold {
     }
 }
 
+/// An integer attribute on 0..=upper.
+fn attr(name: &str, upper: f64, protected: bool) -> Attribute {
+    Attribute { name: name.into(), kind: AttributeKind::Integer, lower: 0.0, upper, step: 1.0, protected }
+}
+
 fn domain() -> Domain {
-    let attr = |name: &str, upper: f64, protected: bool| Attribute {
-        name: name.into(),
-        kind: AttributeKind::Integer,
-        lower: 0.0,
-        upper,
-        step: 1.0,
-        protected,
-    };
     Domain { attributes: vec![attr("a", 10.0, false), attr("b", 10.0, false), attr("c", 10.0, false), attr("sex", 1.0, true)] }
 }
 
@@ -120,4 +117,70 @@ fn maft_local_search_covers_the_planted_band() {
     let (found, _) = run("maft", &json!({ "global_num": 100, "local_num": 1000 }), true);
     assert!(found.len() <= exact);
     assert!(found.len() * 2 >= exact, "MAFT found {} of the {exact} discriminatory points", found.len());
+}
+
+/// Favourable exactly when sex = 1 and race ≠ 2: depends on protected attributes only, so every
+/// group's favourable rate under TestSGD's sampling (data rows of the group, one non-protected
+/// attribute moved) is the rate among the data's own rows of that group — known exactly.
+struct ProtectedOnly;
+
+impl Model for ProtectedOnly {
+    fn n_features(&self) -> usize {
+        3
+    }
+    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+        for (o, r) in out.iter_mut().zip(x.chunks_exact(3)) {
+            *o = if r[1] == 1.0 && r[2] != 2.0 { 0.8 } else { 0.2 };
+        }
+        Ok(())
+    }
+    fn describe(&self) -> String {
+        "protected-only".into()
+    }
+}
+
+#[test]
+fn testsgd_group_scores_lie_within_their_margin_of_the_exact_rates() {
+    let domain = Domain { attributes: vec![attr("a", 9.0, false), attr("sex", 1.0, true), attr("race", 2.0, true)] };
+    // 700 rows: uneven group sizes (sex = 1 on 3 rows in 7, race cycling).
+    let rows: Vec<f64> = (0..700).flat_map(|i| [f64::from(i % 10), f64::from(u8::from(i % 7 < 3)), f64::from(i % 3)]).collect();
+    let oracle = Oracle::new(Arc::new(ProtectedOnly));
+    let plugin = plugin::load_by_name("testsgd", &[]).unwrap();
+    let params = json!({ "theta": 0.05 });
+    let spec = RunSpec { params: &params, seeds: &rows, rng_seed: 3, budget: FfiBudget::default(), gamma: None };
+    let report = plugin.generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap().report.unwrap();
+    let groups = report["groups"].as_array().unwrap();
+    // sex: 2 rules, race: 6 subsets; 3 × 7 − 1 = 20 candidates, every one frequent here.
+    assert_eq!(report["figures"]["rule_sets_generated"], 20.0);
+    assert_eq!(groups.len(), 20);
+    let favourable = |r: &[f64]| r[1] == 1.0 && r[2] != 2.0;
+    let mut within = 0;
+    for g in groups {
+        let holds = |r: &[f64]| {
+            g["conditions"].as_array().unwrap().iter().all(|c| {
+                let v = r[c["attribute"].as_u64().unwrap() as usize];
+                c["values"].as_array().unwrap().iter().any(|x| x.as_f64() == Some(v))
+            })
+        };
+        let (mut n_in, mut f_in, mut n_out, mut f_out) = (0.0, 0.0, 0.0, 0.0);
+        for r in rows.chunks(3) {
+            if holds(r) {
+                n_in += 1.0;
+                f_in += f64::from(u8::from(favourable(r)));
+            } else {
+                n_out += 1.0;
+                f_out += f64::from(u8::from(favourable(r)));
+            }
+        }
+        let exact = (f_in / n_in - f_out / n_out).abs();
+        let (score, margin) = (g["score"].as_f64().unwrap(), g["margin"].as_f64().unwrap());
+        assert!(margin <= 0.05 && g["samples"].as_u64().unwrap() > 1000);
+        within += usize::from((score - exact).abs() <= margin);
+    }
+    // Theorem 4.2 guarantees 90.25% per group (the bound is conservative).
+    assert!(within >= 18, "only {within} of 20 scores lie within their margin of the exact score");
+    // The worst group is sex = 1 ∧ race ∈ {0, 1}: rate 1 inside, 0 outside.
+    let top = &groups[0]["conditions"];
+    assert_eq!(top.as_array().unwrap().len(), 2, "{top}");
+    assert!((groups[0]["score"].as_f64().unwrap() - 1.0).abs() < 1e-12);
 }

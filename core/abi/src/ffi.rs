@@ -10,8 +10,8 @@ use std::ffi::{c_char, c_void};
 
 /// Major version of the ABI: bumped on any incompatible change. Not the crate version.
 pub const ABI_MAJOR: u32 = 1;
-/// Minor version: bumped when fields are appended.
-pub const ABI_MINOR: u32 = 0;
+/// Minor version: bumped when fields are appended. 1 added [`FfiCallbacks::report`] (auditors).
+pub const ABI_MINOR: u32 = 1;
 /// Name of the exported entry function (`extern "C" fn() -> *const FfiPluginDescriptor`).
 pub const ENTRY_SYMBOL: &[u8] = b"fairpipe_plugin_entry";
 
@@ -33,7 +33,8 @@ pub mod status {
 pub mod kind {
     /// Generates individual discriminatory cases from seeds.
     pub const GENERATOR: u32 = 1;
-    /// Audits groups (reports figures rather than cases).
+    /// Audits groups: receives the data's rows as `seeds` and sends one JSON report through
+    /// [`super::FfiCallbacks::report`] (schema in the crate README).
     pub const AUDITOR: u32 = 2;
 }
 
@@ -109,6 +110,9 @@ pub type EmitFn = extern "C" fn(
     origin: u32,
 ) -> i32;
 
+/// Sends an auditor's report: one NUL-terminated JSON document, copied by the host. Returns a status.
+pub type ReportFn = extern "C" fn(ctx: *mut c_void, json: *const c_char) -> i32;
+
 /// Host functions a plugin may call, with the host's opaque context.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -123,6 +127,8 @@ pub struct FfiCallbacks {
     pub should_stop: ShouldStopFn,
     /// Case collection.
     pub emit: EmitFn,
+    /// Report collection (auditors; since minor 1).
+    pub report: ReportFn,
 }
 
 /// Everything a plugin run receives. Borrowed for the duration of the `generate` call.
@@ -179,7 +185,7 @@ pub struct FfiPluginDescriptor {
     pub describe: DescribeFn,
     /// Parameter validation.
     pub validate: ValidateFn,
-    /// The run.
+    /// The run (a generator's search, an auditor's audit).
     pub generate: GenerateFn,
     /// Frees strings the plugin returned.
     pub drop_string: DropStringFn,

@@ -208,6 +208,20 @@ pub trait Generator {
     fn generate(params: &Params, host: &mut Host) -> Result<(), PluginError>;
 }
 
+/// A method that audits groups rather than searching for individual cases: it receives the data's
+/// rows as [`Host::seeds`] and returns one JSON report (schema in the crate README), which the SDK
+/// sends to the host.
+pub trait Auditor {
+    /// Plugin name (`testsgd`…): the pipeline's `plugin = "…"`.
+    const NAME: &'static str;
+    /// Plugin version.
+    const VERSION: &'static str;
+    /// Parameters and docs.
+    fn description() -> Description;
+    /// Run the audit and return the report.
+    fn audit(params: &Params, host: &mut Host) -> Result<Value, PluginError>;
+}
+
 /// Where cases come from (the `origin` code of an emitted case).
 pub mod origin {
     /// Found by the global (exploration) phase.
@@ -350,6 +364,16 @@ impl<'a> Host<'a> {
         Ok(())
     }
 
+    /// Send an auditor's report to the host.
+    pub fn report(&mut self, report: &Value) -> Result<(), PluginError> {
+        let json = CString::new(report.to_string()).map_err(|_| PluginError::Compute("the report contains a NUL byte".into()))?;
+        let code = (self.ctx.callbacks.report)(self.ctx.callbacks.ctx, json.as_ptr());
+        if code != status::OK {
+            return Err(PluginError::Compute(format!("the host's report failed with status {code}")));
+        }
+        Ok(())
+    }
+
     /// Count `n` generated test inputs (reported to the host as progress).
     pub fn count_generated(&mut self, n: u64) {
         self.generated += n;
@@ -421,9 +445,9 @@ pub unsafe fn parse_json(json: *const c_char) -> Result<Value, PluginError> {
 }
 
 /// The body of the exported `describe`.
-pub fn describe_impl<G: Generator>(out: *mut *mut c_char) -> i32 {
+pub fn describe_impl(out: *mut *mut c_char, name: &str, version: &str, description: fn() -> Description) -> i32 {
     guard(out, || {
-        set_string(out, &G::description().to_json(G::NAME, G::VERSION).to_string());
+        set_string(out, &description().to_json(name, version).to_string());
         Ok(())
     })
 }
@@ -431,18 +455,24 @@ pub fn describe_impl<G: Generator>(out: *mut *mut c_char) -> i32 {
 /// The body of the exported `validate`.
 // The pointers follow the ABI's contract (see the crate README): these are the boundary itself.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn validate_impl<G: Generator>(params_json: *const c_char, error: *mut *mut c_char) -> i32 {
+pub fn validate_impl(params_json: *const c_char, error: *mut *mut c_char, description: fn() -> Description) -> i32 {
     guard(error, || {
         // SAFETY: the host passes a NUL-terminated string.
         let value = unsafe { parse_json(params_json) }?;
-        G::description().parse(&value).map(|_| ())
+        description().parse(&value).map(|_| ())
     })
 }
 
-/// The body of the exported `generate`.
+/// The body of the exported run entry (`generate` in the descriptor) for both plugin kinds: parse
+/// and check the parameters, honour `_inject_panic`, wrap the context, then `run`.
 // The pointers follow the ABI's contract (see the crate README): these are the boundary itself.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn generate_impl<G: Generator>(ctx: *const FfiContext, error: *mut *mut c_char) -> i32 {
+pub fn run_impl(
+    ctx: *const FfiContext,
+    error: *mut *mut c_char,
+    description: fn() -> Description,
+    run: impl FnOnce(&Params, &mut Host) -> Result<(), PluginError>,
+) -> i32 {
     guard(error, || {
         if ctx.is_null() {
             return Err(PluginError::InvalidInput("null context".into()));
@@ -451,13 +481,13 @@ pub fn generate_impl<G: Generator>(ctx: *const FfiContext, error: *mut *mut c_ch
         let ctx = unsafe { &*ctx };
         // SAFETY: as above.
         let value = unsafe { parse_json(ctx.params_json) }?;
-        let params = G::description().parse(&value)?;
+        let params = description().parse(&value)?;
         if value.get(INJECT_PANIC_KEY).and_then(Value::as_bool) == Some(true) {
             panic!("injected panic ({INJECT_PANIC_KEY} = true)");
         }
         // SAFETY: as above.
         let mut host = unsafe { Host::from_ffi(ctx) }?;
-        G::generate(&params, &mut host)
+        run(&params, &mut host)
     })
 }
 
@@ -475,14 +505,36 @@ pub extern "C" fn drop_string_impl(s: *mut c_char) {
 #[macro_export]
 macro_rules! export_generator {
     ($ty:ty) => {
+        $crate::__export_plugin!($ty, $crate::sdk::Generator, $crate::ffi::kind::GENERATOR, |p, h| {
+            <$ty as $crate::sdk::Generator>::generate(p, h)
+        });
+    };
+}
+
+/// Export an [`Auditor`] as a fairpipe plugin: defines the entry symbol and its descriptor.
+#[macro_export]
+macro_rules! export_auditor {
+    ($ty:ty) => {
+        $crate::__export_plugin!($ty, $crate::sdk::Auditor, $crate::ffi::kind::AUDITOR, |p, h| {
+            let report = <$ty as $crate::sdk::Auditor>::audit(p, h)?;
+            h.report(&report)
+        });
+    };
+}
+
+/// The shared body of [`export_generator!`] and [`export_auditor!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_plugin {
+    ($ty:ty, $tr:path, $kind:expr, $run:expr) => {
         extern "C" fn __fairpipe_describe(out: *mut *mut ::std::ffi::c_char) -> i32 {
-            $crate::sdk::describe_impl::<$ty>(out)
+            $crate::sdk::describe_impl(out, <$ty as $tr>::NAME, <$ty as $tr>::VERSION, <$ty as $tr>::description)
         }
         extern "C" fn __fairpipe_validate(p: *const ::std::ffi::c_char, e: *mut *mut ::std::ffi::c_char) -> i32 {
-            $crate::sdk::validate_impl::<$ty>(p, e)
+            $crate::sdk::validate_impl(p, e, <$ty as $tr>::description)
         }
         extern "C" fn __fairpipe_generate(c: *const $crate::ffi::FfiContext, e: *mut *mut ::std::ffi::c_char) -> i32 {
-            $crate::sdk::generate_impl::<$ty>(c, e)
+            $crate::sdk::run_impl(c, e, <$ty as $tr>::description, $run)
         }
         static __FAIRPIPE_DESCRIPTOR: ::std::sync::OnceLock<$crate::ffi::FfiPluginDescriptor> = ::std::sync::OnceLock::new();
         static __FAIRPIPE_NAME: ::std::sync::OnceLock<::std::ffi::CString> = ::std::sync::OnceLock::new();
@@ -490,16 +542,15 @@ macro_rules! export_generator {
         /// The plugin's entry symbol.
         #[unsafe(no_mangle)]
         pub extern "C" fn fairpipe_plugin_entry() -> *const $crate::ffi::FfiPluginDescriptor {
-            let name = __FAIRPIPE_NAME.get_or_init(|| ::std::ffi::CString::new(<$ty as $crate::sdk::Generator>::NAME).unwrap_or_default());
-            let version =
-                __FAIRPIPE_VERSION.get_or_init(|| ::std::ffi::CString::new(<$ty as $crate::sdk::Generator>::VERSION).unwrap_or_default());
+            let name = __FAIRPIPE_NAME.get_or_init(|| ::std::ffi::CString::new(<$ty as $tr>::NAME).unwrap_or_default());
+            let version = __FAIRPIPE_VERSION.get_or_init(|| ::std::ffi::CString::new(<$ty as $tr>::VERSION).unwrap_or_default());
             __FAIRPIPE_DESCRIPTOR.get_or_init(|| $crate::ffi::FfiPluginDescriptor {
                 abi_major: $crate::ffi::ABI_MAJOR,
                 abi_minor: $crate::ffi::ABI_MINOR,
                 struct_size: ::std::mem::size_of::<$crate::ffi::FfiPluginDescriptor>(),
                 name: name.as_ptr(),
                 version: version.as_ptr(),
-                kind: $crate::ffi::kind::GENERATOR,
+                kind: $kind,
                 describe: __fairpipe_describe,
                 validate: __fairpipe_validate,
                 generate: __fairpipe_generate,

@@ -117,16 +117,18 @@ pub struct Dataset {
     pub domain: Domain,
     /// Encoded features, one row per record.
     pub x: Array2<f64>,
-    /// Class per row: 1 for the favourable label value (or the value 1 of a 0/1 label), else 0.
+    /// Class per row: 1 for the favourable label value, else 0. Every model's P(class 1) is the
+    /// probability of the favourable outcome.
     pub y: Vec<u8>,
     /// Split per row.
     pub split: Vec<Split>,
     /// Label column name.
     pub label_name: String,
-    /// How the two classes are written in the file: `[class 0, class 1]`.
+    /// How the two classes are written in the file: `[class 0 (unfavourable), class 1 (favourable)]`.
     pub label_values: [String; 2],
-    /// Which class is favourable (0 or 1).
-    pub favourable: u8,
+    /// Whether the class numbers are the opposite of a 0/1 label's own values (`favourable = 0`):
+    /// a loaded model that outputs P(label = 1) must then be read as 1 − P(favourable).
+    pub label_flipped: bool,
     /// Rows dropped for missing values.
     pub dropped_rows: usize,
 }
@@ -323,7 +325,7 @@ pub fn load(spec: &LoadSpec) -> Result<Dataset, DataError> {
 
     // Label.
     let labels: Vec<&str> = keep.iter().map(|&r| cell(&spec.label, r)).collect();
-    let (y, label_values, favourable) = encode_label(path, &spec.label, &labels, spec.favourable.as_deref())?;
+    let (y, label_values, label_flipped) = encode_label(path, &spec.label, &labels, spec.favourable.as_deref())?;
 
     // Split.
     let split = match &spec.split {
@@ -361,7 +363,7 @@ pub fn load(spec: &LoadSpec) -> Result<Dataset, DataError> {
         split,
         label_name: spec.label.clone(),
         label_values,
-        favourable,
+        label_flipped,
         dropped_rows: n_all - keep.len(),
     })
 }
@@ -463,8 +465,9 @@ fn encode_column(
     Ok((attr, values))
 }
 
-/// Encode the label as classes 0/1 and say which class is favourable.
-fn encode_label(path: &Path, name: &str, cells: &[&str], favourable: Option<&str>) -> Result<(Vec<u8>, [String; 2], u8), DataError> {
+/// Encode the label as class 1 = favourable, 0 = the rest; the names of the two classes; and whether
+/// a 0/1 label was flipped (its favourable value is 0).
+fn encode_label(path: &Path, name: &str, cells: &[&str], favourable: Option<&str>) -> Result<(Vec<u8>, [String; 2], bool), DataError> {
     let column_err = |message: String| DataError::Column { path: path.to_path_buf(), column: name.to_string(), message };
     let mut distinct: Vec<&str> = cells.to_vec();
     distinct.sort();
@@ -472,7 +475,6 @@ fn encode_label(path: &Path, name: &str, cells: &[&str], favourable: Option<&str
     let numeric: Option<Vec<f64>> = cells.iter().map(|c| c.parse::<f64>().ok()).collect();
     if let Some(values) = numeric {
         if values.iter().all(|&v| v == 0.0 || v == 1.0) {
-            let y = values.iter().map(|&v| v as u8).collect();
             let fav = match favourable {
                 None => 1,
                 Some(f) => match f.parse::<f64>() {
@@ -480,7 +482,9 @@ fn encode_label(path: &Path, name: &str, cells: &[&str], favourable: Option<&str
                     _ => return Err(column_err(format!("favourable = {f:?}, but the label takes only the values 0 and 1"))),
                 },
             };
-            return Ok((y, ["0".into(), "1".into()], fav));
+            let y = values.iter().map(|&v| u8::from(v as u8 == fav)).collect();
+            let names = if fav == 1 { ["0".into(), "1".into()] } else { ["1".into(), "0".into()] };
+            return Ok((y, names, fav == 0));
         }
     }
     let Some(fav) = favourable else {
@@ -498,5 +502,5 @@ fn encode_label(path: &Path, name: &str, cells: &[&str], favourable: Option<&str
     let y = cells.iter().map(|c| u8::from(*c == fav)).collect();
     let other =
         if distinct.len() == 2 { distinct.iter().find(|d| **d != fav).unwrap_or(&"other").to_string() } else { format!("not {fav}") };
-    Ok((y, [other, fav.to_string()], 1))
+    Ok((y, [other, fav.to_string()], false))
 }

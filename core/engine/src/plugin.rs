@@ -250,6 +250,8 @@ pub struct GenerateOutput {
     pub cases: Vec<EmittedCase>,
     /// Test inputs generated, as the plugin reported.
     pub generated: u64,
+    /// An auditor's report (JSON), when the plugin sent one.
+    pub report: Option<serde_json::Value>,
 }
 
 /// Limits and seeds of a run.
@@ -271,6 +273,7 @@ struct HostState<'a> {
     oracle: &'a Oracle,
     width: usize,
     cases: Mutex<Vec<EmittedCase>>,
+    report: Mutex<Option<String>>,
     generated: AtomicU64,
     stop: AtomicBool,
     started: Instant,
@@ -301,6 +304,21 @@ extern "C" fn host_progress(ctx: *mut c_void, done: u64, _total: u64) {
         state.generated.store(done, Ordering::Relaxed);
         state.progress.set_message(format!("{done} inputs generated"));
     }));
+}
+
+extern "C" fn host_report(ctx: *mut c_void, json: *const c_char) -> i32 {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `host_predict`.
+        let state = unsafe { &*(ctx as *const HostState) };
+        if json.is_null() {
+            return status::INVALID_INPUT;
+        }
+        // SAFETY: the plugin passes a NUL-terminated string, copied here.
+        let text = unsafe { CStr::from_ptr(json) }.to_string_lossy().into_owned();
+        *state.report.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+        status::OK
+    }))
+    .unwrap_or(status::PANIC)
 }
 
 extern "C" fn host_should_stop(ctx: *mut c_void) -> u32 {
@@ -346,7 +364,21 @@ impl Plugin {
         }
     }
 
-    /// Run the plugin against `oracle` over `domain`.
+    /// Whether the plugin is a generator (cases) or an auditor (a report): one of [`ffi::kind`].
+    pub fn kind(&self) -> u32 {
+        self.descriptor.kind
+    }
+
+    /// "generator" or "auditor".
+    pub fn kind_name(&self) -> &'static str {
+        match self.descriptor.kind {
+            ffi::kind::AUDITOR => "auditor",
+            _ => "generator",
+        }
+    }
+
+    /// Run the plugin against `oracle` over `domain`: a generator emits cases, an auditor sends a
+    /// report (and receives the data's rows as `spec.seeds`).
     pub fn generate(
         &self,
         oracle: &Oracle,
@@ -377,6 +409,7 @@ impl Plugin {
             oracle,
             width: domain.width(),
             cases: Mutex::new(Vec::new()),
+            report: Mutex::new(None),
             generated: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             started: Instant::now(),
@@ -397,6 +430,7 @@ impl Plugin {
                 progress: host_progress,
                 should_stop: host_should_stop,
                 emit: host_emit,
+                report: host_report,
             },
         };
         let mut error: *mut c_char = std::ptr::null_mut();
@@ -412,6 +446,14 @@ impl Plugin {
             return Err(PluginError::Failed { plugin: self.name.clone(), what: what.into(), message });
         }
         let cases = state.cases.into_inner().unwrap_or_else(|e| e.into_inner());
-        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed) })
+        let report = match state.report.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(text) => Some(serde_json::from_str(&text).map_err(|e| PluginError::Failed {
+                plugin: self.name.clone(),
+                what: "invalid report".into(),
+                message: format!("the report is not valid JSON: {e}"),
+            })?),
+            None => None,
+        };
+        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed), report })
     }
 }

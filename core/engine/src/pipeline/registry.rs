@@ -70,6 +70,8 @@ pub const STAGE_KINDS: &[StageKind] = &[
     stages::audit::CHECK,
     stages::search::GENERATE,
     stages::search::VERIFY,
+    stages::group::GROUP_SCORE,
+    stages::group::GROUP_METRICS,
 ];
 
 /// The kind called `name`.

@@ -27,6 +27,10 @@ pub enum ArtifactKind {
     Estimate,
     /// Checked discriminatory cases.
     Cases,
+    /// Ranked group fairness scores (an auditor plugin's report).
+    Groups,
+    /// Selection rates and impact ratios per protected group.
+    GroupMetrics,
 }
 
 impl ArtifactKind {
@@ -38,6 +42,8 @@ impl ArtifactKind {
             ArtifactKind::Seeds => "seeds",
             ArtifactKind::Estimate => "an estimate",
             ArtifactKind::Cases => "cases",
+            ArtifactKind::Groups => "group scores",
+            ArtifactKind::GroupMetrics => "group metrics",
         }
     }
 }
@@ -106,6 +112,68 @@ pub enum Artifact {
     Estimate(Arc<Estimate>),
     /// Cases.
     Cases(Arc<CasesArtifact>),
+    /// Group scores.
+    Groups(Arc<GroupsArtifact>),
+    /// Group metrics.
+    GroupMetrics(Arc<GroupMetricsArtifact>),
+}
+
+/// Ranked group fairness scores from an auditor plugin.
+#[derive(Debug, Clone)]
+pub struct GroupsArtifact {
+    /// The model audited.
+    pub model: Arc<ModelArtifact>,
+    /// The domain audited (its protected attributes are the sensitive features).
+    pub domain: Domain,
+    /// Ranked groups, worst first.
+    pub groups: Vec<GroupScoreRow>,
+}
+
+/// One scored group (rule set), decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupScoreRow {
+    /// Human-readable condition ("gender = Male ∧ 40 ≤ age < 80").
+    pub condition: String,
+    /// Share of the data's rows in the group.
+    pub support: f64,
+    /// P(favourable | in the group), sampled.
+    pub rate_in: f64,
+    /// P(favourable | outside), sampled.
+    pub rate_out: f64,
+    /// |rate_in − rate_out|.
+    pub score: f64,
+    /// Error margin of the score.
+    pub margin: f64,
+    /// Samples per side.
+    pub samples: u64,
+    /// The raw conditions from the plugin (attribute indices and encoded values).
+    pub conditions: Value,
+}
+
+/// Selection rates per protected group on the data's own rows.
+#[derive(Debug, Clone)]
+pub struct GroupMetricsArtifact {
+    /// One row per group.
+    pub rows: Vec<GroupMetricRow>,
+}
+
+/// The selection rate of one group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupMetricRow {
+    /// Attribute names ("gender" or "gender × race").
+    pub attributes: String,
+    /// Decoded group ("Male" or "Male × White").
+    pub group: String,
+    /// Rows in the group.
+    pub n: usize,
+    /// Rows the model selects (predicts favourable).
+    pub selected: usize,
+    /// selected / n.
+    pub rate: f64,
+    /// Wilson 95% interval of the rate.
+    pub ci95: [f64; 2],
+    /// rate / the highest rate among the groups of the same attributes.
+    pub impact_ratio: f64,
 }
 
 impl Artifact {
@@ -117,6 +185,8 @@ impl Artifact {
             Artifact::Seeds(_) => ArtifactKind::Seeds,
             Artifact::Estimate(_) => ArtifactKind::Estimate,
             Artifact::Cases(_) => ArtifactKind::Cases,
+            Artifact::Groups(_) => ArtifactKind::Groups,
+            Artifact::GroupMetrics(_) => ArtifactKind::GroupMetrics,
         }
     }
 }

@@ -206,8 +206,8 @@ impl Stage for Load {
             json!({
                 "column": data.label_name,
                 "values": data.label_values,
-                "favourable": data.label_values[data.favourable as usize],
-                "share_class_1": data.y.iter().filter(|&&v| v == 1).count() as f64 / data.len() as f64,
+                "favourable": data.label_values[1],
+                "favourable_share": data.y.iter().filter(|&&v| v == 1).count() as f64 / data.len() as f64,
             }),
         );
         put(&mut figures, "domain", serde_json::to_value(&data.domain.attributes).unwrap_or_default());

@@ -1,6 +1,7 @@
 //! The stage kinds, one module per family.
 
 pub mod audit;
+pub mod group;
 pub mod load;
 pub mod model;
 pub mod search;

@@ -8,7 +8,7 @@ use serde_json::Map;
 
 use crate::data::{Dataset, Split};
 use crate::error::Result;
-use crate::models::{Logistic, Mlp, MlpConfig, OnnxModel, Tree};
+use crate::models::{Complement, Logistic, Mlp, MlpConfig, OnnxModel, Tree};
 use crate::oracle::{accuracy, Model, Oracle};
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
@@ -148,6 +148,7 @@ impl Stage for LoadModel {
             }
         }
         put(&mut figures, "executor", model.executor());
-        model_output(Arc::new(model), data, figures)
+        let model: Arc<dyn Model> = if data.label_flipped { Arc::new(Complement(Arc::new(model))) } else { Arc::new(model) };
+        model_output(model, data, figures)
     }
 }

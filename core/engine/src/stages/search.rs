@@ -65,13 +65,22 @@ struct Generate {
 
 struct Verify;
 
-fn build_generate(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn Stage>> {
+/// The plugin a stage names (`plugin = "…"`, or `path = "…"`, or `default`), checked to be of
+/// `kind` (refused otherwise, with `wrong_kind` as the advice), and its validated parameters.
+pub(crate) fn configured_plugin(
+    params: &Params,
+    p: &mut Problems,
+    default: Option<&str>,
+    kind: u32,
+    wrong_kind: &str,
+) -> Option<(&'static Plugin, Value)> {
     let name = params.opt_str(p, "plugin");
     let path = params.opt_path(p, "path");
-    let loaded = match (&name, &path) {
-        (_, Some(path)) => plugin::load_path(&path.v).map_err(|e| (path.span.clone(), e)),
-        (Some(name), None) => plugin::load_by_name(&name.v, &[]).map_err(|e| (name.span.clone(), e)),
-        (None, None) => {
+    let loaded = match (&name, &path, default) {
+        (_, Some(path), _) => plugin::load_path(&path.v).map_err(|e| (path.span.clone(), e)),
+        (Some(name), None, _) => plugin::load_by_name(&name.v, &[]).map_err(|e| (name.span.clone(), e)),
+        (None, None, Some(default)) => plugin::load_by_name(default, &[]).map_err(|e| (params.header().clone(), e)),
+        (None, None, None) => {
             p.at(params.header(), format!("stage `{}`: missing `plugin` (a plugin name) or `path` (a plugin library)", params.stage()));
             return None;
         }
@@ -83,11 +92,29 @@ fn build_generate(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<d
             return None;
         }
     };
+    if plugin.kind() != kind {
+        let span = name.as_ref().map(|n| n.span.clone()).unwrap_or(params.header().clone());
+        p.at(&span, format!("stage `{}`: plugin `{}` is {}; {wrong_kind}", params.stage(), plugin.name, article(plugin.kind_name())));
+    }
     let plugin_params = params.raw("params").map(|v| v.v.to_json()).unwrap_or(json!({}));
     if let Err(e) = plugin.validate(&plugin_params) {
         let span = params.raw("params").map(|v| v.span.clone()).unwrap_or(params.header().clone());
         p.at(&span, format!("stage `{}`: {e}", params.stage()));
     }
+    Some((plugin, plugin_params))
+}
+
+/// "an auditor", "a generator".
+fn article(word: &str) -> String {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {word}")
+    } else {
+        format!("a {word}")
+    }
+}
+
+fn build_generate(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn Stage>> {
+    let (plugin, plugin_params) = configured_plugin(params, p, None, fairpipe_abi::ffi::kind::GENERATOR, "use it in a group_score stage")?;
     let gamma = params.raw("gamma").map(|_| params.f64_in(p, "gamma", 0.0, 0.0, 1.0));
     Some(Box::new(Generate {
         plugin,
