@@ -1,6 +1,7 @@
 //! Search benchmarks: each method plugin on the bundled reference ONNX models, run through the real
 //! pipeline runner (load → load_model → cluster → generate → verify), with the MAFT reference
-//! implementation's published figures beside ours.
+//! implementation's published figures beside ours; then TestSGD (`group_score`) with the paper's
+//! Table 5 beside it.
 //!
 //! ```text
 //! cargo build --release --workspace && cargo bench --bench search [-- FILTER]
@@ -231,6 +232,76 @@ fn run_case(case: &Case, root: &Path, repeats: u64, dir: &Path) -> Figures {
     f
 }
 
+/// One group-score benchmark case: TestSGD over the given protected attributes.
+struct GroupCase {
+    name: &'static str,
+    dataset: &'static str,
+    protected: &'static str,
+    params: &'static str,
+    /// The paper's Table 5 (rule sets, seconds).
+    paper: (f64, f64),
+}
+
+const GROUP_CASES: &[GroupCase] = &[
+    GroupCase { name: "testsgd census gender,race,age", dataset: "census", protected: "\"gender\", \"race\", \"age\"", params: "{}", paper: (880.0, 869.0) },
+    GroupCase { name: "testsgd credit gender,age", dataset: "credit", protected: "\"PersonStatusSex\", \"AgeInYears\"", params: "{}", paper: (53.0, 105.0) },
+    GroupCase { name: "testsgd compas sex,race,age", dataset: "compas", protected: "\"sex\", \"race\", \"age\"", params: "{}", paper: (1590.0, 909.0) },
+    GroupCase {
+        name: "testsgd compas sex,race,age (single values)",
+        dataset: "compas",
+        protected: "\"sex\", \"race\", \"age\"",
+        params: "{ rules = \"values\" }",
+        paper: (1590.0, 909.0),
+    },
+];
+
+fn group_pipeline_text(case: &GroupCase, root: &Path) -> String {
+    let model = if case.dataset == "compas" {
+        "kind = \"train\"\ndata = \"data\"\nalgorithm = \"mlp\"\nepochs = 30".to_string()
+    } else {
+        format!("kind = \"load_model\"\ndata = \"data\"\npath = \"{}\"", root.join(format!("pipelines/models/{}", dataset(case.dataset).1)).display())
+    };
+    let (label, extra) = match case.dataset {
+        "compas" => ("two_year_recid", "favourable = 0"),
+        other => (dataset(other).0, "drop = [\"row\"]"),
+    };
+    format!(
+        "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"{label}\"\n{extra}\nprotected = [{}]\nsplit_column = \"split\"\n\n[stages.model]\n{model}\n\n[stages.groups]\nkind = \"group_score\"\nmodel = \"model\"\nparams = {}\n",
+        root.join(format!("pipelines/data/{}.csv", case.dataset)).display(),
+        case.protected,
+        case.params
+    )
+}
+
+fn group_table(root: &Path, dir: &Path, filter: Option<&str>) -> String {
+    let mut table = String::from(
+        "| case | rule sets generated | rule sets scored | samples | model rows | seconds | rule sets/s | paper rule sets | paper s | paper rule sets/s | rule sets/s ratio |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for case in GROUP_CASES.iter().filter(|c| filter.is_none_or(|f| c.name.contains(f))) {
+        let file = dir.join("groups.toml");
+        std::fs::write(&file, group_pipeline_text(case, root)).expect("write bench pipeline");
+        let pipeline = Pipeline::load(&file, Some(1)).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let report = pipeline.run(&dir.join("out"), false).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let g = &report.summary["stages"]["groups"];
+        let (kept, seconds) = (g["rule_sets_kept"].as_f64().unwrap_or(0.0), g["run_elapsed_s"].as_f64().unwrap_or(0.0));
+        let rate = kept / seconds.max(1e-9);
+        let paper_rate = case.paper.0 / case.paper.1;
+        let _ = writeln!(
+            table,
+            "| {} | {:.0} | {kept:.0} | {} | {} | {seconds:.2} | {rate:.0} | {:.0} | {:.0} | {paper_rate:.2} | {:.0}× |",
+            case.name,
+            g["rule_sets_generated"].as_f64().unwrap_or(0.0),
+            g["samples"],
+            g["model_queries"],
+            case.paper.0,
+            case.paper.1,
+            rate / paper_rate,
+        );
+        eprintln!("{} done", case.name);
+    }
+    table
+}
+
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let repeats: u64 = std::env::var("FAIRPIPE_BENCH_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
@@ -271,9 +342,10 @@ fn main() {
         );
         eprintln!("{} done", case.name);
     }
-    println!("{table}");
+    let groups = group_table(&root, dir.path(), filter.as_deref());
+    println!("{table}\n{groups}");
     let out = root.join("target/bench");
     if std::fs::create_dir_all(&out).is_ok() {
-        let _ = std::fs::write(out.join("search.md"), &table);
+        let _ = std::fs::write(out.join("search.md"), format!("{table}\n{groups}"));
     }
 }
