@@ -243,9 +243,27 @@ struct GroupCase {
 }
 
 const GROUP_CASES: &[GroupCase] = &[
-    GroupCase { name: "testsgd census gender,race,age", dataset: "census", protected: "\"gender\", \"race\", \"age\"", params: "{}", paper: (880.0, 869.0) },
-    GroupCase { name: "testsgd credit gender,age", dataset: "credit", protected: "\"PersonStatusSex\", \"AgeInYears\"", params: "{}", paper: (53.0, 105.0) },
-    GroupCase { name: "testsgd compas sex,race,age", dataset: "compas", protected: "\"sex\", \"race\", \"age\"", params: "{}", paper: (1590.0, 909.0) },
+    GroupCase {
+        name: "testsgd census gender,race,age",
+        dataset: "census",
+        protected: "\"gender\", \"race\", \"age\"",
+        params: "{}",
+        paper: (880.0, 869.0),
+    },
+    GroupCase {
+        name: "testsgd credit gender,age",
+        dataset: "credit",
+        protected: "\"PersonStatusSex\", \"AgeInYears\"",
+        params: "{}",
+        paper: (53.0, 105.0),
+    },
+    GroupCase {
+        name: "testsgd compas sex,race,age",
+        dataset: "compas",
+        protected: "\"sex\", \"race\", \"age\"",
+        params: "{}",
+        paper: (1590.0, 909.0),
+    },
     GroupCase {
         name: "testsgd compas sex,race,age (single values)",
         dataset: "compas",
@@ -259,7 +277,10 @@ fn group_pipeline_text(case: &GroupCase, root: &Path) -> String {
     let model = if case.dataset == "compas" {
         "kind = \"train\"\ndata = \"data\"\nalgorithm = \"mlp\"\nepochs = 30".to_string()
     } else {
-        format!("kind = \"load_model\"\ndata = \"data\"\npath = \"{}\"", root.join(format!("pipelines/models/{}", dataset(case.dataset).1)).display())
+        format!(
+            "kind = \"load_model\"\ndata = \"data\"\npath = \"{}\"",
+            root.join(format!("pipelines/models/{}", dataset(case.dataset).1)).display()
+        )
     };
     let (label, extra) = match case.dataset {
         "compas" => ("two_year_recid", "favourable = 0"),

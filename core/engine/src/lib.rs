@@ -24,6 +24,7 @@ pub mod oracle;
 pub mod output;
 pub mod pipeline;
 pub mod plugin;
+pub mod report;
 pub mod stages;
 
 pub use error::{Error, Result};

@@ -15,7 +15,7 @@ use crate::error::ModelError;
 use crate::oracle::Model;
 
 /// Training settings of the MLP.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MlpConfig {
     /// Hidden layer widths.
     pub hidden: Vec<usize>,

@@ -6,11 +6,13 @@ pub mod mlp;
 pub mod onnx;
 pub mod onnx_dense;
 pub mod tree;
+pub mod zoo;
 
 pub use logistic::Logistic;
 pub use mlp::{Mlp, MlpConfig};
 pub use onnx::OnnxModel;
 pub use tree::Tree;
+pub use zoo::{Fitted, Forest, ModelFile};
 
 use std::sync::Arc;
 
@@ -34,5 +36,61 @@ impl Model for Complement {
 
     fn describe(&self) -> String {
         format!("{}, read as 1 - p (favourable label 0)", self.0.describe())
+    }
+}
+
+/// How a model was trained: enough to train it again on augmented data (the `retrain` stage).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "algorithm", rename_all = "lowercase")]
+pub enum Recipe {
+    /// The papers' MLP.
+    Mlp(MlpConfig),
+    /// Logistic regression.
+    Logistic {
+        /// Optimiser iteration limit.
+        max_iterations: u64,
+        /// L2 penalty.
+        alpha: f64,
+    },
+    /// Decision tree.
+    Tree {
+        /// Depth limit.
+        max_depth: usize,
+    },
+    /// Random forest: bagged decision trees on random feature subsets.
+    Forest {
+        /// Number of trees.
+        trees: usize,
+        /// Depth limit of each tree.
+        max_depth: usize,
+        /// Seed of the bootstrap samples and feature subsets.
+        seed: u64,
+    },
+}
+
+impl Recipe {
+    /// Train a fresh model on `x`, `y`.
+    pub fn fit(&self, x: &ndarray::Array2<f64>, y: &[u8]) -> Result<Fitted, ModelError> {
+        Ok(match self {
+            Recipe::Mlp(config) => Fitted::Mlp(Mlp::train(x, y, config)?),
+            Recipe::Logistic { max_iterations, alpha } => Fitted::Logistic(Logistic::train(x, y, *max_iterations, *alpha)?),
+            Recipe::Tree { max_depth } => Fitted::Tree(Tree::train(x, y, Some(*max_depth))?),
+            Recipe::Forest { trees, max_depth, seed } => Fitted::Forest(Forest::train(x, y, *trees, *max_depth, *seed)?),
+        })
+    }
+
+    /// Train a fresh model on `x`, `y`, ready to query.
+    pub fn train(&self, x: &ndarray::Array2<f64>, y: &[u8]) -> Result<Arc<dyn Model>, ModelError> {
+        Ok(self.fit(x, y)?.into_model())
+    }
+
+    /// "mlp", "logistic", "tree", "forest".
+    pub fn name(&self) -> &'static str {
+        match self {
+            Recipe::Mlp(_) => "mlp",
+            Recipe::Logistic { .. } => "logistic",
+            Recipe::Tree { .. } => "tree",
+            Recipe::Forest { .. } => "forest",
+        }
     }
 }

@@ -8,7 +8,7 @@ pub mod stage;
 pub mod toml_spans;
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Map, Value};
 
 use crate::error::{hint, ConfigError, ConfigProblem, Error, Result};
-use crate::output::{write_json, write_table, Table};
+use crate::output::{write_atomic, write_json, write_table, Table};
 use params::{Params, Problems};
 use registry::StageKind;
 use stage::{Artifact, Inputs, Stage, StageContext};
@@ -47,6 +47,8 @@ pub struct Pipeline {
     pub seed: u64,
     /// `[pipeline] out`, resolved against the file's folder, if given.
     pub out: Option<PathBuf>,
+    /// `[pipeline] report`: whether `report.html` is written (default true).
+    pub report: bool,
     /// Stages in dependency order.
     pub stages: Vec<PlannedStage>,
 }
@@ -103,6 +105,7 @@ impl Pipeline {
         let mut name = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "pipeline".into());
         let mut seed = 0u64;
         let mut out = None;
+        let mut report = true;
         let mut stage_entries: Option<&Sp<Val>> = None;
         for (k, v) in top {
             match k.v.as_str() {
@@ -114,6 +117,10 @@ impl Pipeline {
                                 ("seed", Val::Int(i)) if *i >= 0 => seed = *i as u64,
                                 ("out", Val::Str(s)) => out = Some(dir.join(s)),
                                 ("description", Val::Str(_)) => {}
+                                ("report", Val::Bool(b)) => report = *b,
+                                ("report", other) => {
+                                    p.at(&pv.span, format!("[pipeline] `report` must be true or false, found {}", other.type_name()))
+                                }
                                 ("name" | "out" | "description", other) => {
                                     p.at(&pv.span, format!("[pipeline] `{}` must be a string, found {}", pk.v, other.type_name()))
                                 }
@@ -121,8 +128,8 @@ impl Pipeline {
                                 (other, _) => p.at(
                                     &pk.span,
                                     format!(
-                                        "[pipeline]: unknown key `{other}`{}; accepted: name, seed, out, description",
-                                        hint(other, &["name", "seed", "out", "description"])
+                                        "[pipeline]: unknown key `{other}`{}; accepted: name, seed, out, description, report",
+                                        hint(other, &["name", "seed", "out", "description", "report"])
                                     ),
                                 ),
                             }
@@ -273,7 +280,7 @@ impl Pipeline {
             })
             .collect();
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
-        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, stages })
+        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, report, stages })
     }
 
     /// Run every stage in order and, when all succeed, write the results into `out_dir`. Nothing
@@ -282,6 +289,7 @@ impl Pipeline {
         let mut artifacts: BTreeMap<String, Artifact> = BTreeMap::new();
         let mut stage_figures = Map::new();
         let mut tables: Vec<(String, Table)> = Vec::new();
+        let mut extra_files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
         let show = show_progress && std::io::stdout().is_terminal();
         for planned in &self.stages {
             let mut inputs = Inputs::default();
@@ -302,7 +310,12 @@ impl Pipeline {
             } else {
                 ProgressBar::hidden()
             };
-            let ctx = StageContext { name: planned.name.clone(), seed: stage_seed(self.seed, &planned.name), progress };
+            let ctx = StageContext {
+                name: planned.name.clone(),
+                seed: stage_seed(self.seed, &planned.name),
+                progress,
+                files: Default::default(),
+            };
             let started = Instant::now();
             let output = planned.stage.run(&ctx, &inputs).map_err(|e| Error::Stage {
                 stage: planned.name.clone(),
@@ -321,6 +334,7 @@ impl Pipeline {
             for t in output.tables {
                 tables.push((planned.name.clone(), t));
             }
+            extra_files.extend(ctx.files.into_inner().unwrap_or_else(|e| e.into_inner()));
             artifacts.insert(planned.name.clone(), output.artifact);
         }
         let summary = json!({
@@ -335,6 +349,19 @@ impl Pipeline {
         for (stage, table) in &tables {
             let stem = if table.suffix.is_empty() { stage.clone() } else { format!("{stage}_{}", table.suffix) };
             files.extend(write_table(out_dir, &stem, table)?);
+        }
+        for (path, contents) in &extra_files {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| crate::error::OutputError { path: path.clone(), message: e.to_string() })?;
+            }
+            write_atomic(path, |f| f.write_all(contents).map_err(|e| e.to_string()))?;
+            files.push(path.clone());
+        }
+        if self.report {
+            let html = crate::report::render(&summary, &tables);
+            let path = out_dir.join("report.html");
+            write_atomic(&path, |f| f.write_all(html.as_bytes()).map_err(|e| e.to_string()))?;
+            files.push(path);
         }
         let summary_path = out_dir.join("summary.json");
         write_json(&summary_path, &summary)?;

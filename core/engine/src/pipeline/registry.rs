@@ -72,6 +72,7 @@ pub const STAGE_KINDS: &[StageKind] = &[
     stages::search::VERIFY,
     stages::group::GROUP_SCORE,
     stages::group::GROUP_METRICS,
+    stages::retrain::RETRAIN,
 ];
 
 /// The kind called `name`.

@@ -55,6 +55,8 @@ pub struct ModelArtifact {
     pub oracle: Oracle,
     /// The dataset the model was trained or evaluated on (its domain is the model's input domain).
     pub data: Arc<Dataset>,
+    /// How it was trained, when fairpipe trained it (a loaded model cannot be retrained).
+    pub recipe: Option<crate::models::Recipe>,
 }
 
 /// Seed rows with the dataset they came from.
@@ -237,6 +239,16 @@ pub struct StageContext {
     pub seed: u64,
     /// Progress display (hidden when stdout is not a terminal).
     pub progress: ProgressBar,
+    /// Files the stage asks to be written (path, contents) — written with the results, atomically,
+    /// only when the whole run succeeds.
+    pub files: std::sync::Mutex<Vec<(std::path::PathBuf, Vec<u8>)>>,
+}
+
+impl StageContext {
+    /// Ask for `contents` to be written to `path` when the run succeeds.
+    pub fn write_later(&self, path: std::path::PathBuf, contents: Vec<u8>) {
+        self.files.lock().unwrap_or_else(|e| e.into_inner()).push((path, contents));
+    }
 }
 
 /// What a stage returns.

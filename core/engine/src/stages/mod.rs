@@ -4,4 +4,5 @@ pub mod audit;
 pub mod group;
 pub mod load;
 pub mod model;
+pub mod retrain;
 pub mod search;

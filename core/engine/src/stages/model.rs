@@ -8,7 +8,7 @@ use serde_json::Map;
 
 use crate::data::{Dataset, Split};
 use crate::error::Result;
-use crate::models::{Complement, Logistic, Mlp, MlpConfig, OnnxModel, Tree};
+use crate::models::{Complement, MlpConfig, ModelFile, OnnxModel, Recipe};
 use crate::oracle::{accuracy, Model, Oracle};
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
@@ -20,16 +20,18 @@ const DATA_INPUT: &[InputDoc] =
 /// The `train` stage kind.
 pub const TRAIN: StageKind = StageKind {
     name: "train",
-    doc: "Train a model under test on the dataset's train split: the papers' six-layer MLP, logistic regression or a decision tree. Reports train and test accuracy.",
+    doc: "Train a model under test on the dataset's train split: the papers' six-layer MLP, logistic regression, a decision tree or a random forest. Reports train and test accuracy; `save` keeps the model in a file that load_model reads.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
     params: &[
-        ParamDoc { name: "algorithm", ty: "\"mlp\"|\"logistic\"|\"tree\"", default: "\"mlp\"", doc: "model family" },
+        ParamDoc { name: "algorithm", ty: "\"mlp\"|\"logistic\"|\"tree\"|\"forest\"", default: "\"mlp\"", doc: "model family" },
         ParamDoc { name: "hidden", ty: "int list", default: "[64, 32, 16, 8, 4]", doc: "MLP hidden layer widths" },
         ParamDoc { name: "epochs", ty: "int", default: "20", doc: "MLP passes over the training data" },
         ParamDoc { name: "batch_size", ty: "int", default: "128", doc: "MLP mini-batch size" },
         ParamDoc { name: "learning_rate", ty: "float", default: "0.001", doc: "MLP Adam step size" },
-        ParamDoc { name: "max_depth", ty: "int", default: "10", doc: "decision tree depth limit" },
+        ParamDoc { name: "max_depth", ty: "int", default: "10", doc: "decision tree (and forest tree) depth limit" },
+        ParamDoc { name: "trees", ty: "int", default: "100", doc: "random forest size" },
+        ParamDoc { name: "save", ty: "path", default: "none", doc: "write the trained model (JSON, with its recipe) here, relative to the pipeline file, when the run succeeds" },
         ParamDoc { name: "max_iterations", ty: "int", default: "200", doc: "logistic regression L-BFGS iterations" },
         ParamDoc { name: "alpha", ty: "float", default: "1.0", doc: "logistic regression L2 penalty" },
     ],
@@ -40,11 +42,11 @@ pub const TRAIN: StageKind = StageKind {
 /// The `load_model` stage kind.
 pub const LOAD_MODEL: StageKind = StageKind {
     name: "load_model",
-    doc: "Load a model under test from an ONNX file (two-class probabilities [N,2], a sigmoid [N,1], or a scikit-learn export). Reports train and test accuracy on the dataset.",
+    doc: "Load a model under test from an ONNX file (two-class probabilities [N,2], a sigmoid [N,1], or a scikit-learn export) or from a model file saved by a train stage (which can be retrained). Reports train and test accuracy on the dataset.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
     params: &[
-        ParamDoc { name: "path", ty: "path", default: "required", doc: "the .onnx file, relative to the pipeline file" },
+        ParamDoc { name: "path", ty: "path", default: "required", doc: "an .onnx file, or a .json model saved by a train stage, relative to the pipeline file" },
         ParamDoc { name: "output", ty: "string", default: "first float output named *prob*, else first float output", doc: "name of the output holding the probabilities" },
         ParamDoc {
             name: "executor",
@@ -57,14 +59,9 @@ pub const LOAD_MODEL: StageKind = StageKind {
     build: build_load,
 };
 
-enum Algorithm {
-    Mlp(MlpConfig),
-    Logistic { max_iterations: u64, alpha: f64 },
-    Tree { max_depth: usize },
-}
-
 struct Train {
-    algorithm: Algorithm,
+    recipe: Recipe,
+    save: Option<PathBuf>,
 }
 
 struct LoadModel {
@@ -74,15 +71,18 @@ struct LoadModel {
 }
 
 fn build_train(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn Stage>> {
-    let algorithm = match params.choice(p, "algorithm", &["mlp", "logistic", "tree"], "mlp").as_str() {
-        "logistic" => Algorithm::Logistic {
+    let recipe = match params.choice(p, "algorithm", &["mlp", "logistic", "tree", "forest"], "mlp").as_str() {
+        "logistic" => Recipe::Logistic {
             max_iterations: params.usize_min(p, "max_iterations", 200, 1) as u64,
             alpha: params.f64_in(p, "alpha", 1.0, 0.0, 1e9),
         },
-        "tree" => Algorithm::Tree { max_depth: params.usize_min(p, "max_depth", 10, 1) },
+        "tree" => Recipe::Tree { max_depth: params.usize_min(p, "max_depth", 10, 1) },
+        "forest" => {
+            Recipe::Forest { trees: params.usize_min(p, "trees", 100, 1), max_depth: params.usize_min(p, "max_depth", 10, 1), seed }
+        }
         _ => {
             let defaults = MlpConfig::default();
-            Algorithm::Mlp(MlpConfig {
+            Recipe::Mlp(MlpConfig {
                 hidden: params.usize_list(p, "hidden").unwrap_or(defaults.hidden),
                 epochs: params.usize_min(p, "epochs", defaults.epochs, 1),
                 batch_size: params.usize_min(p, "batch_size", defaults.batch_size, 1),
@@ -91,7 +91,8 @@ fn build_train(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn S
             })
         }
     };
-    Some(Box::new(Train { algorithm }))
+    let save = params.opt_path(p, "save").map(|s| s.v);
+    Some(Box::new(Train { recipe, save }))
 }
 
 fn build_load(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn Stage>> {
@@ -102,7 +103,12 @@ fn build_load(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn S
 }
 
 /// Wrap a model and report its accuracy on the dataset's splits.
-fn model_output(model: Arc<dyn Model>, data: Arc<Dataset>, mut figures: Map<String, serde_json::Value>) -> Result<StageOutput> {
+pub(crate) fn model_output(
+    model: Arc<dyn Model>,
+    data: Arc<Dataset>,
+    recipe: Option<Recipe>,
+    mut figures: Map<String, serde_json::Value>,
+) -> Result<StageOutput> {
     let oracle = Oracle::new(model);
     put(&mut figures, "model", oracle.model().describe());
     let (x_train, y_train) = data.subset(Split::Train);
@@ -114,28 +120,43 @@ fn model_output(model: Arc<dyn Model>, data: Arc<Dataset>, mut figures: Map<Stri
     put(&mut figures, "correct_test", correct_test);
     put(&mut figures, "total_test", y_test.len());
     let model_queries = oracle.rows();
-    Ok(StageOutput { artifact: Artifact::Model(Arc::new(ModelArtifact { oracle, data })), figures, tables: Vec::new(), model_queries })
+    Ok(StageOutput {
+        artifact: Artifact::Model(Arc::new(ModelArtifact { oracle, data, recipe })),
+        figures,
+        tables: Vec::new(),
+        model_queries,
+    })
 }
 
 impl Stage for Train {
-    fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
         let (x, y) = data.subset(Split::Train);
         let started = Instant::now();
-        let model: Arc<dyn Model> = match &self.algorithm {
-            Algorithm::Mlp(config) => Arc::new(Mlp::train(&x, &y, config)?),
-            Algorithm::Logistic { max_iterations, alpha } => Arc::new(Logistic::train(&x, &y, *max_iterations, *alpha)?),
-            Algorithm::Tree { max_depth } => Arc::new(Tree::train(&x, &y, Some(*max_depth))?),
-        };
+        let fitted = self.recipe.fit(&x, &y)?;
         let mut figures = Map::new();
         put(&mut figures, "train_elapsed_s", started.elapsed().as_secs_f64());
-        model_output(model, data, figures)
+        if let Some(path) = &self.save {
+            let names = data.domain.attributes.iter().map(|a| a.name.clone()).collect();
+            let file = ModelFile::new(names, self.recipe.clone(), fitted.clone());
+            ctx.write_later(path.clone(), file.to_json()?.into_bytes());
+            put(&mut figures, "saved", path.display().to_string());
+        }
+        let model = fitted.into_model();
+        model_output(model, data, Some(self.recipe.clone()), figures)
     }
 }
 
 impl Stage for LoadModel {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
+        if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+            let names: Vec<String> = data.domain.attributes.iter().map(|a| a.name.clone()).collect();
+            let file = ModelFile::load(&self.path, &names)?;
+            let mut figures = Map::new();
+            put(&mut figures, "algorithm", file.recipe.name());
+            return model_output(file.model.into_model(), data, Some(file.recipe), figures);
+        }
         let mut model = OnnxModel::load(&self.path, data.domain.width(), self.output.as_deref())?;
         let mut figures = Map::new();
         put(&mut figures, "output", model.output_name());
@@ -149,6 +170,6 @@ impl Stage for LoadModel {
         }
         put(&mut figures, "executor", model.executor());
         let model: Arc<dyn Model> = if data.label_flipped { Arc::new(Complement(Arc::new(model))) } else { Arc::new(model) };
-        model_output(model, data, figures)
+        model_output(model, data, None, figures)
     }
 }

@@ -32,6 +32,12 @@ pub const GENERATE: StageKind = StageKind {
         ParamDoc { name: "path", ty: "path", default: "none", doc: "load the plugin from this library file instead" },
         ParamDoc { name: "params", ty: "table", default: "{}", doc: "the plugin's own parameters, validated by the plugin" },
         ParamDoc { name: "random_seeds", ty: "int", default: "1000", doc: "uniform random seeds when no seeds input is connected" },
+        ParamDoc {
+            name: "random_seeds_seed",
+            ty: "int",
+            default: "derived from the stage",
+            doc: "seed of those random seeds: give two stages the same value to search both models from the same inputs",
+        },
         ParamDoc { name: "max_seeds", ty: "int", default: "0 (all)", doc: "budget: seeds used at most" },
         ParamDoc { name: "max_iterations", ty: "int", default: "0 (no limit)", doc: "budget: plugin iterations" },
         ParamDoc { name: "max_queries", ty: "int", default: "0 (no limit)", doc: "budget: model rows scored" },
@@ -58,6 +64,7 @@ struct Generate {
     plugin: &'static Plugin,
     params: Value,
     random_seeds: usize,
+    random_seeds_seed: Option<u64>,
     budget: FfiBudget,
     gamma: Option<f64>,
     protected: Option<Vec<String>>,
@@ -120,6 +127,7 @@ fn build_generate(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<d
         plugin,
         params: plugin_params,
         random_seeds: params.usize_min(p, "random_seeds", 1000, 1),
+        random_seeds_seed: params.raw("random_seeds_seed").map(|_| params.usize_min(p, "random_seeds_seed", 0, 0) as u64),
         budget: FfiBudget {
             max_seeds: params.usize_min(p, "max_seeds", 0, 0) as u64,
             max_iterations: params.usize_min(p, "max_iterations", 0, 0) as u64,
@@ -141,7 +149,10 @@ impl Stage for Generate {
         let domain = &with_protected(&model.data.domain, self.protected.as_deref())?;
         let seeds: Vec<f64> = match inputs.seeds("seeds")? {
             Some(s) => s.seeds.rows.iter().copied().collect(),
-            None => domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(ctx.seed ^ 0x5eed), self.random_seeds),
+            None => {
+                let seed = self.random_seeds_seed.unwrap_or(ctx.seed ^ 0x5eed);
+                domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(seed), self.random_seeds)
+            }
         };
         let before = model.oracle.rows();
         let busy_before = model.oracle.busy_seconds();

@@ -1,0 +1,417 @@
+//! `report.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched) that
+//! shows a run's evidence — data, model accuracy, each search's IDIs over time, estimates with their
+//! intervals, ranked groups with margins, selection rates with impact ratios, retraining before and
+//! after, and a sample of discriminatory pairs decoded with the differing attributes highlighted.
+//! It is built from the same figures and tables as `summary.json` and the CSV files.
+//!
+//! Charts are a few lines of hand-written SVG each (a line chart, interval bars, score bars):
+//! a plotting crate would add build time for three chart shapes.
+
+use std::fmt::Write as _;
+
+use polars::prelude::*;
+use serde_json::Value;
+
+use crate::output::Table;
+
+/// Escape text for HTML.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A number for display.
+fn num(v: &Value) -> String {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(0.0);
+            if f.abs() >= 1000.0 || f == f.trunc() {
+                format!("{f:.0}")
+            } else {
+                format!("{f:.4}")
+            }
+        }
+        Value::Null => "—".into(),
+        Value::String(s) => esc(s),
+        other => esc(&other.to_string()),
+    }
+}
+
+fn pct(v: &Value) -> String {
+    v.as_f64().map(|f| format!("{:.2}%", 100.0 * f)).unwrap_or_else(|| "—".into())
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222;line-height:1.4}\
+h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}\
+table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}\
+th{background:#f4f4f4}.flag{background:#fde2e2}.diff{background:#fff3b0;font-weight:600}.muted{color:#777}\
+.kv td:first-child{color:#555}svg{background:#fafafa;border:1px solid #eee}";
+
+/// Render the report of a run.
+pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
+    let mut h = String::new();
+    let name = summary["pipeline"].as_str().unwrap_or("pipeline");
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>fairpipe: {}</title><style>{STYLE}</style></head><body>",
+        esc(name)
+    );
+    let _ = write!(
+        h,
+        "<h1>Fairness audit: {}</h1><p class=\"muted\">file {} · seed {} · fairpipe {}</p>",
+        esc(name),
+        num(&summary["file"]),
+        num(&summary["seed"]),
+        num(&summary["fairpipe_version"])
+    );
+    let stages = summary["stages"].as_object().cloned().unwrap_or_default();
+    let order: Vec<String> = summary["stage_order"].as_array().into_iter().flatten().filter_map(|v| v.as_str().map(String::from)).collect();
+    let of_kind = |kinds: &[&str]| -> Vec<(String, Value)> {
+        order
+            .iter()
+            .filter_map(|n| stages.get(n).map(|f| (n.clone(), f.clone())))
+            .filter(|(_, f)| kinds.iter().any(|k| f["kind"] == *k))
+            .collect()
+    };
+    data_section(&mut h, &of_kind(&["load"]));
+    model_section(&mut h, &of_kind(&["train", "load_model", "retrain"]));
+    search_section(&mut h, &of_kind(&["verify"]));
+    estimate_section(&mut h, &of_kind(&["estimate"]));
+    groups_section(&mut h, &of_kind(&["group_score"]));
+    metrics_section(&mut h, &of_kind(&["group_metrics"]), tables);
+    retrain_section(&mut h, &of_kind(&["retrain"]));
+    pairs_section(&mut h, &of_kind(&["verify", "check"]), tables);
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn data_section(h: &mut String, loads: &[(String, Value)]) {
+    if loads.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Data</h2><table><tr><th>stage</th><th>rows</th><th>train / test</th><th>features</th><th>protected</th><th>label (favourable)</th><th>favourable share</th></tr>");
+    for (n, f) in loads {
+        let protected: Vec<String> = f["protected"].as_array().into_iter().flatten().map(num).collect();
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td></tr>",
+            esc(n),
+            num(&f["rows"]),
+            num(&f["rows_train"]),
+            num(&f["rows_test"]),
+            num(&f["features"]),
+            protected.join(", "),
+            num(&f["label"]["column"]),
+            num(&f["label"]["favourable"]),
+            pct(&f["label"]["favourable_share"])
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn model_section(h: &mut String, models: &[(String, Value)]) {
+    if models.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Models</h2><table><tr><th>stage</th><th>model</th><th>train accuracy</th><th>test accuracy</th></tr>");
+    for (n, f) in models {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} ({} of {})</td></tr>",
+            esc(n),
+            num(&f["model"]),
+            pct(&f["accuracy_train"]),
+            pct(&f["accuracy_test"]),
+            num(&f["correct_test"]),
+            num(&f["total_test"])
+        );
+    }
+    h.push_str("</table>");
+}
+
+/// A line chart of (seconds, IDIs) curves.
+fn line_chart(curves: &[(String, Vec<(f64, f64)>)]) -> String {
+    let (w, hgt, pad) = (640.0, 260.0, 45.0);
+    let max_x = curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.0)).fold(1e-9, f64::max);
+    let max_y = curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.1)).fold(1.0, f64::max);
+    let colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{hgt}\" role=\"img\">");
+    let _ = write!(
+        s,
+        "<line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/><line x1=\"{pad}\" y1=\"10\" x2=\"{pad}\" y2=\"{}\" stroke=\"#999\"/>",
+        hgt - pad,
+        w - 10.0,
+        hgt - pad,
+        hgt - pad
+    );
+    let _ = write!(s, "<text x=\"{}\" y=\"{}\" font-size=\"11\">{max_x:.3} s</text>", w - 70.0, hgt - pad + 15.0);
+    let _ = write!(
+        s,
+        "<text x=\"2\" y=\"18\" font-size=\"11\">{max_y:.0}</text><text x=\"{pad}\" y=\"{}\" font-size=\"11\">0</text>",
+        hgt - pad + 15.0
+    );
+    for (k, (label, c)) in curves.iter().enumerate() {
+        let colour = colours[k % colours.len()];
+        let points: Vec<String> = c
+            .iter()
+            .map(|(x, y)| format!("{:.1},{:.1}", pad + x / max_x * (w - pad - 10.0), hgt - pad - y / max_y * (hgt - pad - 10.0)))
+            .collect();
+        let _ = write!(s, "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>", points.join(" "));
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"{colour}\">{}</text>",
+            pad + 10.0,
+            20.0 + 15.0 * k as f64,
+            esc(label)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+fn search_section(h: &mut String, verifies: &[(String, Value)]) {
+    if verifies.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Individual discrimination (searches, re-checked by the host)</h2><table><tr><th>stage</th><th>IDIs (unique instances)</th><th>IDIs (unique non-protected projections)</th><th>generated</th><th>success rate</th><th>rejected</th><th>model rows</th><th>seconds</th><th>IDIs/s</th></tr>");
+    let mut curves = Vec::new();
+    for (n, f) in verifies {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(n),
+            num(&f["discriminatory_full"]),
+            num(&f["discriminatory"]),
+            num(&f["generated"]),
+            pct(&f["success_rate"]),
+            num(&f["rejected"]),
+            num(&f["search_queries"]),
+            num(&f["search_elapsed_s"]),
+            num(&f["per_second"])
+        );
+        let curve: Vec<(f64, f64)> = f["idis_over_time_s"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+            .collect();
+        if !curve.is_empty() {
+            curves.push((n.clone(), curve));
+        }
+    }
+    h.push_str("</table>");
+    if !curves.is_empty() {
+        h.push_str("<p>IDIs found over time (unique projections):</p>");
+        h.push_str(&line_chart(&curves));
+    }
+}
+
+/// Horizontal bars with an interval: (label, value, low, high) on a 0..max scale.
+fn interval_bars(items: &[(String, f64, f64, f64)], colour: &str) -> String {
+    let (w, row) = (640.0, 26.0);
+    let label_w = 300.0;
+    let max = items.iter().map(|i| i.3.max(i.1)).fold(1e-9, f64::max);
+    let hgt = row * items.len() as f64 + 10.0;
+    let scale = |v: f64| label_w + v / max * (w - label_w - 60.0);
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{hgt}\" role=\"img\">");
+    for (k, (label, v, lo, hi)) in items.iter().enumerate() {
+        let y = 5.0 + row * k as f64;
+        let short: String = label.chars().take(48).collect();
+        let _ = write!(s, "<text x=\"4\" y=\"{}\" font-size=\"11\">{}</text>", y + 15.0, esc(&short));
+        let _ = write!(s, "<rect x=\"{label_w}\" y=\"{}\" width=\"{:.1}\" height=\"16\" fill=\"{colour}\"/>", y + 3.0, scale(*v) - label_w);
+        let _ =
+            write!(s, "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#000\"/>", scale(*lo), scale(*hi), y + 11.0, y + 11.0);
+        let _ = write!(s, "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\">{:.3}</text>", scale(*hi) + 4.0, y + 15.0, v);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+fn estimate_section(h: &mut String, estimates: &[(String, Value)]) {
+    if estimates.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Estimated discrimination rate (share of the input domain, 95% interval)</h2><table><tr><th>stage</th><th>rate</th><th>95% CI (t over trials)</th><th>95% CI (Wilson)</th><th>inputs</th></tr>");
+    let mut bars = Vec::new();
+    for (n, f) in estimates {
+        let ci = |k: &str, i: usize| f[k][i].as_f64().unwrap_or(f64::NAN);
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>[{}, {}]</td><td>[{}, {}]</td><td>{}</td></tr>",
+            esc(n),
+            pct(&f["rate"]),
+            pct(&f["ci95"][0]),
+            pct(&f["ci95"][1]),
+            pct(&f["ci95_wilson"][0]),
+            pct(&f["ci95_wilson"][1]),
+            num(&f["samples"])
+        );
+        bars.push((n.clone(), f["rate"].as_f64().unwrap_or(0.0), ci("ci95", 0), ci("ci95", 1)));
+    }
+    h.push_str("</table>");
+    h.push_str(&interval_bars(&bars, "#4c78a8"));
+}
+
+fn groups_section(h: &mut String, groups: &[(String, Value)]) {
+    for (n, f) in groups {
+        let _ = write!(
+            h,
+            "<h2>Group discrimination: {} ({})</h2><p>{} rule sets generated, {} scored; confidence {} per score. Worst groups (score = |P(favourable | group) − P(favourable | rest)|, bar = score, line = ± margin):</p>",
+            esc(n),
+            num(&f["plugin"]),
+            num(&f["rule_sets_generated"]),
+            num(&f["rule_sets_kept"]),
+            pct(&f["confidence"])
+        );
+        let top: Vec<(String, f64, f64, f64)> = f["top"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|g| {
+                let (s, m) = (g["score"].as_f64().unwrap_or(0.0), g["margin"].as_f64().unwrap_or(0.0));
+                (g["condition"].as_str().unwrap_or("").to_string(), s, (s - m).max(0.0), s + m)
+            })
+            .collect();
+        h.push_str("<table><tr><th>group</th><th>score</th><th>margin</th><th>favourable in group</th><th>favourable outside</th><th>support</th></tr>");
+        for g in f["top"].as_array().into_iter().flatten() {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>±{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                num(&g["condition"]),
+                num(&g["score"]),
+                num(&g["margin"]),
+                pct(&g["rate_in"]),
+                pct(&g["rate_out"]),
+                pct(&g["support"])
+            );
+        }
+        h.push_str("</table>");
+        h.push_str(&interval_bars(&top, "#e45756"));
+    }
+}
+
+/// Cell `row` of column `col` as text.
+fn cell(frame: &DataFrame, col: &str, row: usize) -> String {
+    match frame.column(col).ok().and_then(|c| c.get(row).ok()) {
+        Some(AnyValue::String(s)) => s.to_string(),
+        Some(AnyValue::Float64(f)) => format!("{f:.4}"),
+        Some(v) => v.to_string(),
+        None => String::new(),
+    }
+}
+
+fn metrics_section(h: &mut String, metrics: &[(String, Value)], tables: &[(String, Table)]) {
+    for (n, f) in metrics {
+        let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
+        let _ = write!(
+            h,
+            "<h2>Selection rates per group: {}</h2><p>On {} rows; impact ratio = rate / rate of the most selected group (of at least {} of the rows); flagged below {} (four-fifths rule).</p><table><tr><th>attributes</th><th>group</th><th>n</th><th>selected</th><th>rate</th><th>95% CI</th><th>impact ratio</th><th>verdict</th></tr>",
+            esc(n),
+            num(&f["rows"]),
+            pct(&f["min_share"]),
+            num(&f["threshold"])
+        );
+        for r in 0..t.height().min(200) {
+            let verdict = cell(t, "four_fifths", r);
+            let class = if verdict == "FLAG" { " class=\"flag\"" } else { "" };
+            let _ = write!(
+                h,
+                "<tr{class}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{}</td><td>{}</td></tr>",
+                esc(&cell(t, "attributes", r)),
+                esc(&cell(t, "group", r)),
+                cell(t, "n", r),
+                cell(t, "selected", r),
+                cell(t, "selection_rate", r),
+                cell(t, "ci95_low", r),
+                cell(t, "ci95_high", r),
+                cell(t, "impact_ratio", r),
+                esc(&verdict)
+            );
+        }
+        h.push_str("</table>");
+    }
+}
+
+fn retrain_section(h: &mut String, retrains: &[(String, Value)]) {
+    if retrains.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Retraining with the discriminatory inputs</h2><table><tr><th>stage</th><th>strategy</th><th>added rows</th><th>test accuracy before → after</th><th>estimated rate before → after</th><th>rate reduction</th></tr>");
+    for (n, f) in retrains {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{} (labels: {})</td><td>{}</td><td>{} → {}</td><td>{} → {}</td><td>{}</td></tr>",
+            esc(n),
+            num(&f["strategy"]),
+            num(&f["label"]),
+            num(&f["added"]),
+            pct(&f["before"]["accuracy_test"]),
+            pct(&f["after"]["accuracy_test"]),
+            pct(&f["before"]["rate"]),
+            pct(&f["after"]["rate"]),
+            pct(&f["rate_reduction"])
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn pairs_section(h: &mut String, sources: &[(String, Value)], tables: &[(String, Table)]) {
+    for (n, _) in sources {
+        let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
+        if t.height() == 0 {
+            continue;
+        }
+        let names: Vec<String> = t.get_column_names().iter().map(|c| c.to_string()).collect();
+        let attrs: Vec<&String> =
+            names.iter().filter(|c| !c.ends_with("_counterpart") && *c != "p" && *c != "p_counterpart" && *c != "origin").collect();
+        let _ = write!(
+            h,
+            "<h2>Discriminatory pairs: {} (first {} of {}; highlighted: what differs)</h2><table><tr><th></th>",
+            esc(n),
+            t.height().min(10),
+            t.height()
+        );
+        for a in &attrs {
+            let _ = write!(h, "<th>{}</th>", esc(a));
+        }
+        h.push_str("<th>P(favourable)</th></tr>");
+        for r in 0..t.height().min(10) {
+            for (label, suffix, p) in [("instance", "", "p"), ("counterpart", "_counterpart", "p_counterpart")] {
+                let _ = write!(h, "<tr><td class=\"muted\">{label}</td>");
+                for a in &attrs {
+                    let counterpart_col = format!("{a}_counterpart");
+                    let differs = names.contains(&counterpart_col) && cell(t, a, r) != cell(t, &counterpart_col, r);
+                    let col = if suffix.is_empty() || !names.contains(&counterpart_col) { (*a).clone() } else { counterpart_col };
+                    let class = if differs { " class=\"diff\"" } else { "" };
+                    let _ = write!(h, "<td{class}>{}</td>", esc(&cell(t, &col, r)));
+                }
+                let _ = write!(h, "<td>{}</td></tr>", esc(&cell(t, p, r)));
+            }
+        }
+        h.push_str("</table>");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_report_escapes_text_and_draws_what_the_summary_has() {
+        let summary = json!({
+            "pipeline": "a<b>",
+            "seed": 1,
+            "stage_order": ["est", "v"],
+            "stages": {
+                "est": {"kind": "estimate", "rate": 0.1, "ci95": [0.09, 0.11], "ci95_wilson": [0.09, 0.11], "samples": 1000},
+                "v": {"kind": "verify", "discriminatory_full": 5, "discriminatory": 5, "idis_over_time_s": [[0.0, 1], [0.5, 5]]}
+            }
+        });
+        let html = render(&summary, &[]);
+        assert!(html.contains("a&lt;b&gt;") && !html.contains("a<b>"));
+        assert!(html.contains("10.00%"), "the estimate's rate");
+        assert!(html.contains("<polyline"), "the IDI curve");
+        assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
+        assert!(!html.contains("<script") && !html.contains("http://") || html.contains("xmlns=\"http://www.w3.org/2000/svg\""));
+    }
+}
