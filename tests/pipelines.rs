@@ -130,3 +130,26 @@ fn native_dense_executor_is_verified_and_agrees_with_tract() {
     let (ra, rt) = (a["stages"]["estimate"]["rate"].as_f64().unwrap(), t["stages"]["estimate"]["rate"].as_f64().unwrap());
     assert!((ra - rt).abs() < 1e-3, "estimate {ra} (native) vs {rt} (tract)");
 }
+
+#[test]
+fn parquet_input_gives_the_same_audit_as_csv() {
+    use polars::prelude::*;
+    let dir = tempfile::tempdir().unwrap();
+    let csv = root().join("pipelines/data/census.csv");
+    let mut frame = CsvReadOptions::default().with_has_header(true).try_into_reader_with_file_path(Some(csv)).unwrap().finish().unwrap();
+    let parquet = dir.path().join("census.parquet");
+    ParquetWriter::new(std::fs::File::create(&parquet).unwrap()).finish(&mut frame).unwrap();
+    let text = std::fs::read_to_string(root().join("pipelines/census-estimate.toml"))
+        .unwrap()
+        .replace("\"models/census.onnx\"", &format!("{:?}", bundled("models/census.onnx")));
+    let from_csv = write(dir.path(), "csv.toml", &text.replace("\"data/census.csv\"", &format!("{:?}", bundled("data/census.csv"))));
+    let from_parquet =
+        write(dir.path(), "parquet.toml", &text.replace("\"data/census.csv\"", &format!("{:?}", parquet.display().to_string())));
+    let a = run_pipeline(&from_csv, &dir.path().join("a"), &[]);
+    let b = run_pipeline(&from_parquet, &dir.path().join("b"), &[]);
+    assert_eq!(b["stages"]["model"]["correct_test"], 8275);
+    for (stage, key) in [("data", "rows"), ("data", "domain"), ("model", "correct_test"), ("estimate", "rate"), ("check", "discriminatory")]
+    {
+        assert_eq!(a["stages"][stage][key], b["stages"][stage][key], "{stage}.{key}");
+    }
+}

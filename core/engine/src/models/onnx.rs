@@ -61,6 +61,13 @@ impl OnnxModel {
     pub fn load(path: &Path, n_features: usize, output: Option<&str>) -> Result<Self, ModelError> {
         let err = |e: TractError| ModelError::Onnx { path: path.to_path_buf(), message: format!("{e:#}") };
         let mut model = tract_onnx::onnx().model_for_path(path).map_err(err)?;
+        let declared = model.input_fact(0).map(|f| format!("{f:?}")).unwrap_or_else(|_| "unknown".into());
+        let width_err = |e: TractError| ModelError::Onnx {
+            path: path.to_path_buf(),
+            message: format!(
+                "the data has {n_features} features; does the model take {n_features} inputs? (its input is declared as {declared}): {e:#}"
+            ),
+        };
         let batch = model.sym("N");
         model
             .set_input_fact(0, InferenceFact::dt_shape(f32::datum_type(), tvec![TDim::from(batch), TDim::from(n_features as i64)]))
@@ -68,7 +75,7 @@ impl OnnxModel {
         let outlets = model.output_outlets().map_err(err)?.to_vec();
         let names: Vec<String> = outlets.iter().map(|o| model.node(o.node).name.clone()).collect();
         // Run every output once to see its type and shape.
-        let probe = model.clone().into_optimized().map_err(err)?.into_runnable().map_err(err)?;
+        let probe = model.clone().into_optimized().map_err(width_err)?.into_runnable().map_err(err)?;
         let zeros = Tensor::zero::<f32>(&[1, n_features]).map_err(err)?;
         let values = probe.run(tvec![zeros.into()]).map_err(|e| ModelError::Onnx {
             path: path.to_path_buf(),
