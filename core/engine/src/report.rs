@@ -335,19 +335,20 @@ fn retrain_section(h: &mut String, retrains: &[(String, Value)]) {
     if retrains.is_empty() {
         return;
     }
-    h.push_str("<h2>Retraining with the discriminatory inputs</h2><table><tr><th>stage</th><th>strategy</th><th>added rows</th><th>test accuracy before → after</th><th>estimated rate before → after</th><th>rate reduction</th></tr>");
+    h.push_str("<h2>Retraining with what was found</h2><table><tr><th>stage</th><th>strategy</th><th>added rows</th><th>test accuracy before → after</th><th>measure</th><th>before → after</th><th>reduction</th></tr>");
     for (n, f) in retrains {
+        let key = if f["before"]["rate"].is_null() { "group_score" } else { "rate" };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{} (labels: {})</td><td>{}</td><td>{} → {}</td><td>{} → {}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{} → {}</td><td>{}</td></tr>",
             esc(n),
             num(&f["strategy"]),
-            num(&f["label"]),
             num(&f["added"]),
             pct(&f["before"]["accuracy_test"]),
             pct(&f["after"]["accuracy_test"]),
-            pct(&f["before"]["rate"]),
-            pct(&f["after"]["rate"]),
+            num(&f["measure"]),
+            pct(&f["before"][key]),
+            pct(&f["after"][key]),
             pct(&f["rate_reduction"])
         );
     }

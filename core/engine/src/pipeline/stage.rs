@@ -221,6 +221,24 @@ impl Inputs {
         }
     }
 
+    /// The cases connected as `role`, if any.
+    pub fn optional_cases(&self, role: &str) -> Result<Option<Arc<CasesArtifact>>> {
+        match self.by_role.get(role) {
+            None => Ok(None),
+            Some(Artifact::Cases(c)) => Ok(Some(c.clone())),
+            Some(other) => Err(Error::Invalid(format!("input `{role}` is {}, not cases", other.kind().name()))),
+        }
+    }
+
+    /// The group scores connected as `role`, if any.
+    pub fn optional_groups(&self, role: &str) -> Result<Option<Arc<GroupsArtifact>>> {
+        match self.by_role.get(role) {
+            None => Ok(None),
+            Some(Artifact::Groups(g)) => Ok(Some(g.clone())),
+            Some(other) => Err(Error::Invalid(format!("input `{role}` is {}, not group scores", other.kind().name()))),
+        }
+    }
+
     /// The seeds connected as `role`, if connected.
     pub fn seeds(&self, role: &str) -> Result<Option<Arc<SeedsArtifact>>> {
         match self.by_role.get(role) {

@@ -8,6 +8,9 @@
 //! * `pairs` (ADF, EIDIG): every IDI and all its protected variants are added with one label; one
 //!   retraining.
 //!
+//! * `testsgd` (TestSGD RQ3, with a `groups` input): relabelled samples of the worst group, in growing
+//!   amounts, keeping the lowest group score within an accuracy tolerance (see [`super::mitigate`]).
+//!
 //! IDIs are first reduced to one per non-protected projection: the set usually holds both an IDI
 //! and its counterpart, and adding each with its own (opposite) label cancels out.
 //!
@@ -30,28 +33,38 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::{json, Map};
 
+use super::mitigate::{mitigation_samples, GroupRule, GroupSampler};
 use super::model::model_output;
 use crate::check::Checker;
 use crate::data::Split;
 use crate::error::{Error, Result};
 use crate::estimate::{estimate, Estimate};
+use crate::models::Recipe;
 use crate::oracle::{accuracy, Model, Oracle};
 use crate::output::TableBuilder;
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
-use crate::pipeline::stage::{put, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
+use crate::pipeline::stage::{put, ArtifactKind, CasesArtifact, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
 
 /// The `retrain` stage kind.
 pub const RETRAIN: StageKind = StageKind {
     name: "retrain",
-    doc: "Augment the training data with verified discriminatory inputs and retrain the model as it was trained (Aequitas Algorithm 5, or ADF/EIDIG pairs); reports accuracy and the estimated discrimination rate before and after, and passes the retrained model on.",
+    doc: "Augment the training data and retrain the model as it was trained: verified discriminatory inputs (Aequitas Algorithm 5, or ADF/EIDIG pairs), or relabelled samples of the worst TestSGD group (RQ3); reports accuracy and the discrimination measure before and after, and passes the retrained model on.",
     inputs: &[
         InputDoc { role: "model", accepts: &[ArtifactKind::Model], required: true, doc: "a model trained by a train stage" },
-        InputDoc { role: "cases", accepts: &[ArtifactKind::Cases], required: true, doc: "verified discriminatory inputs (a verify stage)" },
+        InputDoc {
+            role: "cases",
+            accepts: &[ArtifactKind::Cases],
+            required: false,
+            doc: "verified discriminatory inputs (a verify stage); needed by aequitas and pairs",
+        },
+        InputDoc { role: "groups", accepts: &[ArtifactKind::Groups], required: false, doc: "group scores (a group_score stage); needed by testsgd" },
     ],
     output: ArtifactKind::Model,
     params: &[
-        ParamDoc { name: "strategy", ty: "\"aequitas\"|\"pairs\"", default: "\"aequitas\"", doc: "how IDIs are added" },
+        ParamDoc { name: "strategy", ty: "\"aequitas\"|\"pairs\"|\"testsgd\"", default: "\"aequitas\"", doc: "how IDIs (or, for testsgd, relabelled samples of the worst group) are added" },
+        ParamDoc { name: "accuracy_tolerance", ty: "float", default: "0.01", doc: "testsgd: largest test-accuracy drop accepted for the kept model" },
+        ParamDoc { name: "group_samples", ty: "int", default: "2000", doc: "testsgd: samples per side when a group's score is measured" },
         ParamDoc { name: "label", ty: "\"seed\"|\"majority\"", default: "\"seed\"", doc: "label of added inputs: the original prediction on the IDI, or the majority over its variants" },
         ParamDoc { name: "trials", ty: "int", default: "100", doc: "estimate trials K for each model compared" },
         ParamDoc { name: "samples", ty: "int", default: "1000", doc: "estimate inputs m per trial" },
@@ -71,6 +84,7 @@ pub const RETRAIN: StageKind = StageKind {
 enum Strategy {
     Aequitas,
     Pairs,
+    TestSgd,
 }
 
 struct Retrain {
@@ -80,20 +94,24 @@ struct Retrain {
     samples: usize,
     max_rounds: usize,
     variants: bool,
+    accuracy_tolerance: f64,
+    group_samples: usize,
 }
 
 fn build_retrain(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn Stage>> {
     Some(Box::new(Retrain {
-        strategy: if params.choice(p, "strategy", &["aequitas", "pairs"], "aequitas") == "pairs" {
-            Strategy::Pairs
-        } else {
-            Strategy::Aequitas
+        strategy: match params.choice(p, "strategy", &["aequitas", "pairs", "testsgd"], "aequitas").as_str() {
+            "pairs" => Strategy::Pairs,
+            "testsgd" => Strategy::TestSgd,
+            _ => Strategy::Aequitas,
         },
         majority: params.choice(p, "label", &["seed", "majority"], "seed") == "majority",
         trials: params.usize_min(p, "trials", 100, 2),
         samples: params.usize_min(p, "samples", 1000, 1),
         max_rounds: params.usize_min(p, "max_rounds", 9, 1),
         variants: params.bool(p, "variants", true),
+        accuracy_tolerance: params.f64_in(p, "accuracy_tolerance", 0.01, 0.0, 1.0),
+        group_samples: params.usize_min(p, "group_samples", 2000, 10),
     }))
 }
 
@@ -140,6 +158,103 @@ impl Retrain {
     }
 }
 
+impl Retrain {
+    /// TestSGD RQ3 on the worst group of `groups` (see [`super::mitigate`]).
+    fn mitigate_group(&self, ctx: &StageContext, model: &ModelArtifact, groups: &GroupsArtifact, recipe: Recipe) -> Result<StageOutput> {
+        let worst = groups.groups.first().ok_or_else(|| Error::Invalid("the group_score stage reported no group".into()))?;
+        let domain = &groups.domain;
+        let rule = GroupRule::parse(&worst.conditions, domain.width())?;
+        let (x_train, y_train) = model.data.subset(Split::Train);
+        let (x_test, y_test) = model.data.subset(Split::Test);
+        let train_rows: Vec<f64> = x_train.iter().copied().collect();
+        let sampler = GroupSampler::new(domain, &train_rows, &rule)?;
+        let measure_seed = ctx.seed ^ 0x9_50c0;
+        let score_of = |oracle: &Oracle| -> Result<(f64, f64, f64)> {
+            let (a, b) = sampler.rates(oracle, self.group_samples, measure_seed)?;
+            Ok(((a - b).abs(), a, b))
+        };
+        let before_queries = model.oracle.rows();
+        let (score_before, rate_in, rate_out) = score_of(&model.oracle)?;
+        let (acc_before, _) = accuracy(&model.oracle, &x_test, &y_test)?;
+        // The group is disfavoured when it is favoured less often than the rest: add in-group
+        // samples the model rejects, labelled favourable (and the reverse otherwise).
+        let disfavoured = u8::from(rate_in >= rate_out);
+        let limit = (y_train.len() / 10).max(50);
+        let samples = mitigation_samples(&sampler, &model.oracle, disfavoured, limit, ctx.seed)?;
+        let width = domain.width();
+        let available = samples.len() / width;
+        let mut amounts = Vec::new();
+        let mut a = 50;
+        while a <= limit.min(available) {
+            amounts.push(a);
+            a *= 2;
+        }
+        if amounts.is_empty() && available > 0 {
+            amounts.push(available);
+        }
+        let mut rounds = Vec::new();
+        let mut retrained_queries = 0u64;
+        let mut best: Option<(Arc<dyn Model>, f64, f64)> = None;
+        for (i, &amount) in amounts.iter().enumerate() {
+            let labels = vec![1 - disfavoured; amount];
+            let (x, y) = augmented(&x_train, &y_train, &samples[..amount * width], &labels)?;
+            let retrained = recipe.train(&x, &y)?;
+            let oracle = Oracle::new(retrained.clone());
+            let (score, _, _) = score_of(&oracle)?;
+            let (acc, _) = accuracy(&oracle, &x_test, &y_test)?;
+            retrained_queries += oracle.rows();
+            let acceptable = acc_before - acc <= self.accuracy_tolerance;
+            let better = acceptable && best.as_ref().is_none_or(|b| score < b.1) && score < score_before;
+            rounds.push(Round {
+                round: i + 1,
+                percent: 100.0 * amount as f64 / y_train.len() as f64,
+                added: amount,
+                rate: score,
+                accuracy_test: acc,
+                kept: better,
+            });
+            if better {
+                best = Some((retrained, score, acc));
+            }
+        }
+        let (best_model, score_after, acc_after) = best.unwrap_or((model.oracle.model().clone(), score_before, acc_before));
+        let mut figures = Map::new();
+        put(&mut figures, "strategy", "testsgd");
+        put(&mut figures, "measure", "group score of the worst group");
+        put(&mut figures, "group", worst.condition.clone());
+        put(&mut figures, "algorithm", recipe.name());
+        put(&mut figures, "samples_available", available);
+        put(&mut figures, "rounds", rounds.len());
+        put(&mut figures, "added", rounds.iter().filter(|r| r.kept).map(|r| r.added).next_back().unwrap_or(0));
+        put(
+            &mut figures,
+            "before",
+            json!({"accuracy_test": acc_before, "group_score": score_before, "rate_in": rate_in, "rate_out": rate_out}),
+        );
+        put(&mut figures, "after", json!({"accuracy_test": acc_after, "group_score": score_after}));
+        put(&mut figures, "rate_reduction", if score_before > 0.0 { 1.0 - score_after / score_before } else { 0.0 });
+        put(&mut figures, "accuracy_change", acc_after - acc_before);
+        let table = rounds_table(&rounds, "group_score")?;
+        let queries = model.oracle.rows() - before_queries + retrained_queries;
+        let mut out = model_output(best_model, model.data.clone(), Some(recipe), figures)?;
+        out.tables.push(table);
+        out.model_queries += queries;
+        Ok(out)
+    }
+}
+
+/// The rounds as a table; `measure` names the rate column.
+fn rounds_table(rounds: &[Round], measure: &str) -> Result<crate::output::Table> {
+    Ok(TableBuilder::new()
+        .i64("round", rounds.iter().map(|r| r.round as i64).collect())
+        .f64("percent", rounds.iter().map(|r| r.percent).collect())
+        .i64("added", rounds.iter().map(|r| r.added as i64).collect())
+        .f64(measure, rounds.iter().map(|r| r.rate).collect())
+        .f64("accuracy_test", rounds.iter().map(|r| r.accuracy_test).collect())
+        .str("kept", rounds.iter().map(|r| r.kept.to_string()).collect())
+        .build("")?)
+}
+
 /// The cases `picked` as training rows: each IDI, with its protected variants when `variants`, all
 /// with the IDI's label.
 fn expand(cases: &CasesArtifact, checker: &Checker, labels: &[u8], picked: &[usize], variants: bool) -> (Vec<f64>, Vec<u8>) {
@@ -175,10 +290,18 @@ fn augmented(x: &Array2<f64>, y: &[u8], rows: &[f64], labels: &[u8]) -> Result<(
 impl Stage for Retrain {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
-        let cases = inputs.cases("cases")?;
         let recipe = model.recipe.clone().ok_or_else(|| {
             Error::Invalid("retrain needs a model trained by a `train` stage (a loaded model's training procedure is unknown)".into())
         })?;
+        if self.strategy == Strategy::TestSgd {
+            let groups = inputs
+                .optional_groups("groups")?
+                .ok_or_else(|| Error::Invalid("strategy testsgd needs a `groups` input (a group_score stage)".into()))?;
+            return self.mitigate_group(ctx, &model, &groups, recipe);
+        }
+        let cases = inputs
+            .optional_cases("cases")?
+            .ok_or_else(|| Error::Invalid("strategies aequitas and pairs need a `cases` input (a verify stage)".into()))?;
         let domain = &cases.domain;
         let width = domain.width();
         // One IDI per non-protected projection: an IDI and its counterpart are often both in the
@@ -232,6 +355,7 @@ impl Stage for Retrain {
                 });
                 (retrained, est)
             }
+            Strategy::TestSgd => unreachable!("handled above"),
             Strategy::Aequitas => {
                 let mut current: (Arc<dyn Model>, Estimate) = (model.oracle.model().clone(), before.clone());
                 for i in 2..2 + self.max_rounds {
@@ -260,6 +384,7 @@ impl Stage for Retrain {
         };
         let mut figures = Map::new();
         put(&mut figures, "strategy", if self.strategy == Strategy::Pairs { "pairs" } else { "aequitas" });
+        put(&mut figures, "measure", "estimated discrimination rate");
         put(&mut figures, "label", if self.majority { "majority" } else { "seed" });
         put(&mut figures, "algorithm", recipe.name());
         put(&mut figures, "idis_available", cases.instances.len() / width.max(1));
@@ -280,14 +405,7 @@ impl Stage for Retrain {
         );
         put(&mut figures, "rate_reduction", if before.rate > 0.0 { 1.0 - best_rate.rate / before.rate } else { 0.0 });
         put(&mut figures, "accuracy_change", acc_after - acc_before);
-        let table = TableBuilder::new()
-            .i64("round", rounds.iter().map(|r| r.round as i64).collect())
-            .f64("percent", rounds.iter().map(|r| r.percent).collect())
-            .i64("added", rounds.iter().map(|r| r.added as i64).collect())
-            .f64("rate", rounds.iter().map(|r| r.rate).collect())
-            .f64("accuracy_test", rounds.iter().map(|r| r.accuracy_test).collect())
-            .str("kept", rounds.iter().map(|r| r.kept.to_string()).collect())
-            .build("")?;
+        let table = rounds_table(&rounds, "rate")?;
         let queries = model.oracle.rows() - before_queries + retrained_queries + new_oracle.rows();
         let mut out = model_output(best_model, model.data.clone(), Some(recipe), figures)?;
         out.tables.push(table);

@@ -1,0 +1,166 @@
+//! TestSGD's mitigation (RQ3), used by the `retrain` stage's `testsgd` strategy: for the worst group
+//! R found by `group_score`, generate samples satisfying R that the model gives the disfavoured label
+//! (unfavourable when R is favoured less than the rest, favourable otherwise), relabel them, add
+//! them to the training data in growing amounts (50, 100, 200, … up to 10% of the training rows),
+//! retrain each time, and keep the model with the lowest group score whose test accuracy drops by
+//! no more than the tolerance.
+//!
+//! Samples are made as in TestSGD §4.3: a random data row satisfying R (or ¬R) with one random
+//! non-protected attribute moved by ± its step. A group's score under a model is measured the same
+//! way on a fixed number of pairs with a fixed seed, so scores of different models are comparable.
+
+use fairpipe_abi::domain::Domain;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::oracle::Oracle;
+
+/// A group's membership test, from a report's encoded conditions.
+pub struct GroupRule {
+    conditions: Vec<(usize, Membership)>,
+}
+
+enum Membership {
+    OneOf(Vec<f64>),
+    Range { lower: f64, upper: f64, closed: bool },
+}
+
+impl GroupRule {
+    /// Parse the conditions of a group (`[{"attribute", "values"} | {"attribute", "lower", "upper"}]`).
+    pub fn parse(conditions: &Value, width: usize) -> Result<Self> {
+        let bad = || Error::Invalid(format!("malformed group conditions: {conditions}"));
+        let mut out = Vec::new();
+        for c in conditions.as_array().ok_or_else(bad)? {
+            let attr = c["attribute"].as_u64().map(|a| a as usize).filter(|&a| a < width).ok_or_else(bad)?;
+            let m = match c["values"].as_array() {
+                Some(v) => Membership::OneOf(v.iter().map(|x| x.as_f64().ok_or_else(bad)).collect::<Result<_>>()?),
+                None => Membership::Range {
+                    lower: c["lower"].as_f64().ok_or_else(bad)?,
+                    upper: c["upper"].as_f64().ok_or_else(bad)?,
+                    closed: c["upper_inclusive"].as_bool().unwrap_or(false),
+                },
+            };
+            out.push((attr, m));
+        }
+        Ok(GroupRule { conditions: out })
+    }
+
+    /// Whether `row` is in the group.
+    pub fn holds(&self, row: &[f64]) -> bool {
+        self.conditions.iter().all(|(a, m)| {
+            let v = row[*a];
+            match m {
+                Membership::OneOf(values) => values.contains(&v),
+                Membership::Range { lower, upper, closed } => v >= *lower && (v < *upper || (*closed && v <= *upper)),
+            }
+        })
+    }
+}
+
+/// Data rows inside and outside a group, and §4.3's perturbation.
+pub struct GroupSampler<'a> {
+    domain: &'a Domain,
+    rows: &'a [f64],
+    inside: Vec<usize>,
+    outside: Vec<usize>,
+    free: Vec<usize>,
+}
+
+impl<'a> GroupSampler<'a> {
+    /// Split the data `rows` (row-major) by `rule`; an error when either side is empty.
+    pub fn new(domain: &'a Domain, rows: &'a [f64], rule: &GroupRule) -> Result<Self> {
+        let width = domain.width();
+        let (inside, outside): (Vec<usize>, Vec<usize>) =
+            (0..rows.len() / width).partition(|&r| rule.holds(&rows[r * width..(r + 1) * width]));
+        if inside.is_empty() || outside.is_empty() {
+            return Err(Error::Invalid("the group (or the rest) has no data row to sample from".into()));
+        }
+        Ok(GroupSampler { domain, rows, inside, outside, free: domain.free_indices() })
+    }
+
+    /// `n` samples from inside (`inside = true`) or outside the group, row-major.
+    pub fn sample<R: Rng>(&self, inside: bool, n: usize, rng: &mut R) -> Vec<f64> {
+        let width = self.domain.width();
+        let pool = if inside { &self.inside } else { &self.outside };
+        let mut out = Vec::with_capacity(n * width);
+        for _ in 0..n {
+            let r = pool[rng.gen_range(0..pool.len())];
+            let start = out.len();
+            out.extend_from_slice(&self.rows[r * width..(r + 1) * width]);
+            if !self.free.is_empty() {
+                let a = self.free[rng.gen_range(0..self.free.len())];
+                let attr = &self.domain.attributes[a];
+                let dir = if rng.gen::<bool>() { 1.0 } else { -1.0 };
+                out[start + a] = attr.clip(out[start + a] + dir * attr.step);
+            }
+        }
+        out
+    }
+
+    /// (favourable rate inside, favourable rate outside) under `oracle`, on `n` samples per side
+    /// drawn with `seed`.
+    pub fn rates(&self, oracle: &Oracle, n: usize, seed: u64) -> Result<(f64, f64)> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let inside = self.sample(true, n, &mut rng);
+        let outside = self.sample(false, n, &mut rng);
+        let share = |x: &[f64]| -> Result<f64> { Ok(oracle.predict_labels(x)?.iter().filter(|&&l| l == 1).count() as f64 / n as f64) };
+        Ok((share(&inside)?, share(&outside)?))
+    }
+}
+
+/// Samples satisfying the group that `oracle` labels `disfavoured` (0 or 1), at most `n`, drawn in
+/// batches; relabelled by the caller.
+pub fn mitigation_samples(sampler: &GroupSampler, oracle: &Oracle, disfavoured: u8, n: usize, seed: u64) -> Result<Vec<f64>> {
+    let width = sampler.domain.width();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut out = Vec::with_capacity(n * width);
+    for _ in 0..200 {
+        if out.len() >= n * width {
+            break;
+        }
+        let batch = sampler.sample(true, 4096, &mut rng);
+        let labels = oracle.predict_labels(&batch)?;
+        for (row, &l) in batch.chunks_exact(width).zip(&labels) {
+            if l == disfavoured && out.len() < n * width {
+                out.extend_from_slice(row);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fairpipe_abi::domain::{Attribute, AttributeKind};
+    use serde_json::json;
+
+    #[test]
+    fn rules_parse_and_match_as_the_report_writes_them() {
+        let rule =
+            GroupRule::parse(&json!([{"attribute": 1, "values": [1.0]}, {"attribute": 0, "lower": 10.0, "upper": 20.0}]), 2).unwrap();
+        assert!(rule.holds(&[10.0, 1.0]) && !rule.holds(&[20.0, 1.0]) && !rule.holds(&[15.0, 0.0]));
+        assert!(GroupRule::parse(&json!([{"attribute": 5, "values": [1.0]}]), 2).is_err());
+    }
+
+    #[test]
+    fn samples_stay_in_their_group_and_move_one_free_attribute() {
+        let a = |name: &str, upper: f64, protected: bool| Attribute {
+            name: name.into(),
+            kind: AttributeKind::Integer,
+            lower: 0.0,
+            upper,
+            step: 1.0,
+            protected,
+        };
+        let domain = Domain { attributes: vec![a("x", 9.0, false), a("sex", 1.0, true)] };
+        let rows: Vec<f64> = (0..100).flat_map(|i| [f64::from(i % 10), f64::from(i % 2)]).collect();
+        let rule = GroupRule::parse(&json!([{"attribute": 1, "values": [1.0]}]), 2).unwrap();
+        let sampler = GroupSampler::new(&domain, &rows, &rule).unwrap();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let s = sampler.sample(true, 200, &mut rng);
+        assert!(s.chunks(2).all(|r| r[1] == 1.0 && (0.0..=9.0).contains(&r[0])));
+    }
+}
