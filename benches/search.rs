@@ -128,6 +128,14 @@ const CASES: &[Case] = &[
         reference: None,
     },
     Case {
+        name: "sg census-gender 1000",
+        dataset: "census",
+        protected: "gender",
+        plugin: "sg",
+        params: "{ sample_limit = 1000 }",
+        reference: None,
+    },
+    Case {
         name: "random census-gender 10000",
         dataset: "census",
         protected: "gender",
@@ -328,7 +336,7 @@ fn main() {
     let repeats: u64 = std::env::var("FAIRPIPE_BENCH_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let found = plugin::discover(&plugin::search_dirs(&[]));
-    for name in ["maft", "aequitas", "random"] {
+    for name in ["maft", "aequitas", "random", "sg", "testsgd"] {
         match found.get(name) {
             Some(path) if path.to_string_lossy().contains("/release/") => eprintln!("plugin {name}: {}", path.display()),
             Some(path) => {

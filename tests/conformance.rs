@@ -49,7 +49,7 @@ fn run(name: &str, params: serde_json::Value, seed: u64, data: &Dataset, oracle:
         params: &params,
         seeds: &seeds,
         rng_seed: seed,
-        budget: FfiBudget { max_queries: 300_000, ..Default::default() },
+        budget: FfiBudget { max_queries: 1_500_000, ..Default::default() },
         gamma: None,
     };
     plugin.generate(oracle, &data.domain, &spec, &indicatif::ProgressBar::hidden())

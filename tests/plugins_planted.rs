@@ -70,6 +70,7 @@ fn plugins() -> Vec<(&'static str, serde_json::Value)> {
         ("random", json!({ "samples": 2000 })),
         ("aequitas", json!({ "global_iterations": 200, "local_iterations": 200 })),
         ("maft", json!({ "global_num": 100, "local_num": 200 })),
+        ("sg", json!({ "sample_limit": 200, "lime_samples": 500 })),
     ]
 }
 

@@ -167,6 +167,12 @@ impl Stage for Generate {
         put(&mut figures, "generated", output.generated);
         put(&mut figures, "emitted", output.cases.len());
         put(&mut figures, "run_elapsed_s", elapsed_s);
+        // A generator may send figures of its own (SG's per-origin counts and coverage).
+        if let Some(extra) = output.report.as_ref().and_then(|r| r["figures"].as_object()) {
+            for (k, v) in extra {
+                figures.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
         let model_time_s = model.oracle.busy_seconds() - busy_before;
         put(&mut figures, "model_time_s", model_time_s);
         put(&mut figures, "model_time_share", if elapsed_s > 0.0 { model_time_s / elapsed_s } else { 0.0 });

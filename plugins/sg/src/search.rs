@@ -1,0 +1,191 @@
+//! SG Algorithm 5: a priority queue of inputs; each popped input is checked for discrimination,
+//! explained by its decision path, and new inputs are solved from toggled path constraints —
+//! directed (every non-protected predicate of a discriminatory input's path, one at a time) and
+//! undirected (the first non-protected predicate with confidence below T1 after a prefix).
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashSet};
+
+use fairpipe_abi::sdk::{origin, Host, PluginError};
+
+use crate::explain::{decision_path, Empirical, Predicate};
+use crate::solve::closest;
+
+/// Where a queued input came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A seed.
+    Seed,
+    /// Directed (local) search.
+    Directed,
+    /// Undirected (global) search.
+    Undirected,
+}
+
+impl Source {
+    /// The SDK origin code of a case found from this source.
+    pub fn origin(self) -> u32 {
+        match self {
+            Source::Seed => origin::SEED,
+            Source::Directed => origin::LOCAL,
+            Source::Undirected => origin::GLOBAL,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The search's settings.
+#[derive(Debug, Clone)]
+pub struct SearchSettings {
+    /// Inputs to check at most (`limit`).
+    pub sample_limit: usize,
+    /// Samples of each local explanation.
+    pub lime_samples: usize,
+    /// Undirected search stops at the first predicate with confidence below this.
+    pub t1: f64,
+    /// Directed search toggles predicates with confidence below this.
+    pub t2: f64,
+    /// Rank of seeds.
+    pub seed_rank: f64,
+    /// Directed inputs get this + average confidence.
+    pub directed_rank: f64,
+    /// Undirected inputs get this − average confidence.
+    pub undirected_rank: f64,
+}
+
+/// Generated inputs and IDIs per source, and every input checked (for coverage).
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Inputs checked, by source (seed, directed, undirected).
+    pub generated: [usize; 3],
+    /// Distinct IDIs, by source.
+    pub idis: [usize; 3],
+    /// Constraints found infeasible.
+    pub infeasible: usize,
+    /// Every checked input, row-major.
+    pub checked: Vec<f64>,
+}
+
+struct Queued {
+    rank: f64,
+    order: u64,
+    input: Vec<f64>,
+    source: Source,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    /// The lowest rank pops first (BinaryHeap is a max-heap); ties in insertion order.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.rank.total_cmp(&self.rank).then(other.order.cmp(&self.order))
+    }
+}
+
+fn key(row: &[f64]) -> Vec<u64> {
+    row.iter().map(|v| v.to_bits()).collect()
+}
+
+fn constraint_key(c: &[Predicate]) -> Vec<(usize, u64, bool)> {
+    let mut k: Vec<_> = c.iter().map(Predicate::key).collect();
+    k.sort_unstable();
+    k
+}
+
+fn average_confidence(c: &[Predicate]) -> f64 {
+    if c.is_empty() {
+        0.0
+    } else {
+        c.iter().map(|p| p.confidence).sum::<f64>() / c.len() as f64
+    }
+}
+
+/// Run Algorithm 5 from `seeds` (row-major).
+pub fn run(host: &mut Host, settings: &SearchSettings, seeds: &[f64], empirical: &Empirical) -> Result<Tally, PluginError> {
+    let width = host.domain.width();
+    let protected = host.domain.protected_indices();
+    let mut queue = BinaryHeap::new();
+    let mut order = 0u64;
+    for s in seeds.chunks_exact(width) {
+        queue.push(Queued { rank: settings.seed_rank, order, input: s.to_vec(), source: Source::Seed });
+        order += 1;
+    }
+    let mut visited_paths: HashSet<Vec<(usize, u64, bool)>> = HashSet::new();
+    let mut tried: HashSet<Vec<u64>> = HashSet::new();
+    let mut found: HashSet<Vec<u64>> = HashSet::new();
+    let mut tally = Tally::default();
+    let mut count = 0;
+    while count < settings.sample_limit {
+        let Some(Queued { input: t, source, .. }) = queue.pop() else { break };
+        if !tried.insert(key(&t)) {
+            continue;
+        }
+        count += 1;
+        tally.generated[source.index()] += 1;
+        tally.checked.extend_from_slice(&t);
+        host.count_generated(1);
+        let verdict = host.check(&t)?.remove(0);
+        if verdict.discriminatory && found.insert(key(&t)) {
+            tally.idis[source.index()] += 1;
+            host.emit(&t, &verdict, source.origin())?;
+        }
+        // Local explanation: samples around t labelled by the model in one call.
+        let samples = empirical.samples(&t, settings.lime_samples, &mut host.rng);
+        let labels: Vec<u8> = host.predict(&samples)?.into_iter().map(|p| u8::from(p > 0.5)).collect();
+        let path = decision_path(&samples, width, &labels);
+        let mut push = |host: &mut Host, constraint: Vec<Predicate>, source: Source, tally: &mut Tally, queue: &mut BinaryHeap<Queued>| {
+            if !visited_paths.insert(constraint_key(&constraint)) {
+                return;
+            }
+            match closest(&host.domain, &constraint, &t) {
+                Some(input) => {
+                    let r = average_confidence(&constraint);
+                    let rank = match source {
+                        Source::Directed => settings.directed_rank + r,
+                        _ => settings.undirected_rank - r,
+                    };
+                    queue.push(Queued { rank, order, input, source });
+                    order += 1;
+                }
+                None => tally.infeasible += 1,
+            }
+        };
+        if verdict.discriminatory {
+            for (i, c) in path.iter().enumerate() {
+                if protected.contains(&c.feature) || c.confidence >= settings.t2 {
+                    continue;
+                }
+                let mut constraint = path.clone();
+                constraint[i] = c.negated();
+                push(host, constraint, Source::Directed, &mut tally, &mut queue);
+            }
+        }
+        let mut prefix: Vec<Predicate> = Vec::new();
+        for c in &path {
+            if protected.contains(&c.feature) {
+                continue;
+            }
+            if c.confidence < settings.t1 {
+                break;
+            }
+            let mut constraint = prefix.clone();
+            constraint.push(c.negated());
+            push(host, constraint, Source::Undirected, &mut tally, &mut queue);
+            prefix.push(c.clone());
+        }
+        host.tick()?;
+    }
+    Ok(tally)
+}
