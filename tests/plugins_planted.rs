@@ -185,3 +185,27 @@ fn testsgd_group_scores_lie_within_their_margin_of_the_exact_rates() {
     assert_eq!(top.as_array().unwrap().len(), 2, "{top}");
     assert!((groups[0]["score"].as_f64().unwrap() - 1.0).abs() < 1e-12);
 }
+
+#[test]
+fn sg_reports_every_idi_under_the_search_that_found_it() {
+    let domain = domain();
+    let oracle = Oracle::new(Arc::new(Threshold { planted: true }));
+    let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
+    // With the default ranks directed inputs always pop first; equal reference ranks interleave the
+    // two kinds so both are exercised.
+    let params = json!({ "sample_limit": 600, "lime_samples": 1000, "undirected_rank": 2.0 });
+    let spec = RunSpec { params: &params, seeds: &seeds, rng_seed: 11, budget: FfiBudget::default(), gamma: None };
+    let out = plugin::load_by_name("sg", &[]).unwrap().generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+    let f = &out.report.expect("sg reports its per-origin figures")["figures"];
+    for origin in ["directed", "undirected"] {
+        assert!(f[format!("idis_{origin}")].as_u64().unwrap() > 0, "{origin} search found nothing: {f}");
+    }
+    let count = |what: &str| -> u64 { ["seed", "directed", "undirected"].iter().map(|o| f[format!("{what}_{o}")].as_u64().unwrap()).sum() };
+    assert_eq!(count("idis") as usize, out.cases.len(), "every IDI is counted under one origin");
+    assert_eq!(count("generated"), 600);
+    for (origin, code) in [("seed", 2), ("directed", 1), ("undirected", 0)] {
+        let emitted = out.cases.iter().filter(|c| c.origin == code).count() as u64;
+        assert_eq!(emitted, f[format!("idis_{origin}")].as_u64().unwrap(), "{origin}");
+    }
+    assert!(f["surrogate_fidelity"].as_f64().unwrap() > 0.9);
+}

@@ -5,9 +5,13 @@
 //! order changes from run to run, so splits of equal impurity are chosen differently each time —
 //! measured here as different cases from the same seed. SG's paths (and so its search) must be
 //! reproducible; with two classes the impurity is computed exactly from integer counts. Splits are
-//! found from a per-feature histogram of values (tabular features take few distinct values).
+//! found from per-feature histograms over the rows' value codes (tabular features take few distinct
+//! values), so a node costs O(rows + distinct values) per feature.
 
-use std::collections::BTreeMap;
+use rayon::prelude::*;
+
+/// Nodes with at least this many rows scan their features in parallel.
+const PARALLEL_NODE: usize = 1024;
 
 /// A node of the tree.
 #[derive(Debug, Clone)]
@@ -38,22 +42,6 @@ pub struct Cart {
     width: usize,
 }
 
-/// An f64 ordered by `total_cmp`, for the value histogram.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct OrderedValue(f64);
-
-impl Eq for OrderedValue {}
-impl PartialOrd for OrderedValue {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for OrderedValue {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
 fn gini(ones: usize, n: usize) -> f64 {
     if n == 0 {
         return 0.0;
@@ -62,16 +50,51 @@ fn gini(ones: usize, n: usize) -> f64 {
     2.0 * p * (1.0 - p)
 }
 
+/// Each feature's distinct values (sorted) and every row's index into them.
+struct Codes {
+    values: Vec<Vec<f64>>,
+    codes: Vec<Vec<u32>>,
+}
+
+impl Codes {
+    fn new(rows: &[f64], width: usize) -> Self {
+        let n = rows.len() / width.max(1);
+        let per_feature: Vec<(Vec<f64>, Vec<u32>)> = (0..width)
+            .into_par_iter()
+            .map(|f| {
+                let column: Vec<f64> = (0..n).map(|i| rows[i * width + f]).collect();
+                let mut v = column.clone();
+                v.sort_unstable_by(f64::total_cmp);
+                v.dedup();
+                let c = column.iter().map(|x| v.partition_point(|y| y.total_cmp(x).is_lt()) as u32).collect();
+                (v, c)
+            })
+            .collect();
+        let (values, codes) = per_feature.into_iter().unzip();
+        Codes { values, codes }
+    }
+}
+
 impl Cart {
     /// Fit on `rows` (row-major, `width` columns) and labels 0/1.
     pub fn fit(rows: &[f64], width: usize, labels: &[u8], max_depth: usize) -> Self {
         let mut cart = Cart { nodes: Vec::new(), width };
+        let codes = Codes::new(rows, width);
         let idx: Vec<usize> = (0..labels.len()).collect();
-        cart.grow(rows, labels, idx, 0, max_depth);
+        let mut counts = Vec::new();
+        cart.grow(&codes, labels, idx, 0, max_depth, &mut counts);
         cart
     }
 
-    fn grow(&mut self, rows: &[f64], labels: &[u8], idx: Vec<usize>, depth: usize, max_depth: usize) -> usize {
+    fn grow(
+        &mut self,
+        codes: &Codes,
+        labels: &[u8],
+        idx: Vec<usize>,
+        depth: usize,
+        max_depth: usize,
+        counts: &mut Vec<(usize, usize)>,
+    ) -> usize {
         let me = self.nodes.len();
         let ones = idx.iter().filter(|&&i| labels[i] == 1).count();
         let class = u8::from(2 * ones > idx.len());
@@ -81,31 +104,53 @@ impl Cart {
         }
         let n = idx.len();
         let parent = gini(ones, n);
-        let mut best: Option<(f64, usize, f64)> = None;
-        for f in 0..self.width {
-            // Rows and class-1 rows per distinct value, in value order.
-            let mut histogram: BTreeMap<OrderedValue, (usize, usize)> = BTreeMap::new();
+        // The best split of each feature (in parallel on large nodes), then the best overall; ties go
+        // to the lower feature index, so the result does not depend on the threads.
+        let scan = |f: usize, counts: &mut Vec<(usize, usize)>| -> Option<(f64, usize, f64)> {
+            let values = &codes.values[f];
+            counts.clear();
+            counts.resize(values.len(), (0, 0));
             for &i in &idx {
-                let e = histogram.entry(OrderedValue(rows[i * self.width + f])).or_default();
-                e.0 += 1;
-                e.1 += usize::from(labels[i] == 1);
+                let c = &mut counts[codes.codes[f][i] as usize];
+                c.0 += 1;
+                c.1 += usize::from(labels[i] == 1);
             }
-            let values: Vec<(f64, usize, usize)> = histogram.into_iter().map(|(v, (c, o))| (v.0, c, o)).collect();
+            let mut best: Option<(f64, usize, f64)> = None;
             let (mut nl, mut left_ones) = (0, 0);
-            for w in values.windows(2) {
-                nl += w[0].1;
-                left_ones += w[0].2;
-                let nr = n - nl;
-                let impurity = (nl as f64 * gini(left_ones, nl) + nr as f64 * gini(ones - left_ones, nr)) / n as f64;
-                if impurity < parent - 1e-12 && best.is_none_or(|b| impurity < b.0 - 1e-12) {
-                    best = Some((impurity, f, (w[0].0 + w[1].0) / 2.0));
+            let mut previous: Option<usize> = None;
+            for (k, &(c, o)) in counts.iter().enumerate() {
+                if c == 0 {
+                    continue;
                 }
+                if let Some(p) = previous {
+                    let nr = n - nl;
+                    let impurity = (nl as f64 * gini(left_ones, nl) + nr as f64 * gini(ones - left_ones, nr)) / n as f64;
+                    if impurity < parent - 1e-12 && best.is_none_or(|b| impurity < b.0 - 1e-12) {
+                        best = Some((impurity, f, (values[p] + values[k]) / 2.0));
+                    }
+                }
+                nl += c;
+                left_ones += o;
+                previous = Some(k);
+            }
+            best
+        };
+        let per_feature: Vec<Option<(f64, usize, f64)>> = if n >= PARALLEL_NODE {
+            (0..self.width).into_par_iter().map_init(Vec::new, |counts, f| scan(f, counts)).collect()
+        } else {
+            (0..self.width).map(|f| scan(f, counts)).collect()
+        };
+        let mut best: Option<(f64, usize, f64)> = None;
+        for candidate in per_feature.into_iter().flatten() {
+            if best.is_none_or(|b| candidate.0 < b.0 - 1e-12) {
+                best = Some(candidate);
             }
         }
         let Some((_, feature, threshold)) = best else { return me };
-        let (l, r): (Vec<usize>, Vec<usize>) = idx.into_iter().partition(|&i| rows[i * self.width + feature] < threshold);
-        let left = self.grow(rows, labels, l, depth + 1, max_depth);
-        let right = self.grow(rows, labels, r, depth + 1, max_depth);
+        let (l, r): (Vec<usize>, Vec<usize>) =
+            idx.into_iter().partition(|&i| codes.values[feature][codes.codes[feature][i] as usize] < threshold);
+        let left = self.grow(codes, labels, l, depth + 1, max_depth, counts);
+        let right = self.grow(codes, labels, r, depth + 1, max_depth, counts);
         self.nodes[me] = Node::Split { feature, threshold, left, right };
         me
     }

@@ -7,6 +7,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashSet};
 
 use fairpipe_abi::sdk::{origin, Host, PluginError};
+use rayon::prelude::*;
 
 use crate::explain::{decision_path, Empirical, Predicate};
 use crate::solve::closest;
@@ -145,23 +146,8 @@ pub fn run(host: &mut Host, settings: &SearchSettings, seeds: &[f64], empirical:
         let samples = empirical.samples(&t, settings.lime_samples, &mut host.rng);
         let labels: Vec<u8> = host.predict(&samples)?.into_iter().map(|p| u8::from(p > 0.5)).collect();
         let path = decision_path(&samples, width, &labels);
-        let mut push = |host: &mut Host, constraint: Vec<Predicate>, source: Source, tally: &mut Tally, queue: &mut BinaryHeap<Queued>| {
-            if !visited_paths.insert(constraint_key(&constraint)) {
-                return;
-            }
-            match closest(&host.domain, &constraint, &t) {
-                Some(input) => {
-                    let r = average_confidence(&constraint);
-                    let rank = match source {
-                        Source::Directed => settings.directed_rank + r,
-                        _ => settings.undirected_rank - r,
-                    };
-                    queue.push(Queued { rank, order, input, source });
-                    order += 1;
-                }
-                None => tally.infeasible += 1,
-            }
-        };
+        // New path constraints (directed first, then undirected), each solved once.
+        let mut candidates: Vec<(Vec<Predicate>, Source)> = Vec::new();
         if verdict.discriminatory {
             for (i, c) in path.iter().enumerate() {
                 if protected.contains(&c.feature) || c.confidence >= settings.t2 {
@@ -169,7 +155,7 @@ pub fn run(host: &mut Host, settings: &SearchSettings, seeds: &[f64], empirical:
                 }
                 let mut constraint = path.clone();
                 constraint[i] = c.negated();
-                push(host, constraint, Source::Directed, &mut tally, &mut queue);
+                candidates.push((constraint, Source::Directed));
             }
         }
         let mut prefix: Vec<Predicate> = Vec::new();
@@ -182,8 +168,26 @@ pub fn run(host: &mut Host, settings: &SearchSettings, seeds: &[f64], empirical:
             }
             let mut constraint = prefix.clone();
             constraint.push(c.negated());
-            push(host, constraint, Source::Undirected, &mut tally, &mut queue);
+            candidates.push((constraint, Source::Undirected));
             prefix.push(c.clone());
+        }
+        candidates.retain(|(constraint, _)| visited_paths.insert(constraint_key(constraint)));
+        // The solves are independent: run them in parallel, then queue in order.
+        let domain = &host.domain;
+        let solutions: Vec<Option<Vec<f64>>> = candidates.par_iter().map(|(constraint, _)| closest(domain, constraint, &t)).collect();
+        for ((constraint, source), solution) in candidates.into_iter().zip(solutions) {
+            match solution {
+                Some(input) => {
+                    let r = average_confidence(&constraint);
+                    let rank = match source {
+                        Source::Directed => settings.directed_rank + r,
+                        _ => settings.undirected_rank - r,
+                    };
+                    queue.push(Queued { rank, order, input, source });
+                    order += 1;
+                }
+                None => tally.infeasible += 1,
+            }
         }
         host.tick()?;
     }
