@@ -195,6 +195,13 @@ impl Stage for GroupScore {
             .map(|g| json!({"condition": g.condition, "score": g.score, "margin": g.margin, "rate_in": g.rate_in, "rate_out": g.rate_out, "support": g.support}))
             .collect();
         put(&mut figures, "top", top);
+        // The DESIGN.md contract's names for the ranked rules (the top_k listed here; all in the table).
+        let rules: Vec<Value> = groups
+            .iter()
+            .take(self.top_k)
+            .map(|g| json!({"rule": g.condition, "score": g.score, "phi_in": g.rate_in, "phi_out": g.rate_out, "margin": g.margin, "samples": g.samples}))
+            .collect();
+        put(&mut figures, "rules", rules);
         if let Some(worst) = groups.first() {
             put(&mut figures, "worst_score", worst.score);
         }
@@ -353,6 +360,17 @@ impl Stage for GroupMetrics {
         }
         put(&mut figures, "min_impact_ratio", Value::Object(min_ratio));
         put(&mut figures, "below_threshold", flagged);
+        // The DESIGN.md contract's names, one entry per group (the table has the same rows).
+        let contract: Vec<Value> = all
+            .iter()
+            .map(|r| {
+                json!({
+                    "attributes": r.attributes, "group": r.group, "n": r.n, "selection_rate": r.rate, "ci95": r.ci95,
+                    "impact_ratio": r.impact_ratio, "four_fifths_ok": verdict(r) != "FLAG",
+                })
+            })
+            .collect();
+        put(&mut figures, "groups", contract);
         put(&mut figures, "threshold", self.threshold);
         put(&mut figures, "min_share", self.min_share);
         let table = TableBuilder::new()

@@ -233,6 +233,8 @@ impl Retrain {
         );
         put(&mut figures, "after", json!({"accuracy_test": acc_after, "group_score": score_after}));
         put(&mut figures, "rate_reduction", if score_before > 0.0 { 1.0 - score_after / score_before } else { 0.0 });
+        put(&mut figures, "accuracy_before", acc_before);
+        put(&mut figures, "accuracy_after", acc_after);
         put(&mut figures, "accuracy_change", acc_after - acc_before);
         let table = rounds_table(&rounds, "group_score")?;
         let queries = model.oracle.rows() - before_queries + retrained_queries;
@@ -404,6 +406,16 @@ impl Stage for Retrain {
             json!({"accuracy_test": acc_after, "rate": best_rate.rate, "ci95": best_rate.ci95, "ci95_wilson": best_rate.ci95_wilson}),
         );
         put(&mut figures, "rate_reduction", if before.rate > 0.0 { 1.0 - best_rate.rate / before.rate } else { 0.0 });
+        // DESIGN.md contract names. idis_before: the distinct IDIs (by non-protected projection) used;
+        // idis_after: how many of those the retrained model still treats differently.
+        let used: Vec<f64> = unique.iter().flat_map(|&k| cases.instances[k * width..(k + 1) * width].iter().copied()).collect();
+        let still = checker.check(&new_oracle, &used)?.iter().filter(|v| v.discriminatory).count();
+        put(&mut figures, "accuracy_before", acc_before);
+        put(&mut figures, "accuracy_after", acc_after);
+        put(&mut figures, "rate_before", before.rate);
+        put(&mut figures, "rate_after", best_rate.rate);
+        put(&mut figures, "idis_before", n_cases);
+        put(&mut figures, "idis_after", still);
         put(&mut figures, "accuracy_change", acc_after - acc_before);
         let table = rounds_table(&rounds, "rate")?;
         let queries = model.oracle.rows() - before_queries + retrained_queries + new_oracle.rows();
