@@ -160,6 +160,18 @@ impl Domain {
         }
     }
 
+    /// TestSGD's small move (§4.3): one attribute drawn uniformly from `candidates`, moved by ± its
+    /// step (a fair coin), clipped to the domain. Nothing happens when `candidates` is empty.
+    pub fn nudge<R: Rng + ?Sized>(&self, row: &mut [f64], candidates: &[usize], rng: &mut R) {
+        if candidates.is_empty() {
+            return;
+        }
+        let a = candidates[rng.gen_range(0..candidates.len())];
+        let dir = if rng.gen::<bool>() { 1.0 } else { -1.0 };
+        let attr = &self.attributes[a];
+        row[a] = attr.clip(row[a] + dir * attr.step);
+    }
+
     /// Fill `out` (row-major, `n` rows) with rows drawn uniformly from the domain.
     pub fn sample_rows<R: Rng + ?Sized>(&self, rng: &mut R, n: usize) -> Vec<f64> {
         let mut out = Vec::with_capacity(n * self.width());

@@ -340,10 +340,16 @@ impl<'a> Host<'a> {
 
     /// Check rows (row-major) for discrimination in one batched model call.
     pub fn check(&mut self, rows: &[f64]) -> Result<Vec<RowCheck>, PluginError> {
+        let scores = self.scores(rows)?;
+        Ok(self.variants.verdicts(&scores))
+    }
+
+    /// Score each row of `rows` and all its protected variants in one model call: per row,
+    /// `[f(x), f(x with combination 0), f(x with combination 1), …]`, concatenated.
+    pub fn scores(&mut self, rows: &[f64]) -> Result<Vec<f64>, PluginError> {
         let mut batch = Vec::new();
         self.variants.batch(rows, &mut batch);
-        let scores = self.predict(&batch)?;
-        Ok(self.variants.verdicts(&scores))
+        self.predict(&batch)
     }
 
     /// Emit a case: `row` and its counterpart combination from a [`RowCheck`].

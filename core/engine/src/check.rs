@@ -40,13 +40,19 @@ impl Checker {
 
     /// Check every row of `rows` (row-major), in batched model calls.
     pub fn check(&self, oracle: &Oracle, rows: &[f64]) -> Result<Vec<RowCheck>, ModelError> {
+        Ok(self.variants.verdicts(&self.scores(oracle, rows)?))
+    }
+
+    /// P(class 1) of each row of `rows` followed by each of its protected variants (`1 +
+    /// n_variants()` values per row), in batched model calls.
+    pub fn scores(&self, oracle: &Oracle, rows: &[f64]) -> Result<Vec<f64>, ModelError> {
         let width = self.variants.width().max(1);
         let chunk_rows = (ROWS_PER_CALL / (self.n_variants() + 1)).max(1);
-        let mut out = Vec::with_capacity(rows.len() / width);
+        let mut out = Vec::with_capacity(rows.len() / width * (self.n_variants() + 1));
         let mut batch = Vec::new();
         for chunk in rows.chunks(chunk_rows * width) {
             self.variants.batch(chunk, &mut batch);
-            out.extend(self.variants.verdicts(&oracle.predict_proba(&batch)?));
+            out.extend(oracle.predict_proba(&batch)?);
         }
         Ok(out)
     }

@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod data;
 pub mod error;
 pub mod estimate;
+pub mod group_rule;
 pub mod models;
 pub mod oracle;
 pub mod output;

@@ -12,9 +12,7 @@ pub type Scores = Vec<f64>;
 /// Score `rows` (row-major) and every protected variant of each in one model call; one [`Scores`]
 /// per row.
 pub fn score(host: &mut Host, rows: &[f64]) -> Result<Vec<Scores>, PluginError> {
-    let mut batch = Vec::new();
-    host.variants.batch(rows, &mut batch);
-    let flat = host.predict(&batch)?;
+    let flat = host.scores(rows)?;
     Ok(flat.chunks_exact(host.variants.n_variants() + 1).map(<[f64]>::to_vec).collect())
 }
 

@@ -125,7 +125,6 @@ pub fn run(host: &mut Host, settings: &SearchSettings, seeds: &[f64], empirical:
     }
     let mut visited_paths: HashSet<Vec<(usize, u64, bool)>> = HashSet::new();
     let mut tried: HashSet<Vec<u64>> = HashSet::new();
-    let mut found: HashSet<Vec<u64>> = HashSet::new();
     let mut tally = Tally::default();
     let mut count = 0;
     while count < settings.sample_limit {
@@ -138,7 +137,8 @@ pub fn run(host: &mut Host, settings: &SearchSettings, seeds: &[f64], empirical:
         tally.checked.extend_from_slice(&t);
         host.count_generated(1);
         let verdict = host.check(&t)?.remove(0);
-        if verdict.discriminatory && found.insert(key(&t)) {
+        // Each input is checked once (`tried`), so every discriminatory one is a new IDI.
+        if verdict.discriminatory {
             tally.idis[source.index()] += 1;
             host.emit(&t, &verdict, source.origin())?;
         }

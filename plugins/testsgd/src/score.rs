@@ -68,17 +68,11 @@ struct Sampler {
     done: Option<GroupScore>,
 }
 
-/// Draw one sample from data row `row`: one random free attribute ± its step, clipped.
+/// Append one sample drawn from data row `row`: one random free attribute ± its step, clipped.
 fn perturb(domain: &Domain, free: &[usize], row: &[f64], rng: &mut Xoshiro256PlusPlus, out: &mut Vec<f64>) {
     let start = out.len();
     out.extend_from_slice(row);
-    if free.is_empty() {
-        return;
-    }
-    let a = free[rng.gen_range(0..free.len())];
-    let dir = if rng.gen::<bool>() { 1.0 } else { -1.0 };
-    let attr = &domain.attributes[a];
-    out[start + a] = attr.clip(row[a] + dir * attr.step);
+    domain.nudge(&mut out[start..], free, rng);
 }
 
 /// Score every rule set over the data `rows` (row-major). `seed` seeds one generator per rule set.

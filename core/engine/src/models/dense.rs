@@ -78,8 +78,10 @@ impl DenseNet {
     pub fn predict_into(&self, x: &[f64], out: &mut [f64]) {
         let width = self.n_features();
         let widest = self.layers.iter().map(|l| l.n_out.max(l.n_in)).max().unwrap_or(1);
-        let mut a = vec![0.0f32; BLOCK * widest];
-        let mut b = vec![0.0f32; BLOCK * widest];
+        // Sized for the rows actually scored: a single row needs no 256-row buffers.
+        let rows = out.len().clamp(1, BLOCK);
+        let mut a = vec![0.0f32; rows * widest];
+        let mut b = vec![0.0f32; rows * widest];
         for (xc, oc) in x.chunks(BLOCK * width).zip(out.chunks_mut(BLOCK)) {
             block(&self.layers, xc, oc, &mut a, &mut b);
         }

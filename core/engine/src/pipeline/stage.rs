@@ -148,8 +148,8 @@ pub struct GroupScoreRow {
     pub margin: f64,
     /// Samples per side.
     pub samples: u64,
-    /// The raw conditions from the plugin (attribute indices and encoded values).
-    pub conditions: Value,
+    /// The group's conditions (attribute indices and encoded values).
+    pub rule: crate::group_rule::GroupRule,
 }
 
 /// Selection rates per protected group on the data's own rows.
@@ -306,6 +306,17 @@ pub fn with_protected(domain: &Domain, names: Option<&[String]>) -> Result<Domai
         a.protected = names.contains(&a.name);
     }
     Ok(out)
+}
+
+/// The model's domain (with the `protected` override) and the rows of `split` (all when `None`),
+/// row-major: what an auditing stage looks at.
+pub fn audited_rows(model: &ModelArtifact, protected: Option<&[String]>, split: Option<crate::data::Split>) -> Result<(Domain, Vec<f64>)> {
+    let domain = with_protected(&model.data.domain, protected)?;
+    let x = match split {
+        Some(s) => model.data.subset(s).0,
+        None => model.data.x.clone(),
+    };
+    Ok((domain, x.iter().copied().collect()))
 }
 
 /// Insert `value` as `key` into a figures map (a small helper for stage code).

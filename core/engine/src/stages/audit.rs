@@ -13,7 +13,7 @@ use crate::estimate::{estimate, wilson};
 use crate::output::TableBuilder;
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
-use crate::pipeline::stage::with_protected;
+use crate::pipeline::stage::{audited_rows, with_protected};
 use crate::pipeline::stage::{put, Artifact, ArtifactKind, CasesArtifact, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
 
 const MODEL_INPUT: &[InputDoc] =
@@ -185,13 +185,8 @@ impl Stage for Estimate {
 impl Stage for Check {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
-        let data = &model.data;
-        let domain = &with_protected(&data.domain, self.protected.as_deref())?;
-        let x = match self.split {
-            Some(s) => data.subset(s).0,
-            None => data.x.clone(),
-        };
-        let rows: Vec<f64> = x.iter().copied().collect();
+        let (domain, rows) = audited_rows(&model, self.protected.as_deref(), self.split)?;
+        let domain = &domain;
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();
         let verdicts = checker.check(&model.oracle, &rows)?;

@@ -15,12 +15,13 @@ use super::search::configured_plugin;
 use crate::data::Split;
 use crate::error::{Error, Result};
 use crate::estimate::wilson;
+use crate::group_rule::{number, GroupRule};
 use crate::output::TableBuilder;
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
 use crate::pipeline::stage::{
-    put, with_protected, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, GroupScoreRow, GroupsArtifact, Inputs,
-    ModelArtifact, Stage, StageContext, StageOutput,
+    audited_rows, put, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, GroupScoreRow, GroupsArtifact, Inputs, Stage,
+    StageContext, StageOutput,
 };
 use crate::plugin::{Plugin, RunSpec};
 
@@ -113,40 +114,6 @@ fn build_group_metrics(params: &Params, p: &mut Problems, _seed: u64) -> Option<
     }))
 }
 
-/// The model's domain (with the `protected` override) and the rows of `split` (all when `None`).
-fn audited_rows(model: &ModelArtifact, protected: Option<&[String]>, split: Option<Split>) -> Result<(Domain, Vec<f64>)> {
-    let domain = with_protected(&model.data.domain, protected)?;
-    let x = match split {
-        Some(s) => model.data.subset(s).0,
-        None => model.data.x.clone(),
-    };
-    Ok((domain, x.iter().copied().collect()))
-}
-
-/// A number without trailing zeros ("40", "4.5", "33.3333").
-fn number(v: f64) -> String {
-    let s = format!("{v:.4}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-/// One condition of a report decoded to original values: "gender = Male", "race ∈ {White, Black}",
-/// "40 ≤ age < 80".
-fn decode_condition(domain: &Domain, c: &Value) -> Result<String> {
-    let bad = || Error::Invalid(format!("the auditor's report has a malformed condition: {c}"));
-    let attr = c["attribute"].as_u64().map(|a| a as usize).filter(|&a| a < domain.width()).ok_or_else(bad)?;
-    let a = &domain.attributes[attr];
-    if let Some(values) = c["values"].as_array() {
-        let names: Vec<String> = values.iter().map(|v| v.as_f64().map(|x| a.decode(x))).collect::<Option<_>>().ok_or_else(bad)?;
-        return Ok(match names.as_slice() {
-            [one] => format!("{} = {one}", a.name),
-            many => format!("{} ∈ {{{}}}", a.name, many.join(", ")),
-        });
-    }
-    let (lower, upper) = (c["lower"].as_f64().ok_or_else(bad)?, c["upper"].as_f64().ok_or_else(bad)?);
-    let op = if c["upper_inclusive"].as_bool() == Some(true) { "≤" } else { "<" };
-    Ok(format!("{} ≤ {} {op} {}", number(lower), a.name, number(upper)))
-}
-
 impl Stage for GroupScore {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
@@ -165,18 +132,17 @@ impl Stage for GroupScore {
         let report = output.report.ok_or_else(|| Error::Invalid(format!("auditor `{}` sent no report", self.plugin.name)))?;
         let mut groups = Vec::new();
         for g in report["groups"].as_array().into_iter().flatten() {
-            let conditions = g["conditions"].as_array().cloned().unwrap_or_default();
-            let decoded: Vec<String> = conditions.iter().map(|c| decode_condition(&domain, c)).collect::<Result<_>>()?;
+            let rule = GroupRule::parse(&Value::Array(g["conditions"].as_array().cloned().unwrap_or_default()), domain.width())?;
             let num = |k: &str| g[k].as_f64().unwrap_or(f64::NAN);
             groups.push(GroupScoreRow {
-                condition: decoded.join(" ∧ "),
+                condition: rule.describe(&domain),
                 support: num("support"),
                 rate_in: num("rate_in"),
                 rate_out: num("rate_out"),
                 score: num("score"),
                 margin: num("margin"),
                 samples: g["samples"].as_u64().unwrap_or(0),
-                conditions: Value::Array(conditions),
+                rule,
             });
         }
         let mut figures = Map::new();
@@ -413,19 +379,6 @@ mod tests {
                 Attribute { name: "age".into(), kind: AttributeKind::Integer, lower: 0.0, upper: 90.0, step: 1.0, protected: true },
             ],
         }
-    }
-
-    #[test]
-    fn conditions_decode_to_original_values() {
-        let d = domain();
-        assert_eq!(decode_condition(&d, &json!({"attribute": 0, "values": [1.0]})).unwrap(), "race = White");
-        assert_eq!(decode_condition(&d, &json!({"attribute": 0, "values": [0.0, 2.0]})).unwrap(), "race ∈ {Black, Other}");
-        assert_eq!(decode_condition(&d, &json!({"attribute": 1, "lower": 40.0, "upper": 80.0})).unwrap(), "40 ≤ age < 80");
-        assert_eq!(
-            decode_condition(&d, &json!({"attribute": 1, "lower": 81.0, "upper": 90.0, "upper_inclusive": true})).unwrap(),
-            "81 ≤ age ≤ 90"
-        );
-        assert!(decode_condition(&d, &json!({"attribute": 7, "values": [1.0]})).is_err());
     }
 
     #[test]

@@ -12,52 +12,10 @@
 use fairpipe_abi::domain::Domain;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::group_rule::GroupRule;
 use crate::oracle::Oracle;
-
-/// A group's membership test, from a report's encoded conditions.
-pub struct GroupRule {
-    conditions: Vec<(usize, Membership)>,
-}
-
-enum Membership {
-    OneOf(Vec<f64>),
-    Range { lower: f64, upper: f64, closed: bool },
-}
-
-impl GroupRule {
-    /// Parse the conditions of a group (`[{"attribute", "values"} | {"attribute", "lower", "upper"}]`).
-    pub fn parse(conditions: &Value, width: usize) -> Result<Self> {
-        let bad = || Error::Invalid(format!("malformed group conditions: {conditions}"));
-        let mut out = Vec::new();
-        for c in conditions.as_array().ok_or_else(bad)? {
-            let attr = c["attribute"].as_u64().map(|a| a as usize).filter(|&a| a < width).ok_or_else(bad)?;
-            let m = match c["values"].as_array() {
-                Some(v) => Membership::OneOf(v.iter().map(|x| x.as_f64().ok_or_else(bad)).collect::<Result<_>>()?),
-                None => Membership::Range {
-                    lower: c["lower"].as_f64().ok_or_else(bad)?,
-                    upper: c["upper"].as_f64().ok_or_else(bad)?,
-                    closed: c["upper_inclusive"].as_bool().unwrap_or(false),
-                },
-            };
-            out.push((attr, m));
-        }
-        Ok(GroupRule { conditions: out })
-    }
-
-    /// Whether `row` is in the group.
-    pub fn holds(&self, row: &[f64]) -> bool {
-        self.conditions.iter().all(|(a, m)| {
-            let v = row[*a];
-            match m {
-                Membership::OneOf(values) => values.contains(&v),
-                Membership::Range { lower, upper, closed } => v >= *lower && (v < *upper || (*closed && v <= *upper)),
-            }
-        })
-    }
-}
 
 /// Data rows inside and outside a group, and §4.3's perturbation.
 pub struct GroupSampler<'a> {
@@ -89,12 +47,7 @@ impl<'a> GroupSampler<'a> {
             let r = pool[rng.gen_range(0..pool.len())];
             let start = out.len();
             out.extend_from_slice(&self.rows[r * width..(r + 1) * width]);
-            if !self.free.is_empty() {
-                let a = self.free[rng.gen_range(0..self.free.len())];
-                let attr = &self.domain.attributes[a];
-                let dir = if rng.gen::<bool>() { 1.0 } else { -1.0 };
-                out[start + a] = attr.clip(out[start + a] + dir * attr.step);
-            }
+            self.domain.nudge(&mut out[start..], &self.free, rng);
         }
         out
     }
@@ -136,14 +89,6 @@ mod tests {
     use super::*;
     use fairpipe_abi::domain::{Attribute, AttributeKind};
     use serde_json::json;
-
-    #[test]
-    fn rules_parse_and_match_as_the_report_writes_them() {
-        let rule =
-            GroupRule::parse(&json!([{"attribute": 1, "values": [1.0]}, {"attribute": 0, "lower": 10.0, "upper": 20.0}]), 2).unwrap();
-        assert!(rule.holds(&[10.0, 1.0]) && !rule.holds(&[20.0, 1.0]) && !rule.holds(&[15.0, 0.0]));
-        assert!(GroupRule::parse(&json!([{"attribute": 5, "values": [1.0]}]), 2).is_err());
-    }
 
     #[test]
     fn samples_stay_in_their_group_and_move_one_free_attribute() {

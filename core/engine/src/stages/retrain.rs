@@ -33,7 +33,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::{json, Map};
 
-use super::mitigate::{mitigation_samples, GroupRule, GroupSampler};
+use super::mitigate::{mitigation_samples, GroupSampler};
 use super::model::model_output;
 use crate::check::Checker;
 use crate::data::Split;
@@ -132,16 +132,8 @@ impl Retrain {
             return Ok(oracle.predict_labels(&cases.instances)?);
         }
         let verdicts_rows = cases.instances.len() / cases.domain.width().max(1);
-        let mut batch = Vec::new();
-        let width = cases.domain.width();
         let n_variants = checker.n_variants();
-        for row in cases.instances.chunks_exact(width) {
-            batch.extend_from_slice(row);
-            for c in 0..n_variants {
-                batch.extend(checker.variant(row, c));
-            }
-        }
-        let p = oracle.predict_proba(&batch)?;
+        let p = checker.scores(oracle, &cases.instances)?;
         Ok((0..verdicts_rows)
             .map(|i| {
                 // The variants include the IDI's own combination once; ties go to the IDI's own label.
@@ -163,11 +155,11 @@ impl Retrain {
     fn mitigate_group(&self, ctx: &StageContext, model: &ModelArtifact, groups: &GroupsArtifact, recipe: Recipe) -> Result<StageOutput> {
         let worst = groups.groups.first().ok_or_else(|| Error::Invalid("the group_score stage reported no group".into()))?;
         let domain = &groups.domain;
-        let rule = GroupRule::parse(&worst.conditions, domain.width())?;
+        let rule = &worst.rule;
         let (x_train, y_train) = model.data.subset(Split::Train);
         let (x_test, y_test) = model.data.subset(Split::Test);
         let train_rows: Vec<f64> = x_train.iter().copied().collect();
-        let sampler = GroupSampler::new(domain, &train_rows, &rule)?;
+        let sampler = GroupSampler::new(domain, &train_rows, rule)?;
         let measure_seed = ctx.seed ^ 0x9_50c0;
         let score_of = |oracle: &Oracle| -> Result<(f64, f64, f64)> {
             let (a, b) = sampler.rates(oracle, self.group_samples, measure_seed)?;
