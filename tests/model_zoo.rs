@@ -8,7 +8,7 @@ use common::*;
 
 fn train_pipeline(algorithm: &str, save: &str) -> String {
     format!(
-        "[stages.data]\nkind = \"load\"\npath = {:?}\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"{algorithm}\"\nepochs = 3\ntrees = 20\nsave = {save:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
+        "[stages.data]\nkind = \"load\"\npath = {:?}\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"{algorithm}\"\nepochs = 3\ntrees = 20\nmax_rows = 2000\nsave = {save:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
         bundled("data/census.csv")
     )
 }
@@ -23,7 +23,7 @@ fn load_pipeline(model: &str, drop: &str) -> String {
 #[test]
 fn every_algorithm_saves_and_loads_with_identical_results() {
     let dir = tempfile::tempdir().unwrap();
-    for algorithm in ["mlp", "logistic", "tree", "forest"] {
+    for algorithm in ["mlp", "logistic", "tree", "forest", "svm"] {
         let model_file = dir.path().join(format!("{algorithm}.json"));
         let train = write(dir.path(), &format!("train_{algorithm}.toml"), &train_pipeline(algorithm, model_file.to_str().unwrap()));
         let trained = run_pipeline(&train, &dir.path().join(format!("out_{algorithm}")), &[]);

@@ -1,16 +1,19 @@
-//! Models under test: trained natively (MLP, logistic regression, decision tree) or loaded (ONNX).
+//! Models under test: trained natively (MLP, logistic regression, decision tree, random forest,
+//! SVM) or loaded (ONNX).
 
 pub mod dense;
 pub mod logistic;
 pub mod mlp;
 pub mod onnx;
 pub mod onnx_dense;
+pub mod svm;
 pub mod tree;
 pub mod zoo;
 
 pub use logistic::Logistic;
 pub use mlp::{Mlp, MlpConfig};
 pub use onnx::OnnxModel;
+pub use svm::{Svm, SvmConfig, SvmKernel};
 pub use tree::Tree;
 pub use zoo::{Fitted, Forest, ModelFile};
 
@@ -65,7 +68,12 @@ pub enum Recipe {
         max_depth: usize,
         /// Seed of the bootstrap samples and feature subsets.
         seed: u64,
+        /// Features each tree sees (`None`: the default share, see [`Forest::train`]).
+        #[serde(default)]
+        max_features: Option<usize>,
     },
+    /// Support vector classifier (C-SVC).
+    Svm(SvmConfig),
 }
 
 impl Recipe {
@@ -75,8 +83,21 @@ impl Recipe {
             Recipe::Mlp(config) => Fitted::Mlp(Mlp::train(x, y, config)?),
             Recipe::Logistic { max_iterations, alpha } => Fitted::Logistic(Logistic::train(x, y, *max_iterations, *alpha)?),
             Recipe::Tree { max_depth } => Fitted::Tree(Tree::train(x, y, Some(*max_depth))?),
-            Recipe::Forest { trees, max_depth, seed } => Fitted::Forest(Forest::train(x, y, *trees, *max_depth, *seed)?),
+            Recipe::Forest { trees, max_depth, seed, max_features } => {
+                Fitted::Forest(Forest::train(x, y, *trees, *max_depth, *max_features, *seed)?)
+            }
+            Recipe::Svm(config) => Fitted::Svm(Svm::train(x, y, config)?),
         })
+    }
+
+    /// Train a fresh model on training rows `x[..original]` augmented with the rows after them
+    /// (the `retrain` stage): as [`Recipe::fit`], except that an SVM keeps its original
+    /// subsample and adds the added rows to it.
+    pub fn fit_augmented(&self, x: &ndarray::Array2<f64>, y: &[u8], original: usize) -> Result<Fitted, ModelError> {
+        match self {
+            Recipe::Svm(config) => Ok(Fitted::Svm(Svm::train_augmented(x, y, original, config)?)),
+            _ => self.fit(x, y),
+        }
     }
 
     /// Train a fresh model on `x`, `y`, ready to query.
@@ -84,13 +105,14 @@ impl Recipe {
         Ok(self.fit(x, y)?.into_model())
     }
 
-    /// "mlp", "logistic", "tree", "forest".
+    /// "mlp", "logistic", "tree", "forest", "svm".
     pub fn name(&self) -> &'static str {
         match self {
             Recipe::Mlp(_) => "mlp",
             Recipe::Logistic { .. } => "logistic",
             Recipe::Tree { .. } => "tree",
             Recipe::Forest { .. } => "forest",
+            Recipe::Svm(_) => "svm",
         }
     }
 }

@@ -8,7 +8,7 @@ use serde_json::Map;
 
 use crate::data::{Dataset, Split};
 use crate::error::Result;
-use crate::models::{Complement, MlpConfig, ModelFile, OnnxModel, Recipe};
+use crate::models::{Complement, MlpConfig, ModelFile, OnnxModel, Recipe, SvmConfig, SvmKernel};
 use crate::oracle::{accuracy, Model, Oracle};
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
@@ -20,20 +20,30 @@ const DATA_INPUT: &[InputDoc] =
 /// The `train` stage kind.
 pub const TRAIN: StageKind = StageKind {
     name: "train",
-    doc: "Train a model under test on the dataset's train split: the papers' six-layer MLP, logistic regression, a decision tree or a random forest. Reports train and test accuracy; `save` keeps the model in a file that load_model reads.",
+    doc: "Train a model under test on the dataset's train split: the papers' six-layer MLP, logistic regression, a decision tree, a random forest or a support vector machine. Reports train and test accuracy; `save` keeps the model in a file that load_model reads.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
     params: &[
-        ParamDoc { name: "algorithm", ty: "\"mlp\"|\"logistic\"|\"tree\"|\"forest\"", default: "\"mlp\"", doc: "model family" },
+        ParamDoc { name: "algorithm", ty: "\"mlp\"|\"logistic\"|\"tree\"|\"forest\"|\"svm\"", default: "\"mlp\"", doc: "model family" },
         ParamDoc { name: "hidden", ty: "int list", default: "[64, 32, 16, 8, 4]", doc: "MLP hidden layer widths" },
         ParamDoc { name: "epochs", ty: "int", default: "20", doc: "MLP passes over the training data" },
         ParamDoc { name: "batch_size", ty: "int", default: "128", doc: "MLP mini-batch size" },
         ParamDoc { name: "learning_rate", ty: "float", default: "0.001", doc: "MLP Adam step size" },
         ParamDoc { name: "max_depth", ty: "int", default: "10", doc: "decision tree (and forest tree) depth limit" },
         ParamDoc { name: "trees", ty: "int", default: "100", doc: "random forest size" },
+        ParamDoc { name: "max_features", ty: "int", default: "ceil(2n/3)", doc: "features each forest tree is grown on (a random subset per tree)" },
         ParamDoc { name: "save", ty: "path", default: "none", doc: "write the trained model (JSON, with its recipe) here, relative to the pipeline file, when the run succeeds" },
         ParamDoc { name: "max_iterations", ty: "int", default: "200", doc: "logistic regression L-BFGS iterations" },
         ParamDoc { name: "alpha", ty: "float", default: "1.0", doc: "logistic regression L2 penalty" },
+        ParamDoc { name: "kernel", ty: "\"rbf\"|\"linear\"", default: "\"rbf\"", doc: "SVM kernel (inputs are standardised)" },
+        ParamDoc { name: "c", ty: "float", default: "1.0", doc: "SVM penalty C" },
+        ParamDoc { name: "gamma", ty: "float", default: "1 / features", doc: "RBF kernel width (scikit-learn's \"scale\" on standardised inputs)" },
+        ParamDoc {
+            name: "max_rows",
+            ty: "int",
+            default: "5000",
+            doc: "SVM trains on a seeded random subsample of at most this many rows: linfa-svm keeps the rows x rows kernel matrix in memory",
+        },
     ],
     example: "[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"mlp\"\nepochs = 20",
     build: build_train,
@@ -71,15 +81,27 @@ struct LoadModel {
 }
 
 fn build_train(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn Stage>> {
-    let recipe = match params.choice(p, "algorithm", &["mlp", "logistic", "tree", "forest"], "mlp").as_str() {
+    let recipe = match params.choice(p, "algorithm", &["mlp", "logistic", "tree", "forest", "svm"], "mlp").as_str() {
         "logistic" => Recipe::Logistic {
             max_iterations: params.usize_min(p, "max_iterations", 200, 1) as u64,
             alpha: params.f64_in(p, "alpha", 1.0, 0.0, 1e9),
         },
         "tree" => Recipe::Tree { max_depth: params.usize_min(p, "max_depth", 10, 1) },
-        "forest" => {
-            Recipe::Forest { trees: params.usize_min(p, "trees", 100, 1), max_depth: params.usize_min(p, "max_depth", 10, 1), seed }
-        }
+        "forest" => Recipe::Forest {
+            trees: params.usize_min(p, "trees", 100, 1),
+            max_depth: params.usize_min(p, "max_depth", 10, 1),
+            max_features: params.opt_f64(p, "max_features").map(|_| params.usize_min(p, "max_features", 1, 1)),
+            seed,
+        },
+        "svm" => Recipe::Svm(SvmConfig {
+            kernel: match params.choice(p, "kernel", &["rbf", "linear"], "rbf").as_str() {
+                "linear" => SvmKernel::Linear,
+                _ => SvmKernel::Rbf { gamma: params.opt_f64(p, "gamma").map(|_| params.f64_in(p, "gamma", 1.0, 1e-12, 1e12)) },
+            },
+            c: params.f64_in(p, "c", 1.0, 1e-12, 1e12),
+            max_rows: params.usize_min(p, "max_rows", 5000, 2),
+            seed,
+        }),
         _ => {
             let defaults = MlpConfig::default();
             Recipe::Mlp(MlpConfig {

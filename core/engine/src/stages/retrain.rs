@@ -190,7 +190,7 @@ impl Retrain {
         for (i, &amount) in amounts.iter().enumerate() {
             let labels = vec![1 - disfavoured; amount];
             let (x, y) = augmented(&x_train, &y_train, &samples[..amount * width], &labels)?;
-            let retrained = recipe.train(&x, &y)?;
+            let retrained = recipe.fit_augmented(&x, &y, x_train.nrows())?.into_model();
             let oracle = Oracle::new(retrained.clone());
             let (score, _, _) = score_of(&oracle)?;
             let (acc, _) = accuracy(&oracle, &x_test, &y_test)?;
@@ -328,7 +328,7 @@ impl Stage for Retrain {
         // Train on the training split plus `rows`, and measure: (model, estimate, test accuracy).
         let mut retrain_with = |rows: &[f64], row_labels: &[u8]| -> Result<(Arc<dyn Model>, Estimate, f64)> {
             let (x, y) = augmented(&x_train, &y_train, rows, row_labels)?;
-            let retrained = recipe.train(&x, &y)?;
+            let retrained = recipe.fit_augmented(&x, &y, x_train.nrows())?.into_model();
             let oracle = Oracle::new(retrained.clone());
             let est = rate_of(&oracle)?;
             let (acc, _) = accuracy(&oracle, &x_test, &y_test)?;
