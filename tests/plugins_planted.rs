@@ -209,3 +209,60 @@ fn sg_reports_every_idi_under_the_search_that_found_it() {
     }
     assert!(f["surrogate_fidelity"].as_f64().unwrap() > 0.9);
 }
+
+/// Favourable when (b + c ≥ 10) XOR (a + shift·sex ≥ 8): the model depends on b and c, but its
+/// discrimination does not: an input is discriminatory exactly when 8 − shift ≤ a < 8, whatever
+/// b and c are.
+struct BandXor {
+    shift: f64,
+}
+
+impl Model for BandXor {
+    fn n_features(&self) -> usize {
+        4
+    }
+    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+        for (o, r) in out.iter_mut().zip(x.chunks_exact(4)) {
+            let favourable = (r[1] + r[2] >= 10.0) != (r[0] + self.shift * r[3] >= 8.0);
+            *o = if favourable { 0.8 } else { 0.2 };
+        }
+        Ok(())
+    }
+    fn describe(&self) -> String {
+        "band xor".into()
+    }
+}
+
+/// SG's directed search toggles one predicate of a discriminatory input's path and keeps the rest
+/// (sticky), so it stays near that input; undirected search leaves the path early. Where the model
+/// uses features its discrimination does not depend on (b, c here), the neighbours of an IDI across
+/// those features are IDIs too, and directed search must find more IDIs per input than undirected.
+/// (On models whose discrimination is a thin band of the very features the path splits on, e.g.
+/// [`Threshold`], toggling a predicate usually leaves the band and the two rates are close.)
+#[test]
+fn sg_directed_search_finds_more_idis_per_input_than_undirected_where_discrimination_is_local() {
+    let domain = domain();
+    // shift 2: discriminatory exactly when a ∈ {6, 7}, 2/11 of the domain.
+    let oracle = Oracle::new(Arc::new(BandXor { shift: 2.0 }));
+    let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
+    // Equal base ranks interleave the two kinds (with the default ranks directed inputs always pop
+    // first and undirected ones are barely generated).
+    let params = json!({ "sample_limit": 600, "lime_samples": 1000, "undirected_rank": 2.0 });
+    let (mut directed, mut undirected) = ((0.0, 0.0), (0.0, 0.0));
+    for rng_seed in [11u64, 12, 13] {
+        let spec = RunSpec { params: &params, seeds: &seeds, rng_seed, budget: FfiBudget::default(), gamma: None };
+        let out = plugin::load_by_name("sg", &[]).unwrap().generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+        for case in &out.cases {
+            assert!((6.0..8.0).contains(&case.instance[0]), "not discriminatory by the formula: {:?}", case.instance);
+        }
+        let f = &out.report.expect("sg reports its per-origin figures")["figures"];
+        let counts = |o: &str| (f[format!("idis_{o}")].as_f64().unwrap(), f[format!("generated_{o}")].as_f64().unwrap());
+        let (d, u) = (counts("directed"), counts("undirected"));
+        assert!(d.1 >= 30.0 && u.1 >= 30.0, "both searches must run: {f}");
+        assert!(d.0 / d.1 > u.0 / u.1, "seed {rng_seed}: directed {d:?} vs undirected {u:?}");
+        directed = (directed.0 + d.0, directed.1 + d.1);
+        undirected = (undirected.0 + u.0, undirected.1 + u.1);
+    }
+    let (d, u) = (directed.0 / directed.1, undirected.0 / undirected.1);
+    assert!(d >= 1.5 * u, "directed {d:.3} vs undirected {u:.3} IDIs per generated input");
+}
