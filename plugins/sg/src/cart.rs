@@ -39,7 +39,6 @@ pub enum Node {
 pub struct Cart {
     /// Nodes; 0 is the root.
     pub nodes: Vec<Node>,
-    width: usize,
 }
 
 fn gini(ones: usize, n: usize) -> f64 {
@@ -50,14 +49,87 @@ fn gini(ones: usize, n: usize) -> f64 {
     2.0 * p * (1.0 - p)
 }
 
+/// One split on a row's path: `x[feature] < threshold` when `less`, else `x[feature] ≥ threshold`;
+/// `reaching` rows reach the split and `taking` of them go the row's way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathStep {
+    /// Feature index.
+    pub feature: usize,
+    /// Split value.
+    pub threshold: f64,
+    /// Whether the row goes left (`<`).
+    pub less: bool,
+    /// Rows reaching the split.
+    pub reaching: usize,
+    /// Rows reaching it that go the row's way.
+    pub taking: usize,
+}
+
+/// The best split (lowest weighted Gini impurity, strictly below the node's) of the rows `idx`, of
+/// which `ones` have label 1; `None` for a pure node or one no split improves. Features are scanned
+/// in parallel on large nodes; ties go to the lower feature index and then the lower threshold, so
+/// the result does not depend on the threads.
+fn best_split(codes: &Codes, labels: &[u8], idx: &[usize], ones: usize, counts: &mut Vec<(usize, usize)>) -> Option<(usize, f64)> {
+    let n = idx.len();
+    if ones == 0 || ones == n {
+        return None;
+    }
+    let parent = gini(ones, n);
+    let scan = |f: usize, counts: &mut Vec<(usize, usize)>| -> Option<(f64, usize, f64)> {
+        let values = &codes.values[f];
+        counts.clear();
+        counts.resize(values.len(), (0, 0));
+        for &i in idx {
+            let c = &mut counts[codes.codes[f][i] as usize];
+            c.0 += 1;
+            c.1 += usize::from(labels[i] == 1);
+        }
+        let mut best: Option<(f64, usize, f64)> = None;
+        let (mut nl, mut left_ones) = (0, 0);
+        let mut previous: Option<usize> = None;
+        for (k, &(c, o)) in counts.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            if let Some(p) = previous {
+                let nr = n - nl;
+                let impurity = (nl as f64 * gini(left_ones, nl) + nr as f64 * gini(ones - left_ones, nr)) / n as f64;
+                if impurity < parent - 1e-12 && best.is_none_or(|b| impurity < b.0 - 1e-12) {
+                    best = Some((impurity, f, (values[p] + values[k]) / 2.0));
+                }
+            }
+            nl += c;
+            left_ones += o;
+            previous = Some(k);
+        }
+        best
+    };
+    let width = codes.values.len();
+    let per_feature: Vec<Option<(f64, usize, f64)>> = if n >= PARALLEL_NODE {
+        (0..width).into_par_iter().map_init(Vec::new, |counts, f| scan(f, counts)).collect()
+    } else {
+        (0..width).map(|f| scan(f, counts)).collect()
+    };
+    let mut best: Option<(f64, usize, f64)> = None;
+    for candidate in per_feature.into_iter().flatten() {
+        if best.is_none_or(|b| candidate.0 < b.0 - 1e-12) {
+            best = Some(candidate);
+        }
+    }
+    best.map(|(_, feature, threshold)| (feature, threshold))
+}
+
 /// Each feature's distinct values (sorted) and every row's index into them.
-struct Codes {
-    values: Vec<Vec<f64>>,
-    codes: Vec<Vec<u32>>,
+pub struct Codes {
+    /// Per feature: distinct values, sorted.
+    pub values: Vec<Vec<f64>>,
+    /// Per feature: each row's index into `values`.
+    pub codes: Vec<Vec<u32>>,
 }
 
 impl Codes {
-    fn new(rows: &[f64], width: usize) -> Self {
+    /// Code `rows` (row-major, `width` columns).
+    pub fn new(rows: &[f64], width: usize) -> Self {
         let n = rows.len() / width.max(1);
         let per_feature: Vec<(Vec<f64>, Vec<u32>)> = (0..width)
             .into_par_iter()
@@ -75,10 +147,17 @@ impl Codes {
     }
 }
 
+impl Codes {
+    /// The value of `feature` in row `row`.
+    fn value(&self, feature: usize, row: usize) -> f64 {
+        self.values[feature][self.codes[feature][row] as usize]
+    }
+}
+
 impl Cart {
     /// Fit on `rows` (row-major, `width` columns) and labels 0/1.
     pub fn fit(rows: &[f64], width: usize, labels: &[u8], max_depth: usize) -> Self {
-        let mut cart = Cart { nodes: Vec::new(), width };
+        let mut cart = Cart { nodes: Vec::new() };
         let codes = Codes::new(rows, width);
         let idx: Vec<usize> = (0..labels.len()).collect();
         let mut counts = Vec::new();
@@ -99,60 +178,35 @@ impl Cart {
         let ones = idx.iter().filter(|&&i| labels[i] == 1).count();
         let class = u8::from(2 * ones > idx.len());
         self.nodes.push(Node::Leaf { class });
-        if ones == 0 || ones == idx.len() || depth >= max_depth {
+        if depth >= max_depth {
             return me;
         }
-        let n = idx.len();
-        let parent = gini(ones, n);
-        // The best split of each feature (in parallel on large nodes), then the best overall; ties go
-        // to the lower feature index, so the result does not depend on the threads.
-        let scan = |f: usize, counts: &mut Vec<(usize, usize)>| -> Option<(f64, usize, f64)> {
-            let values = &codes.values[f];
-            counts.clear();
-            counts.resize(values.len(), (0, 0));
-            for &i in &idx {
-                let c = &mut counts[codes.codes[f][i] as usize];
-                c.0 += 1;
-                c.1 += usize::from(labels[i] == 1);
-            }
-            let mut best: Option<(f64, usize, f64)> = None;
-            let (mut nl, mut left_ones) = (0, 0);
-            let mut previous: Option<usize> = None;
-            for (k, &(c, o)) in counts.iter().enumerate() {
-                if c == 0 {
-                    continue;
-                }
-                if let Some(p) = previous {
-                    let nr = n - nl;
-                    let impurity = (nl as f64 * gini(left_ones, nl) + nr as f64 * gini(ones - left_ones, nr)) / n as f64;
-                    if impurity < parent - 1e-12 && best.is_none_or(|b| impurity < b.0 - 1e-12) {
-                        best = Some((impurity, f, (values[p] + values[k]) / 2.0));
-                    }
-                }
-                nl += c;
-                left_ones += o;
-                previous = Some(k);
-            }
-            best
-        };
-        let per_feature: Vec<Option<(f64, usize, f64)>> = if n >= PARALLEL_NODE {
-            (0..self.width).into_par_iter().map_init(Vec::new, |counts, f| scan(f, counts)).collect()
-        } else {
-            (0..self.width).map(|f| scan(f, counts)).collect()
-        };
-        let mut best: Option<(f64, usize, f64)> = None;
-        for candidate in per_feature.into_iter().flatten() {
-            if best.is_none_or(|b| candidate.0 < b.0 - 1e-12) {
-                best = Some(candidate);
-            }
-        }
-        let Some((_, feature, threshold)) = best else { return me };
-        let (l, r): (Vec<usize>, Vec<usize>) =
-            idx.into_iter().partition(|&i| codes.values[feature][codes.codes[feature][i] as usize] < threshold);
+        let Some((feature, threshold)) = best_split(codes, labels, &idx, ones, counts) else { return me };
+        let (l, r): (Vec<usize>, Vec<usize>) = idx.into_iter().partition(|&i| codes.value(feature, i) < threshold);
         let left = self.grow(codes, labels, l, depth + 1, max_depth, counts);
         let right = self.grow(codes, labels, r, depth + 1, max_depth, counts);
         self.nodes[me] = Node::Split { feature, threshold, left, right };
         me
+    }
+
+    /// The splits on the way from the root to the leaf of row `row` of the coded rows, in the tree that
+    /// [`Cart::fit`] would grow, with the number of rows reaching each split and taking `row`'s
+    /// side — found without growing the branches `row` does not take (CART chooses each node's
+    /// split from that node's rows alone), so it costs about twice a root split instead of a whole
+    /// tree.
+    pub fn path_of(codes: &Codes, labels: &[u8], row: usize, max_depth: usize) -> Vec<PathStep> {
+        let mut idx: Vec<usize> = (0..labels.len()).collect();
+        let mut counts = Vec::new();
+        let mut steps = Vec::new();
+        while steps.len() < max_depth {
+            let ones = idx.iter().filter(|&&i| labels[i] == 1).count();
+            let Some((feature, threshold)) = best_split(codes, labels, &idx, ones, &mut counts) else { break };
+            let less = codes.value(feature, row) < threshold;
+            let reaching = idx.len();
+            idx.retain(|&i| (codes.value(feature, i) < threshold) == less);
+            steps.push(PathStep { feature, threshold, less, reaching, taking: idx.len() });
+        }
+        steps
     }
 
     /// The nodes from the root to `row`'s leaf, with the turn taken at each split (`true`: left).
@@ -186,6 +240,8 @@ impl Cart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
 
     #[test]
     fn learns_a_threshold_and_is_pure_on_its_training_data() {
@@ -200,5 +256,31 @@ mod tests {
         // Deterministic: the same data gives the same tree.
         let again = Cart::fit(&rows, 2, &labels, 64);
         assert_eq!(format!("{:?}", tree.nodes), format!("{:?}", again.nodes));
+    }
+
+    #[test]
+    fn the_path_grown_alone_is_the_path_in_the_whole_tree() {
+        // Noisy labels over 4 features with few values, so the tree is deep and bushy.
+        let width = 4;
+        let n = 3000;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let rows: Vec<f64> = (0..n * width).map(|_| f64::from(rng.gen_range(0..7u8))).collect();
+        let labels: Vec<u8> = rows.chunks(width).map(|r| u8::from(r[0] + r[1] * r[2] > 9.0 + r[3] || rng.gen_bool(0.1))).collect();
+        let tree = Cart::fit(&rows, width, &labels, 64);
+        assert!(tree.leaves() > 50, "a bushy tree: {} leaves", tree.leaves());
+        for row in [0, 1, 17, 500, 2999] {
+            let r = &rows[row * width..(row + 1) * width];
+            let whole: Vec<(usize, f64, bool)> = tree
+                .path(r)
+                .into_iter()
+                .filter_map(|(node, left)| match tree.nodes[node] {
+                    Node::Split { feature, threshold, .. } => Some((feature, threshold, left)),
+                    Node::Leaf { .. } => None,
+                })
+                .collect();
+            let alone: Vec<(usize, f64, bool)> =
+                Cart::path_of(&Codes::new(&rows, width), &labels, row, 64).into_iter().map(|s| (s.feature, s.threshold, s.less)).collect();
+            assert_eq!(whole, alone, "row {row}");
+        }
     }
 }

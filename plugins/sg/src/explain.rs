@@ -8,7 +8,7 @@
 
 use rand::Rng;
 
-use crate::cart::{Cart, Node};
+use crate::cart::{Cart, Codes};
 
 /// One predicate of a path: `x[feature] < threshold` (`less`) or `x[feature] ≥ threshold`.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,45 +42,92 @@ impl Predicate {
 
 /// Empirical per-feature value distributions.
 pub struct Empirical {
-    columns: Vec<Vec<f64>>,
+    /// Per feature: its distinct values, sorted.
+    values: Vec<Vec<f64>>,
+    /// Per feature: the code (index into `values`) of each observed entry, in row order; drawing
+    /// one uniformly draws a value by its empirical frequency.
+    pool: Vec<Vec<u32>>,
+}
+
+/// Perturbed samples around an input, both as values (for the model) and as per-feature codes
+/// (for the tree).
+pub struct Samples {
+    /// Row-major values; row 0 is t.
+    pub rows: Vec<f64>,
+    /// The same rows as per-feature value codes.
+    pub codes: Codes,
 }
 
 impl Empirical {
     /// From `rows` (row-major, `width` columns).
     pub fn new(rows: &[f64], width: usize) -> Self {
-        let columns = (0..width).map(|j| rows.chunks_exact(width).map(|r| r[j]).collect()).collect();
-        Empirical { columns }
+        let (values, pool) = (0..width)
+            .map(|j| {
+                let column: Vec<f64> = rows.chunks_exact(width).map(|r| r[j]).collect();
+                let codes = Codes::new(&column, 1);
+                (codes.values.into_iter().next().unwrap_or_default(), codes.codes.into_iter().next().unwrap_or_default())
+            })
+            .unzip();
+        Empirical { values, pool }
     }
 
-    /// `n` rows, each feature drawn independently by its empirical frequency; row 0 is `t`.
-    pub fn samples<R: Rng>(&self, t: &[f64], n: usize, rng: &mut R) -> Vec<f64> {
-        let mut out = Vec::with_capacity(n * t.len());
-        out.extend_from_slice(t);
+    /// `n` rows, each feature drawn independently by its empirical frequency; row 0 is `t`. The
+    /// codes come with the draw (t's value joins a feature's values when it was not observed), so
+    /// the tree needs no sorting.
+    pub fn samples<R: Rng>(&self, t: &[f64], n: usize, rng: &mut R) -> Samples {
+        let width = t.len();
+        // Each feature's values with t's inserted; codes at or above its slot shift by one.
+        let mut values = Vec::with_capacity(width);
+        let mut shift_from = Vec::with_capacity(width);
+        let mut t_code = Vec::with_capacity(width);
+        for (f, &v) in t.iter().enumerate() {
+            let observed = &self.values[f];
+            let slot = observed.partition_point(|x| x.total_cmp(&v).is_lt());
+            let mut all = observed.clone();
+            if observed.get(slot) == Some(&v) {
+                shift_from.push(u32::MAX);
+            } else {
+                all.insert(slot, v);
+                shift_from.push(slot as u32);
+            }
+            t_code.push(slot as u32);
+            values.push(all);
+        }
+        let mut rows = Vec::with_capacity(n * width);
+        rows.extend_from_slice(t);
+        let mut codes: Vec<Vec<u32>> = t_code
+            .iter()
+            .map(|&c| {
+                let mut column = Vec::with_capacity(n);
+                column.push(c);
+                column
+            })
+            .collect();
         for _ in 1..n {
-            for col in &self.columns {
-                out.push(col[rng.gen_range(0..col.len())]);
+            for (f, pool) in self.pool.iter().enumerate() {
+                let observed = pool[rng.gen_range(0..pool.len())];
+                rows.push(self.values[f][observed as usize]);
+                codes[f].push(if observed >= shift_from[f] { observed + 1 } else { observed });
             }
         }
-        out
+        Samples { rows, codes: Codes { values, codes } }
     }
 }
 
-/// The decision path of `rows[0]` in a tree fitted to `rows` labelled `labels` (0/1).
-pub fn decision_path(rows: &[f64], width: usize, labels: &[u8]) -> Vec<Predicate> {
+/// The decision path of sample 0 (t) in a tree fitted to the samples labelled `labels` (0/1).
+pub fn decision_path(samples: &Samples, labels: &[u8]) -> Vec<Predicate> {
     if labels.iter().all(|&l| l == labels[0]) {
         return Vec::new();
     }
-    let tree = Cart::fit(rows, width, labels, 64);
-    let t = &rows[..width];
-    let mut reaching: Vec<usize> = (0..labels.len()).collect();
-    let mut path = Vec::new();
-    for (node, go_left) in tree.path(t) {
-        let Node::Split { feature, threshold, .. } = tree.nodes[node] else { break };
-        let same: Vec<usize> = reaching.iter().copied().filter(|&i| (rows[i * width + feature] < threshold) == go_left).collect();
-        path.push(Predicate { feature, threshold, less: go_left, confidence: same.len() as f64 / reaching.len().max(1) as f64 });
-        reaching = same;
-    }
-    path
+    Cart::path_of(&samples.codes, labels, 0, 64)
+        .into_iter()
+        .map(|step| Predicate {
+            feature: step.feature,
+            threshold: step.threshold,
+            less: step.less,
+            confidence: step.taking as f64 / step.reaching.max(1) as f64,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -93,9 +140,10 @@ mod tests {
         let width = 2;
         let rows: Vec<f64> = (0..200).flat_map(|i| [f64::from(i % 10), f64::from((i * 7) % 3)]).collect();
         let labels: Vec<u8> = rows.chunks(2).map(|r| u8::from(r[0] >= 5.0)).collect();
-        let path = decision_path(&rows, width, &labels);
+        let samples = Samples { codes: Codes::new(&rows, width), rows };
+        let path = decision_path(&samples, &labels);
         assert!(!path.is_empty());
-        let t = &rows[..2];
+        let t = &samples.rows[..2];
         assert!(path.iter().all(|p| p.holds(t)), "t satisfies its own path: {path:?}");
         assert!(path.iter().any(|p| p.feature == 0 && (p.threshold - 4.5).abs() < 1e-9), "{path:?}");
         assert!(path.iter().all(|p| p.confidence > 0.0 && p.confidence <= 1.0));
@@ -107,7 +155,15 @@ mod tests {
         let e = Empirical::new(&[1.0, 10.0, 2.0, 20.0], 2);
         let mut rng = rand::rngs::mock::StepRng::new(0, 1 << 60);
         let s = e.samples(&[9.0, 9.0], 5, &mut rng);
-        assert_eq!(&s[..2], &[9.0, 9.0]);
-        assert!(s[2..].chunks(2).all(|r| [1.0, 2.0].contains(&r[0]) && [10.0, 20.0].contains(&r[1])));
+        assert_eq!(&s.rows[..2], &[9.0, 9.0]);
+        assert!(s.rows[2..].chunks(2).all(|r| [1.0, 2.0].contains(&r[0]) && [10.0, 20.0].contains(&r[1])));
+        // The codes that come with the draw are the ones sorting would give.
+        let sorted = Codes::new(&s.rows, 2);
+        assert_eq!(s.codes.values, sorted.values);
+        assert_eq!(s.codes.codes, sorted.codes);
+        // t's value already observed: no new slot.
+        let s = e.samples(&[2.0, 10.0], 5, &mut rng);
+        assert_eq!(s.codes.values, vec![vec![1.0, 2.0], vec![10.0, 20.0]]);
+        assert_eq!(Codes::new(&s.rows, 2).codes, s.codes.codes);
     }
 }

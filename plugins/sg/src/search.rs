@@ -144,8 +144,8 @@ pub fn run(host: &mut Host, settings: &SearchSettings, seeds: &[f64], empirical:
         }
         // Local explanation: samples around t labelled by the model in one call.
         let samples = empirical.samples(&t, settings.lime_samples, &mut host.rng);
-        let labels: Vec<u8> = host.predict(&samples)?.into_iter().map(|p| u8::from(p > 0.5)).collect();
-        let path = decision_path(&samples, width, &labels);
+        let labels: Vec<u8> = host.predict(&samples.rows)?.into_iter().map(|p| u8::from(p > 0.5)).collect();
+        let path = decision_path(&samples, &labels);
         // New path constraints (directed first, then undirected), each solved once.
         let mut candidates: Vec<(Vec<Predicate>, Source)> = Vec::new();
         if verdict.discriminatory {
