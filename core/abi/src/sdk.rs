@@ -127,7 +127,7 @@ impl Description {
                 continue;
             }
             let Some(spec) = self.params.iter().find(|p| p.name == key) else {
-                let hint = closest(key, &names).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
+                let hint = did_you_mean(key, names.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
                 return Err(PluginError::InvalidParams(format!("unknown parameter `{key}`{hint}; parameters: {}", names.join(", "))));
             };
             let ok = match spec.ty {
@@ -155,20 +155,29 @@ impl Description {
     }
 }
 
-fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    fn distance(a: &str, b: &str) -> usize {
-        let b: Vec<char> = b.chars().collect();
-        let mut prev: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.chars().enumerate() {
-            let mut cur = vec![i + 1; b.len() + 1];
-            for (j, cb) in b.iter().enumerate() {
-                cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-            }
-            prev = cur;
+/// The closest candidate to `name` by edit distance, if it is close enough to be a plausible typo
+/// (shared by plugins and the host for "did you mean" hints).
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(2) && *d < c.len())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
         }
-        prev[b.len()]
+        prev = cur;
     }
-    candidates.iter().map(|c| (distance(name, c), *c)).filter(|(d, c)| *d <= (c.len() / 3).max(2)).min_by_key(|(d, _)| *d).map(|(_, c)| c)
+    prev[b.len()]
 }
 
 /// Validated parameters with defaults filled in.

@@ -177,34 +177,11 @@ pub enum Error {
 /// Result with the engine's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The closest candidate to `name` by edit distance, if it is close enough to be a plausible typo.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(2) && *d < c.len())
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
+pub use fairpipe_abi::sdk::did_you_mean;
 
 /// " (did you mean `x`?)" or "".
 pub fn hint(name: &str, candidates: &[&str]) -> String {
     did_you_mean(name, candidates.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
