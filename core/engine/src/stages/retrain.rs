@@ -225,6 +225,11 @@ impl Retrain {
         );
         put(&mut figures, "after", json!({"accuracy_test": acc_after, "group_score": score_after}));
         put(&mut figures, "rate_reduction", if score_before > 0.0 { 1.0 - score_after / score_before } else { 0.0 });
+        // The contract's fields: here the measure is the worst group's score, and no IDIs are used.
+        put(&mut figures, "rate_before", score_before);
+        put(&mut figures, "rate_after", score_after);
+        put(&mut figures, "idis_before", serde_json::Value::Null);
+        put(&mut figures, "idis_after", serde_json::Value::Null);
         put(&mut figures, "accuracy_before", acc_before);
         put(&mut figures, "accuracy_after", acc_after);
         put(&mut figures, "accuracy_change", acc_after - acc_before);
