@@ -79,6 +79,9 @@ pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
     groups_section(&mut h, &of_kind(&["group_score"]));
     metrics_section(&mut h, &of_kind(&["group_metrics"]), tables);
     retrain_section(&mut h, &of_kind(&["retrain"]));
+    if !of_kind(&["retrain"]).is_empty() {
+        comparison_section(&mut h, &order, &stages);
+    }
     pairs_section(&mut h, &of_kind(&["verify", "check"]), tables);
     h.push_str("</body></html>\n");
     h
@@ -355,6 +358,73 @@ fn retrain_section(h: &mut String, retrains: &[(String, Value)]) {
     h.push_str("</table>");
 }
 
+/// One measurement of a model: the family it belongs to (the same measurement taken of another
+/// model has the same family) and its value.
+fn measurement(stages: &serde_json::Map<String, Value>, f: &Value) -> Option<(String, String, String)> {
+    let input = |v: &Value, role: &str| v["inputs"][role].as_str().map(String::from);
+    match f["kind"].as_str()? {
+        "estimate" => Some((
+            input(f, "model")?,
+            format!("estimated rate ({} inputs)", num(&f["samples"])),
+            format!("{} [{}, {}]", pct(&f["rate"]), pct(&f["ci95"][0]), pct(&f["ci95"][1])),
+        )),
+        "verify" => {
+            let generate = stages.get(&input(f, "cases")?)?;
+            let plugin = generate["plugin"].as_str().unwrap_or("?").split(' ').next().unwrap_or("?").to_string();
+            Some((
+                input(generate, "model")?,
+                format!(
+                    "IDIs found by {plugin} ({} seeds, params {})",
+                    num(&generate["seed_source"]),
+                    esc(&generate["params"].to_string())
+                ),
+                format!("{} of {} inputs", num(&f["discriminatory"]), num(&f["generated"])),
+            ))
+        }
+        "group_score" => Some((input(f, "model")?, "worst group score".into(), num(&f["worst_score"]))),
+        _ => None,
+    }
+}
+
+/// Each model (trained, loaded, retrained) beside the others, measured the same way: the same
+/// estimate, the same generator from the same seeds, the same group scoring.
+fn comparison_section(h: &mut String, order: &[String], stages: &serde_json::Map<String, Value>) {
+    let models: Vec<&String> = order
+        .iter()
+        .filter(|n| stages.get(*n).is_some_and(|f| ["train", "load_model", "retrain"].iter().any(|k| f["kind"] == *k)))
+        .collect();
+    let mut families: Vec<String> = Vec::new();
+    let mut cells: Vec<(String, String, String)> = Vec::new();
+    for f in order.iter().filter_map(|n| stages.get(n)) {
+        if let Some((model, family, value)) = measurement(stages, f) {
+            if !families.contains(&family) {
+                families.push(family.clone());
+            }
+            cells.push((model, family, value));
+        }
+    }
+    // Only measurements taken of more than one model compare anything.
+    families
+        .retain(|fam| cells.iter().filter(|(_, f, _)| f == fam).map(|(m, _, _)| m).collect::<std::collections::BTreeSet<_>>().len() > 1);
+    if families.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Each model, measured the same way</h2><table><tr><th>model</th><th>test accuracy</th>");
+    for fam in &families {
+        let _ = write!(h, "<th>{fam}</th>");
+    }
+    h.push_str("</tr>");
+    for m in models {
+        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(m), pct(&stages[m.as_str()]["accuracy_test"]));
+        for fam in &families {
+            let values: Vec<&str> = cells.iter().filter(|(cm, cf, _)| cm == m && cf == fam).map(|(_, _, v)| v.as_str()).collect();
+            let _ = write!(h, "<td>{}</td>", if values.is_empty() { "—".to_string() } else { values.join("; ") });
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
+}
+
 fn pairs_section(h: &mut String, sources: &[(String, Value)], tables: &[(String, Table)]) {
     for (n, _) in sources {
         let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
@@ -414,5 +484,29 @@ mod tests {
         assert!(html.contains("<polyline"), "the IDI curve");
         assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
         assert!(!html.contains("<script") && !html.contains("http://") || html.contains("xmlns=\"http://www.w3.org/2000/svg\""));
+    }
+
+    #[test]
+    fn models_are_compared_on_the_measurements_taken_of_more_than_one() {
+        let summary = json!({
+            "pipeline": "p", "seed": 1,
+            "stage_order": ["m", "fair", "g1", "v1", "g2", "v2", "e1"],
+            "stages": {
+                "m": {"kind": "train", "accuracy_test": 0.8},
+                "fair": {"kind": "retrain", "accuracy_test": 0.79, "inputs": {"model": "m"}},
+                "g1": {"kind": "generate", "plugin": "maft 0.1.0", "seed_source": "10 uniform random (seed 7)", "params": {}, "inputs": {"model": "m"}},
+                "v1": {"kind": "verify", "discriminatory": 40, "generated": 100, "inputs": {"cases": "g1"}},
+                "g2": {"kind": "generate", "plugin": "maft 0.1.0", "seed_source": "10 uniform random (seed 7)", "params": {}, "inputs": {"model": "fair"}},
+                "v2": {"kind": "verify", "discriminatory": 4, "generated": 100, "inputs": {"cases": "g2"}},
+                "e1": {"kind": "estimate", "rate": 0.1, "ci95": [0.09, 0.11], "samples": 1000, "inputs": {"model": "m"}}
+            }
+        });
+        let html = render(&summary, &[]);
+        let section = &html[html.find("Each model, measured the same way").expect("the comparison")..];
+        assert!(section.contains("IDIs found by maft (10 uniform random (seed 7) seeds"), "{section}");
+        assert!(section.contains("<td>m</td><td>80.00%</td><td>40 of 100 inputs</td>"), "{section}");
+        assert!(section.contains("<td>fair</td><td>79.00%</td><td>4 of 100 inputs</td>"), "{section}");
+        // The estimate was taken of one model only: no column.
+        assert!(!section.contains("estimated rate"), "{section}");
     }
 }

@@ -327,6 +327,7 @@ impl Pipeline {
             figures.insert("kind".into(), json!(planned.kind.name));
             figures.insert("elapsed_s".into(), json!(started.elapsed().as_secs_f64()));
             figures.insert("model_queries".into(), json!(output.model_queries));
+            figures.insert("inputs".into(), json!(planned.inputs));
             for (k, v) in output.figures {
                 figures.insert(k, v);
             }

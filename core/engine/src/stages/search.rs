@@ -147,11 +147,12 @@ impl Stage for Generate {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
         let domain = &with_protected(&model.data.domain, self.protected.as_deref())?;
-        let seeds: Vec<f64> = match inputs.seeds("seeds")? {
-            Some(s) => s.seeds.rows.iter().copied().collect(),
+        let (seeds, seeds_description): (Vec<f64>, String) = match inputs.seeds("seeds")? {
+            Some(s) => (s.seeds.rows.iter().copied().collect(), format!("{} from the seeds input", s.seeds.rows.nrows())),
             None => {
                 let seed = self.random_seeds_seed.unwrap_or(ctx.seed ^ 0x5eed);
-                domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(seed), self.random_seeds)
+                let rows = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(seed), self.random_seeds);
+                (rows, format!("{} uniform random (seed {seed})", self.random_seeds))
             }
         };
         let before = model.oracle.rows();
@@ -164,6 +165,7 @@ impl Stage for Generate {
         let mut figures = Map::new();
         put(&mut figures, "plugin", format!("{} {}", self.plugin.name, self.plugin.version));
         put(&mut figures, "params", self.params.clone());
+        put(&mut figures, "seed_source", seeds_description);
         put(&mut figures, "generated", output.generated);
         put(&mut figures, "emitted", output.cases.len());
         put(&mut figures, "run_elapsed_s", elapsed_s);
