@@ -79,9 +79,7 @@ pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
     groups_section(&mut h, &of_kind(&["group_score"]));
     metrics_section(&mut h, &of_kind(&["group_metrics"]), tables);
     retrain_section(&mut h, &of_kind(&["retrain"]));
-    if !of_kind(&["retrain"]).is_empty() {
-        comparison_section(&mut h, &order, &stages);
-    }
+    comparison_section(&mut h, &order, &stages);
     pairs_section(&mut h, &of_kind(&["verify", "check"]), tables);
     h.push_str("</body></html>\n");
     h
@@ -494,16 +492,16 @@ mod tests {
             "stages": {
                 "m": {"kind": "train", "accuracy_test": 0.8},
                 "fair": {"kind": "retrain", "accuracy_test": 0.79, "inputs": {"model": "m"}},
-                "g1": {"kind": "generate", "plugin": "maft 0.1.0", "seed_source": "10 uniform random (seed 7)", "params": {}, "inputs": {"model": "m"}},
+                "g1": {"kind": "generate", "plugin": "maft 0.1.0", "seed_source": "10 uniform random seeds (seed 7)", "params": {}, "inputs": {"model": "m"}},
                 "v1": {"kind": "verify", "discriminatory": 40, "generated": 100, "inputs": {"cases": "g1"}},
-                "g2": {"kind": "generate", "plugin": "maft 0.1.0", "seed_source": "10 uniform random (seed 7)", "params": {}, "inputs": {"model": "fair"}},
+                "g2": {"kind": "generate", "plugin": "maft 0.1.0", "seed_source": "10 uniform random seeds (seed 7)", "params": {}, "inputs": {"model": "fair"}},
                 "v2": {"kind": "verify", "discriminatory": 4, "generated": 100, "inputs": {"cases": "g2"}},
                 "e1": {"kind": "estimate", "rate": 0.1, "ci95": [0.09, 0.11], "samples": 1000, "inputs": {"model": "m"}}
             }
         });
         let html = render(&summary, &[]);
         let section = &html[html.find("Each model, measured the same way").expect("the comparison")..];
-        assert!(section.contains("IDIs found by maft (10 uniform random (seed 7) seeds"), "{section}");
+        assert!(section.contains("IDIs found by maft from 10 uniform random seeds (seed 7)"), "{section}");
         assert!(section.contains("<td>m</td><td>80.00%</td><td>40 of 100 inputs</td>"), "{section}");
         assert!(section.contains("<td>fair</td><td>79.00%</td><td>4 of 100 inputs</td>"), "{section}");
         // The estimate was taken of one model only: no column.

@@ -148,11 +148,11 @@ impl Stage for Generate {
         let model = inputs.model("model")?;
         let domain = &with_protected(&model.data.domain, self.protected.as_deref())?;
         let (seeds, seeds_description): (Vec<f64>, String) = match inputs.seeds("seeds")? {
-            Some(s) => (s.seeds.rows.iter().copied().collect(), format!("{} from the seeds input", s.seeds.rows.nrows())),
+            Some(s) => (s.seeds.rows.iter().copied().collect(), format!("{} seeds from the seeds input", s.seeds.rows.nrows())),
             None => {
                 let seed = self.random_seeds_seed.unwrap_or(ctx.seed ^ 0x5eed);
                 let rows = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(seed), self.random_seeds);
-                (rows, format!("{} uniform random (seed {seed})", self.random_seeds))
+                (rows, format!("{} uniform random seeds (seed {seed})", self.random_seeds))
             }
         };
         let before = model.oracle.rows();
