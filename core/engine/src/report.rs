@@ -371,11 +371,7 @@ fn measurement(stages: &serde_json::Map<String, Value>, f: &Value) -> Option<(St
             let plugin = generate["plugin"].as_str().unwrap_or("?").split(' ').next().unwrap_or("?").to_string();
             Some((
                 input(generate, "model")?,
-                format!(
-                    "IDIs found by {plugin} ({} seeds, params {})",
-                    num(&generate["seed_source"]),
-                    esc(&generate["params"].to_string())
-                ),
+                format!("IDIs found by {plugin} from {}, params {}", num(&generate["seed_source"]), esc(&generate["params"].to_string())),
                 format!("{} of {} inputs", num(&f["discriminatory"]), num(&f["generated"])),
             ))
         }
