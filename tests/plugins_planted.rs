@@ -255,6 +255,8 @@ fn sg_directed_search_finds_more_idis_per_input_than_undirected_where_discrimina
         for case in &out.cases {
             assert!((6.0..8.0).contains(&case.instance[0]), "not discriminatory by the formula: {:?}", case.instance);
         }
+        let flat: Vec<f64> = out.cases.iter().flat_map(|c| c.instance.iter().copied()).collect();
+        assert!(Checker::new(&domain, None).check(&oracle, &flat).unwrap().iter().all(|v| v.discriminatory), "the host rejects a case");
         let f = &out.report.expect("sg reports its per-origin figures")["figures"];
         let counts = |o: &str| (f[format!("idis_{o}")].as_f64().unwrap(), f[format!("generated_{o}")].as_f64().unwrap());
         let (d, u) = (counts("directed"), counts("undirected"));
