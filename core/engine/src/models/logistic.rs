@@ -2,9 +2,10 @@
 
 use linfa::prelude::*;
 use linfa_logistic::LogisticRegression;
-use ndarray::{Array1, Array2, ArrayView2, Axis};
+use ndarray::{Array1, Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
+use super::standardise::Standardiser;
 use crate::error::ModelError;
 use crate::oracle::Model;
 
@@ -13,16 +14,15 @@ use crate::oracle::Model;
 pub struct Logistic {
     weights: Array1<f64>,
     intercept: f64,
-    mean: Array1<f64>,
-    scale: Array1<f64>,
+    #[serde(flatten)]
+    standardiser: Standardiser,
 }
 
 impl Logistic {
     /// Fit on `x`, `y` (classes 0/1) with at most `max_iterations` L-BFGS steps and L2 penalty `alpha`.
     pub fn train(x: &Array2<f64>, y: &[u8], max_iterations: u64, alpha: f64) -> Result<Self, ModelError> {
-        let mean = x.mean_axis(Axis(0)).ok_or_else(|| ModelError::Train("no training rows".into()))?;
-        let scale = x.std_axis(Axis(0), 0.0).mapv(|s| if s > 1e-12 { s } else { 1.0 });
-        let z = (x - &mean) / &scale;
+        let standardiser = Standardiser::fit(x.view())?;
+        let z = standardiser.apply(x.view());
         let targets: Array1<usize> = y.iter().map(|&v| v as usize).collect();
         if targets.iter().all(|&t| t == targets[0]) {
             return Err(ModelError::Train("the training labels hold a single class".into()));
@@ -35,12 +35,12 @@ impl Logistic {
             .map_err(|e| ModelError::Train(e.to_string()))?;
         // linfa's probability is that of its "positive" class: flip it when that class is 0.
         let sign = if fitted.labels().pos.class == 1 { 1.0 } else { -1.0 };
-        Ok(Logistic { weights: fitted.params().mapv(|w| sign * w), intercept: sign * fitted.intercept(), mean, scale })
+        Ok(Logistic { weights: fitted.params().mapv(|w| sign * w), intercept: sign * fitted.intercept(), standardiser })
     }
 
     /// P(class 1) per row.
     pub fn predict(&self, x: ArrayView2<f64>) -> Array1<f64> {
-        let z = (&x - &self.mean) / &self.scale;
+        let z = self.standardiser.apply(x);
         (z.dot(&self.weights) + self.intercept).mapv(|v| 1.0 / (1.0 + (-v).exp()))
     }
 }

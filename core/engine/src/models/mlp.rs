@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
+use super::standardise::Standardiser;
 use crate::error::ModelError;
 use crate::oracle::Model;
 
@@ -42,8 +43,8 @@ pub struct Mlp {
     pub sizes: Vec<usize>,
     weights: Vec<Array2<f64>>,
     biases: Vec<Array1<f64>>,
-    mean: Array1<f64>,
-    scale: Array1<f64>,
+    #[serde(flatten)]
+    standardiser: Standardiser,
 }
 
 struct Adam {
@@ -68,7 +69,7 @@ impl Mlp {
             weights.push(Array2::from_shape_fn((w[0], w[1]), |_| rng.gen_range(-limit..limit)));
             biases.push(Array1::zeros(w[1]));
         }
-        Mlp { sizes, weights, biases, mean: Array1::zeros(n_inputs), scale: Array1::ones(n_inputs) }
+        Mlp { sizes, weights, biases, standardiser: Standardiser::identity(n_inputs) }
     }
 
     /// Train a fresh network on `x`, `y` (classes 0/1).
@@ -77,8 +78,7 @@ impl Mlp {
             return Err(ModelError::Train(format!("{} rows of features for {} labels", x.nrows(), y.len())));
         }
         let mut net = Mlp::new(x.ncols(), &config.hidden, config.seed);
-        net.mean = x.mean_axis(Axis(0)).unwrap_or_else(|| Array1::zeros(x.ncols()));
-        net.scale = x.std_axis(Axis(0), 0.0).mapv(|s| if s > 1e-12 { s } else { 1.0 });
+        net.standardiser = Standardiser::fit(x.view())?;
         let z = net.standardise(x.view());
         let mut adam = Adam {
             m: net.weights.iter().map(|w| Array2::zeros(w.raw_dim())).collect(),
@@ -102,7 +102,7 @@ impl Mlp {
     }
 
     fn standardise(&self, x: ArrayView2<f64>) -> Array2<f64> {
-        (&x - &self.mean) / &self.scale
+        self.standardiser.apply(x)
     }
 
     /// Pre-activations and activations of every layer for standardised input `z`.
@@ -202,7 +202,7 @@ impl Mlp {
             }
             delta = back;
         }
-        delta / &self.scale
+        delta / self.standardiser.scale()
     }
 }
 

@@ -6,6 +6,7 @@ pub mod logistic;
 pub mod mlp;
 pub mod onnx;
 pub mod onnx_dense;
+pub mod standardise;
 pub mod svm;
 pub mod tree;
 pub mod zoo;

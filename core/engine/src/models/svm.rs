@@ -2,14 +2,16 @@
 //!
 //! linfa-svm holds the whole kernel matrix in memory (n² values: 7.7 GB for the 31k census rows)
 //! and evaluates a prediction one support vector at a time. So training uses a seeded random
-//! subsample of at most `max_rows` rows, stable when rows are appended (the Aequitas paper's scikit-learn SVC caches kernel rows
-//! instead), and prediction re-computes the decision function from linfa's dual coefficients as
-//! one matrix product per batch: ‖x − s‖² = ‖x‖² + ‖s‖² − 2 x·s.
+//! subsample of at most `max_rows` rows (the Aequitas paper's scikit-learn SVC caches kernel rows
+//! instead; retraining keeps that subsample and adds the new rows, see [`Svm::train_augmented`]),
+//! and prediction re-computes the decision function from linfa's dual coefficients as one matrix
+//! product per batch: ‖x − s‖² = ‖x‖² + ‖s‖² − 2 x·s.
 
 use linfa::prelude::*;
 use ndarray::{Array1, Array2, ArrayView2, Axis};
 use serde::{Deserialize, Serialize};
 
+use super::standardise::Standardiser;
 use crate::error::ModelError;
 use crate::oracle::Model;
 
@@ -56,8 +58,8 @@ enum Decision {
 /// value: monotone in it, not a calibrated probability.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Svm {
-    mean: Array1<f64>,
-    scale: Array1<f64>,
+    #[serde(flatten)]
+    standardiser: Standardiser,
     rho: f64,
     decision: Decision,
     rows_trained: usize,
@@ -86,9 +88,8 @@ impl Svm {
         if targets.iter().all(|&t| t == targets[0]) {
             return Err(ModelError::Train("the training labels hold a single class".into()));
         }
-        let mean = xs.mean_axis(Axis(0)).ok_or_else(|| ModelError::Train("no training rows".into()))?;
-        let scale = xs.std_axis(Axis(0), 0.0).mapv(|s| if s > 1e-12 { s } else { 1.0 });
-        let z = (&xs - &mean) / &scale;
+        let standardiser = Standardiser::fit(xs.view())?;
+        let z = standardiser.apply(xs.view());
         let params = linfa_svm::Svm::<f64, bool>::params().pos_neg_weights(config.c, config.c).eps(1e-3);
         let params = match config.kernel {
             SvmKernel::Linear => params.linear_kernel(),
@@ -111,7 +112,7 @@ impl Svm {
                 coef,
             },
         };
-        Ok(Svm { mean, scale, rho: fitted.rho, decision, rows_trained: rows.len() })
+        Ok(Svm { standardiser, rho: fitted.rho, decision, rows_trained: rows.len() })
     }
 
     fn gamma(gamma: Option<f64>, n_features: usize) -> f64 {
@@ -120,7 +121,7 @@ impl Svm {
 
     /// The decision value per row: positive means class 1.
     pub fn decision(&self, x: ArrayView2<f64>) -> Array1<f64> {
-        let z = (&x - &self.mean) / &self.scale;
+        let z = self.standardiser.apply(x);
         match &self.decision {
             Decision::Linear { weights } => z.dot(weights) - self.rho,
             Decision::Rbf { gamma, support, support_sq, coef } => {
@@ -144,8 +145,8 @@ impl Svm {
 }
 
 /// The `max_rows` rows (of `n`) with the smallest seeded per-row keys, in row order: a uniform
-/// random subsample that is stable under appended rows, so retraining on augmented data keeps the
-/// original rows it trained on except those displaced by added rows.
+/// random subsample in which a row's fate depends on (seed, row) alone, so appending rows to `n`
+/// keeps every picked row that the new ones do not displace.
 fn subsample(n: usize, max_rows: usize, seed: u64) -> Vec<usize> {
     if n <= max_rows {
         return (0..n).collect();
@@ -166,11 +167,11 @@ fn subsample(n: usize, max_rows: usize, seed: u64) -> Vec<usize> {
 
 impl Model for Svm {
     fn n_features(&self) -> usize {
-        self.mean.len()
+        self.standardiser.width()
     }
 
     fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
-        let view = ArrayView2::from_shape((out.len(), self.mean.len()), x).map_err(|e| ModelError::Inference(e.to_string()))?;
+        let view = ArrayView2::from_shape((out.len(), self.standardiser.width()), x).map_err(|e| ModelError::Inference(e.to_string()))?;
         out.iter_mut().zip(self.decision(view)).for_each(|(o, d)| *o = 1.0 / (1.0 + (-d).exp()));
         Ok(())
     }
@@ -213,7 +214,7 @@ mod tests {
         let model = Svm::train(&x, &y, &config).unwrap();
         assert!(accuracy(&model, &x, &y) > 0.97, "rbf accuracy {}", accuracy(&model, &x, &y));
         // linfa's own prediction, row by row, on the same standardised inputs.
-        let z = (&x - &model.mean) / &model.scale;
+        let z = model.standardiser.apply(x.view());
         let targets: Array1<bool> = y.iter().map(|&v| v == 1).collect();
         let reference = linfa_svm::Svm::<f64, bool>::params()
             .pos_neg_weights(1.0, 1.0)
