@@ -129,8 +129,7 @@ fn assert_bad_data(csv: &str, label: &str, protected: &str, fragments: &[&str]) 
     );
     let pipeline = write(dir.path(), "p.toml", &text);
     let out = dir.path().join("out");
-    let (ok, stdout, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
-    assert!(!ok, "run passed:\n{stdout}");
+    let stderr = run_failing(&pipeline, &out);
     for f in fragments {
         assert!(stderr.contains(f), "no {f:?} in:\n{stderr}");
     }
@@ -180,8 +179,7 @@ fn unknown_protected_override_names_the_stage_and_suggests_the_column() {
     let dir = tempfile::tempdir().unwrap();
     let pipeline = write(dir.path(), "p.toml", &text);
     let out = dir.path().join("out");
-    let (ok, stdout, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
-    assert!(!ok, "run passed:\n{stdout}");
+    let stderr = run_failing(&pipeline, &out);
     assert!(stderr.contains("stage `estimate`"), "{stderr}");
     assert!(stderr.contains("protected attribute `gendr` is not a feature column (did you mean `gender`?)"), "{stderr}");
     assert_eq!(std::fs::read_dir(&out).map(|d| d.count()).unwrap_or(0), 0, "files were written despite the failure");

@@ -97,8 +97,7 @@ fn a_loaded_model_cannot_be_retrained_and_says_why() {
         + "\n[stages.fairer]\nkind = \"retrain\"\nmodel = \"model\"\ncases = \"gender_verified\"\n";
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "p.toml", &text);
-    let (ok, _, stderr) = fairpipe(&["run", file.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap(), "--quiet"]);
-    assert!(!ok);
+    let stderr = run_failing(&file, &dir.path().join("out"));
     assert!(stderr.contains("stage `fairer` (retrain) failed: retrain needs a model trained by a `train` stage"), "{stderr}");
 }
 

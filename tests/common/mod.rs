@@ -24,6 +24,13 @@ pub fn run_pipeline(pipeline: &Path, out: &Path, extra: &[&str]) -> serde_json::
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
+/// Run a pipeline into `out`, asserting that it fails; returns its stderr.
+pub fn run_failing(pipeline: &Path, out: &Path) -> String {
+    let (ok, stdout, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(!ok, "{} passed:\n{stdout}", pipeline.display());
+    stderr
+}
+
 /// Write `text` as a pipeline file in `dir` (next to copies of nothing: paths inside point at the
 /// bundled data through absolute paths).
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
