@@ -78,7 +78,7 @@ pub fn number(v: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::domain::{Attribute, AttributeKind};
     use serde_json::json;
@@ -91,9 +91,9 @@ mod tests {
         assert!(GroupRule::parse(&json!([{"attribute": 5, "values": [1.0]}]), 2).is_err());
     }
 
-    #[test]
-    fn conditions_decode_to_original_values() {
-        let d = Domain {
+    /// Two protected attributes: race (categorical Black, White, Other) and age (integer 0..=90).
+    pub(crate) fn race_age_domain() -> Domain {
+        Domain {
             attributes: vec![
                 Attribute {
                     name: "race".into(),
@@ -105,7 +105,12 @@ mod tests {
                 },
                 Attribute { name: "age".into(), kind: AttributeKind::Integer, lower: 0.0, upper: 90.0, step: 1.0, protected: true },
             ],
-        };
+        }
+    }
+
+    #[test]
+    fn conditions_decode_to_original_values() {
+        let d = race_age_domain();
         let describe = |c: Value| GroupRule::parse(&c, 2).unwrap().describe(&d);
         assert_eq!(describe(json!([{"attribute": 0, "values": [1.0]}])), "race = White");
         assert_eq!(describe(json!([{"attribute": 0, "values": [0.0, 2.0]}])), "race ∈ {Black, Other}");

@@ -363,27 +363,11 @@ impl Stage for GroupMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fairpipe_abi::domain::{Attribute, AttributeKind};
-
-    fn domain() -> Domain {
-        Domain {
-            attributes: vec![
-                Attribute {
-                    name: "race".into(),
-                    kind: AttributeKind::Categorical { levels: vec!["Black".into(), "White".into(), "Other".into()] },
-                    lower: 0.0,
-                    upper: 2.0,
-                    step: 1.0,
-                    protected: true,
-                },
-                Attribute { name: "age".into(), kind: AttributeKind::Integer, lower: 0.0, upper: 90.0, step: 1.0, protected: true },
-            ],
-        }
-    }
+    use crate::group_rule::tests::race_age_domain;
 
     #[test]
     fn impact_ratios_against_the_most_selected_group() {
-        let d = domain();
+        let d = race_age_domain();
         // Black: 2 of 4 selected; White: 4 of 4; Other: 1 of 4.
         let rows: Vec<f64> = (0..12).flat_map(|i| [f64::from(i / 4), 30.0]).collect();
         let selected = [true, true, false, false, true, true, true, true, true, false, false, false];
@@ -395,7 +379,7 @@ mod tests {
 
     #[test]
     fn many_valued_attributes_are_binned() {
-        let d = domain();
+        let d = race_age_domain();
         // Ages 0..90: 91 values, grouped into 10 bins of width 9.
         let rows: Vec<f64> = (0..91).flat_map(|i| [0.0, f64::from(i)]).collect();
         let selected = vec![true; 91];
@@ -408,7 +392,7 @@ mod tests {
 
     #[test]
     fn small_groups_are_not_the_reference_group() {
-        let d = domain();
+        let d = race_age_domain();
         // Black: 1 of 10 selected; White: 5 of 10; Other: 1 of 1.
         let rows: Vec<f64> = (0..21).flat_map(|i| [f64::from(u8::from(i >= 10) + u8::from(i >= 20)), 30.0]).collect();
         let selected: Vec<bool> = (0..21).map(|i| i == 0 || (10..15).contains(&i) || i == 20).collect();
