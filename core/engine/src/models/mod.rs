@@ -101,11 +101,6 @@ impl Recipe {
         }
     }
 
-    /// Train a fresh model on `x`, `y`, ready to query.
-    pub fn train(&self, x: &ndarray::Array2<f64>, y: &[u8]) -> Result<Arc<dyn Model>, ModelError> {
-        Ok(self.fit(x, y)?.into_model())
-    }
-
     /// "mlp", "logistic", "tree", "forest", "svm".
     pub fn name(&self) -> &'static str {
         match self {

@@ -56,9 +56,7 @@ impl Forest {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Forest { trees, n_features: n })
     }
-}
 
-impl Forest {
     /// Features per tree when not set: ⌈2n/3⌉. Subspaces are drawn per tree, not per split
     /// (linfa's trees, like linfa-ensemble's forest, choose among all the features they are given),
     /// and per-tree subspaces of the usual ⌈√n⌉ starve most trees of the informative features:

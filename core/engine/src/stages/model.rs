@@ -90,13 +90,13 @@ fn build_train(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn S
         "forest" => Recipe::Forest {
             trees: params.usize_min(p, "trees", 100, 1),
             max_depth: params.usize_min(p, "max_depth", 10, 1),
-            max_features: params.opt_f64(p, "max_features").map(|_| params.usize_min(p, "max_features", 1, 1)),
+            max_features: params.raw("max_features").map(|_| params.usize_min(p, "max_features", 1, 1)),
             seed,
         },
         "svm" => Recipe::Svm(SvmConfig {
             kernel: match params.choice(p, "kernel", &["rbf", "linear"], "rbf").as_str() {
                 "linear" => SvmKernel::Linear,
-                _ => SvmKernel::Rbf { gamma: params.opt_f64(p, "gamma").map(|_| params.f64_in(p, "gamma", 1.0, 1e-12, 1e12)) },
+                _ => SvmKernel::Rbf { gamma: params.raw("gamma").map(|_| params.f64_in(p, "gamma", 1.0, 1e-12, 1e12)) },
             },
             c: params.f64_in(p, "c", 1.0, 1e-12, 1e12),
             max_rows: params.usize_min(p, "max_rows", 5000, 2),
