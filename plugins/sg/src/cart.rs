@@ -145,9 +145,7 @@ impl Codes {
         let (values, codes) = per_feature.into_iter().unzip();
         Codes { values, codes }
     }
-}
 
-impl Codes {
     /// The value of `feature` in row `row`.
     fn value(&self, feature: usize, row: usize) -> f64 {
         self.values[feature][self.codes[feature][row] as usize]

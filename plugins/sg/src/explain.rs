@@ -61,14 +61,8 @@ pub struct Samples {
 impl Empirical {
     /// From `rows` (row-major, `width` columns).
     pub fn new(rows: &[f64], width: usize) -> Self {
-        let (values, pool) = (0..width)
-            .map(|j| {
-                let column: Vec<f64> = rows.chunks_exact(width).map(|r| r[j]).collect();
-                let codes = Codes::new(&column, 1);
-                (codes.values.into_iter().next().unwrap_or_default(), codes.codes.into_iter().next().unwrap_or_default())
-            })
-            .unzip();
-        Empirical { values, pool }
+        let Codes { values, codes } = Codes::new(rows, width);
+        Empirical { values, pool: codes }
     }
 
     /// `n` rows, each feature drawn independently by its empirical frequency; row 0 is `t`. The
@@ -114,11 +108,9 @@ impl Empirical {
     }
 }
 
-/// The decision path of sample 0 (t) in a tree fitted to the samples labelled `labels` (0/1).
+/// The decision path of sample 0 (t) in a tree fitted to the samples labelled `labels` (0/1);
+/// empty when the labels are all the same.
 pub fn decision_path(samples: &Samples, labels: &[u8]) -> Vec<Predicate> {
-    if labels.iter().all(|&l| l == labels[0]) {
-        return Vec::new();
-    }
     Cart::path_of(&samples.codes, labels, 0, 64)
         .into_iter()
         .map(|step| Predicate {
