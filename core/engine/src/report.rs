@@ -73,13 +73,14 @@ pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
             .collect()
     };
     data_section(&mut h, &of_kind(&["load"]));
-    model_section(&mut h, &of_kind(&["train", "load_model", "retrain"]));
+    let models = of_kind(&["train", "load_model", "retrain"]);
+    model_section(&mut h, &models);
     search_section(&mut h, &of_kind(&["verify"]));
     estimate_section(&mut h, &of_kind(&["estimate"]));
     groups_section(&mut h, &of_kind(&["group_score"]));
     metrics_section(&mut h, &of_kind(&["group_metrics"]), tables);
     retrain_section(&mut h, &of_kind(&["retrain"]));
-    comparison_section(&mut h, &order, &stages);
+    comparison_section(&mut h, &models, &order, &stages);
     pairs_section(&mut h, &of_kind(&["verify", "check"]), tables);
     h.push_str("</body></html>\n");
     h
@@ -368,7 +369,7 @@ fn measurement(stages: &serde_json::Map<String, Value>, f: &Value) -> Option<(St
         )),
         "verify" => {
             let generate = stages.get(&input(f, "cases")?)?;
-            let plugin = generate["plugin"].as_str().unwrap_or("?").split(' ').next().unwrap_or("?").to_string();
+            let plugin = esc(generate["plugin"].as_str().unwrap_or("?").split(' ').next().unwrap_or("?"));
             Some((
                 input(generate, "model")?,
                 format!("IDIs found by {plugin} from {}, params {}", num(&generate["seed_source"]), esc(&generate["params"].to_string())),
@@ -382,11 +383,7 @@ fn measurement(stages: &serde_json::Map<String, Value>, f: &Value) -> Option<(St
 
 /// Each model (trained, loaded, retrained) beside the others, measured the same way: the same
 /// estimate, the same generator from the same seeds, the same group scoring.
-fn comparison_section(h: &mut String, order: &[String], stages: &serde_json::Map<String, Value>) {
-    let models: Vec<&String> = order
-        .iter()
-        .filter(|n| stages.get(*n).is_some_and(|f| ["train", "load_model", "retrain"].iter().any(|k| f["kind"] == *k)))
-        .collect();
+fn comparison_section(h: &mut String, models: &[(String, Value)], order: &[String], stages: &serde_json::Map<String, Value>) {
     let mut families: Vec<String> = Vec::new();
     let mut cells: Vec<(String, String, String)> = Vec::new();
     for f in order.iter().filter_map(|n| stages.get(n)) {
@@ -408,8 +405,8 @@ fn comparison_section(h: &mut String, order: &[String], stages: &serde_json::Map
         let _ = write!(h, "<th>{fam}</th>");
     }
     h.push_str("</tr>");
-    for m in models {
-        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(m), pct(&stages[m.as_str()]["accuracy_test"]));
+    for (m, f) in models {
+        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(m), pct(&f["accuracy_test"]));
         for fam in &families {
             let values: Vec<&str> = cells.iter().filter(|(cm, cf, _)| cm == m && cf == fam).map(|(_, _, v)| v.as_str()).collect();
             let _ = write!(h, "<td>{}</td>", if values.is_empty() { "—".to_string() } else { values.join("; ") });
