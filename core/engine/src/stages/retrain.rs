@@ -44,7 +44,7 @@ use crate::oracle::{accuracy, Model, Oracle};
 use crate::output::TableBuilder;
 use crate::pipeline::params::{Params, Problems};
 use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
-use crate::pipeline::stage::{put, ArtifactKind, CasesArtifact, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
+use crate::pipeline::stage::{put, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
 
 /// The `retrain` stage kind.
 pub const RETRAIN: StageKind = StageKind {
@@ -126,15 +126,15 @@ struct Round {
 }
 
 impl Retrain {
-    /// The label of each case under the original `oracle`.
-    fn labels(&self, oracle: &Oracle, checker: &Checker, cases: &CasesArtifact) -> Result<Vec<u8>> {
+    /// The label of each of `rows` (IDIs, `width` columns) under the original `oracle`.
+    fn labels(&self, oracle: &Oracle, checker: &Checker, rows: &[f64], width: usize) -> Result<Vec<u8>> {
         if !self.majority {
-            return Ok(oracle.predict_labels(&cases.instances)?);
+            return Ok(oracle.predict_labels(rows)?);
         }
-        let verdicts_rows = cases.instances.len() / cases.domain.width().max(1);
+        let n_rows = rows.len() / width.max(1);
         let n_variants = checker.n_variants();
-        let p = checker.scores(oracle, &cases.instances)?;
-        Ok((0..verdicts_rows)
+        let p = checker.scores(oracle, rows)?;
+        Ok((0..n_rows)
             .map(|i| {
                 // The variants include the IDI's own combination once; ties go to the IDI's own label.
                 let scores = &p[i * (n_variants + 1)..(i + 1) * (n_variants + 1)];
@@ -233,13 +233,27 @@ impl Retrain {
         put(&mut figures, "accuracy_before", acc_before);
         put(&mut figures, "accuracy_after", acc_after);
         put(&mut figures, "accuracy_change", acc_after - acc_before);
-        let table = rounds_table(&rounds, "group_score")?;
         let queries = model.oracle.rows() - before_queries + retrained_queries;
-        let mut out = model_output(best_model, model.data.clone(), Some(recipe), figures)?;
-        out.tables.push(table);
-        out.model_queries += queries;
-        Ok(out)
+        retrained_output(model, recipe, best_model, figures, &rounds, "group_score", queries)
     }
+}
+
+/// The stage's output: the kept model (with its accuracy figures) beside `figures`, the rounds as
+/// a table whose measure column is `measure`, and `queries` model rows on top of the new model's.
+fn retrained_output(
+    model: &ModelArtifact,
+    recipe: Recipe,
+    best_model: Arc<dyn Model>,
+    figures: Map<String, serde_json::Value>,
+    rounds: &[Round],
+    measure: &str,
+    queries: u64,
+) -> Result<StageOutput> {
+    let table = rounds_table(rounds, measure)?;
+    let mut out = model_output(best_model, model.data.clone(), Some(recipe), figures)?;
+    out.tables.push(table);
+    out.model_queries += queries;
+    Ok(out)
 }
 
 /// The rounds as a table; `measure` names the rate column.
@@ -254,14 +268,13 @@ fn rounds_table(rounds: &[Round], measure: &str) -> Result<crate::output::Table>
         .build("")?)
 }
 
-/// The cases `picked` as training rows: each IDI, with its protected variants when `variants`, all
-/// with the IDI's label.
-fn expand(cases: &CasesArtifact, checker: &Checker, labels: &[u8], picked: &[usize], variants: bool) -> (Vec<f64>, Vec<u8>) {
-    let width = cases.domain.width();
+/// The IDIs `picked` (indices into `idis`, `width` columns) as training rows: each IDI, with its
+/// protected variants when `variants`, all with the IDI's label.
+fn expand(idis: &[f64], width: usize, checker: &Checker, labels: &[u8], picked: &[usize], variants: bool) -> (Vec<f64>, Vec<u8>) {
     let mut rows = Vec::new();
     let mut row_labels = Vec::new();
     for &k in picked {
-        let row = &cases.instances[k * width..(k + 1) * width];
+        let row = &idis[k * width..(k + 1) * width];
         rows.extend_from_slice(row);
         row_labels.push(labels[k]);
         if variants {
@@ -317,9 +330,11 @@ impl Stage for Retrain {
         if n_cases == 0 {
             return Err(Error::Invalid("no verified discriminatory inputs to retrain with".into()));
         }
+        // The IDIs used, one per projection; labels and picks index into them.
+        let used: Vec<f64> = unique.iter().flat_map(|&k| cases.instances[k * width..(k + 1) * width].iter().copied()).collect();
         let checker = Checker::new(domain, None);
         let before_queries = model.oracle.rows();
-        let labels = self.labels(&model.oracle, &checker, &cases)?;
+        let labels = self.labels(&model.oracle, &checker, &used, width)?;
         let (x_train, y_train) = model.data.subset(Split::Train);
         let (x_test, y_test) = model.data.subset(Split::Test);
         let estimate_seed = ctx.seed ^ 0xe57_1a7e;
@@ -342,7 +357,8 @@ impl Stage for Retrain {
         };
         let (best_model, best_rate): (Arc<dyn Model>, Estimate) = match self.strategy {
             Strategy::Pairs => {
-                let (rows, row_labels) = expand(&cases, &checker, &labels, &unique, true);
+                let all: Vec<usize> = (0..n_cases).collect();
+                let (rows, row_labels) = expand(&used, width, &checker, &labels, &all, true);
                 let (retrained, est, acc) = retrain_with(&rows, &row_labels)?;
                 rounds.push(Round {
                     round: 1,
@@ -363,13 +379,13 @@ impl Stage for Retrain {
                         break;
                     }
                     let n_add = ((percent * y_train.len() as f64 / 100.0).round() as usize).clamp(1, n_cases);
-                    let mut picked: Vec<usize> = unique.clone();
+                    let mut picked: Vec<usize> = (0..n_cases).collect();
                     for k in 0..n_add {
                         let j = rng.gen_range(k..n_cases);
                         picked.swap(k, j);
                     }
                     picked.truncate(n_add);
-                    let (rows, row_labels) = expand(&cases, &checker, &labels, &picked, self.variants);
+                    let (rows, row_labels) = expand(&used, width, &checker, &labels, &picked, self.variants);
                     let (retrained, est, acc) = retrain_with(&rows, &row_labels)?;
                     let kept = est.rate < current.1.rate;
                     rounds.push(Round { round: i, percent, added: row_labels.len(), rate: est.rate, accuracy_test: acc, kept });
@@ -405,7 +421,6 @@ impl Stage for Retrain {
         put(&mut figures, "rate_reduction", if before.rate > 0.0 { 1.0 - best_rate.rate / before.rate } else { 0.0 });
         // DESIGN.md contract names. idis_before: the distinct IDIs (by non-protected projection) used;
         // idis_after: how many of those the retrained model still treats differently.
-        let used: Vec<f64> = unique.iter().flat_map(|&k| cases.instances[k * width..(k + 1) * width].iter().copied()).collect();
         let still = checker.check(&new_oracle, &used)?.iter().filter(|v| v.discriminatory).count();
         put(&mut figures, "accuracy_before", acc_before);
         put(&mut figures, "accuracy_after", acc_after);
@@ -414,11 +429,7 @@ impl Stage for Retrain {
         put(&mut figures, "idis_before", n_cases);
         put(&mut figures, "idis_after", still);
         put(&mut figures, "accuracy_change", acc_after - acc_before);
-        let table = rounds_table(&rounds, "rate")?;
         let queries = model.oracle.rows() - before_queries + retrained_queries + new_oracle.rows();
-        let mut out = model_output(best_model, model.data.clone(), Some(recipe), figures)?;
-        out.tables.push(table);
-        out.model_queries += queries;
-        Ok(out)
+        retrained_output(&model, recipe, best_model, figures, &rounds, "rate", queries)
     }
 }
