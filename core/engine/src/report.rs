@@ -40,6 +40,29 @@ fn pct(v: &Value) -> String {
     v.as_f64().map(|f| format!("{:.2}%", 100.0 * f)).unwrap_or_else(|| "—".into())
 }
 
+/// Open a `<table>` with a header row of `columns` (plain text).
+fn open_table(h: &mut String, columns: &[&str]) {
+    h.push_str("<table><tr>");
+    for c in columns {
+        let _ = write!(h, "<th>{c}</th>");
+    }
+    h.push_str("</tr>");
+}
+
+/// One table row of `cells` (already formatted and escaped), with a `class` when given.
+fn table_row(h: &mut String, class: Option<&str>, cells: &[String]) {
+    match class {
+        Some(c) => {
+            let _ = write!(h, "<tr class=\"{c}\">");
+        }
+        None => h.push_str("<tr>"),
+    }
+    for c in cells {
+        let _ = write!(h, "<td>{c}</td>");
+    }
+    h.push_str("</tr>");
+}
+
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222;line-height:1.4}\
 h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}\
 table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}\
@@ -90,21 +113,22 @@ fn data_section(h: &mut String, loads: &[(String, Value)]) {
     if loads.is_empty() {
         return;
     }
-    h.push_str("<h2>Data</h2><table><tr><th>stage</th><th>rows</th><th>train / test</th><th>features</th><th>protected</th><th>label (favourable)</th><th>favourable share</th></tr>");
+    h.push_str("<h2>Data</h2>");
+    open_table(h, &["stage", "rows", "train / test", "features", "protected", "label (favourable)", "favourable share"]);
     for (n, f) in loads {
         let protected: Vec<String> = f["protected"].as_array().into_iter().flatten().map(num).collect();
-        let _ = write!(
+        table_row(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td></tr>",
-            esc(n),
-            num(&f["rows"]),
-            num(&f["rows_train"]),
-            num(&f["rows_test"]),
-            num(&f["features"]),
-            protected.join(", "),
-            num(&f["label"]["column"]),
-            num(&f["label"]["favourable"]),
-            pct(&f["label"]["favourable_share"])
+            None,
+            &[
+                esc(n),
+                num(&f["rows"]),
+                format!("{} / {}", num(&f["rows_train"]), num(&f["rows_test"])),
+                num(&f["features"]),
+                protected.join(", "),
+                format!("{} ({})", num(&f["label"]["column"]), num(&f["label"]["favourable"])),
+                pct(&f["label"]["favourable_share"]),
+            ],
         );
     }
     h.push_str("</table>");
@@ -114,18 +138,11 @@ fn model_section(h: &mut String, models: &[(String, Value)]) {
     if models.is_empty() {
         return;
     }
-    h.push_str("<h2>Models</h2><table><tr><th>stage</th><th>model</th><th>train accuracy</th><th>test accuracy</th></tr>");
+    h.push_str("<h2>Models</h2>");
+    open_table(h, &["stage", "model", "train accuracy", "test accuracy"]);
     for (n, f) in models {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} ({} of {})</td></tr>",
-            esc(n),
-            num(&f["model"]),
-            pct(&f["accuracy_train"]),
-            pct(&f["accuracy_test"]),
-            num(&f["correct_test"]),
-            num(&f["total_test"])
-        );
+        let test = format!("{} ({} of {})", pct(&f["accuracy_test"]), num(&f["correct_test"]), num(&f["total_test"]));
+        table_row(h, None, &[esc(n), num(&f["model"]), pct(&f["accuracy_train"]), test]);
     }
     h.push_str("</table>");
 }
@@ -174,21 +191,37 @@ fn search_section(h: &mut String, verifies: &[(String, Value)]) {
     if verifies.is_empty() {
         return;
     }
-    h.push_str("<h2>Individual discrimination (searches, re-checked by the host)</h2><table><tr><th>stage</th><th>IDIs (unique instances)</th><th>IDIs (unique non-protected projections)</th><th>generated</th><th>success rate</th><th>rejected</th><th>model rows</th><th>seconds</th><th>IDIs/s</th></tr>");
+    h.push_str("<h2>Individual discrimination (searches, re-checked by the host)</h2>");
+    open_table(
+        h,
+        &[
+            "stage",
+            "IDIs (unique instances)",
+            "IDIs (unique non-protected projections)",
+            "generated",
+            "success rate",
+            "rejected",
+            "model rows",
+            "seconds",
+            "IDIs/s",
+        ],
+    );
     let mut curves = Vec::new();
     for (n, f) in verifies {
-        let _ = write!(
+        table_row(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(n),
-            num(&f["discriminatory_full"]),
-            num(&f["discriminatory"]),
-            num(&f["generated"]),
-            pct(&f["success_rate"]),
-            num(&f["rejected"]),
-            num(&f["search_queries"]),
-            num(&f["search_elapsed_s"]),
-            num(&f["per_second"])
+            None,
+            &[
+                esc(n),
+                num(&f["discriminatory_full"]),
+                num(&f["discriminatory"]),
+                num(&f["generated"]),
+                pct(&f["success_rate"]),
+                num(&f["rejected"]),
+                num(&f["search_queries"]),
+                num(&f["search_elapsed_s"]),
+                num(&f["per_second"]),
+            ],
         );
         let curve: Vec<(f64, f64)> = f["idis_over_time_s"]
             .as_array()
@@ -232,21 +265,13 @@ fn estimate_section(h: &mut String, estimates: &[(String, Value)]) {
     if estimates.is_empty() {
         return;
     }
-    h.push_str("<h2>Estimated discrimination rate (share of the input domain, 95% interval)</h2><table><tr><th>stage</th><th>rate</th><th>95% CI (t over trials)</th><th>95% CI (Wilson)</th><th>inputs</th></tr>");
+    h.push_str("<h2>Estimated discrimination rate (share of the input domain, 95% interval)</h2>");
+    open_table(h, &["stage", "rate", "95% CI (t over trials)", "95% CI (Wilson)", "inputs"]);
     let mut bars = Vec::new();
     for (n, f) in estimates {
         let ci = |k: &str, i: usize| f[k][i].as_f64().unwrap_or(f64::NAN);
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>{}</td><td>[{}, {}]</td><td>[{}, {}]</td><td>{}</td></tr>",
-            esc(n),
-            pct(&f["rate"]),
-            pct(&f["ci95"][0]),
-            pct(&f["ci95"][1]),
-            pct(&f["ci95_wilson"][0]),
-            pct(&f["ci95_wilson"][1]),
-            num(&f["samples"])
-        );
+        let interval = |k: &str| format!("[{}, {}]", pct(&f[k][0]), pct(&f[k][1]));
+        table_row(h, None, &[esc(n), pct(&f["rate"]), interval("ci95"), interval("ci95_wilson"), num(&f["samples"])]);
         bars.push((n.clone(), f["rate"].as_f64().unwrap_or(0.0), ci("ci95", 0), ci("ci95", 1)));
     }
     h.push_str("</table>");
@@ -273,17 +298,19 @@ fn groups_section(h: &mut String, groups: &[(String, Value)]) {
                 (g["condition"].as_str().unwrap_or("").to_string(), s, (s - m).max(0.0), s + m)
             })
             .collect();
-        h.push_str("<table><tr><th>group</th><th>score</th><th>margin</th><th>favourable in group</th><th>favourable outside</th><th>support</th></tr>");
+        open_table(h, &["group", "score", "margin", "favourable in group", "favourable outside", "support"]);
         for g in f["top"].as_array().into_iter().flatten() {
-            let _ = write!(
+            table_row(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>±{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                num(&g["condition"]),
-                num(&g["score"]),
-                num(&g["margin"]),
-                pct(&g["rate_in"]),
-                pct(&g["rate_out"]),
-                pct(&g["support"])
+                None,
+                &[
+                    num(&g["condition"]),
+                    num(&g["score"]),
+                    format!("±{}", num(&g["margin"])),
+                    pct(&g["rate_in"]),
+                    pct(&g["rate_out"]),
+                    pct(&g["support"]),
+                ],
             );
         }
         h.push_str("</table>");
@@ -306,27 +333,28 @@ fn metrics_section(h: &mut String, metrics: &[(String, Value)], tables: &[(Strin
         let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
         let _ = write!(
             h,
-            "<h2>Selection rates per group: {}</h2><p>On {} rows; impact ratio = rate / rate of the most selected group (of at least {} of the rows); flagged below {} (four-fifths rule).</p><table><tr><th>attributes</th><th>group</th><th>n</th><th>selected</th><th>rate</th><th>95% CI</th><th>impact ratio</th><th>verdict</th></tr>",
+            "<h2>Selection rates per group: {}</h2><p>On {} rows; impact ratio = rate / rate of the most selected group (of at least {} of the rows); flagged below {} (four-fifths rule).</p>",
             esc(n),
             num(&f["rows"]),
             pct(&f["min_share"]),
             num(&f["threshold"])
         );
+        open_table(h, &["attributes", "group", "n", "selected", "rate", "95% CI", "impact ratio", "verdict"]);
         for r in 0..t.height().min(200) {
             let verdict = cell(t, "four_fifths", r);
-            let class = if verdict == "FLAG" { " class=\"flag\"" } else { "" };
-            let _ = write!(
+            table_row(
                 h,
-                "<tr{class}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{}</td><td>{}</td></tr>",
-                esc(&cell(t, "attributes", r)),
-                esc(&cell(t, "group", r)),
-                cell(t, "n", r),
-                cell(t, "selected", r),
-                cell(t, "selection_rate", r),
-                cell(t, "ci95_low", r),
-                cell(t, "ci95_high", r),
-                cell(t, "impact_ratio", r),
-                esc(&verdict)
+                (verdict == "FLAG").then_some("flag"),
+                &[
+                    esc(&cell(t, "attributes", r)),
+                    esc(&cell(t, "group", r)),
+                    cell(t, "n", r),
+                    cell(t, "selected", r),
+                    cell(t, "selection_rate", r),
+                    format!("[{}, {}]", cell(t, "ci95_low", r), cell(t, "ci95_high", r)),
+                    cell(t, "impact_ratio", r),
+                    esc(&verdict),
+                ],
             );
         }
         h.push_str("</table>");
@@ -337,21 +365,22 @@ fn retrain_section(h: &mut String, retrains: &[(String, Value)]) {
     if retrains.is_empty() {
         return;
     }
-    h.push_str("<h2>Retraining with what was found</h2><table><tr><th>stage</th><th>strategy</th><th>added rows</th><th>test accuracy before → after</th><th>measure</th><th>before → after</th><th>reduction</th></tr>");
+    h.push_str("<h2>Retraining with what was found</h2>");
+    open_table(h, &["stage", "strategy", "added rows", "test accuracy before → after", "measure", "before → after", "reduction"]);
     for (n, f) in retrains {
-        let key = if f["before"]["rate"].is_null() { "group_score" } else { "rate" };
-        let _ = write!(
+        // Every strategy reports its measure (a rate or a group score) as rate_before / rate_after.
+        table_row(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{} → {}</td><td>{}</td></tr>",
-            esc(n),
-            num(&f["strategy"]),
-            num(&f["added"]),
-            pct(&f["before"]["accuracy_test"]),
-            pct(&f["after"]["accuracy_test"]),
-            num(&f["measure"]),
-            pct(&f["before"][key]),
-            pct(&f["after"][key]),
-            pct(&f["rate_reduction"])
+            None,
+            &[
+                esc(n),
+                num(&f["strategy"]),
+                num(&f["added"]),
+                format!("{} → {}", pct(&f["accuracy_before"]), pct(&f["accuracy_after"])),
+                num(&f["measure"]),
+                format!("{} → {}", pct(&f["rate_before"]), pct(&f["rate_after"])),
+                pct(&f["rate_reduction"]),
+            ],
         );
     }
     h.push_str("</table>");
@@ -400,18 +429,16 @@ fn comparison_section(h: &mut String, models: &[(String, Value)], order: &[Strin
     if families.is_empty() {
         return;
     }
-    h.push_str("<h2>Each model, measured the same way</h2><table><tr><th>model</th><th>test accuracy</th>");
-    for fam in &families {
-        let _ = write!(h, "<th>{fam}</th>");
-    }
-    h.push_str("</tr>");
+    h.push_str("<h2>Each model, measured the same way</h2>");
+    let columns: Vec<&str> = ["model", "test accuracy"].into_iter().chain(families.iter().map(String::as_str)).collect();
+    open_table(h, &columns);
     for (m, f) in models {
-        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(m), pct(&f["accuracy_test"]));
+        let mut row = vec![esc(m), pct(&f["accuracy_test"])];
         for fam in &families {
             let values: Vec<&str> = cells.iter().filter(|(cm, cf, _)| cm == m && cf == fam).map(|(_, _, v)| v.as_str()).collect();
-            let _ = write!(h, "<td>{}</td>", if values.is_empty() { "—".to_string() } else { values.join("; ") });
+            row.push(if values.is_empty() { "—".to_string() } else { values.join("; ") });
         }
-        h.push_str("</tr>");
+        table_row(h, None, &row);
     }
     h.push_str("</table>");
 }
