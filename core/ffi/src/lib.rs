@@ -215,8 +215,8 @@ pub type DescribeFn = unsafe extern "C" fn(out: *mut *mut c_char) -> i32;
 pub type ValidateFn = unsafe extern "C" fn(params_json: *const c_char, error: *mut *mut c_char) -> i32;
 /// Runs the method; on failure writes a message into `*error` (released with `drop_string`).
 ///
-/// The caller passes a context valid for the whole call, whose callbacks may be called from the
-/// calling thread only.
+/// The caller passes a context valid for the whole call. Its callbacks are thread-safe: the plugin
+/// may call `predict` and `emit` from several threads during the call, never after it returns.
 pub type GenerateFn = unsafe extern "C" fn(ctx: *const FfiContext, error: *mut *mut c_char) -> i32;
 /// Releases a string the plugin allocated (null is ignored).
 pub type DropStringFn = unsafe extern "C" fn(s: *mut c_char);
