@@ -20,17 +20,16 @@
 //!   walk) is followed here.
 //! * `Test` is a set: an input is emitted once; `generated` counts distinct inputs tried.
 
-use std::collections::HashSet;
-
-use fairpipe_abi::sdk::{origin, Description, Generator, Host, ParamSpec, ParamType, Params, PluginError};
+use fairpipe_abi::sdk::{at_least, in_range, origin, CaseSink, Generator, Host, PluginError, PluginParams};
 use rand::Rng;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 /// The Aequitas generator.
 pub struct Aequitas;
 
 /// How the local search updates its probabilities.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// No updates.
     Random,
@@ -89,55 +88,86 @@ impl Probabilities {
     }
 }
 
-fn key(row: &[f64]) -> Vec<u64> {
-    row.iter().map(|v| v.to_bits()).collect()
+/// Parameters of [`Aequitas`] (defaults from the paper and its code).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AequitasParams {
+    /// Local search strategy.
+    pub strategy: Strategy,
+    /// Uniform samples of the global search.
+    pub global_iterations: usize,
+    /// Trials of the local search per global IDI.
+    pub local_iterations: usize,
+    /// Δv.
+    pub delta_v: f64,
+    /// Δpr.
+    pub delta_pr: f64,
+    /// Initial σv.
+    pub sigma_v: f64,
+    /// Stop after this many IDIs (0: no limit).
+    pub max_idis: usize,
+    /// Local walks advanced in lockstep.
+    pub parallel_walks: usize,
+}
+
+impl Default for AequitasParams {
+    fn default() -> Self {
+        AequitasParams {
+            strategy: Strategy::FullyDirected,
+            global_iterations: 1000,
+            local_iterations: 1000,
+            delta_v: 0.001,
+            delta_pr: 0.001,
+            sigma_v: 0.5,
+            max_idis: 0,
+            parallel_walks: 256,
+        }
+    }
+}
+
+impl PluginParams for AequitasParams {
+    const DOCS: &'static [(&'static str, &'static str)] = &[
+        ("strategy", "local search strategy (§4.2): random, semi_directed or fully_directed"),
+        ("global_iterations", "uniform samples of the global search"),
+        ("local_iterations", "trials N of the local search per global IDI"),
+        ("delta_v", "Δv, change of σv"),
+        ("delta_pr", "Δpr, change of σpr"),
+        ("sigma_v", "initial probability of δ = −1"),
+        ("max_idis", "stop after this many IDIs (0: no limit)"),
+        ("parallel_walks", "local walks advanced in lockstep, one model call per step (1 = sequential)"),
+    ];
+
+    fn check(&self) -> Result<(), String> {
+        at_least("global_iterations", self.global_iterations, 1)?;
+        in_range("delta_v", self.delta_v, 0.0, 1.0)?;
+        in_range("delta_pr", self.delta_pr, 0.0, 1.0)?;
+        in_range("sigma_v", self.sigma_v, 0.0, 1.0)?;
+        at_least("parallel_walks", self.parallel_walks, 1)
+    }
 }
 
 impl Generator for Aequitas {
     const NAME: &'static str = "aequitas";
-    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const DOC: &'static str = "Aequitas (Udeshi et al., ASE 2018): uniform global search, then local perturbation around each discriminatory input with the random, semi-directed or fully-directed strategy.";
+    type Params = AequitasParams;
 
-    fn description() -> Description {
-        Description {
-            doc: "Aequitas (Udeshi et al., ASE 2018): uniform global search, then local perturbation around each discriminatory input with the random, semi-directed or fully-directed strategy.",
-            params: vec![
-                ParamSpec { name: "strategy", ty: ParamType::Choice(&["random", "semi_directed", "fully_directed"]), default: json!("fully_directed"), doc: "local search strategy (§4.2)" },
-                ParamSpec { name: "global_iterations", ty: ParamType::Int { min: 1 }, default: json!(1000), doc: "uniform samples of the global search" },
-                ParamSpec { name: "local_iterations", ty: ParamType::Int { min: 0 }, default: json!(1000), doc: "trials N of the local search per global IDI" },
-                ParamSpec { name: "delta_v", ty: ParamType::Float { min: 0.0, max: 1.0 }, default: json!(0.001), doc: "Δv, change of σv" },
-                ParamSpec { name: "delta_pr", ty: ParamType::Float { min: 0.0, max: 1.0 }, default: json!(0.001), doc: "Δpr, change of σpr" },
-                ParamSpec { name: "sigma_v", ty: ParamType::Float { min: 0.0, max: 1.0 }, default: json!(0.5), doc: "initial probability of δ = −1" },
-                ParamSpec { name: "max_idis", ty: ParamType::Int { min: 0 }, default: json!(0), doc: "stop after this many IDIs (0: no limit)" },
-                ParamSpec { name: "parallel_walks", ty: ParamType::Int { min: 1 }, default: json!(256), doc: "local walks advanced in lockstep, one model call per step (1 = sequential)" },
-            ],
-        }
-    }
-
-    fn generate(params: &Params, host: &mut Host) -> Result<(), PluginError> {
-        let strategy = match params.str("strategy") {
-            "random" => Strategy::Random,
-            "semi_directed" => Strategy::SemiDirected,
-            _ => Strategy::FullyDirected,
-        };
+    fn generate(params: &AequitasParams, host: &mut Host) -> Result<(), PluginError> {
+        let strategy = params.strategy;
         let width = host.domain.width();
-        let max_idis = params.usize("max_idis");
-        let mut seen: HashSet<Vec<u64>> = HashSet::new();
-        let mut emitted: HashSet<Vec<u64>> = HashSet::new();
+        let mut sink = CaseSink::new(params.max_idis);
 
         // Global search, in batches of up to 1024 inputs per model call.
         let mut global_idis: Vec<Vec<f64>> = Vec::new();
-        let mut remaining = params.usize("global_iterations");
+        let mut remaining = params.global_iterations;
         while remaining > 0 {
             let n = remaining.min(1024);
             let rows = host.domain.sample_rows(&mut host.rng, n);
             let verdicts = host.check(&rows)?;
-            let fresh = rows.chunks_exact(width).filter(|r| seen.insert(key(r))).count();
-            host.count_generated(fresh as u64);
+            sink.tried(host, &rows);
             for (row, v) in rows.chunks_exact(width).zip(&verdicts) {
-                if v.discriminatory && emitted.insert(key(row)) {
-                    host.emit(row, v, origin::GLOBAL)?;
+                if v.discriminatory && sink.emit(host, row, v, origin::GLOBAL)? {
                     global_idis.push(row.to_vec());
-                    if max_idis > 0 && emitted.len() >= max_idis {
+                    if sink.full() {
                         return Ok(());
                     }
                 }
@@ -147,13 +177,13 @@ impl Generator for Aequitas {
         }
 
         // Local search: walks advanced in lockstep.
-        let mut probs = Probabilities::new(host.domain.free_indices(), params.f64("sigma_v"));
+        let mut probs = Probabilities::new(host.domain.free_indices(), params.sigma_v);
         if probs.params.is_empty() {
             return Ok(());
         }
-        let (dv, dpr) = (params.f64("delta_v"), params.f64("delta_pr"));
-        let steps = params.usize("local_iterations");
-        for group in global_idis.chunks(params.usize("parallel_walks")) {
+        let (dv, dpr) = (params.delta_v, params.delta_pr);
+        let steps = params.local_iterations;
+        for group in global_idis.chunks(params.parallel_walks) {
             let mut walkers: Vec<Vec<f64>> = group.to_vec();
             let mut rows = vec![0.0; walkers.len() * width];
             let mut moves = vec![(0usize, 0.0f64); walkers.len()];
@@ -168,15 +198,11 @@ impl Generator for Aequitas {
                     rows[w * width..(w + 1) * width].copy_from_slice(walker);
                 }
                 let verdicts = host.check(&rows)?;
-                let fresh = rows.chunks_exact(width).filter(|r| seen.insert(key(r))).count();
-                host.count_generated(fresh as u64);
+                sink.tried(host, &rows);
                 for (w, v) in verdicts.iter().enumerate() {
                     let row = &rows[w * width..(w + 1) * width];
-                    if v.discriminatory && emitted.insert(key(row)) {
-                        host.emit(row, v, origin::LOCAL)?;
-                        if max_idis > 0 && emitted.len() >= max_idis {
-                            return Ok(());
-                        }
+                    if v.discriminatory && sink.emit(host, row, v, origin::LOCAL)? && sink.full() {
+                        return Ok(());
                     }
                     let (k, delta) = moves[w];
                     probs.update(strategy, k, delta, v.discriminatory, dv, dpr);
@@ -192,7 +218,51 @@ fairpipe_abi::export_generator!(Aequitas);
 
 #[cfg(test)]
 mod tests {
+    use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
+    use fairpipe_abi::testing::{check_params, MockHost};
+    use serde_json::json;
+
     use super::*;
+
+    /// a, b on 0..=10 and a protected sex; favourable when a + b + 4·sex ≥ 12, so an input is
+    /// discriminatory exactly when a + b ∈ [8, 11].
+    fn planted() -> MockHost {
+        let attr = |name: &str, upper, protected| Attribute {
+            name: name.into(),
+            kind: AttributeKind::Integer,
+            lower: 0.0,
+            upper,
+            step: 1.0,
+            protected,
+        };
+        let domain = Domain { attributes: vec![attr("a", 10.0, false), attr("b", 10.0, false), attr("sex", 1.0, true)] };
+        MockHost::new(domain, |r| if r[0] + r[1] + 4.0 * r[2] >= 12.0 { 0.8 } else { 0.2 })
+    }
+
+    #[test]
+    fn parameters_are_documented_and_strategies_are_snake_case() {
+        check_params::<AequitasParams>();
+        let run = planted().generate::<Aequitas>(json!({"strategy": "fully_directd"}));
+        let Err(PluginError::InvalidParams(m)) = run else { panic!("{run:?}") };
+        assert!(m.contains("parameter `strategy`") && m.contains("semi_directed"), "{m}");
+    }
+
+    #[test]
+    fn local_search_finds_more_planted_idis_each_emitted_once() {
+        let params = json!({"global_iterations": 100, "local_iterations": 100});
+        let run = planted().generate::<Aequitas>(params.clone()).unwrap();
+        let global = run.cases.iter().filter(|c| c.origin == origin::GLOBAL).count();
+        let local = run.cases.len() - global;
+        assert!(global > 0 && local > global, "global {global}, local {local}");
+        assert!(run.cases.iter().all(|c| (8.0..=11.0).contains(&(c.instance[0] + c.instance[1]))));
+        let mut distinct: Vec<&Vec<f64>> = run.cases.iter().map(|c| &c.instance).collect();
+        distinct.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        distinct.dedup();
+        assert_eq!(distinct.len(), run.cases.len(), "each IDI is emitted once");
+        assert_eq!(planted().generate::<Aequitas>(params).unwrap(), run, "same seed, same run");
+        let capped = planted().generate::<Aequitas>(json!({"max_idis": 5})).unwrap();
+        assert_eq!(capped.cases.len(), 5);
+    }
 
     #[test]
     fn semi_directed_moves_sigma_v_as_algorithm_3() {

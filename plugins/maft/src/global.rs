@@ -5,11 +5,11 @@
 //! lockstep — two model calls per step for the whole chunk (the check, then every gradient) — and
 //! the result is exactly that of the sequential algorithm.
 
-use fairpipe_abi::sdk::{origin, Host, PluginError};
+use fairpipe_abi::sdk::{origin, CaseSink, Host, PluginError};
 
 use crate::gradient::{sign, Perturbation};
-use crate::scored::{is_discriminatory, max_diff, score, Scores, Sink};
-use crate::Settings;
+use crate::scored::{found, is_discriminatory, max_diff, score, Scores};
+use crate::MaftParams;
 
 /// A seed's search state.
 struct Walker {
@@ -22,10 +22,10 @@ struct Walker {
 /// in order of discovery.
 pub fn run(
     host: &mut Host,
-    settings: &Settings,
+    settings: &MaftParams,
     pert: &Perturbation,
     seeds: &[f64],
-    sink: &mut Sink,
+    sink: &mut CaseSink,
 ) -> Result<Vec<(Vec<f64>, Scores)>, PluginError> {
     let width = host.domain.width();
     let mut idis = Vec::new();
@@ -44,7 +44,7 @@ pub fn run(
             let mut moving = Vec::new();
             for (&w, s) in active.iter().zip(scores) {
                 if is_discriminatory(host, &s) {
-                    if sink.found(host, &walkers[w].x, &s, origin::GLOBAL)? {
+                    if found(sink, host, &walkers[w].x, &s, origin::GLOBAL)? {
                         idis.push((walkers[w].x.clone(), s));
                     }
                     if sink.full() {

@@ -38,18 +38,18 @@ pub mod gradient;
 pub mod local;
 pub mod scored;
 
-use fairpipe_abi::sdk::{Description, Generator, Host, ParamSpec, ParamType, Params, PluginError};
-use serde_json::json;
+use fairpipe_abi::sdk::{at_least, in_range, CaseSink, Generator, Host, PluginError, PluginParams};
+use serde::{Deserialize, Serialize};
 
 use crate::gradient::Perturbation;
-use crate::scored::Sink;
 
 /// The MAFT generator.
 pub struct Maft;
 
-/// MAFT's hyperparameters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
+/// MAFT's hyperparameters (defaults from the paper §4 and its code).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MaftParams {
     /// Seeds searched by the global phase.
     pub global_num: usize,
     /// Iterations per local walk.
@@ -74,66 +74,129 @@ pub struct Settings {
     pub max_idis: usize,
 }
 
-impl Settings {
-    /// Read the validated parameters.
-    pub fn from_params(p: &Params) -> Self {
-        Settings {
-            global_num: p.usize("global_num"),
-            local_num: p.usize("local_num"),
-            max_iter: p.usize("max_iter"),
-            global_step: p.f64("global_step"),
-            local_step: p.f64("local_step"),
-            decay: p.f64("decay"),
-            update_interval: p.usize("update_interval"),
-            perturbation_size: p.f64("perturbation_size"),
-            epsilon: p.f64("epsilon"),
-            parallel_walks: p.usize("parallel_walks").max(1),
-            max_idis: p.usize("max_idis"),
+impl Default for MaftParams {
+    fn default() -> Self {
+        MaftParams {
+            global_num: 1000,
+            local_num: 1000,
+            max_iter: 10,
+            global_step: 1.0,
+            local_step: 1.0,
+            decay: 0.5,
+            update_interval: 5,
+            perturbation_size: 1.0,
+            epsilon: 1e-6,
+            parallel_walks: 1000,
+            max_idis: 0,
         }
+    }
+}
+
+impl PluginParams for MaftParams {
+    const DOCS: &'static [(&'static str, &'static str)] = &[
+        ("global_num", "seeds searched by the global phase (round robin over the clusters)"),
+        ("local_num", "iterations of the local phase per global IDI"),
+        ("max_iter", "global iterations per seed"),
+        ("global_step", "global move, in attribute steps"),
+        ("local_step", "local move, in attribute steps"),
+        ("decay", "momentum decay of the global gradients"),
+        ("update_interval", "successful local iterations between recomputations of the selection probabilities"),
+        ("perturbation_size", "h of the zero-order gradient, in attribute steps (paper: 1 for discretised data)"),
+        ("epsilon", "ε added to gradient magnitudes before taking reciprocals"),
+        ("parallel_walks", "seeds or local walks advanced in lockstep, two model calls per step (does not change results)"),
+        ("max_idis", "stop after this many distinct IDIs (0: no limit)"),
+    ];
+
+    fn check(&self) -> Result<(), String> {
+        at_least("global_num", self.global_num, 1)?;
+        at_least("max_iter", self.max_iter, 1)?;
+        at_least("global_step", self.global_step, 1e-9)?;
+        at_least("local_step", self.local_step, 1e-9)?;
+        in_range("decay", self.decay, 0.0, 1.0)?;
+        at_least("update_interval", self.update_interval, 1)?;
+        at_least("perturbation_size", self.perturbation_size, 1e-9)?;
+        at_least("epsilon", self.epsilon, 1e-9)?;
+        at_least("parallel_walks", self.parallel_walks, 1)
     }
 }
 
 impl Generator for Maft {
     const NAME: &'static str = "maft";
-    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const DOC: &'static str = "MAFT (Model-Agnostic Fairness Testing): black-box two-phase search guided by vectored zero-order gradient estimates (global momentum steps from clustered seeds, then gradient-weighted local perturbation).";
+    type Params = MaftParams;
 
-    fn description() -> Description {
-        let positive = ParamType::Float { min: 1e-9, max: f64::INFINITY };
-        Description {
-            doc: "MAFT (Model-Agnostic Fairness Testing): black-box two-phase search guided by vectored zero-order gradient estimates (global momentum steps from clustered seeds, then gradient-weighted local perturbation).",
-            params: vec![
-                ParamSpec { name: "global_num", ty: ParamType::Int { min: 1 }, default: json!(1000), doc: "seeds searched by the global phase (round robin over the clusters)" },
-                ParamSpec { name: "local_num", ty: ParamType::Int { min: 0 }, default: json!(1000), doc: "iterations of the local phase per global IDI" },
-                ParamSpec { name: "max_iter", ty: ParamType::Int { min: 1 }, default: json!(10), doc: "global iterations per seed" },
-                ParamSpec { name: "global_step", ty: positive.clone(), default: json!(1.0), doc: "global move, in attribute steps" },
-                ParamSpec { name: "local_step", ty: positive.clone(), default: json!(1.0), doc: "local move, in attribute steps" },
-                ParamSpec { name: "decay", ty: ParamType::Float { min: 0.0, max: 1.0 }, default: json!(0.5), doc: "momentum decay of the global gradients" },
-                ParamSpec { name: "update_interval", ty: ParamType::Int { min: 1 }, default: json!(5), doc: "successful local iterations between recomputations of the selection probabilities" },
-                ParamSpec { name: "perturbation_size", ty: positive.clone(), default: json!(1.0), doc: "h of the zero-order gradient, in attribute steps (paper: 1 for discretised data)" },
-                ParamSpec { name: "epsilon", ty: positive, default: json!(1e-6), doc: "ε added to gradient magnitudes before taking reciprocals" },
-                ParamSpec { name: "parallel_walks", ty: ParamType::Int { min: 1 }, default: json!(1000), doc: "seeds or local walks advanced in lockstep, two model calls per step (does not change results)" },
-                ParamSpec { name: "max_idis", ty: ParamType::Int { min: 0 }, default: json!(0), doc: "stop after this many distinct IDIs (0: no limit)" },
-            ],
-        }
-    }
-
-    fn generate(params: &Params, host: &mut Host) -> Result<(), PluginError> {
-        let settings = Settings::from_params(params);
+    fn generate(settings: &MaftParams, host: &mut Host) -> Result<(), PluginError> {
         if host.n_seeds == 0 {
             return Err(PluginError::InvalidInput("maft needs seeds: connect a cluster stage, or let generate draw random seeds".into()));
         }
-        let width = host.domain.width();
         let steps: Vec<f64> = host.domain.attributes.iter().map(|a| a.step).collect();
         let pert = Perturbation::new(host.domain.free_indices(), &steps, settings.perturbation_size);
-        let n_seeds = settings.global_num.min(host.seed_limit());
-        let seeds = host.seeds[..n_seeds * width].to_vec();
-        let mut sink = Sink::new(settings.max_idis);
-        let idis = global::run(host, &settings, &pert, &seeds, &mut sink)?;
+        let seeds = host.seed_rows(settings.global_num).to_vec();
+        let mut sink = CaseSink::new(settings.max_idis);
+        let idis = global::run(host, settings, &pert, &seeds, &mut sink)?;
         if sink.full() {
             return Ok(());
         }
-        local::run(host, &settings, &pert, idis, &mut sink)
+        local::run(host, settings, &pert, idis, &mut sink)
     }
 }
 
 fairpipe_abi::export_generator!(Maft);
+
+#[cfg(test)]
+mod tests {
+    use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
+    use fairpipe_abi::sdk::origin;
+    use fairpipe_abi::testing::{check_params, MockHost};
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+    use serde_json::json;
+
+    use super::*;
+
+    /// a, b, c on 0..=10 and a protected sex; a smooth score of a + b + c + 4·sex − 19.5, so an
+    /// input is discriminatory exactly when a + b + c ∈ [16, 19].
+    fn planted() -> MockHost {
+        let attr = |name: &str, upper, protected| Attribute {
+            name: name.into(),
+            kind: AttributeKind::Integer,
+            lower: 0.0,
+            upper,
+            step: 1.0,
+            protected,
+        };
+        let domain =
+            Domain { attributes: vec![attr("a", 10.0, false), attr("b", 10.0, false), attr("c", 10.0, false), attr("sex", 1.0, true)] };
+        let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
+        MockHost::new(domain, |r| 1.0 / (1.0 + (19.5 - r[0] - r[1] - r[2] - 4.0 * r[3]).exp())).with_seeds(seeds)
+    }
+
+    #[test]
+    fn parameters_are_documented() {
+        check_params::<MaftParams>();
+    }
+
+    #[test]
+    fn both_phases_find_only_planted_idis() {
+        let run = planted().generate::<Maft>(json!({"global_num": 100, "local_num": 200})).unwrap();
+        let global = run.cases.iter().filter(|c| c.origin == origin::GLOBAL).count();
+        assert!(global > 0 && run.cases.len() > global + 20, "{global} global of {} cases", run.cases.len());
+        assert!(run.cases.iter().all(|c| (16.0..=19.0).contains(&(c.instance[0] + c.instance[1] + c.instance[2]))));
+        assert!(run.rows >= 4 * run.calls, "batched model calls");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_run_and_the_idi_cap_holds() {
+        let params = json!({"global_num": 50, "local_num": 50});
+        let a = planted().with_rng_seed(9).generate::<Maft>(params.clone()).unwrap();
+        assert_eq!(planted().with_rng_seed(9).generate::<Maft>(params).unwrap(), a);
+        let capped = planted().generate::<Maft>(json!({"global_num": 50, "max_idis": 7})).unwrap();
+        assert_eq!(capped.cases.len(), 7);
+    }
+
+    #[test]
+    fn no_seeds_is_an_input_error() {
+        let host = MockHost::new(planted().host().unwrap().domain.clone(), |_| 0.5);
+        assert!(matches!(host.generate::<Maft>(json!({})), Err(PluginError::InvalidInput(_))));
+    }
+}

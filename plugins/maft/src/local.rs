@@ -8,13 +8,13 @@
 //! and the walk's index), so advancing many in lockstep — two model calls per step for all of them —
 //! gives exactly the results of running them one after another.
 
-use fairpipe_abi::sdk::{origin, Host, PluginError};
+use fairpipe_abi::sdk::{origin, CaseSink, Host, PluginError};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::gradient::{selection_probabilities, Perturbation};
-use crate::scored::{find_pair, is_discriminatory, max_diff, random_pick, score, Scores, Sink};
-use crate::Settings;
+use crate::scored::{find_pair, found, is_discriminatory, max_diff, random_pick, score, Scores};
+use crate::MaftParams;
 
 /// One local walk.
 struct Walk {
@@ -34,10 +34,10 @@ struct Walk {
 /// Run the local phase from `starts` (global IDIs with their scores).
 pub fn run(
     host: &mut Host,
-    settings: &Settings,
+    settings: &MaftParams,
     pert: &Perturbation,
     starts: Vec<(Vec<f64>, Scores)>,
-    sink: &mut Sink,
+    sink: &mut CaseSink,
 ) -> Result<(), PluginError> {
     if pert.attrs.is_empty() || settings.local_num == 0 {
         return Ok(());
@@ -80,7 +80,7 @@ pub fn run(
 /// (`max_diff`); later a random label-flipping one (`FindPair`).
 fn update_probabilities(
     host: &mut Host,
-    settings: &Settings,
+    settings: &MaftParams,
     pert: &Perturbation,
     walks: &mut [Walk],
     initial: bool,
@@ -117,10 +117,10 @@ fn update_probabilities(
 /// Lines 14–28: one step of every walk, all checks in one model call.
 fn perturb_and_check(
     host: &mut Host,
-    settings: &Settings,
+    settings: &MaftParams,
     pert: &Perturbation,
     walks: &mut [Walk],
-    sink: &mut Sink,
+    sink: &mut CaseSink,
 ) -> Result<(), PluginError> {
     let width = host.domain.width();
     let mut rows = Vec::with_capacity(walks.len() * width);
@@ -136,7 +136,7 @@ fn perturb_and_check(
     sink.tried(host, &rows);
     for (walk, s) in walks.iter_mut().zip(scores) {
         if is_discriminatory(host, &s) {
-            sink.found(host, &walk.x, &s, origin::LOCAL)?;
+            found(sink, host, &walk.x, &s, origin::LOCAL)?;
             walk.s = s;
             if sink.full() {
                 return Ok(());

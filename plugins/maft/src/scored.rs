@@ -1,9 +1,7 @@
-//! Inputs scored together with all their protected variants, and the sink that de-duplicates,
-//! counts and emits what the search finds.
+//! Inputs scored together with all their protected variants, and how the search reads and emits
+//! them.
 
-use std::collections::HashSet;
-
-use fairpipe_abi::sdk::{Host, PluginError};
+use fairpipe_abi::sdk::{CaseSink, Host, PluginError};
 use rand::Rng;
 
 /// Scores of one input: `[f(x), f(x with combination 0), f(x with combination 1), …]`.
@@ -58,52 +56,11 @@ pub fn random_pick<R: Rng>(p: &[f64], rng: &mut R) -> usize {
     p.len() - 1
 }
 
-fn key(row: &[f64]) -> Vec<u64> {
-    row.iter().map(|v| v.to_bits()).collect()
-}
-
-/// Where findings go: distinct inputs tried (the `generated` count) and distinct discriminatory
-/// inputs (emitted once each, with the origin of their first discovery).
-#[derive(Default)]
-pub struct Sink {
-    tried: HashSet<Vec<u64>>,
-    found: HashSet<Vec<u64>>,
-    /// Stop after this many distinct IDIs (0: no limit).
-    pub max_idis: usize,
-}
-
-impl Sink {
-    /// A sink that stops after `max_idis` distinct IDIs (0: no limit).
-    pub fn new(max_idis: usize) -> Self {
-        Sink { max_idis, ..Sink::default() }
-    }
-
-    /// Record that `rows` were checked.
-    pub fn tried(&mut self, host: &mut Host, rows: &[f64]) {
-        let width = host.domain.width();
-        let fresh = rows.chunks_exact(width).filter(|r| self.tried.insert(key(r))).count();
-        host.count_generated(fresh as u64);
-    }
-
-    /// Emit `row` (scored `s`) if it is a new IDI; `true` when it was new.
-    pub fn found(&mut self, host: &mut Host, row: &[f64], s: &[f64], origin: u32) -> Result<bool, PluginError> {
-        if !self.found.insert(key(row)) {
-            return Ok(false);
-        }
-        let verdict = host.variants.verdict(s[0], &s[1..]);
-        host.emit(row, &verdict, origin)?;
-        Ok(true)
-    }
-
-    /// Whether the IDI limit is reached.
-    pub fn full(&self) -> bool {
-        self.max_idis > 0 && self.found.len() >= self.max_idis
-    }
-
-    /// Distinct IDIs so far.
-    pub fn n_found(&self) -> usize {
-        self.found.len()
-    }
+/// Emit `row` (scored `s`, a discriminatory input) through `sink` unless it was emitted before;
+/// `true` when it was new.
+pub fn found(sink: &mut CaseSink, host: &mut Host, row: &[f64], s: &[f64], origin: u32) -> Result<bool, PluginError> {
+    let verdict = host.variants.verdict(s[0], &s[1..]);
+    sink.emit(host, row, &verdict, origin)
 }
 
 #[cfg(test)]

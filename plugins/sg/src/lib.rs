@@ -35,7 +35,7 @@ pub mod explain;
 pub mod search;
 pub mod solve;
 
-use fairpipe_abi::sdk::{Description, Generator, Host, ParamSpec, ParamType, Params, PluginError};
+use fairpipe_abi::sdk::{Generator, Host, PluginError};
 use serde_json::json;
 
 use crate::coverage::Surrogate;
@@ -47,40 +47,17 @@ pub struct Sg;
 
 impl Generator for Sg {
     const NAME: &'static str = "sg";
-    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const DOC: &'static str = "SG (Aggarwal et al., FSE'19): symbolic generation over local-explanation decision paths; path constraints solved for the closest input with good_lp, explored from a priority queue of seeds, directed and undirected inputs.";
+    type Params = SearchSettings;
 
-    fn description() -> Description {
-        Description {
-            doc: "SG (Aggarwal et al., FSE'19): symbolic generation over local-explanation decision paths; path constraints solved for the closest input with good_lp, explored from a priority queue of seeds, directed and undirected inputs.",
-            params: vec![
-                ParamSpec { name: "sample_limit", ty: ParamType::Int { min: 1 }, default: json!(1000), doc: "inputs to check (the paper's limit)" },
-                ParamSpec { name: "lime_samples", ty: ParamType::Int { min: 10 }, default: json!(5000), doc: "samples of each local explanation" },
-                ParamSpec { name: "t1", ty: ParamType::Float { min: 0.0, max: 1.0 }, default: json!(0.3), doc: "undirected search: stop at the first predicate with a lower confidence" },
-                ParamSpec { name: "t2", ty: ParamType::Float { min: 0.0, max: 2.0 }, default: json!(2.0), doc: "directed search: toggle predicates with a lower confidence (2: all)" },
-                ParamSpec { name: "seed_rank", ty: ParamType::Float { min: -1e9, max: 1e9 }, default: json!(5.0), doc: "queue rank of seeds (lower pops first)" },
-                ParamSpec { name: "directed_rank", ty: ParamType::Float { min: -1e9, max: 1e9 }, default: json!(1.0), doc: "directed inputs: this + average confidence" },
-                ParamSpec { name: "undirected_rank", ty: ParamType::Float { min: -1e9, max: 1e9 }, default: json!(10.0), doc: "undirected inputs: this − average confidence" },
-            ],
-        }
-    }
-
-    fn generate(params: &Params, host: &mut Host) -> Result<(), PluginError> {
+    fn generate(settings: &SearchSettings, host: &mut Host) -> Result<(), PluginError> {
         if host.n_seeds == 0 {
             return Err(PluginError::InvalidInput("sg needs seeds: connect a cluster stage, or let generate draw random seeds".into()));
         }
-        let settings = SearchSettings {
-            sample_limit: params.usize("sample_limit"),
-            lime_samples: params.usize("lime_samples"),
-            t1: params.f64("t1"),
-            t2: params.f64("t2"),
-            seed_rank: params.f64("seed_rank"),
-            directed_rank: params.f64("directed_rank"),
-            undirected_rank: params.f64("undirected_rank"),
-        };
         let width = host.domain.width();
-        let seeds = host.seeds[..host.seed_limit() * width].to_vec();
+        let seeds = host.seed_rows(usize::MAX).to_vec();
         let empirical = Empirical::new(&host.seeds, width);
-        let result = search::run(host, &settings, &seeds, &empirical);
+        let result = search::run(host, settings, &seeds, &empirical);
         let tally = match result {
             Ok(t) => t,
             Err(PluginError::Stopped) => return Ok(()),
@@ -107,3 +84,53 @@ impl Generator for Sg {
 }
 
 fairpipe_abi::export_generator!(Sg);
+
+#[cfg(test)]
+mod tests {
+    use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
+    use fairpipe_abi::testing::{check_params, MockHost};
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+    use serde_json::json;
+
+    use super::*;
+
+    /// a, b, c on 0..=10 and a protected sex; favourable when a + b + c + 4·sex ≥ 20, so an input
+    /// is discriminatory exactly when a + b + c ∈ [16, 19].
+    fn planted() -> MockHost {
+        let attr = |name: &str, upper, protected| Attribute {
+            name: name.into(),
+            kind: AttributeKind::Integer,
+            lower: 0.0,
+            upper,
+            step: 1.0,
+            protected,
+        };
+        let domain =
+            Domain { attributes: vec![attr("a", 10.0, false), attr("b", 10.0, false), attr("c", 10.0, false), attr("sex", 1.0, true)] };
+        let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
+        MockHost::new(domain, |r| if r[0] + r[1] + r[2] + 4.0 * r[3] >= 20.0 { 0.9 } else { 0.1 }).with_seeds(seeds)
+    }
+
+    #[test]
+    fn parameters_are_documented() {
+        check_params::<SearchSettings>();
+    }
+
+    #[test]
+    fn finds_only_planted_idis_and_reports_them_by_origin() {
+        let run = planted().generate::<Sg>(json!({"sample_limit": 200, "lime_samples": 500})).unwrap();
+        assert!(run.cases.len() >= 20, "{} cases", run.cases.len());
+        assert!(run.cases.iter().all(|c| (16.0..=19.0).contains(&(c.instance[0] + c.instance[1] + c.instance[2]))));
+        assert_eq!(run.generated, 200);
+        let figures = &run.report.expect("sg reports its figures")["figures"];
+        let idis: u64 = ["seed", "directed", "undirected"].iter().map(|o| figures[format!("idis_{o}")].as_u64().unwrap()).sum();
+        assert_eq!(idis as usize, run.cases.len());
+    }
+
+    #[test]
+    fn a_stop_request_ends_the_search_early() {
+        let run = planted().stop_after_calls(10).generate::<Sg>(json!({"sample_limit": 200, "lime_samples": 500})).unwrap();
+        assert!(run.calls <= 11 && run.generated < 10, "{} calls, {} generated", run.calls, run.generated);
+    }
+}

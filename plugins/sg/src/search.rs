@@ -6,8 +6,9 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashSet};
 
-use fairpipe_abi::sdk::{origin, Host, PluginError};
+use fairpipe_abi::sdk::{at_least, in_range, origin, CaseSink, Host, PluginError, PluginParams};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::explain::{decision_path, Empirical, Predicate};
 use crate::solve::closest;
@@ -38,8 +39,9 @@ impl Source {
     }
 }
 
-/// The search's settings.
-#[derive(Debug, Clone)]
+/// The search's settings: the plugin's parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SearchSettings {
     /// Inputs to check at most (`limit`).
     pub sample_limit: usize,
@@ -55,6 +57,42 @@ pub struct SearchSettings {
     pub directed_rank: f64,
     /// Undirected inputs get this − average confidence.
     pub undirected_rank: f64,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            sample_limit: 1000,
+            lime_samples: 5000,
+            t1: 0.3,
+            t2: 2.0,
+            seed_rank: 5.0,
+            directed_rank: 1.0,
+            undirected_rank: 10.0,
+        }
+    }
+}
+
+impl PluginParams for SearchSettings {
+    const DOCS: &'static [(&'static str, &'static str)] = &[
+        ("sample_limit", "inputs to check (the paper's limit)"),
+        ("lime_samples", "samples of each local explanation"),
+        ("t1", "undirected search: stop at the first predicate with a lower confidence"),
+        ("t2", "directed search: toggle predicates with a lower confidence (2: all)"),
+        ("seed_rank", "queue rank of seeds (lower pops first)"),
+        ("directed_rank", "directed inputs: this + average confidence"),
+        ("undirected_rank", "undirected inputs: this − average confidence"),
+    ];
+
+    fn check(&self) -> Result<(), String> {
+        at_least("sample_limit", self.sample_limit, 1)?;
+        at_least("lime_samples", self.lime_samples, 10)?;
+        in_range("t1", self.t1, 0.0, 1.0)?;
+        in_range("t2", self.t2, 0.0, 2.0)?;
+        in_range("seed_rank", self.seed_rank, -1e9, 1e9)?;
+        in_range("directed_rank", self.directed_rank, -1e9, 1e9)?;
+        in_range("undirected_rank", self.undirected_rank, -1e9, 1e9)
+    }
 }
 
 /// Generated inputs and IDIs per source, and every input checked (for coverage).
@@ -95,10 +133,6 @@ impl Ord for Queued {
     }
 }
 
-fn key(row: &[f64]) -> Vec<u64> {
-    row.iter().map(|v| v.to_bits()).collect()
-}
-
 fn constraint_key(c: &[Predicate]) -> Vec<(usize, u64, bool)> {
     let mut k: Vec<_> = c.iter().map(Predicate::key).collect();
     k.sort_unstable();
@@ -124,28 +158,25 @@ pub fn run(host: &mut Host, settings: &SearchSettings, seeds: &[f64], empirical:
         order += 1;
     }
     let mut visited_paths: HashSet<Vec<(usize, u64, bool)>> = HashSet::new();
-    let mut tried: HashSet<Vec<u64>> = HashSet::new();
+    let mut sink = CaseSink::new(0);
     let mut tally = Tally::default();
-    let mut count = 0;
-    while count < settings.sample_limit {
+    while sink.n_tried() < settings.sample_limit {
         let Some(Queued { input: t, source, .. }) = queue.pop() else { break };
-        if !tried.insert(key(&t)) {
+        if sink.tried(host, &t) == 0 {
             continue;
         }
-        count += 1;
         tally.generated[source.index()] += 1;
         tally.checked.extend_from_slice(&t);
-        host.count_generated(1);
         let verdict = host.check(&t)?.remove(0);
-        // Each input is checked once (`tried`), so every discriminatory one is a new IDI.
-        if verdict.discriminatory {
+        // Each input is checked once, so every discriminatory one is a new IDI.
+        if verdict.discriminatory && sink.emit(host, &t, &verdict, source.origin())? {
             tally.idis[source.index()] += 1;
-            host.emit(&t, &verdict, source.origin())?;
         }
         // Local explanation: samples around t labelled by the model in one call.
         let samples = empirical.samples(&t, settings.lime_samples, &mut host.rng);
         let labels: Vec<u8> = host.predict(&samples.rows)?.into_iter().map(|p| u8::from(p > 0.5)).collect();
         let path = decision_path(&samples, &labels);
+        host.check_stop()?;
         // New path constraints (directed first, then undirected), each solved once.
         let mut candidates: Vec<(Vec<Predicate>, Source)> = Vec::new();
         if verdict.discriminatory {

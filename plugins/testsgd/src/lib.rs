@@ -34,8 +34,9 @@ pub mod score;
 
 use std::time::Instant;
 
-use fairpipe_abi::sdk::{Auditor, Description, Host, ParamSpec, ParamType, Params, PluginError};
+use fairpipe_abi::sdk::{at_least, in_range, Auditor, Host, PluginError, PluginParams};
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::rules::{frequent_rule_sets, RuleShape};
@@ -44,45 +45,93 @@ use crate::score::{score_all, ScoreSettings};
 /// The TestSGD auditor.
 pub struct TestSgd;
 
-impl Auditor for TestSgd {
-    const NAME: &'static str = "testsgd";
-    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+/// Parameters of [`TestSgd`] (defaults from the paper).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TestSgdParams {
+    /// Support threshold θ of a rule set.
+    pub theta: f64,
+    /// Support threshold of the complement (negative: `theta`).
+    pub theta_out: f64,
+    /// Pairs drawn before the margin is first checked.
+    pub sample_thr: usize,
+    /// Target error margin.
+    pub error_thr: f64,
+    /// z of the confidence level.
+    pub z: f64,
+    /// Equal-width bins K of a many-valued feature.
+    pub bins: usize,
+    /// What a single rule may be.
+    pub rules: RuleShape,
+    /// Refuse to score more frequent rule sets than this.
+    pub max_rule_sets: usize,
+    /// Stop sampling a rule set after this many pairs.
+    pub max_samples: usize,
+    /// Pairs per rule set per batched round after the first.
+    pub round: usize,
+}
 
-    fn description() -> Description {
-        Description {
-            doc: "TestSGD (subtle group discrimination): frequent rule sets over the protected attributes, each scored by |P(favourable | R) - P(favourable | not R)| with a statistical error margin.",
-            params: vec![
-                ParamSpec { name: "theta", ty: ParamType::Float { min: 0.0, max: 1.0 }, default: json!(0.05), doc: "support threshold θ of a rule set on the data" },
-                ParamSpec {
-                    name: "theta_out",
-                    ty: ParamType::Float { min: -1.0, max: 1.0 },
-                    default: json!(-1.0),
-                    doc: "support threshold of the complement ¬R (negative: same as theta; 0: the paper's filter)",
-                },
-                ParamSpec { name: "sample_thr", ty: ParamType::Int { min: 1 }, default: json!(1000), doc: "pairs drawn before the margin is first checked" },
-                ParamSpec { name: "error_thr", ty: ParamType::Float { min: 1e-6, max: 1.0 }, default: json!(0.05), doc: "target error margin of the score" },
-                ParamSpec { name: "z", ty: ParamType::Float { min: 0.0, max: 10.0 }, default: json!(1.96), doc: "z of the confidence level (1.96: 95% per rate, 90.25% for the score)" },
-                ParamSpec { name: "bins", ty: ParamType::Int { min: 2 }, default: json!(10), doc: "equal-width bins K of a many-valued feature" },
-                ParamSpec { name: "rules", ty: ParamType::Choice(&["subsets", "values"]), default: json!("subsets"), doc: "rules are value subsets / bin runs, or single values / bins (the paper's count)" },
-                ParamSpec { name: "max_rule_sets", ty: ParamType::Int { min: 1 }, default: json!(100_000), doc: "refuse to score more frequent rule sets than this (raise theta or use rules = \"values\")" },
-                ParamSpec { name: "max_samples", ty: ParamType::Int { min: 2 }, default: json!(100_000), doc: "stop sampling a rule set after this many pairs" },
-                ParamSpec { name: "round", ty: ParamType::Int { min: 1 }, default: json!(64), doc: "pairs per rule set per batched round after the first (does not change results)" },
-            ],
+impl Default for TestSgdParams {
+    fn default() -> Self {
+        TestSgdParams {
+            theta: 0.05,
+            theta_out: -1.0,
+            sample_thr: 1000,
+            error_thr: 0.05,
+            z: 1.96,
+            bins: 10,
+            rules: RuleShape::Subsets,
+            max_rule_sets: 100_000,
+            max_samples: 100_000,
+            round: 64,
         }
     }
+}
 
-    fn audit(params: &Params, host: &mut Host) -> Result<Value, PluginError> {
+impl PluginParams for TestSgdParams {
+    const DOCS: &'static [(&'static str, &'static str)] = &[
+        ("theta", "support threshold θ of a rule set on the data"),
+        ("theta_out", "support threshold of the complement ¬R (negative: same as theta; 0: the paper's filter)"),
+        ("sample_thr", "pairs drawn before the margin is first checked"),
+        ("error_thr", "target error margin of the score"),
+        ("z", "z of the confidence level (1.96: 95% per rate, 90.25% for the score)"),
+        ("bins", "equal-width bins K of a many-valued feature"),
+        ("rules", "rules are value subsets / bin runs (\"subsets\"), or single values / bins (\"values\", the paper's count)"),
+        ("max_rule_sets", "refuse to score more frequent rule sets than this (raise theta or use rules = \"values\")"),
+        ("max_samples", "stop sampling a rule set after this many pairs"),
+        ("round", "pairs per rule set per batched round after the first (does not change results)"),
+    ];
+
+    fn check(&self) -> Result<(), String> {
+        in_range("theta", self.theta, 0.0, 1.0)?;
+        in_range("theta_out", self.theta_out, -1.0, 1.0)?;
+        at_least("sample_thr", self.sample_thr, 1)?;
+        in_range("error_thr", self.error_thr, 1e-6, 1.0)?;
+        in_range("z", self.z, 0.0, 10.0)?;
+        at_least("bins", self.bins, 2)?;
+        at_least("max_rule_sets", self.max_rule_sets, 1)?;
+        at_least("max_samples", self.max_samples, 2)?;
+        at_least("round", self.round, 1)
+    }
+}
+
+impl Auditor for TestSgd {
+    const NAME: &'static str = "testsgd";
+    const DOC: &'static str = "TestSGD (subtle group discrimination): frequent rule sets over the protected attributes, each scored by |P(favourable | R) - P(favourable | not R)| with a statistical error margin.";
+    type Params = TestSgdParams;
+
+    fn audit(params: &TestSgdParams, host: &mut Host) -> Result<Value, PluginError> {
         let started = Instant::now();
         if host.n_seeds == 0 {
             return Err(PluginError::InvalidInput("testsgd needs the data's rows".into()));
         }
-        let shape = if params.str("rules") == "values" { RuleShape::Values } else { RuleShape::Subsets };
+        let shape = params.rules;
         let sensitive = host.domain.protected_indices();
         let rows = host.seeds.clone();
-        let theta = params.f64("theta");
-        let theta_out = if params.f64("theta_out") < 0.0 { theta } else { params.f64("theta_out") };
-        let enumeration = frequent_rule_sets(&host.domain, &sensitive, &rows, theta, theta_out, params.usize("bins"), shape);
-        let limit = params.usize("max_rule_sets");
+        let theta = params.theta;
+        let theta_out = if params.theta_out < 0.0 { theta } else { params.theta_out };
+        let enumeration = frequent_rule_sets(&host.domain, &sensitive, &rows, theta, theta_out, params.bins, shape);
+        let limit = params.max_rule_sets;
         if enumeration.kept.len() > limit {
             return Err(PluginError::InvalidInput(format!(
                 "{} frequent rule sets (of {} generated) exceed max_rule_sets = {limit}; raise theta or use rules = \"values\"",
@@ -91,11 +140,11 @@ impl Auditor for TestSgd {
             )));
         }
         let settings = ScoreSettings {
-            sample_thr: params.usize("sample_thr"),
-            error_thr: params.f64("error_thr"),
-            z: params.f64("z"),
-            round: params.usize("round"),
-            max_samples: params.usize("max_samples").max(params.usize("sample_thr") + 1),
+            sample_thr: params.sample_thr,
+            error_thr: params.error_thr,
+            z: params.z,
+            round: params.round,
+            max_samples: params.max_samples.max(params.sample_thr + 1),
             max_batch_rows: 1 << 17,
         };
         let seed: u64 = host.rng.gen();
@@ -172,5 +221,54 @@ mod tests {
     fn confidence_of_1_96_is_95_percent_and_squared_as_theorem_4_2() {
         assert!((confidence_of(1.96) - 0.95).abs() < 1e-4);
         assert!((confidence_of(1.96).powi(2) - 0.9025).abs() < 2e-4);
+    }
+}
+
+#[cfg(test)]
+mod planted {
+    use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
+    use fairpipe_abi::testing::{check_params, MockHost};
+    use serde_json::json;
+
+    use super::*;
+
+    /// Favourable exactly when sex = 1: the rule set {sex = 1} has rate 1 inside and 0 outside.
+    fn planted() -> MockHost {
+        let attr = |name: &str, upper, protected| Attribute {
+            name: name.into(),
+            kind: AttributeKind::Integer,
+            lower: 0.0,
+            upper,
+            step: 1.0,
+            protected,
+        };
+        let domain = Domain { attributes: vec![attr("a", 9.0, false), attr("sex", 1.0, true)] };
+        let rows: Vec<f64> = (0..300).flat_map(|i| [f64::from(i % 10), f64::from(u8::from(i % 3 == 0))]).collect();
+        MockHost::new(domain, |r| if r[1] == 1.0 { 0.8 } else { 0.2 }).with_seeds(rows)
+    }
+
+    #[test]
+    fn parameters_are_documented() {
+        check_params::<TestSgdParams>();
+    }
+
+    #[test]
+    fn the_planted_group_scores_one() {
+        let run = planted().audit::<TestSgd>(json!({})).unwrap();
+        assert!(run.cases.is_empty());
+        let report = run.report.expect("a report");
+        let groups = report["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 2, "sex = 0 and sex = 1");
+        for g in groups {
+            assert!((g["score"].as_f64().unwrap() - 1.0).abs() < 1e-12, "{g}");
+        }
+        assert_eq!(report["figures"]["model_queries"].as_u64(), Some(run.rows));
+    }
+
+    #[test]
+    fn the_rules_parameter_takes_the_two_shapes_only() {
+        assert!(planted().audit::<TestSgd>(json!({"rules": "values"})).is_ok());
+        let err = planted().audit::<TestSgd>(json!({"rules": "value"})).unwrap_err();
+        assert!(err.to_string().contains("parameter `rules`"), "{err}");
     }
 }

@@ -9,10 +9,12 @@
 //! example (2 gender + 5 race + 10 age bins → 17 + 80 + 100 = 197 rule sets).
 
 use fairpipe_abi::domain::{AttributeKind, Domain};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// What a single rule may be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a single rule may be (`"subsets"` or `"values"` in the parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RuleShape {
     /// Subsets of values, runs of adjacent bins.
     Subsets,

@@ -1,0 +1,325 @@
+//! [`Host`]: the host as a plugin sees it — domain, seeds, the model, the case sink, the budget and
+//! cancellation — over a [`Backend`]: the real host's C callbacks ([`crate::export`]) or a mock
+//! ([`crate::testing::MockHost`]).
+
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde_json::Value;
+
+use crate::domain::Domain;
+use crate::ffi::FfiBudget;
+use crate::sdk::PluginError;
+use crate::variants::{RowCheck, Variants};
+
+/// What a [`Host`] calls: the host's side of a run. Errors carry the host's message.
+pub(crate) trait Backend {
+    /// Score the rows of `x` (`cols` wide) into `out`, one P(class 1) per row.
+    fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), String>;
+    /// Take one case.
+    fn emit(&mut self, instance: &[f64], counterpart: &[f64], p: f64, p_counterpart: f64, origin: u32) -> Result<(), String>;
+    /// Take an auditor's report (a JSON document).
+    fn report(&mut self, json: &str) -> Result<(), String>;
+    /// Progress: `done` inputs generated so far.
+    fn progress(&mut self, done: u64);
+    /// Whether the host asks the plugin to stop.
+    fn should_stop(&mut self) -> bool;
+}
+
+/// Everything a run starts from, besides the backend.
+pub(crate) struct RunInput {
+    /// The input domain.
+    pub domain: Domain,
+    /// Seed rows, row-major.
+    pub seeds: Vec<f64>,
+    /// Seed of the run's random generator.
+    pub rng_seed: u64,
+    /// Limits.
+    pub budget: FfiBudget,
+    /// γ of Aequitas Definition 4.1, `None` to compare labels.
+    pub gamma: Option<f64>,
+}
+
+/// The host as a plugin sees it: domain, seeds, model, case sink, budget.
+pub struct Host<'a> {
+    backend: Box<dyn Backend + 'a>,
+    budget: FfiBudget,
+    /// The input domain (categorical levels are not sent; only their count via the bounds).
+    pub domain: Domain,
+    /// Protected variants and the verdict rule.
+    pub variants: Variants,
+    /// Seed rows, row-major.
+    pub seeds: Vec<f64>,
+    /// Number of seed rows.
+    pub n_seeds: usize,
+    /// The run's random generator, seeded by the host.
+    pub rng: Xoshiro256PlusPlus,
+    queries: u64,
+    iterations: u64,
+    generated: u64,
+    started: Instant,
+}
+
+impl<'a> Host<'a> {
+    /// A host over `backend`; refuses a domain without a protected attribute and seeds of the
+    /// wrong width.
+    pub(crate) fn new(input: RunInput, backend: Box<dyn Backend + 'a>) -> Result<Self, PluginError> {
+        let RunInput { domain, seeds, rng_seed, budget, gamma } = input;
+        if domain.protected_indices().is_empty() {
+            return Err(PluginError::InvalidInput("the domain has no protected attribute".into()));
+        }
+        let width = domain.width();
+        if width == 0 || seeds.len() % width != 0 {
+            return Err(PluginError::InvalidInput(format!("{} seed values are not whole rows of {width} attributes", seeds.len())));
+        }
+        Ok(Host {
+            backend,
+            budget,
+            variants: Variants::new(&domain, gamma),
+            n_seeds: seeds.len() / width,
+            seeds,
+            domain,
+            rng: Xoshiro256PlusPlus::seed_from_u64(rng_seed),
+            queries: 0,
+            iterations: 0,
+            generated: 0,
+            started: Instant::now(),
+        })
+    }
+
+    /// Seed row `i`.
+    pub fn seed(&self, i: usize) -> &[f64] {
+        let w = self.domain.width();
+        &self.seeds[i * w..(i + 1) * w]
+    }
+
+    /// Number of seeds the budget allows.
+    pub fn seed_limit(&self) -> usize {
+        match self.budget.max_seeds {
+            0 => self.n_seeds,
+            m => self.n_seeds.min(usize::try_from(m).unwrap_or(usize::MAX)),
+        }
+    }
+
+    /// The first seeds, row-major: at most `max` of them and at most [`Host::seed_limit`] (the
+    /// host passes them in round-robin order over the clusters, so a prefix is a fair share).
+    pub fn seed_rows(&self, max: usize) -> &[f64] {
+        &self.seeds[..max.min(self.seed_limit()) * self.domain.width()]
+    }
+
+    /// P(class 1) for each row of `x`; [`PluginError::Stopped`] once the query budget is spent,
+    /// [`PluginError::Compute`] with the host's message when the model fails.
+    pub fn predict(&mut self, x: &[f64]) -> Result<Vec<f64>, PluginError> {
+        let cols = self.domain.width();
+        let rows = x.len() / cols;
+        let max = self.budget.max_queries;
+        if max > 0 && self.queries + rows as u64 > max {
+            return Err(PluginError::Stopped);
+        }
+        let mut out = vec![0.0; rows];
+        self.backend
+            .predict(&x[..rows * cols], cols, &mut out)
+            .map_err(|m| PluginError::Compute(format!("the host's predict failed: {m}")))?;
+        self.queries += rows as u64;
+        Ok(out)
+    }
+
+    /// Check rows (row-major) for discrimination in one batched model call.
+    pub fn check(&mut self, rows: &[f64]) -> Result<Vec<RowCheck>, PluginError> {
+        let scores = self.scores(rows)?;
+        Ok(self.variants.verdicts(&scores))
+    }
+
+    /// Score each row of `rows` and all its protected variants in one model call: per row,
+    /// `[f(x), f(x with combination 0), f(x with combination 1), …]`, concatenated.
+    pub fn scores(&mut self, rows: &[f64]) -> Result<Vec<f64>, PluginError> {
+        let mut batch = Vec::new();
+        self.variants.batch(rows, &mut batch);
+        self.predict(&batch)
+    }
+
+    /// Emit a case: `row` and its counterpart combination from a [`RowCheck`]. The host
+    /// re-checks it; see [`crate::sdk::CaseSink`] to emit each input once.
+    pub fn emit(&mut self, row: &[f64], verdict: &RowCheck, origin: u32) -> Result<(), PluginError> {
+        let counterpart = self.variants.variant(row, verdict.counterpart);
+        self.backend
+            .emit(row, &counterpart, verdict.p, verdict.p_counterpart, origin)
+            .map_err(|m| PluginError::Compute(format!("the host's emit failed: {m}")))
+    }
+
+    /// Send an auditor's report to the host.
+    pub fn report(&mut self, report: &Value) -> Result<(), PluginError> {
+        self.backend.report(&report.to_string()).map_err(|m| PluginError::Compute(format!("the host's report failed: {m}")))
+    }
+
+    /// Count `n` generated test inputs (reported to the host as progress).
+    pub fn count_generated(&mut self, n: u64) {
+        self.generated += n;
+        self.backend.progress(self.generated);
+    }
+
+    /// Test inputs counted so far.
+    pub fn generated(&self) -> u64 {
+        self.generated
+    }
+
+    /// Count one iteration; [`PluginError::Stopped`] when the iteration or time budget is spent or
+    /// the host asks to stop. Call it at least every few milliseconds of work: it is how a time
+    /// budget or a user's interrupt ends a run.
+    pub fn tick(&mut self) -> Result<(), PluginError> {
+        self.iterations += 1;
+        if self.should_stop() {
+            return Err(PluginError::Stopped);
+        }
+        Ok(())
+    }
+
+    /// Whether to stop now (host request, iteration or time budget), without counting an
+    /// iteration.
+    pub fn should_stop(&mut self) -> bool {
+        let b = self.budget;
+        (b.max_iterations > 0 && self.iterations >= b.max_iterations)
+            || (b.max_seconds > 0.0 && self.started.elapsed().as_secs_f64() >= b.max_seconds)
+            || self.backend.should_stop()
+    }
+
+    /// [`PluginError::Stopped`] when [`Host::should_stop`], without counting an iteration: for
+    /// long stretches between iterations.
+    pub fn check_stop(&mut self) -> Result<(), PluginError> {
+        if self.should_stop() {
+            Err(PluginError::Stopped)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Model rows scored so far.
+    pub fn queries(&self) -> u64 {
+        self.queries
+    }
+
+    /// Iterations counted so far.
+    pub fn iterations(&self) -> u64 {
+        self.iterations
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::domain::{Attribute, AttributeKind, Domain};
+    use crate::ffi::FfiBudget;
+    use crate::sdk::{origin, PluginError};
+    use crate::testing::MockHost;
+
+    fn domain() -> Domain {
+        let attr = |name: &str, upper: f64, protected| Attribute {
+            name: name.into(),
+            kind: AttributeKind::Integer,
+            lower: 0.0,
+            upper,
+            step: 1.0,
+            protected,
+        };
+        Domain { attributes: vec![attr("a", 10.0, false), attr("sex", 1.0, true)] }
+    }
+
+    /// Favourable when a + 2·sex ≥ 6: discriminatory exactly when a ∈ {4, 5}.
+    fn planted(r: &[f64]) -> f64 {
+        if r[0] + 2.0 * r[1] >= 6.0 {
+            0.9
+        } else {
+            0.1
+        }
+    }
+
+    #[test]
+    fn predict_stops_at_the_query_budget_before_calling_the_model() {
+        let mock = MockHost::new(domain(), planted).with_budget(FfiBudget { max_queries: 5, ..Default::default() });
+        let mut host = mock.host().unwrap();
+        assert_eq!(host.predict(&[5.0, 1.0, 5.0, 0.0]).unwrap(), vec![0.9, 0.1]);
+        assert_eq!(host.predict(&[1.0, 1.0, 2.0, 0.0, 3.0, 0.0]).unwrap().len(), 3);
+        assert_eq!(host.predict(&[1.0, 1.0]), Err(PluginError::Stopped));
+        assert_eq!(host.queries(), 5);
+        drop(host);
+        let run = mock.take_run();
+        assert_eq!((run.rows, run.calls), (5, 2));
+    }
+
+    #[test]
+    fn a_failed_predict_carries_the_hosts_message() {
+        let mock = MockHost::new(domain(), planted).failing_predict("the model server is down");
+        let mut host = mock.host().unwrap();
+        assert_eq!(host.predict(&[1.0, 1.0]), Err(PluginError::Compute("the host's predict failed: the model server is down".into())));
+        assert_eq!(host.queries(), 0);
+    }
+
+    #[test]
+    fn check_scores_every_variant_and_emit_sends_the_counterpart() {
+        let mock = MockHost::new(domain(), planted);
+        let mut host = mock.host().unwrap();
+        let verdicts = host.check(&[4.0, 1.0, 8.0, 0.0]).unwrap();
+        assert!(verdicts[0].discriminatory && !verdicts[1].discriminatory);
+        host.emit(&[4.0, 1.0], &verdicts[0], origin::LOCAL).unwrap();
+        host.count_generated(2);
+        host.count_generated(3);
+        drop(host);
+        let run = mock.take_run();
+        assert_eq!(run.rows, 2 * 3, "each row with its two variants, in one call");
+        assert_eq!(run.calls, 1);
+        assert_eq!(run.generated, 5);
+        assert_eq!(run.cases.len(), 1);
+        let case = &run.cases[0];
+        assert_eq!((case.instance.as_slice(), case.counterpart.as_slice()), (&[4.0, 1.0][..], &[4.0, 0.0][..]));
+        assert_eq!((case.p, case.p_counterpart, case.origin), (0.9, 0.1, origin::LOCAL));
+    }
+
+    #[test]
+    fn tick_stops_on_the_iteration_budget_and_on_the_hosts_request() {
+        let mock = MockHost::new(domain(), planted).with_budget(FfiBudget { max_iterations: 3, ..Default::default() });
+        let mut host = mock.host().unwrap();
+        assert_eq!((host.tick(), host.tick(), host.tick()), (Ok(()), Ok(()), Err(PluginError::Stopped)));
+        assert_eq!(host.iterations(), 3);
+
+        let mock = MockHost::new(domain(), planted).stop_after_calls(1);
+        let mut host = mock.host().unwrap();
+        assert!(!host.should_stop());
+        host.predict(&[1.0, 1.0]).unwrap();
+        assert!(host.should_stop());
+        assert_eq!(host.check_stop(), Err(PluginError::Stopped));
+        assert_eq!(host.iterations(), 0, "should_stop and check_stop count no iteration");
+
+        let mock = MockHost::new(domain(), planted).with_budget(FfiBudget { max_seconds: 1e-9, ..Default::default() });
+        let mut host = mock.host().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        assert!(host.should_stop(), "the time budget is spent");
+    }
+
+    #[test]
+    fn seeds_are_limited_by_the_budget_and_refused_when_ragged() {
+        let seeds: Vec<f64> = (0..10).map(f64::from).collect();
+        let mock = MockHost::new(domain(), planted).with_seeds(seeds.clone()).with_budget(FfiBudget { max_seeds: 3, ..Default::default() });
+        let host = mock.host().unwrap();
+        assert_eq!((host.n_seeds, host.seed_limit()), (5, 3));
+        assert_eq!(host.seed(1), &[2.0, 3.0]);
+        assert_eq!(host.seed_rows(2), &seeds[..4]);
+        assert_eq!(host.seed_rows(100), &seeds[..6]);
+        let ragged = MockHost::new(domain(), planted).with_seeds(vec![1.0; 3]);
+        assert!(matches!(ragged.host(), Err(PluginError::InvalidInput(_))));
+        let mut unprotected = domain();
+        unprotected.attributes[1].protected = false;
+        let err = MockHost::new(unprotected, planted).host().err();
+        assert_eq!(err, Some(PluginError::InvalidInput("the domain has no protected attribute".into())));
+    }
+
+    #[test]
+    fn reports_reach_the_host_as_json() {
+        let mock = MockHost::new(domain(), planted);
+        let mut host = mock.host().unwrap();
+        host.report(&json!({"figures": {"x": 1}})).unwrap();
+        drop(host);
+        assert_eq!(mock.take_run().report, Some(json!({"figures": {"x": 1}})));
+    }
+}

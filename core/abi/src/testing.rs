@@ -1,0 +1,235 @@
+//! [`MockHost`]: run a generator or an auditor against a closure as the model, without the engine,
+//! and collect what it emits — for a plugin's own unit tests.
+//!
+//! ```
+//! use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
+//! use fairpipe_abi::testing::MockHost;
+//! # use fairpipe_abi::sdk::{origin, Generator, Host, PluginError, PluginParams};
+//! # #[derive(Default, serde::Serialize, serde::Deserialize)]
+//! # #[serde(default, deny_unknown_fields)]
+//! # struct NoParams {}
+//! # impl PluginParams for NoParams { const DOCS: &'static [(&'static str, &'static str)] = &[]; }
+//! # struct Mine;
+//! # impl Generator for Mine {
+//! #     const NAME: &'static str = "mine";
+//! #     const DOC: &'static str = "doc";
+//! #     type Params = NoParams;
+//! #     fn generate(_: &NoParams, host: &mut Host) -> Result<(), PluginError> {
+//! #         let rows = host.domain.sample_rows(&mut host.rng, 200);
+//! #         for (row, v) in rows.chunks_exact(2).zip(host.check(&rows)?) {
+//! #             if v.discriminatory { host.emit(row, &v, origin::GLOBAL)?; }
+//! #         }
+//! #         Ok(())
+//! #     }
+//! # }
+//! let attr = |name: &str, upper, protected| Attribute {
+//!     name: name.into(), kind: AttributeKind::Integer, lower: 0.0, upper, step: 1.0, protected,
+//! };
+//! let domain = Domain { attributes: vec![attr("a", 10.0, false), attr("sex", 1.0, true)] };
+//! // Favourable when a + sex ≥ 6: discriminatory exactly when a = 5 (and sex differs).
+//! let host = MockHost::new(domain, |r| if r[0] + r[1] >= 6.0 { 0.9 } else { 0.1 });
+//! let run = host.generate::<Mine>(serde_json::json!({})).unwrap();
+//! assert!(!run.cases.is_empty() && run.cases.iter().all(|c| c.instance[0] == 5.0));
+//! ```
+
+use std::cell::RefCell;
+
+use serde_json::Value;
+
+use crate::domain::Domain;
+use crate::ffi::FfiBudget;
+use crate::host::{Backend, Host, RunInput};
+use crate::sdk::{AsAuditor, AsGenerator, Auditor, Generator, Method, PluginError, PluginParams};
+
+/// One emitted case, as the host received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// The instance.
+    pub instance: Vec<f64>,
+    /// Its counterpart.
+    pub counterpart: Vec<f64>,
+    /// The plugin's P(class 1) of the instance.
+    pub p: f64,
+    /// The plugin's P(class 1) of the counterpart.
+    pub p_counterpart: f64,
+    /// The origin code ([`crate::sdk::origin`]).
+    pub origin: u32,
+}
+
+/// What a run sent to the host.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Run {
+    /// Emitted cases, in order.
+    pub cases: Vec<Case>,
+    /// An auditor's report.
+    pub report: Option<Value>,
+    /// The last generated count the plugin reported.
+    pub generated: u64,
+    /// Model rows scored.
+    pub rows: u64,
+    /// Model calls.
+    pub calls: u64,
+}
+
+/// A model: one row to P(class 1).
+type Model = dyn Fn(&[f64]) -> f64;
+
+/// A host for unit tests: a domain, seeds, a budget and a closure as the model.
+pub struct MockHost {
+    domain: Domain,
+    seeds: Vec<f64>,
+    rng_seed: u64,
+    budget: FfiBudget,
+    gamma: Option<f64>,
+    model: Box<Model>,
+    stop_after_calls: Option<u64>,
+    fail_predict: Option<String>,
+    recorded: RefCell<Run>,
+}
+
+impl MockHost {
+    /// A host over `domain` whose model is `model` (one row → P(class 1)); no seeds, random
+    /// seed 1, no budget, labels compared (no γ).
+    pub fn new(domain: Domain, model: impl Fn(&[f64]) -> f64 + 'static) -> Self {
+        MockHost {
+            domain,
+            seeds: Vec::new(),
+            rng_seed: 1,
+            budget: FfiBudget::default(),
+            gamma: None,
+            model: Box::new(model),
+            stop_after_calls: None,
+            fail_predict: None,
+            recorded: RefCell::new(Run::default()),
+        }
+    }
+
+    /// With these seed rows (row-major).
+    pub fn with_seeds(mut self, seeds: Vec<f64>) -> Self {
+        self.seeds = seeds;
+        self
+    }
+
+    /// With this seed of the plugin's random generator.
+    pub fn with_rng_seed(mut self, seed: u64) -> Self {
+        self.rng_seed = seed;
+        self
+    }
+
+    /// With this budget.
+    pub fn with_budget(mut self, budget: FfiBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// With γ (Aequitas Definition 4.1) instead of comparing labels.
+    pub fn with_gamma(mut self, gamma: f64) -> Self {
+        self.gamma = Some(gamma);
+        self
+    }
+
+    /// The host asks the plugin to stop (its `should_stop` says yes) once `calls` model calls
+    /// were made, as a time budget or an interrupt would.
+    pub fn stop_after_calls(mut self, calls: u64) -> Self {
+        self.stop_after_calls = Some(calls);
+        self
+    }
+
+    /// Every model call fails with `message`.
+    pub fn failing_predict(mut self, message: &str) -> Self {
+        self.fail_predict = Some(message.to_string());
+        self
+    }
+
+    /// A [`Host`] over this mock for calling SDK functions directly; what it sends is recorded
+    /// and returned by [`MockHost::take_run`].
+    pub fn host(&self) -> Result<Host<'_>, PluginError> {
+        let input = RunInput {
+            domain: self.domain.clone(),
+            seeds: self.seeds.clone(),
+            rng_seed: self.rng_seed,
+            budget: self.budget,
+            gamma: self.gamma,
+        };
+        Host::new(input, Box::new(MockBackend { mock: self }))
+    }
+
+    /// What was sent to the host so far; clears the record.
+    pub fn take_run(&self) -> Run {
+        self.recorded.take()
+    }
+
+    /// Run generator `G` with `params` (a JSON object, as a pipeline's `params` table) the way the
+    /// host does: parameters parsed and checked, [`PluginError::Stopped`] a normal end.
+    pub fn generate<G: Generator>(&self, params: Value) -> Result<Run, PluginError> {
+        self.run::<AsGenerator<G>>(params)
+    }
+
+    /// Run auditor `A` with `params`; the report is in [`Run::report`].
+    pub fn audit<A: Auditor>(&self, params: Value) -> Result<Run, PluginError> {
+        self.run::<AsAuditor<A>>(params)
+    }
+
+    fn run<M: Method>(&self, params: Value) -> Result<Run, PluginError> {
+        self.recorded.take();
+        let params = crate::sdk::prepare::<M>(&params)?;
+        let mut host = self.host()?;
+        match M::run(&params, &mut host) {
+            Ok(()) | Err(PluginError::Stopped) => Ok(self.take_run()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Panics unless every field of `P` has a doc, every doc a field, and the defaults pass
+/// [`PluginParams::check`]: a one-line unit test for a plugin's parameter struct.
+pub fn check_params<P: PluginParams>() {
+    if let Err(e) = crate::params::docs_match::<P>() {
+        panic!("{e}");
+    }
+    if let Err(e) = P::default().check() {
+        panic!("the default parameters fail their own check: {e}");
+    }
+}
+
+struct MockBackend<'a> {
+    mock: &'a MockHost,
+}
+
+impl Backend for MockBackend<'_> {
+    fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), String> {
+        let mut run = self.mock.recorded.borrow_mut();
+        run.calls += 1;
+        if let Some(m) = &self.mock.fail_predict {
+            return Err(m.clone());
+        }
+        for (o, row) in out.iter_mut().zip(x.chunks_exact(cols)) {
+            *o = (self.mock.model)(row);
+        }
+        run.rows += out.len() as u64;
+        Ok(())
+    }
+
+    fn emit(&mut self, instance: &[f64], counterpart: &[f64], p: f64, p_counterpart: f64, origin: u32) -> Result<(), String> {
+        if instance.len() != self.mock.domain.width() || counterpart.len() != instance.len() {
+            return Err(format!("a case of {} values for {} attributes", instance.len(), self.mock.domain.width()));
+        }
+        let case = Case { instance: instance.to_vec(), counterpart: counterpart.to_vec(), p, p_counterpart, origin };
+        self.mock.recorded.borrow_mut().cases.push(case);
+        Ok(())
+    }
+
+    fn report(&mut self, json: &str) -> Result<(), String> {
+        let report = serde_json::from_str(json).map_err(|e| format!("the report is not JSON: {e}"))?;
+        self.mock.recorded.borrow_mut().report = Some(report);
+        Ok(())
+    }
+
+    fn progress(&mut self, done: u64) {
+        self.mock.recorded.borrow_mut().generated = done;
+    }
+
+    fn should_stop(&mut self) -> bool {
+        self.mock.stop_after_calls.is_some_and(|n| self.mock.recorded.borrow().calls >= n)
+    }
+}
