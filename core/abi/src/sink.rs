@@ -34,11 +34,13 @@ impl CaseSink {
     }
 
     /// Record that `rows` (row-major) were checked: the ones not tried before are counted as
-    /// generated with the host. Returns how many were new.
+    /// generated with the host (no progress call when none is new). Returns how many were new.
     pub fn tried(&mut self, host: &mut Host, rows: &[f64]) -> usize {
         let width = host.domain.width();
         let fresh = rows.chunks_exact(width).filter(|r| self.tried.insert(row_key(r))).count();
-        host.count_generated(fresh as u64);
+        if fresh > 0 {
+            host.count_generated(fresh as u64);
+        }
         fresh
     }
 
