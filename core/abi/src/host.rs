@@ -209,21 +209,13 @@ impl<'a> Host<'a> {
 mod tests {
     use serde_json::json;
 
-    use crate::domain::{Attribute, AttributeKind, Domain};
+    use crate::domain::Domain;
     use crate::ffi::FfiBudget;
     use crate::sdk::{origin, PluginError};
-    use crate::testing::MockHost;
+    use crate::testing::{planted_domain, MockHost};
 
     fn domain() -> Domain {
-        let attr = |name: &str, upper: f64, protected| Attribute {
-            name: name.into(),
-            kind: AttributeKind::Integer,
-            lower: 0.0,
-            upper,
-            step: 1.0,
-            protected,
-        };
-        Domain { attributes: vec![attr("a", 10.0, false), attr("sex", 1.0, true)] }
+        planted_domain(1)
     }
 
     /// Favourable when a + 2·sex ≥ 6: discriminatory exactly when a ∈ {4, 5}.

@@ -72,21 +72,12 @@ impl CaseSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Attribute, AttributeKind, Domain};
     use crate::sdk::origin;
-    use crate::testing::MockHost;
+    use crate::testing::{planted_domain, MockHost};
 
     #[test]
     fn rows_are_counted_and_emitted_once() {
-        let attr = |name: &str, protected| Attribute {
-            name: name.into(),
-            kind: AttributeKind::Integer,
-            lower: 0.0,
-            upper: 9.0,
-            step: 1.0,
-            protected,
-        };
-        let mock = MockHost::new(Domain { attributes: vec![attr("a", false), attr("sex", true)] }, |r| r[1]);
+        let mock = MockHost::new(planted_domain(1), |r| r[1]);
         let mut host = mock.host().unwrap();
         let mut sink = CaseSink::new(2);
         assert_eq!(sink.tried(&mut host, &[1.0, 0.0, 2.0, 0.0, 1.0, 0.0]), 2);

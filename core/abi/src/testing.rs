@@ -2,8 +2,7 @@
 //! and collect what it emits — for a plugin's own unit tests.
 //!
 //! ```
-//! use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
-//! use fairpipe_abi::testing::MockHost;
+//! use fairpipe_abi::testing::{planted_domain, MockHost};
 //! # use fairpipe_abi::sdk::{origin, Generator, Host, PluginError, PluginParams};
 //! # #[derive(Default, serde::Serialize, serde::Deserialize)]
 //! # #[serde(default, deny_unknown_fields)]
@@ -22,12 +21,9 @@
 //! #         Ok(())
 //! #     }
 //! # }
-//! let attr = |name: &str, upper, protected| Attribute {
-//!     name: name.into(), kind: AttributeKind::Integer, lower: 0.0, upper, step: 1.0, protected,
-//! };
-//! let domain = Domain { attributes: vec![attr("a", 10.0, false), attr("sex", 1.0, true)] };
-//! // Favourable when a + sex ≥ 6: discriminatory exactly when a = 5 (and sex differs).
-//! let host = MockHost::new(domain, |r| if r[0] + r[1] >= 6.0 { 0.9 } else { 0.1 });
+//! // a on 0..=10 and a protected sex on 0..=1; favourable when a + sex ≥ 6: discriminatory
+//! // exactly when a = 5.
+//! let host = MockHost::new(planted_domain(1), |r| if r[0] + r[1] >= 6.0 { 0.9 } else { 0.1 });
 //! let run = host.generate::<Mine>(serde_json::json!({})).unwrap();
 //! assert!(!run.cases.is_empty() && run.cases.iter().all(|c| c.instance[0] == 5.0));
 //! ```
@@ -36,7 +32,7 @@ use std::cell::RefCell;
 
 use serde_json::Value;
 
-use crate::domain::Domain;
+use crate::domain::{Attribute, AttributeKind, Domain};
 use crate::ffi::FfiBudget;
 use crate::host::{Backend, Host, RunInput};
 use crate::sdk::{AsAuditor, AsGenerator, Auditor, Generator, Method, PluginError, PluginParams};
@@ -179,6 +175,21 @@ impl MockHost {
             Err(e) => Err(e),
         }
     }
+}
+
+/// An integer attribute on `0..=upper`, step 1.
+pub fn int_attribute(name: &str, upper: f64, protected: bool) -> Attribute {
+    Attribute { name: name.into(), kind: AttributeKind::Integer, lower: 0.0, upper, step: 1.0, protected }
+}
+
+/// The domain of planted-model tests: `free` integer attributes `a`, `b`, `c`… on `0..=10`, then
+/// a protected `sex` on `0..=1` (the last column). With a model favourable when
+/// `sum of the free attributes + w·sex ≥ t`, an input is discriminatory exactly when that sum is
+/// in `t − w ..= t − 1` — known by construction.
+pub fn planted_domain(free: usize) -> Domain {
+    let mut attributes: Vec<Attribute> = (0..free).map(|i| int_attribute(&((b'a' + i as u8) as char).to_string(), 10.0, false)).collect();
+    attributes.push(int_attribute("sex", 1.0, true));
+    Domain { attributes }
 }
 
 /// Panics unless every field of `P` has a doc, every doc a field, and the defaults pass

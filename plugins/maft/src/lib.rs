@@ -145,9 +145,8 @@ fairpipe_abi::export_generator!(Maft);
 
 #[cfg(test)]
 mod tests {
-    use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
     use fairpipe_abi::sdk::origin;
-    use fairpipe_abi::testing::{check_params, MockHost};
+    use fairpipe_abi::testing::{check_params, planted_domain, MockHost};
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
     use serde_json::json;
@@ -157,16 +156,7 @@ mod tests {
     /// a, b, c on 0..=10 and a protected sex; a smooth score of a + b + c + 4·sex − 19.5, so an
     /// input is discriminatory exactly when a + b + c ∈ [16, 19].
     fn planted() -> MockHost {
-        let attr = |name: &str, upper, protected| Attribute {
-            name: name.into(),
-            kind: AttributeKind::Integer,
-            lower: 0.0,
-            upper,
-            step: 1.0,
-            protected,
-        };
-        let domain =
-            Domain { attributes: vec![attr("a", 10.0, false), attr("b", 10.0, false), attr("c", 10.0, false), attr("sex", 1.0, true)] };
+        let domain = planted_domain(3);
         let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
         MockHost::new(domain, |r| 1.0 / (1.0 + (19.5 - r[0] - r[1] - r[2] - 4.0 * r[3]).exp())).with_seeds(seeds)
     }

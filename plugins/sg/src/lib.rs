@@ -87,8 +87,7 @@ fairpipe_abi::export_generator!(Sg);
 
 #[cfg(test)]
 mod tests {
-    use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
-    use fairpipe_abi::testing::{check_params, MockHost};
+    use fairpipe_abi::testing::{check_params, planted_domain, MockHost};
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
     use serde_json::json;
@@ -98,16 +97,7 @@ mod tests {
     /// a, b, c on 0..=10 and a protected sex; favourable when a + b + c + 4·sex ≥ 20, so an input
     /// is discriminatory exactly when a + b + c ∈ [16, 19].
     fn planted() -> MockHost {
-        let attr = |name: &str, upper, protected| Attribute {
-            name: name.into(),
-            kind: AttributeKind::Integer,
-            lower: 0.0,
-            upper,
-            step: 1.0,
-            protected,
-        };
-        let domain =
-            Domain { attributes: vec![attr("a", 10.0, false), attr("b", 10.0, false), attr("c", 10.0, false), attr("sex", 1.0, true)] };
+        let domain = planted_domain(3);
         let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
         MockHost::new(domain, |r| if r[0] + r[1] + r[2] + 4.0 * r[3] >= 20.0 { 0.9 } else { 0.1 }).with_seeds(seeds)
     }

@@ -226,25 +226,15 @@ mod tests {
 
 #[cfg(test)]
 mod planted {
-    use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
-    use fairpipe_abi::testing::{check_params, MockHost};
+    use fairpipe_abi::testing::{check_params, planted_domain, MockHost};
     use serde_json::json;
 
     use super::*;
 
     /// Favourable exactly when sex = 1: the rule set {sex = 1} has rate 1 inside and 0 outside.
     fn planted() -> MockHost {
-        let attr = |name: &str, upper, protected| Attribute {
-            name: name.into(),
-            kind: AttributeKind::Integer,
-            lower: 0.0,
-            upper,
-            step: 1.0,
-            protected,
-        };
-        let domain = Domain { attributes: vec![attr("a", 9.0, false), attr("sex", 1.0, true)] };
         let rows: Vec<f64> = (0..300).flat_map(|i| [f64::from(i % 10), f64::from(u8::from(i % 3 == 0))]).collect();
-        MockHost::new(domain, |r| if r[1] == 1.0 { 0.8 } else { 0.2 }).with_seeds(rows)
+        MockHost::new(planted_domain(1), |r| if r[1] == 1.0 { 0.8 } else { 0.2 }).with_seeds(rows)
     }
 
     #[test]

@@ -88,8 +88,7 @@ fairpipe_abi::export_generator!(Method);
 
 #[cfg(test)]
 mod tests {
-    use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
-    use fairpipe_abi::testing::{check_params, MockHost};
+    use fairpipe_abi::testing::{check_params, planted_domain, MockHost};
     use serde_json::json;
 
     use super::*;
@@ -98,22 +97,7 @@ mod tests {
     /// favourable when a + b + 4·sex ≥ 12, so an input is discriminatory exactly when a + b is in
     /// 8..=11.
     fn planted() -> MockHost {
-        let attr = |name: &str, upper, protected| Attribute {
-            name: name.into(),
-            kind: AttributeKind::Integer,
-            lower: 0.0,
-            upper,
-            step: 1.0,
-            protected,
-        };
-        let domain = Domain {
-            attributes: vec![
-                attr("a", 10.0, false),
-                attr("b", 10.0, false),
-                attr("sex", 1.0, true),
-            ],
-        };
-        MockHost::new(domain, |r| {
+        MockHost::new(planted_domain(2), |r| {
             if r[0] + r[1] + 4.0 * r[2] >= 12.0 {
                 0.8
             } else {
