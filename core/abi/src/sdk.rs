@@ -554,8 +554,9 @@ macro_rules! __export_plugin {
         static __FAIRPIPE_DESCRIPTOR: ::std::sync::OnceLock<$crate::ffi::FfiPluginDescriptor> = ::std::sync::OnceLock::new();
         static __FAIRPIPE_NAME: ::std::sync::OnceLock<::std::ffi::CString> = ::std::sync::OnceLock::new();
         static __FAIRPIPE_VERSION: ::std::sync::OnceLock<::std::ffi::CString> = ::std::sync::OnceLock::new();
-        /// The plugin's entry symbol.
-        #[unsafe(no_mangle)]
+        /// The plugin's entry function, exported as `fairpipe_plugin_entry_<crate name>` so that
+        /// several plugins can be linked into one executable.
+        #[unsafe(export_name = concat!("fairpipe_plugin_entry_", env!("CARGO_CRATE_NAME")))]
         pub extern "C" fn fairpipe_plugin_entry() -> *const $crate::ffi::FfiPluginDescriptor {
             let name = __FAIRPIPE_NAME.get_or_init(|| ::std::ffi::CString::new(<$ty as $tr>::NAME).unwrap_or_default());
             let version = __FAIRPIPE_VERSION.get_or_init(|| ::std::ffi::CString::new(<$ty as $tr>::VERSION).unwrap_or_default());
