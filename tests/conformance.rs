@@ -245,3 +245,17 @@ fn a_plugin_of_the_wrong_kind_is_refused_where_it_is_named() {
     );
     assert!(stderr.contains("p.toml:21:10:") && stderr.contains("plugin `maft` is a generator; group_score needs an auditor"), "{stderr}");
 }
+
+/// The conformance library (`fairpipe-conformance`, what plugin authors run) over the library
+/// form of every plugin crate.
+#[test]
+fn every_plugin_library_passes_the_conformance_library() {
+    let mut failures = Vec::new();
+    for name in plugin_names() {
+        let path = common::plugin_dir().join(plugin::library_file_name(&name));
+        let subject = fairpipe_conformance::Subject::from_library(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(subject.name(), name);
+        failures.extend(fairpipe_conformance::check(&subject, &fairpipe_conformance::Setup::planted()));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
