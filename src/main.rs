@@ -53,13 +53,46 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    watch_signals();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
+            let signal = SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
+            if fairpipe_core::interrupt::requested() && signal > 0 {
+                return ExitCode::from(128 + signal as u8);
+            }
             ExitCode::FAILURE
         }
     }
+}
+
+/// On SIGINT or SIGTERM, ask running searches to stop (they end within a fraction of a second and
+/// the run fails without writing anything); a stage that cannot be stopped, or a second signal,
+/// ends the process with the conventional exit code (130 for SIGINT, 143 for SIGTERM).
+/// The first signal received (0: none).
+static SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+fn watch_signals() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else { return };
+    std::thread::spawn(move || {
+        let mut first = true;
+        for signal in signals.forever() {
+            let code = 128 + signal;
+            if !first {
+                std::process::exit(code);
+            }
+            first = false;
+            SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
+            fairpipe_core::interrupt::request();
+            eprintln!("\ninterrupted: stopping (press Ctrl-C again to quit at once)");
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(3));
+                std::process::exit(code);
+            });
+        }
+    });
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -101,12 +134,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 say!();
             }
-            let found = fairpipe_core::plugin::discover(&fairpipe_core::plugin::search_dirs(&[]));
-            say!("plugins (kind = \"generate\", plugin = \"NAME\", params = {{ ... }}):");
-            for (name, path) in found {
-                match fairpipe_core::plugin::load_path(&path) {
+            say!("plugins (kind = \"generate\" or \"group_score\", plugin = \"NAME\", params = {{ ... }}):");
+            for installed in fairpipe_core::plugin::installed(&[]) {
+                match installed.plugin {
                     Ok(p) => {
-                        say!("{} {} ({})\n  {}", p.name, p.version, path.display(), p.description["doc"].as_str().unwrap_or(""));
+                        let shadowed = if installed.shadowed { " — shadowed by the built-in of that name (use it with `path`)" } else { "" };
+                        say!(
+                            "{} {} ({}, {}, ABI {}.{}){shadowed}\n  {}",
+                            p.name,
+                            p.version,
+                            p.kind_name(),
+                            installed.source,
+                            p.abi.0,
+                            p.abi.1,
+                            p.description["doc"].as_str().unwrap_or("")
+                        );
                         for param in p.description["params"].as_array().into_iter().flatten() {
                             say!(
                                 "  param  {:<18} default {:<16} {}",
@@ -116,7 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                             );
                         }
                     }
-                    Err(e) => say!("{name}: refused: {e}"),
+                    Err(e) => say!("{} ({}): refused: {e}", installed.name, installed.source),
                 }
                 say!();
             }

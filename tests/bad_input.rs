@@ -1,7 +1,7 @@
 //! Bad pipelines and bad data get one clear message naming the file, the line and column (or the
 //! data line and column) and what was expected — and no output files.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -5,12 +5,12 @@
 //!
 //! The plugin libraries must be built first: `cargo build --workspace --all-targets`.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use fairpipe_abi::ffi::FfiBudget;
+use fairpipe_ffi::FfiBudget;
 use fairpipe_core::check::Checker;
 use fairpipe_core::data::{load, Dataset, LoadSpec, SplitSpec};
 use fairpipe_core::models::OnnxModel;
@@ -43,7 +43,7 @@ fn census() -> (Dataset, Oracle) {
 }
 
 fn run(name: &str, params: serde_json::Value, seed: u64, data: &Dataset, oracle: &Oracle) -> Result<plugin::GenerateOutput, PluginError> {
-    let plugin = plugin::load_by_name(name, &[]).unwrap();
+    let plugin = common::plugin(name);
     let seeds: Vec<f64> = data.x.iter().copied().take(200 * data.domain.width()).collect();
     let spec = RunSpec {
         params: &params,
@@ -58,7 +58,7 @@ fn run(name: &str, params: serde_json::Value, seed: u64, data: &Dataset, oracle:
 #[test]
 fn descriptors_are_sane() {
     for name in plugin_names() {
-        let plugin = plugin::load_by_name(&name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let plugin = common::plugin(&name);
         assert_eq!(plugin.name, name);
         assert!(!plugin.version.is_empty());
         let d = &plugin.description;
@@ -76,7 +76,7 @@ fn descriptors_are_sane() {
 #[test]
 fn unknown_parameters_are_refused_with_a_suggestion() {
     for name in plugin_names() {
-        let plugin = plugin::load_by_name(&name, &[]).unwrap();
+        let plugin = common::plugin(&name);
         let err = plugin.validate(&json!({"definitely_not_a_parameter": 1})).unwrap_err().to_string();
         assert!(err.contains("unknown parameter `definitely_not_a_parameter`"), "{name}: {err}");
         let first = plugin.description["params"][0]["name"].as_str().unwrap().to_string();
@@ -104,7 +104,7 @@ fn an_injected_panic_comes_back_as_an_error_and_the_host_survives() {
 }
 
 fn is_auditor(name: &str) -> bool {
-    plugin::load_by_name(name, &[]).unwrap().kind() == fairpipe_abi::ffi::kind::AUDITOR
+    common::plugin(name).kind() == fairpipe_ffi::kind::AUDITOR
 }
 
 #[test]
@@ -177,15 +177,37 @@ fn same_seed_gives_the_same_cases_and_every_case_verifies() {
     }
 }
 
+/// A test fixture library (outside the `fairpipe_plugin_` name space, so no listing shows it).
+fn fixture(crate_name: &str) -> PathBuf {
+    let file = format!("{}{}{}", std::env::consts::DLL_PREFIX, crate_name, std::env::consts::DLL_SUFFIX);
+    let path = common::plugin_dir().join(file);
+    assert!(path.exists(), "{} is built by cargo build --workspace", path.display());
+    path
+}
+
 #[test]
 fn a_plugin_built_for_another_abi_major_is_refused_naming_both_versions() {
-    let dirs = plugin::search_dirs(&[]);
-    let file = plugin::library_file_name("abi_mismatch_fixture");
-    let path: PathBuf = dirs.iter().map(|d| d.join(&file)).find(|p| p.exists()).expect("the fixture is built by cargo build --workspace");
-    let err = plugin::load_path(&path).unwrap_err().to_string();
-    let host = format!("{}.{}", fairpipe_abi::ffi::ABI_MAJOR, fairpipe_abi::ffi::ABI_MINOR);
-    let plugin = format!("{}.7", fairpipe_abi::ffi::ABI_MAJOR + 1);
+    let err = plugin::load_path(&fixture("fixture_abi_mismatch")).unwrap_err().to_string();
+    let host = format!("{}.{}", fairpipe_ffi::ABI_MAJOR, fairpipe_ffi::ABI_MINOR);
+    let plugin = format!("{}.7", fairpipe_ffi::ABI_MAJOR + 1);
     assert!(err.contains(&format!("plugin ABI version {plugin} does not match the host's {host}")), "{err}");
+}
+
+#[test]
+fn a_plugin_built_for_the_previous_minor_still_loads_and_runs() {
+    let plugin = plugin::load_path(&fixture("fixture_abi_1_1")).unwrap();
+    assert_eq!(plugin.abi, (fairpipe_ffi::ABI_MAJOR, fairpipe_ffi::ABI_MINOR - 1));
+    assert_eq!(plugin.name, "fixture_abi_1_1");
+    plugin.validate(&json!({})).unwrap();
+    let (data, oracle) = census();
+    let seeds: Vec<f64> = data.x.iter().copied().take(2000 * data.domain.width()).collect();
+    let spec = RunSpec { params: &json!({}), seeds: &seeds, rng_seed: 1, budget: FfiBudget::default(), gamma: None };
+    let out = plugin.generate(&oracle, &data.domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+    assert_eq!(out.generated, 2000, "progress reached the host");
+    assert!(!out.cases.is_empty(), "the census model treats some of 2000 rows differently by gender");
+    let checker = Checker::new(&data.domain, None);
+    let rows: Vec<f64> = out.cases.iter().flat_map(|c| c.instance.clone()).collect();
+    assert!(checker.check(&oracle, &rows).unwrap().iter().all(|v| v.discriminatory), "every case the old plugin emitted is real");
 }
 
 /// Validate a pipeline of the bundled census data and model (lines 1–12) followed by `stages`
@@ -222,4 +244,18 @@ fn a_plugin_of_the_wrong_kind_is_refused_where_it_is_named() {
         "{stderr}"
     );
     assert!(stderr.contains("p.toml:21:10:") && stderr.contains("plugin `maft` is a generator; group_score needs an auditor"), "{stderr}");
+}
+
+/// The conformance library (`fairpipe-conformance`, what plugin authors run) over the library
+/// form of every plugin crate.
+#[test]
+fn every_plugin_library_passes_the_conformance_library() {
+    let mut failures = Vec::new();
+    for name in plugin_names() {
+        let path = common::plugin_dir().join(plugin::library_file_name(&name));
+        let subject = fairpipe_conformance::Subject::from_library(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(subject.name(), name);
+        failures.extend(fairpipe_conformance::check(&subject, &fairpipe_conformance::Setup::planted()));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

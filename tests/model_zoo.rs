@@ -2,7 +2,7 @@
 //! recipe, loads back with identical predictions, refuses data with other features, and a loaded
 //! model can still be retrained.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! scikit-learn style export (skl2onnx, `zipmap=False`: an int64 label and `[N,2]` probabilities).
 //! Fixtures: `tests/fixtures/onnx/make_fixtures.py` (z = 0.5·x0 − x1 + 0.25·x2 + 0.1).
 
-mod common;
+use crate::common;
 
 use fairpipe_core::models::OnnxModel;
 use fairpipe_core::oracle::Model;

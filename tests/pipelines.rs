@@ -1,7 +1,7 @@
 //! End-to-end: every bundled pipeline validates and runs through the CLI, the reference ONNX models
 //! reproduce their published test accuracy exactly, and runs are reproducible.
 
-mod common;
+use crate::common;
 
 use common::*;
 

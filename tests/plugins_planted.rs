@@ -7,12 +7,14 @@
 
 use std::sync::Arc;
 
-use fairpipe_abi::ffi::FfiBudget;
+use crate::common;
+
+use fairpipe_ffi::FfiBudget;
 use fairpipe_core::check::Checker;
 use fairpipe_core::domain::{Attribute, AttributeKind, Domain};
 use fairpipe_core::error::ModelError;
 use fairpipe_core::oracle::{Model, Oracle};
-use fairpipe_core::plugin::{self, RunSpec};
+use fairpipe_core::plugin::RunSpec;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::json;
@@ -79,7 +81,7 @@ fn run(name: &str, params: &serde_json::Value, planted: bool) -> (Vec<Vec<f64>>,
     let oracle = Oracle::new(Arc::new(Threshold { planted }));
     let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
     let spec = RunSpec { params, seeds: &seeds, rng_seed: 11, budget: FfiBudget::default(), gamma: None };
-    let plugin = plugin::load_by_name(name, &[]).unwrap();
+    let plugin = common::plugin(name);
     let out = plugin.generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
     (out.cases.into_iter().map(|c| c.instance).collect(), oracle)
 }
@@ -146,7 +148,7 @@ fn testsgd_group_scores_lie_within_their_margin_of_the_exact_rates() {
     // 700 rows: uneven group sizes (sex = 1 on 3 rows in 7, race cycling).
     let rows: Vec<f64> = (0..700).flat_map(|i| [f64::from(i % 10), f64::from(u8::from(i % 7 < 3)), f64::from(i % 3)]).collect();
     let oracle = Oracle::new(Arc::new(ProtectedOnly));
-    let plugin = plugin::load_by_name("testsgd", &[]).unwrap();
+    let plugin = common::plugin("testsgd");
     let params = json!({ "theta": 0.05 });
     let spec = RunSpec { params: &params, seeds: &rows, rng_seed: 3, budget: FfiBudget::default(), gamma: None };
     let report = plugin.generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap().report.unwrap();
@@ -195,7 +197,7 @@ fn sg_reports_every_idi_under_the_search_that_found_it() {
     // two kinds so both are exercised.
     let params = json!({ "sample_limit": 600, "lime_samples": 1000, "undirected_rank": 2.0 });
     let spec = RunSpec { params: &params, seeds: &seeds, rng_seed: 11, budget: FfiBudget::default(), gamma: None };
-    let out = plugin::load_by_name("sg", &[]).unwrap().generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+    let out = common::plugin("sg").generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
     let f = &out.report.expect("sg reports its per-origin figures")["figures"];
     for origin in ["directed", "undirected"] {
         assert!(f[format!("idis_{origin}")].as_u64().unwrap() > 0, "{origin} search found nothing: {f}");
@@ -251,7 +253,7 @@ fn sg_directed_search_finds_more_idis_per_input_than_undirected_where_discrimina
     let (mut directed, mut undirected) = ((0.0, 0.0), (0.0, 0.0));
     for rng_seed in [11u64, 12, 13] {
         let spec = RunSpec { params: &params, seeds: &seeds, rng_seed, budget: FfiBudget::default(), gamma: None };
-        let out = plugin::load_by_name("sg", &[]).unwrap().generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+        let out = common::plugin("sg").generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
         for case in &out.cases {
             assert!((6.0..8.0).contains(&case.instance[0]), "not discriminatory by the formula: {:?}", case.instance);
         }

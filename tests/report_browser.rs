@@ -4,7 +4,7 @@
 //! `.ci/run` installs chromium and sets `FAIRPIPE_REQUIRE_BROWSER=1`, which makes a missing browser a
 //! failure; elsewhere the test says it was skipped.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

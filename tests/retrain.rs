@@ -2,7 +2,7 @@
 //! trained model inherits it, and retraining with the verified IDIs removes most of it without
 //! costing accuracy; plus the census MLP end to end (the full audit pipeline).
 
-mod common;
+use crate::common;
 
 use common::*;
 

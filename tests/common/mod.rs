@@ -43,3 +43,14 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 pub fn bundled(rel: &str) -> String {
     root().join("pipelines").join(rel).to_string_lossy().into_owned()
 }
+
+/// The folder cargo built the plugin libraries into (the test binary sits in its `deps/`).
+pub fn plugin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
+}
+
+/// Plugin `name` as the tests run it: the built-in when registered, else its library.
+pub fn plugin(name: &str) -> &'static fairpipe_core::plugin::Plugin {
+    fairpipe_core::plugin::load_by_name(name, &[plugin_dir()]).unwrap_or_else(|e| panic!("{name}: {e}"))
+}

@@ -20,6 +20,7 @@ pub mod data;
 pub mod error;
 pub mod estimate;
 pub mod group_rule;
+pub mod interrupt;
 pub mod models;
 pub mod oracle;
 pub mod output;

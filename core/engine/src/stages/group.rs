@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use fairpipe_abi::domain::Domain;
-use fairpipe_abi::ffi::{self, FfiBudget};
+use fairpipe_ffi::{self as ffi, FfiBudget};
 use serde_json::{json, Map, Value};
 
 use super::audit::{protected, PROTECTED};

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use fairpipe_abi::ffi::FfiBudget;
+use fairpipe_ffi::FfiBudget;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::{json, Map, Value};
@@ -121,7 +121,7 @@ fn article(word: &str) -> String {
 }
 
 fn build_generate(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn Stage>> {
-    let (plugin, plugin_params) = configured_plugin(params, p, None, fairpipe_abi::ffi::kind::GENERATOR, "use it in a group_score stage")?;
+    let (plugin, plugin_params) = configured_plugin(params, p, None, fairpipe_ffi::kind::GENERATOR, "use it in a group_score stage")?;
     let gamma = params.raw("gamma").map(|_| params.f64_in(p, "gamma", 0.0, 0.0, 1.0));
     Some(Box::new(Generate {
         plugin,

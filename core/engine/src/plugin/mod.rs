@@ -1,0 +1,337 @@
+//! The plugin host. Methods come in two forms that cross the very same versioned C ABI
+//! (`fairpipe-ffi`): **built-in** plugins, linked into the executable and registered with
+//! [`register_builtin`] (the host calls their entry function directly), and **file** plugins,
+//! libraries found on the search path ([`search`]) and opened with dlopen ([`loader`]). Either way
+//! the host reads the descriptor's ABI version before anything else, and runs the plugin with
+//! panics and failures turned into [`PluginError`]s ([`run`]).
+//!
+//! A name resolves to the built-in of that name first: a library file of the same name on the
+//! search path is shadowed (`fairpipe list` says so). A stage that gives an explicit `path` loads
+//! that file whatever its name, so a rebuilt or patched copy of a built-in can still be run.
+
+pub mod loader;
+pub mod run;
+pub mod search;
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, CStr};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use fairpipe_ffi::{self as ffi, status, EntryFn, FfiPluginDescriptor};
+
+pub use run::{EmittedCase, GenerateOutput, RunSpec};
+pub use search::{discover, library_file_name, search_dirs};
+
+/// A plugin could not be found, loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// No built-in and no library of that name on the search path; check the name, or put the
+    /// library in a folder of `plugin_path` / `FAIRPIPE_PLUGIN_PATH`, or give the stage a `path`.
+    #[error("no plugin `{name}` found{hint}; built-in: {builtin}; searched for {file} in: {searched}; found there: {available}")]
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// "did you mean".
+        hint: String,
+        /// The built-in plugins.
+        builtin: String,
+        /// The library file name looked for.
+        file: String,
+        /// The folders searched.
+        searched: String,
+        /// File plugins that were found.
+        available: String,
+    },
+    /// The library could not be opened or lacks an entry symbol.
+    #[error("{path}: cannot load plugin: {message}")]
+    Load {
+        /// The library.
+        path: PathBuf,
+        /// The loader's message.
+        message: String,
+    },
+    /// The plugin was built against another ABI major; rebuild it against this fairpipe.
+    #[error("{origin}: plugin ABI version {plugin_major}.{plugin_minor} does not match the host's {host_major}.{host_minor}; rebuild the plugin against this fairpipe")]
+    AbiMismatch {
+        /// Where the plugin came from (its file, or "built-in").
+        origin: String,
+        /// The plugin's major.
+        plugin_major: u32,
+        /// The plugin's minor.
+        plugin_minor: u32,
+        /// The host's major.
+        host_major: u32,
+        /// The host's minor.
+        host_minor: u32,
+    },
+    /// The plugin's descriptor or description is malformed.
+    #[error("{origin}: invalid plugin: {message}")]
+    Invalid {
+        /// Where the plugin came from.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The plugin refused its parameters.
+    #[error("plugin `{plugin}`: {message}")]
+    InvalidParams {
+        /// The plugin.
+        plugin: String,
+        /// Its message.
+        message: String,
+    },
+    /// The plugin failed or panicked while running.
+    #[error("plugin `{plugin}` failed ({what}): {message}")]
+    Failed {
+        /// The plugin.
+        plugin: String,
+        /// "panic", "invalid input", "compute error".
+        what: String,
+        /// Its message.
+        message: String,
+    },
+    /// The user interrupted the run (SIGINT) while the plugin was searching; nothing is written.
+    #[error("plugin `{plugin}`: interrupted")]
+    Interrupted {
+        /// The plugin.
+        plugin: String,
+    },
+}
+
+/// Where a plugin came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Linked into the executable.
+    Builtin,
+    /// Loaded from this library file.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Builtin => write!(f, "built-in"),
+            Source::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// A plugin ready to run: built-in or loaded from a file, its descriptor checked.
+#[derive(Debug)]
+pub struct Plugin {
+    /// Where it came from.
+    pub source: Source,
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The ABI version it was built for (major, minor).
+    pub abi: (u32, u32),
+    /// Its description (parameters and docs) as JSON.
+    pub description: serde_json::Value,
+    descriptor: &'static FfiPluginDescriptor,
+}
+
+impl Plugin {
+    /// Check the descriptor returned by `entry` and describe the plugin; `source` says where it came
+    /// from (for messages).
+    ///
+    /// # Safety
+    /// `entry` must be a fairpipe plugin entry function: it returns null or a pointer to a
+    /// descriptor that stays valid and unchanged for the rest of the process, whose first two
+    /// fields are `u32` major and minor versions, and which — when its major equals
+    /// [`ffi::ABI_MAJOR`] — has the layout of [`FfiPluginDescriptor`] with valid function pointers
+    /// and static NUL-terminated strings.
+    pub unsafe fn from_entry(entry: EntryFn, source: Source) -> Result<Plugin, PluginError> {
+        let origin = source.to_string();
+        let invalid = |message: String| PluginError::Invalid { origin: origin.clone(), message };
+        let descriptor_ptr = entry();
+        if descriptor_ptr.is_null() {
+            return Err(invalid("the entry function returned no descriptor".into()));
+        }
+        // SAFETY: the caller guarantees the descriptor starts with the two u32 versions in every
+        // ABI version; nothing else is read before the major is checked.
+        let (major, minor) = unsafe { ((*descriptor_ptr).abi_major, (*descriptor_ptr).abi_minor) };
+        if major != ffi::ABI_MAJOR {
+            return Err(PluginError::AbiMismatch {
+                origin,
+                plugin_major: major,
+                plugin_minor: minor,
+                host_major: ffi::ABI_MAJOR,
+                host_minor: ffi::ABI_MINOR,
+            });
+        }
+        // SAFETY: same major, so the caller guarantees this layout, and the descriptor lives for
+        // the rest of the process.
+        let descriptor: &'static FfiPluginDescriptor = unsafe { &*descriptor_ptr };
+        if descriptor.struct_size < std::mem::size_of::<FfiPluginDescriptor>() {
+            return Err(invalid(format!(
+                "descriptor is {} bytes, expected at least {}",
+                descriptor.struct_size,
+                std::mem::size_of::<FfiPluginDescriptor>()
+            )));
+        }
+        // SAFETY: name and version are static NUL-terminated strings of the plugin (or null).
+        let (name, version) = unsafe { (static_str(descriptor.name), static_str(descriptor.version)) };
+        if name.is_empty() {
+            return Err(invalid("the descriptor has no name".into()));
+        }
+        let mut out: *mut c_char = std::ptr::null_mut();
+        // SAFETY: `describe` is the plugin's function and `out` a valid place for its string.
+        let code = unsafe { (descriptor.describe)(&mut out) };
+        // SAFETY: `out` is null or a string the plugin just allocated for us.
+        let text = unsafe { take_string(descriptor, out) };
+        if code != status::OK {
+            return Err(invalid(format!("describe failed: {text}")));
+        }
+        let description = serde_json::from_str(&text).map_err(|e| invalid(format!("describe returned invalid JSON: {e}")))?;
+        Ok(Plugin { source, name, version, abi: (major, minor), description, descriptor })
+    }
+
+    /// The descriptor, for the run module.
+    pub(crate) fn descriptor(&self) -> &'static FfiPluginDescriptor {
+        self.descriptor
+    }
+
+    /// Whether the plugin is a generator (cases) or an auditor (a report): one of [`ffi::kind`].
+    pub fn kind(&self) -> u32 {
+        self.descriptor.kind
+    }
+
+    /// "generator" or "auditor".
+    pub fn kind_name(&self) -> &'static str {
+        match self.descriptor.kind {
+            ffi::kind::AUDITOR => "auditor",
+            _ => "generator",
+        }
+    }
+
+    /// Whether the plugin is linked into the executable.
+    pub fn is_builtin(&self) -> bool {
+        self.source == Source::Builtin
+    }
+}
+
+/// Read a static C string (empty when null).
+///
+/// # Safety
+/// `s` must be null or a NUL-terminated string that lives for the rest of the process.
+unsafe fn static_str(s: *const c_char) -> String {
+    if s.is_null() {
+        return String::new();
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+}
+
+/// Copy and free a plugin-owned string (empty when null).
+///
+/// # Safety
+/// `s` must be null or a NUL-terminated string allocated by the plugin of `descriptor` and not
+/// yet released; it is released here.
+pub(crate) unsafe fn take_string(descriptor: &FfiPluginDescriptor, s: *mut c_char) -> String {
+    if s.is_null() {
+        return String::new();
+    }
+    // SAFETY: the caller passes a live NUL-terminated string of the plugin.
+    let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
+    // SAFETY: released once, by the allocator of the plugin that allocated it.
+    unsafe { (descriptor.drop_string)(s) };
+    text
+}
+
+fn builtins() -> &'static Mutex<BTreeMap<String, &'static Plugin>> {
+    static BUILTINS: OnceLock<Mutex<BTreeMap<String, &'static Plugin>>> = OnceLock::new();
+    BUILTINS.get_or_init(Default::default)
+}
+
+/// Register a plugin linked into this executable through its entry function (as a library
+/// exports it: `fairpipe_plugin_maft::fairpipe_plugin_entry`). Its descriptor is checked exactly
+/// as a loaded file's. Registering the same name twice keeps the first.
+///
+/// ```no_run
+/// // In a program that links the method crates:
+/// // fairpipe_core::plugin::register_builtin(fairpipe_plugin_maft::fairpipe_plugin_entry)?;
+/// # Ok::<(), fairpipe_core::plugin::PluginError>(())
+/// ```
+pub fn register_builtin(entry: EntryFn) -> Result<&'static Plugin, PluginError> {
+    // SAFETY: the entry function is a plugin crate's exported entry (the function pointer type is
+    // the ABI's), linked into this executable: its descriptor is static.
+    let plugin = unsafe { Plugin::from_entry(entry, Source::Builtin) }?;
+    let mut map = builtins().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(existing) = map.get(&plugin.name) {
+        return Ok(existing);
+    }
+    let plugin: &'static Plugin = Box::leak(Box::new(plugin));
+    map.insert(plugin.name.clone(), plugin);
+    Ok(plugin)
+}
+
+/// The registered built-in plugins, by name.
+pub fn builtin_plugins() -> Vec<&'static Plugin> {
+    builtins().lock().unwrap_or_else(|e| e.into_inner()).values().copied().collect()
+}
+
+/// The built-in plugin called `name`, if one is registered.
+pub fn builtin(name: &str) -> Option<&'static Plugin> {
+    builtins().lock().unwrap_or_else(|e| e.into_inner()).get(&name.replace('-', "_")).copied()
+}
+
+/// Plugin `name`: the built-in of that name, else the library file of that name on the search
+/// path ([`search_dirs`] with `extra_dirs`).
+pub fn load_by_name(name: &str, extra_dirs: &[PathBuf]) -> Result<&'static Plugin, PluginError> {
+    if let Some(p) = builtin(name) {
+        return Ok(p);
+    }
+    let dirs = search_dirs(extra_dirs);
+    let found = discover(&dirs);
+    match found.get(&name.replace('-', "_")) {
+        Some(path) => load_path(path),
+        None => {
+            let builtin_names: Vec<String> = builtin_plugins().iter().map(|p| p.name.clone()).collect();
+            let mut names: Vec<&str> = found.keys().map(String::as_str).collect();
+            names.extend(builtin_names.iter().map(String::as_str));
+            Err(PluginError::NotFound {
+                name: name.to_string(),
+                hint: crate::error::hint(name, &names),
+                builtin: if builtin_names.is_empty() { "none".into() } else { builtin_names.join(", ") },
+                file: library_file_name(name),
+                searched: if dirs.is_empty() { "no folder".into() } else { dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ") },
+                available: if found.is_empty() { "none".into() } else { found.keys().cloned().collect::<Vec<_>>().join(", ") },
+            })
+        }
+    }
+}
+
+/// Load the plugin library at `path` (once per process; never unloaded).
+pub fn load_path(path: &Path) -> Result<&'static Plugin, PluginError> {
+    loader::load(path)
+}
+
+/// One plugin `fairpipe list` shows: what was found, and whether it can be used.
+#[derive(Debug)]
+pub struct Installed {
+    /// The plugin's name (from the file name when it could not be loaded).
+    pub name: String,
+    /// Where it is.
+    pub source: Source,
+    /// The plugin, or why it is refused.
+    pub plugin: Result<&'static Plugin, PluginError>,
+    /// A file plugin whose name a built-in already has: only reachable through an explicit `path`.
+    pub shadowed: bool,
+}
+
+/// Every plugin available: the built-ins, then the library files on the search path (each
+/// loaded to read its descriptor; refused ones are listed with the reason).
+pub fn installed(extra_dirs: &[PathBuf]) -> Vec<Installed> {
+    let mut all: Vec<Installed> = builtin_plugins()
+        .into_iter()
+        .map(|p| Installed { name: p.name.clone(), source: Source::Builtin, plugin: Ok(p), shadowed: false })
+        .collect();
+    for (name, path) in discover(&search_dirs(extra_dirs)) {
+        let shadowed = builtin(&name).is_some();
+        all.push(Installed { name, source: Source::File(path.clone()), plugin: load_path(&path), shadowed });
+    }
+    all
+}

@@ -1,0 +1,332 @@
+//! Running a plugin: the context and callbacks the host hands it, and what comes back. Every
+//! callback catches its own panics and returns a status; its error text is kept for the plugin's
+//! `last_error` call. `should_stop` answers 1 once the wall-time budget is spent or the user has
+//! interrupted the run ([`crate::interrupt`]).
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use fairpipe_abi::domain::{AttributeKind, Domain};
+use fairpipe_ffi::{self as ffi, status, FfiAttribute, FfiBudget, FfiCallbacks, FfiContext, FfiMatrix};
+
+use super::{take_string, Plugin, PluginError};
+use crate::oracle::Oracle;
+
+/// One case a plugin emitted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmittedCase {
+    /// The instance.
+    pub instance: Vec<f64>,
+    /// Its counterpart.
+    pub counterpart: Vec<f64>,
+    /// The plugin's P(class 1) for the instance (not trusted).
+    pub p: f64,
+    /// The plugin's P(class 1) for the counterpart (not trusted).
+    pub p_counterpart: f64,
+    /// Method-defined origin code.
+    pub origin: u32,
+    /// Seconds since the run started.
+    pub at_s: f64,
+}
+
+/// What a plugin run produced.
+#[derive(Debug, Clone, Default)]
+pub struct GenerateOutput {
+    /// Emitted cases, in order.
+    pub cases: Vec<EmittedCase>,
+    /// Test inputs generated, as the plugin reported.
+    pub generated: u64,
+    /// An auditor's report (JSON), when the plugin sent one.
+    pub report: Option<serde_json::Value>,
+    /// Whether the host told the plugin to stop (its wall-time budget was spent).
+    pub stopped_by_host: bool,
+}
+
+/// Limits and seeds of a run.
+#[derive(Debug, Clone)]
+pub struct RunSpec<'a> {
+    /// Plugin parameters (a JSON object).
+    pub params: &'a serde_json::Value,
+    /// Seed rows, row-major.
+    pub seeds: &'a [f64],
+    /// Random seed.
+    pub rng_seed: u64,
+    /// Budget.
+    pub budget: FfiBudget,
+    /// γ, or `None` to compare labels.
+    pub gamma: Option<f64>,
+}
+
+/// The host's side of one run, behind the callbacks' opaque `ctx`.
+struct HostState<'a> {
+    oracle: &'a Oracle,
+    width: usize,
+    cases: Mutex<Vec<EmittedCase>>,
+    report: Mutex<Option<String>>,
+    last_error: Mutex<String>,
+    generated: AtomicU64,
+    stopped_by_host: AtomicBool,
+    max_seconds: f64,
+    started: Instant,
+    progress: &'a indicatif::ProgressBar,
+}
+
+impl HostState<'_> {
+    /// Remember `message` for the plugin's `last_error` call and return `code`.
+    fn fail(&self, code: i32, message: impl Into<String>) -> i32 {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = message.into();
+        code
+    }
+}
+
+/// Run `f` on the host state behind `ctx`, turning a panic into [`status::PANIC`] with its text.
+///
+/// # Safety
+/// `ctx` must be the `HostState` pointer the host put into the context of the running call.
+unsafe fn with_state(ctx: *mut c_void, f: impl FnOnce(&HostState) -> i32) -> i32 {
+    // SAFETY: guaranteed by the caller: the state outlives the plugin call that uses it.
+    let state = unsafe { &*(ctx as *const HostState) };
+    catch_unwind(AssertUnwindSafe(|| f(state))).unwrap_or_else(|panic| {
+        let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+        state.fail(status::PANIC, format!("the host panicked: {what}"))
+    })
+}
+
+/// The `predict` callback: score rows with the model under test.
+///
+/// # Safety
+/// `ctx` is the running call's host state; `x` points at `rows * cols` values and `out` at room
+/// for `rows` values (the ABI's contract for [`ffi::PredictFn`]).
+unsafe extern "C" fn host_predict(ctx: *mut c_void, x: *const f64, rows: usize, cols: usize, out: *mut f64) -> i32 {
+    let body = |state: &HostState| {
+        if cols != state.width {
+            return state.fail(status::INVALID_INPUT, format!("predict: rows of {cols} values for a domain of {} attributes", state.width));
+        }
+        if rows == 0 {
+            return status::OK;
+        }
+        if x.is_null() || out.is_null() {
+            return state.fail(status::INVALID_INPUT, "predict: null buffer");
+        }
+        let Some(len) = rows.checked_mul(cols) else { return state.fail(status::INVALID_INPUT, "predict: rows × cols overflows") };
+        // SAFETY: the plugin passes rows*cols readable inputs and room for rows outputs.
+        let (input, output) = unsafe { (std::slice::from_raw_parts(x, len), std::slice::from_raw_parts_mut(out, rows)) };
+        match state.oracle.predict_proba_into(input, output) {
+            Ok(()) => status::OK,
+            Err(e) => state.fail(status::COMPUTE, format!("predict: {e}")),
+        }
+    };
+    // SAFETY: `ctx` is the running call's state (the ABI's contract).
+    unsafe { with_state(ctx, body) }
+}
+
+/// The `progress` callback.
+///
+/// # Safety
+/// `ctx` is the running call's host state.
+unsafe extern "C" fn host_progress(ctx: *mut c_void, done: u64, _total: u64) {
+    let body = |state: &HostState| {
+        state.generated.store(done, Ordering::Relaxed);
+        state.progress.set_message(format!("{done} inputs generated"));
+        status::OK
+    };
+    // SAFETY: `ctx` is the running call's state.
+    unsafe { with_state(ctx, body) };
+}
+
+/// The `report` callback: an auditor's JSON report, copied.
+///
+/// # Safety
+/// `ctx` is the running call's host state; `json` is null or a NUL-terminated string.
+unsafe extern "C" fn host_report(ctx: *mut c_void, json: *const c_char) -> i32 {
+    let body = |state: &HostState| {
+        if json.is_null() {
+            return state.fail(status::INVALID_INPUT, "report: null string");
+        }
+        // SAFETY: the plugin passes a NUL-terminated string, copied here.
+        let text = unsafe { CStr::from_ptr(json) }.to_string_lossy().into_owned();
+        *state.report.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+        status::OK
+    };
+    // SAFETY: `ctx` is the running call's state.
+    unsafe { with_state(ctx, body) }
+}
+
+/// The `should_stop` callback: 1 once the wall-time budget is spent or the user interrupted.
+///
+/// # Safety
+/// `ctx` is the running call's host state.
+unsafe extern "C" fn host_should_stop(ctx: *mut c_void) -> u32 {
+    let body = |state: &HostState| {
+        let out_of_time = state.max_seconds > 0.0 && state.started.elapsed().as_secs_f64() >= state.max_seconds;
+        if out_of_time || crate::interrupt::requested() {
+            state.stopped_by_host.store(true, Ordering::Relaxed);
+            return 1;
+        }
+        0
+    };
+    // SAFETY: `ctx` is the running call's state.
+    let stop = unsafe { with_state(ctx, body) };
+    u32::from(stop != 0)
+}
+
+/// The `emit` callback: one candidate case, copied.
+///
+/// # Safety
+/// `ctx` is the running call's host state; `instance` and `counterpart` point at `cols` values each.
+unsafe extern "C" fn host_emit(ctx: *mut c_void, instance: *const f64, counterpart: *const f64, cols: usize, p: f64, q: f64, origin: u32) -> i32 {
+    let body = |state: &HostState| {
+        if cols != state.width {
+            return state.fail(status::INVALID_INPUT, format!("emit: rows of {cols} values for a domain of {} attributes", state.width));
+        }
+        if instance.is_null() || counterpart.is_null() {
+            return state.fail(status::INVALID_INPUT, "emit: null row");
+        }
+        // SAFETY: the plugin passes `cols` readable values for each row.
+        let (a, b) = unsafe { (std::slice::from_raw_parts(instance, cols), std::slice::from_raw_parts(counterpart, cols)) };
+        let case = EmittedCase {
+            instance: a.to_vec(),
+            counterpart: b.to_vec(),
+            p,
+            p_counterpart: q,
+            origin,
+            at_s: state.started.elapsed().as_secs_f64(),
+        };
+        state.cases.lock().unwrap_or_else(|e| e.into_inner()).push(case);
+        status::OK
+    };
+    // SAFETY: `ctx` is the running call's state.
+    unsafe { with_state(ctx, body) }
+}
+
+/// The `last_error` callback (ABI 1.2): the text of the last failed callback.
+///
+/// # Safety
+/// `ctx` is the running call's host state; `out` is null or has room for `capacity` bytes.
+unsafe extern "C" fn host_last_error(ctx: *mut c_void, out: *mut u8, capacity: usize) -> usize {
+    // SAFETY: `ctx` is the running call's state (read without `with_state`: it returns a length).
+    let state = unsafe { &*(ctx as *const HostState) };
+    let message = state.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let n = message.len().min(capacity);
+    if !out.is_null() && n > 0 {
+        // SAFETY: the plugin passes room for `capacity` ≥ n bytes; the regions do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(message.as_ptr(), out, n) };
+    }
+    message.len()
+}
+
+impl Plugin {
+    /// Ask the plugin to check `params` without running.
+    pub fn validate(&self, params: &serde_json::Value) -> Result<(), PluginError> {
+        let json = CString::new(params.to_string()).unwrap_or_default();
+        let mut error: *mut c_char = std::ptr::null_mut();
+        let descriptor = self.descriptor();
+        // SAFETY: `validate` is the plugin's function; the JSON is NUL-terminated and `error` a
+        // valid place for its message.
+        let code = unsafe { (descriptor.validate)(json.as_ptr(), &mut error) };
+        // SAFETY: `error` is null or a string the plugin just allocated.
+        let message = unsafe { take_string(descriptor, error) };
+        match code {
+            status::OK => Ok(()),
+            status::PANIC => Err(PluginError::Failed { plugin: self.name.clone(), what: "panic".into(), message }),
+            _ => Err(PluginError::InvalidParams { plugin: self.name.clone(), message }),
+        }
+    }
+
+    /// Run the plugin against `oracle` over `domain`: a generator emits cases, an auditor sends a
+    /// report (and receives the data's rows as `spec.seeds`). A run the user interrupts (SIGINT)
+    /// returns [`PluginError::Interrupted`]; one cut by its time budget returns what it found, with
+    /// [`GenerateOutput::stopped_by_host`] set.
+    pub fn generate(
+        &self,
+        oracle: &Oracle,
+        domain: &Domain,
+        spec: &RunSpec,
+        progress: &indicatif::ProgressBar,
+    ) -> Result<GenerateOutput, PluginError> {
+        let names: Vec<CString> = domain.attributes.iter().map(|a| CString::new(a.name.replace('\0', " ")).unwrap_or_default()).collect();
+        let attributes: Vec<FfiAttribute> = domain
+            .attributes
+            .iter()
+            .zip(&names)
+            .map(|(a, n)| FfiAttribute {
+                name: n.as_ptr(),
+                kind: match a.kind {
+                    AttributeKind::Integer => ffi::attribute_kind::INTEGER,
+                    AttributeKind::Continuous => ffi::attribute_kind::CONTINUOUS,
+                    AttributeKind::Categorical { .. } => ffi::attribute_kind::CATEGORICAL,
+                },
+                protected: u32::from(a.protected),
+                lower: a.lower,
+                upper: a.upper,
+                step: a.step,
+            })
+            .collect();
+        let params = CString::new(spec.params.to_string()).unwrap_or_default();
+        let state = HostState {
+            oracle,
+            width: domain.width(),
+            cases: Mutex::new(Vec::new()),
+            report: Mutex::new(None),
+            last_error: Mutex::new(String::new()),
+            generated: AtomicU64::new(0),
+            stopped_by_host: AtomicBool::new(false),
+            max_seconds: spec.budget.max_seconds,
+            started: Instant::now(),
+            progress,
+        };
+        let ctx = FfiContext {
+            struct_size: std::mem::size_of::<FfiContext>(),
+            attributes: attributes.as_ptr(),
+            n_attributes: attributes.len(),
+            seeds: FfiMatrix { data: spec.seeds.as_ptr(), rows: spec.seeds.len() / domain.width().max(1), cols: domain.width() },
+            params_json: params.as_ptr(),
+            rng_seed: spec.rng_seed,
+            budget: spec.budget,
+            gamma: spec.gamma.unwrap_or(f64::NAN),
+            callbacks: FfiCallbacks {
+                ctx: &state as *const HostState as *mut c_void,
+                predict: host_predict,
+                progress: host_progress,
+                should_stop: host_should_stop,
+                emit: host_emit,
+                report: host_report,
+            },
+            last_error: host_last_error,
+        };
+        let descriptor = self.descriptor();
+        let mut error: *mut c_char = std::ptr::null_mut();
+        // SAFETY: the context and everything it points at (attributes, names, seeds, parameters,
+        // the host state behind the callbacks) live until this call returns; `error` is a valid
+        // place for the plugin's message.
+        let code = unsafe { (descriptor.generate)(&ctx, &mut error) };
+        // SAFETY: `error` is null or a string the plugin just allocated.
+        let message = unsafe { take_string(descriptor, error) };
+        if crate::interrupt::requested() {
+            return Err(PluginError::Interrupted { plugin: self.name.clone() });
+        }
+        if code != status::OK {
+            let what = match code {
+                status::PANIC => "panic",
+                status::INVALID_PARAMS => "invalid parameters",
+                status::INVALID_INPUT => "invalid input",
+                _ => "compute error",
+            };
+            return Err(PluginError::Failed { plugin: self.name.clone(), what: what.into(), message });
+        }
+        let stopped_by_host = state.stopped_by_host.load(Ordering::Relaxed);
+        let cases = state.cases.into_inner().unwrap_or_else(|e| e.into_inner());
+        let report = match state.report.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(text) => Some(serde_json::from_str(&text).map_err(|e| PluginError::Failed {
+                plugin: self.name.clone(),
+                what: "invalid report".into(),
+                message: format!("the report is not valid JSON: {e}"),
+            })?),
+            None => None,
+        };
+        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed), report, stopped_by_host })
+    }
+}

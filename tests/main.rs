@@ -1,0 +1,18 @@
+//! fairpipe's end-to-end tests as one test binary (each file is a module), so Polars, tract and
+//! the engine are linked once: real pipelines through the CLI, the plugins through both their
+//! built-in and library forms, and the model zoo.
+//!
+//! The plugin libraries must be built first (`cargo build --workspace --all-targets`): the
+//! conformance suite loads each built-in's cdylib too.
+
+mod common;
+
+mod bad_input;
+mod conformance;
+mod model_zoo;
+mod onnx_outputs;
+mod pipelines;
+mod planted_bias;
+mod plugins_planted;
+mod report_browser;
+mod retrain;
