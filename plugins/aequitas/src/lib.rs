@@ -230,6 +230,11 @@ mod tests {
     }
 
     #[test]
+    fn passes_the_conformance_suite_through_its_c_entry() {
+        fairpipe_conformance::assert_conforms(crate::fairpipe_plugin_entry);
+    }
+
+    #[test]
     fn parameters_are_documented_and_strategies_are_snake_case() {
         check_params::<AequitasParams>();
         let run = planted().generate::<Aequitas>(json!({"strategy": "fully_directd"}));

@@ -238,6 +238,11 @@ mod planted {
     }
 
     #[test]
+    fn passes_the_conformance_suite_through_its_c_entry() {
+        fairpipe_conformance::assert_conforms(crate::fairpipe_plugin_entry);
+    }
+
+    #[test]
     fn parameters_are_documented() {
         check_params::<TestSgdParams>();
     }
