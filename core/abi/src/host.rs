@@ -175,13 +175,15 @@ impl<'a> Host<'a> {
         Ok(())
     }
 
-    /// Whether to stop now (host request, iteration or time budget), without counting an
-    /// iteration.
+    /// Whether to stop now (iteration budget, host request, time budget), without counting an
+    /// iteration. The host is asked before the plugin's own clock is read, so that a host that
+    /// answers the time budget itself (ABI ≥ 1.2) records that it stopped the run; the clock is
+    /// for older hosts.
     pub fn should_stop(&mut self) -> bool {
         let b = self.budget;
         (b.max_iterations > 0 && self.iterations >= b.max_iterations)
-            || (b.max_seconds > 0.0 && self.started.elapsed().as_secs_f64() >= b.max_seconds)
             || self.backend.should_stop()
+            || (b.max_seconds > 0.0 && self.started.elapsed().as_secs_f64() >= b.max_seconds)
     }
 
     /// [`PluginError::Stopped`] when [`Host::should_stop`], without counting an iteration: for
