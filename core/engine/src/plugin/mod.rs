@@ -297,7 +297,11 @@ pub fn load_by_name(name: &str, extra_dirs: &[PathBuf]) -> Result<&'static Plugi
                 hint: crate::error::hint(name, &names),
                 builtin: if builtin_names.is_empty() { "none".into() } else { builtin_names.join(", ") },
                 file: library_file_name(name),
-                searched: if dirs.is_empty() { "no folder".into() } else { dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ") },
+                searched: if dirs.is_empty() {
+                    "no folder".into()
+                } else {
+                    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+                },
                 available: if found.is_empty() { "none".into() } else { found.keys().cloned().collect::<Vec<_>>().join(", ") },
             })
         }
