@@ -17,7 +17,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use fairpipe_core::pipeline::Pipeline;
-use fairpipe_core::plugin;
 
 /// One benchmark case.
 struct Case {
@@ -335,16 +334,8 @@ fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let repeats: u64 = std::env::var("FAIRPIPE_BENCH_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let found = plugin::discover(&plugin::search_dirs(&[]));
-    for name in ["maft", "aequitas", "random", "sg", "testsgd"] {
-        match found.get(name) {
-            Some(path) if path.to_string_lossy().contains("/release/") => eprintln!("plugin {name}: {}", path.display()),
-            Some(path) => {
-                eprintln!("WARNING: plugin {name} is not a release build ({}); run `cargo build --release --workspace`", path.display())
-            }
-            None => panic!("plugin {name} not found; run `cargo build --release --workspace` first"),
-        }
-    }
+    // The methods are linked in, built with this bench's (release) profile.
+    fairpipe::register_builtins().expect("the built-in methods register");
     let dir = tempfile::tempdir().expect("temp dir");
     let mut table = String::from(
         "| case | IDIs (full) ± sd | IDIs (projection) | generated | model rows | search s | IDIs/s | model share | reference IDIs | reference s | reference IDIs/s | IDIs/s ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",

@@ -47,13 +47,28 @@ enum Command {
         /// The pipeline file.
         pipeline: PathBuf,
     },
-    /// List the stage kinds with their inputs and parameters.
+    /// List the stage kinds with their inputs and parameters, and every plugin.
     List,
+    /// Create a method plugin crate from the template, to build outside this workspace.
+    NewPlugin {
+        /// The plugin's name (lower-case letters, digits, `_`): `plugin = "NAME"` in a pipeline.
+        name: String,
+        /// Folder to create the crate in (default: the current folder).
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// fairpipe's `core/abi` folder (the SDK); default: the sources this binary was built from.
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     watch_signals();
+    if let Err(e) = fairpipe::register_builtins() {
+        eprintln!("error: a built-in method is broken: {e}");
+        return ExitCode::FAILURE;
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -116,6 +131,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 p.stages.iter().map(|s| format!("{} ({})", s.name, s.kind.name)).collect::<Vec<_>>().join(" → ")
             );
         }
+        Command::NewPlugin { name, dir, sdk } => {
+            let sdk = sdk.unwrap_or_else(fairpipe::scaffold::default_sdk_path);
+            let root = fairpipe::scaffold::new_plugin(&name, &dir, &sdk)?;
+            say!("created {}", root.display());
+            say!("next: cd {} && cargo test && cargo build --release", root.display());
+            say!(
+                "then: plugin_path = [\"{}\"] in a pipeline's [pipeline] table, and plugin = \"{name}\" in a generate stage",
+                root.join("target/release").display()
+            );
+        }
         Command::List => {
             for kind in STAGE_KINDS {
                 say!("{}\n  {}", kind.name, kind.doc);
@@ -134,33 +159,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 say!();
             }
-            say!("plugins (kind = \"generate\" or \"group_score\", plugin = \"NAME\", params = {{ ... }}):");
-            for installed in fairpipe_core::plugin::installed(&[]) {
-                match installed.plugin {
-                    Ok(p) => {
-                        let shadowed = if installed.shadowed { " — shadowed by the built-in of that name (use it with `path`)" } else { "" };
-                        say!(
-                            "{} {} ({}, {}, ABI {}.{}){shadowed}\n  {}",
-                            p.name,
-                            p.version,
-                            p.kind_name(),
-                            installed.source,
-                            p.abi.0,
-                            p.abi.1,
-                            p.description["doc"].as_str().unwrap_or("")
-                        );
-                        for param in p.description["params"].as_array().into_iter().flatten() {
-                            say!(
-                                "  param  {:<18} default {:<16} {}",
-                                param["name"].as_str().unwrap_or(""),
-                                param["default"].to_string(),
-                                param["doc"].as_str().unwrap_or("")
-                            );
-                        }
-                    }
-                    Err(e) => say!("{} ({}): refused: {e}", installed.name, installed.source),
-                }
-                say!();
+            say!("{}", fairpipe::builtin_reference());
+            let files = fairpipe::file_plugins_reference(&[]);
+            if !files.is_empty() {
+                say!("{files}");
             }
         }
     }

@@ -1,7 +1,9 @@
 //! The plugin conformance suite, run against every plugin crate under `plugins/` (a new plugin gets it
-//! for free): descriptor sane, unknown parameters refused, an injected panic returned as an error
-//! (the host survives), same seed → same cases, every case confirmed by the host's own check; and a
-//! deliberately mismatched plugin refused with both ABI versions named.
+//! for free) in both its forms — linked into the binary (built-in) and loaded from its cdylib —
+//! which must behave identically: descriptor sane, unknown parameters refused, an injected panic
+//! returned as an error (the host survives), same seed → same cases, every case confirmed by the
+//! host's own check, the conformance library's rules; a deliberately mismatched plugin refused with
+//! both ABI versions named, and a plugin built for the previous minor still run.
 //!
 //! The plugin libraries must be built first: `cargo build --workspace --all-targets`.
 
@@ -10,12 +12,12 @@ use crate::common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use fairpipe_ffi::FfiBudget;
 use fairpipe_core::check::Checker;
 use fairpipe_core::data::{load, Dataset, LoadSpec, SplitSpec};
 use fairpipe_core::models::OnnxModel;
 use fairpipe_core::oracle::Oracle;
-use fairpipe_core::plugin::{self, PluginError, RunSpec};
+use fairpipe_core::plugin::{self, Plugin, PluginError, RunSpec};
+use fairpipe_ffi::FfiBudget;
 use serde_json::json;
 
 /// Names of the plugin crates under plugins/.
@@ -43,7 +45,16 @@ fn census() -> (Dataset, Oracle) {
 }
 
 fn run(name: &str, params: serde_json::Value, seed: u64, data: &Dataset, oracle: &Oracle) -> Result<plugin::GenerateOutput, PluginError> {
-    let plugin = common::plugin(name);
+    run_with(common::plugin(name), params, seed, data, oracle)
+}
+
+fn run_with(
+    plugin: &Plugin,
+    params: serde_json::Value,
+    seed: u64,
+    data: &Dataset,
+    oracle: &Oracle,
+) -> Result<plugin::GenerateOutput, PluginError> {
     let seeds: Vec<f64> = data.x.iter().copied().take(200 * data.domain.width()).collect();
     let spec = RunSpec {
         params: &params,
@@ -246,16 +257,44 @@ fn a_plugin_of_the_wrong_kind_is_refused_where_it_is_named() {
     assert!(stderr.contains("p.toml:21:10:") && stderr.contains("plugin `maft` is a generator; group_score needs an auditor"), "{stderr}");
 }
 
-/// The conformance library (`fairpipe-conformance`, what plugin authors run) over the library
-/// form of every plugin crate.
 #[test]
-fn every_plugin_library_passes_the_conformance_library() {
-    let mut failures = Vec::new();
+fn every_plugin_crate_is_a_builtin() {
+    let builtins: Vec<String> = fairpipe::BUILTINS.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(plugin_names(), builtins, "add a new plugin crate to fairpipe::BUILTINS (src/lib.rs) and the root Cargo.toml");
+}
+
+#[test]
+fn both_forms_of_every_builtin_describe_and_run_identically() {
+    let (data, oracle) = census();
     for name in plugin_names() {
-        let path = common::plugin_dir().join(plugin::library_file_name(&name));
-        let subject = fairpipe_conformance::Subject::from_library(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(subject.name(), name);
-        failures.extend(fairpipe_conformance::check(&subject, &fairpipe_conformance::Setup::planted()));
+        let (linked, loaded) = (common::plugin(&name), common::library(&name));
+        assert!(linked.is_builtin() && !loaded.is_builtin());
+        assert_eq!((&linked.name, &linked.version, linked.abi), (&loaded.name, &loaded.version, loaded.abi), "{name}");
+        assert_eq!(linked.description, loaded.description, "{name}");
+        let a = run_with(linked, json!({}), 11, &data, &oracle).unwrap();
+        let b = run_with(loaded, json!({}), 11, &data, &oracle).unwrap();
+        assert_eq!(a.generated, b.generated, "{name}");
+        assert_eq!(a.cases.len(), b.cases.len(), "{name}");
+        for (x, y) in a.cases.iter().zip(&b.cases) {
+            assert_eq!((&x.instance, &x.counterpart, x.origin), (&y.instance, &y.counterpart, y.origin), "{name}");
+        }
+        assert_eq!(a.report.map(|r| r["groups"].clone()), b.report.map(|r| r["groups"].clone()), "{name}");
+    }
+}
+
+/// The conformance library (`fairpipe-conformance`, what plugin authors run) over both forms of
+/// every plugin.
+#[test]
+fn every_plugin_passes_the_conformance_library_in_both_forms() {
+    let mut failures = Vec::new();
+    for (name, entry) in fairpipe::BUILTINS {
+        let path = common::plugin_dir().join(plugin::library_file_name(name));
+        let loaded = fairpipe_conformance::Subject::from_library(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let linked = fairpipe_conformance::Subject::from_entry(*entry).unwrap();
+        for subject in [linked, loaded] {
+            assert_eq!(subject.name(), *name);
+            failures.extend(fairpipe_conformance::check(&subject, &fairpipe_conformance::Setup::planted()));
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

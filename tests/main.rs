@@ -9,6 +9,7 @@ mod common;
 
 mod bad_input;
 mod conformance;
+mod external_plugin;
 mod model_zoo;
 mod onnx_outputs;
 mod pipelines;

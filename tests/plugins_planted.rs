@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use crate::common;
 
-use fairpipe_ffi::FfiBudget;
 use fairpipe_core::check::Checker;
 use fairpipe_core::domain::{Attribute, AttributeKind, Domain};
 use fairpipe_core::error::ModelError;
 use fairpipe_core::oracle::{Model, Oracle};
 use fairpipe_core::plugin::RunSpec;
+use fairpipe_ffi::FfiBudget;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::json;

@@ -50,7 +50,14 @@ pub fn plugin_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
 }
 
-/// Plugin `name` as the tests run it: the built-in when registered, else its library.
+/// The built-in plugin `name` (the form linked into the `fairpipe` binary).
 pub fn plugin(name: &str) -> &'static fairpipe_core::plugin::Plugin {
-    fairpipe_core::plugin::load_by_name(name, &[plugin_dir()]).unwrap_or_else(|e| panic!("{name}: {e}"))
+    fairpipe::register_builtins().expect("the built-ins register");
+    fairpipe_core::plugin::builtin(name).unwrap_or_else(|| panic!("no built-in plugin `{name}`"))
+}
+
+/// The library form of plugin `name` (its cdylib, built by `cargo build --workspace`).
+pub fn library(name: &str) -> &'static fairpipe_core::plugin::Plugin {
+    let path = plugin_dir().join(fairpipe_core::plugin::library_file_name(name));
+    fairpipe_core::plugin::load_path(&path).unwrap_or_else(|e| panic!("{name}: {e} (run cargo build --workspace first)"))
 }

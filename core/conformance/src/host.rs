@@ -117,7 +117,15 @@ unsafe extern "C" fn should_stop(ctx: *mut c_void) -> u32 {
 
 /// # Safety
 /// The ABI's contract for `emit`.
-unsafe extern "C" fn emit(ctx: *mut c_void, instance: *const f64, counterpart: *const f64, cols: usize, p: f64, q: f64, origin: u32) -> i32 {
+unsafe extern "C" fn emit(
+    ctx: *mut c_void,
+    instance: *const f64,
+    counterpart: *const f64,
+    cols: usize,
+    p: f64,
+    q: f64,
+    origin: u32,
+) -> i32 {
     // SAFETY: `ctx` is this run's state.
     let s = unsafe { state(ctx) };
     if instance.is_null() || counterpart.is_null() {
@@ -164,7 +172,14 @@ pub(crate) fn run(descriptor: &'static FfiPluginDescriptor, setup: &Setup, param
         .attributes
         .iter()
         .zip(&names)
-        .map(|(a, n)| FfiAttribute { name: n.as_ptr(), kind: a.kind, protected: u32::from(a.protected), lower: a.lower, upper: a.upper, step: a.step })
+        .map(|(a, n)| FfiAttribute {
+            name: n.as_ptr(),
+            kind: a.kind,
+            protected: u32::from(a.protected),
+            lower: a.lower,
+            upper: a.upper,
+            step: a.step,
+        })
         .collect();
     let params = CString::new(params.to_string()).unwrap_or_default();
     let state = State {
@@ -202,5 +217,11 @@ pub(crate) fn run(descriptor: &'static FfiPluginDescriptor, setup: &Setup, param
         }
     };
     let report = state.report.lock().unwrap_or_else(|e| e.into_inner()).as_deref().and_then(|t| serde_json::from_str(t).ok());
-    RunResult { status: code, message, cases: state.cases.into_inner().unwrap_or_else(|e| e.into_inner()), report, rows_scored: state.rows.load(Ordering::Relaxed) }
+    RunResult {
+        status: code,
+        message,
+        cases: state.cases.into_inner().unwrap_or_else(|e| e.into_inner()),
+        report,
+        rows_scored: state.rows.load(Ordering::Relaxed),
+    }
 }

@@ -89,8 +89,11 @@ impl Subject {
 
     /// The plugin's name.
     pub fn name(&self) -> String {
+        if self.descriptor.name.is_null() {
+            return String::new();
+        }
         // SAFETY: the descriptor's name is a static NUL-terminated string (checked non-null).
-        if self.descriptor.name.is_null() { String::new() } else { unsafe { CStr::from_ptr(self.descriptor.name) }.to_string_lossy().into_owned() }
+        unsafe { CStr::from_ptr(self.descriptor.name) }.to_string_lossy().into_owned()
     }
 
     /// Whether the plugin is an auditor (a report) rather than a generator (cases).

@@ -48,7 +48,10 @@ pub struct Setup {
 
 impl std::fmt::Debug for Setup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Setup").field("attributes", &self.attributes).field("seeds", &(self.seeds.len() / self.attributes.len().max(1))).finish()
+        f.debug_struct("Setup")
+            .field("attributes", &self.attributes)
+            .field("seeds", &(self.seeds.len() / self.attributes.len().max(1)))
+            .finish()
     }
 }
 
@@ -58,7 +61,14 @@ impl Setup {
     /// rows with 6 ≤ a + b ≤ 9 are discriminatory by construction. 400 seed rows drawn uniformly
     /// with a fixed seed; default parameters.
     pub fn planted() -> Setup {
-        let int = |name: &str, upper: f64| AttributeSpec { name: name.into(), kind: attribute_kind::INTEGER, protected: false, lower: 0.0, upper, step: 1.0 };
+        let int = |name: &str, upper: f64| AttributeSpec {
+            name: name.into(),
+            kind: attribute_kind::INTEGER,
+            protected: false,
+            lower: 0.0,
+            upper,
+            step: 1.0,
+        };
         let attributes = vec![
             int("a", 9.0),
             int("b", 9.0),
@@ -119,7 +129,13 @@ mod tests {
     #[test]
     fn the_planted_model_discriminates_exactly_where_constructed() {
         let s = Setup::planted();
-        let case = |a: f64, b: f64| Case { instance: vec![a, b, 0.0, 0.0], counterpart: vec![a, b, 0.0, 1.0], p: 0.0, p_counterpart: 0.0, origin: 0 };
+        let case = |a: f64, b: f64| Case {
+            instance: vec![a, b, 0.0, 0.0],
+            counterpart: vec![a, b, 0.0, 1.0],
+            p: 0.0,
+            p_counterpart: 0.0,
+            origin: 0,
+        };
         assert!(s.refute(&case(3.0, 4.0)).is_none(), "a + b = 7 flips with sex");
         assert!(s.refute(&case(9.0, 9.0)).is_some(), "a + b = 18 is favourable either way");
         assert!(s.refute(&case(1.0, 2.0)).is_some(), "a + b = 3 is unfavourable either way");

@@ -130,4 +130,10 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("did you mean `samples`?"), "{err}");
     }
+
+    /// The conformance suite, through the plugin's real C entry (the one fairpipe calls).
+    #[test]
+    fn conforms_to_the_plugin_abi() {
+        fairpipe_conformance::assert_conforms(crate::fairpipe_plugin_entry);
+    }
 }

@@ -49,7 +49,10 @@ pub fn load(path: &Path) -> Result<&'static Plugin, PluginError> {
         }
     }
     let Some(entry) = entry else {
-        return Err(err(format!("no entry symbol ({}); is it a fairpipe plugin, built with its crate's own file name?", symbols.join(" or "))));
+        return Err(err(format!(
+            "no entry symbol ({}); is it a fairpipe plugin, built with its crate's own file name?",
+            symbols.join(" or ")
+        )));
     };
     // SAFETY: the symbol is a fairpipe entry function (by its name); `from_entry` reads only the
     // version fields before checking the major, and the descriptor is static in the leaked library.

@@ -28,20 +28,12 @@ pub use search::{discover, library_file_name, search_dirs};
 pub enum PluginError {
     /// No built-in and no library of that name on the search path; check the name, or put the
     /// library in a folder of `plugin_path` / `FAIRPIPE_PLUGIN_PATH`, or give the stage a `path`.
-    #[error("no plugin `{name}` found{hint}; built-in: {builtin}; searched for {file} in: {searched}; found there: {available}")]
+    #[error("no plugin `{name}` found{detail}")]
     NotFound {
         /// The name asked for.
         name: String,
-        /// "did you mean".
-        hint: String,
-        /// The built-in plugins.
-        builtin: String,
-        /// The library file name looked for.
-        file: String,
-        /// The folders searched.
-        searched: String,
-        /// File plugins that were found.
-        available: String,
+        /// "Did you mean", the built-ins, the file looked for and the folders searched.
+        detail: String,
     },
     /// The library could not be opened or lacks an entry symbol.
     #[error("{path}: cannot load plugin: {message}")]
@@ -292,14 +284,19 @@ pub fn load_by_name(name: &str, extra_dirs: &[PathBuf]) -> Result<&'static Plugi
             let builtin_names: Vec<String> = builtin_plugins().iter().map(|p| p.name.clone()).collect();
             let mut names: Vec<&str> = found.keys().map(String::as_str).collect();
             names.extend(builtin_names.iter().map(String::as_str));
-            Err(PluginError::NotFound {
-                name: name.to_string(),
-                hint: crate::error::hint(name, &names),
-                builtin: if builtin_names.is_empty() { "none".into() } else { builtin_names.join(", ") },
-                file: library_file_name(name),
-                searched: if dirs.is_empty() { "no folder".into() } else { dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ") },
-                available: if found.is_empty() { "none".into() } else { found.keys().cloned().collect::<Vec<_>>().join(", ") },
-            })
+            let detail = format!(
+                "{}; built-in: {}; searched for {} in: {}; found there: {}",
+                crate::error::hint(name, &names),
+                if builtin_names.is_empty() { "none".into() } else { builtin_names.join(", ") },
+                library_file_name(name),
+                if dirs.is_empty() {
+                    "no folder".into()
+                } else {
+                    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+                },
+                if found.is_empty() { "none".into() } else { found.keys().cloned().collect::<Vec<_>>().join(", ") },
+            );
+            Err(PluginError::NotFound { name: name.to_string(), detail })
         }
     }
 }

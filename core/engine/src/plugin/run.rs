@@ -90,7 +90,8 @@ unsafe fn with_state(ctx: *mut c_void, f: impl FnOnce(&HostState) -> i32) -> i32
     // SAFETY: guaranteed by the caller: the state outlives the plugin call that uses it.
     let state = unsafe { &*(ctx as *const HostState) };
     catch_unwind(AssertUnwindSafe(|| f(state))).unwrap_or_else(|panic| {
-        let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+        let what =
+            panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
         state.fail(status::PANIC, format!("the host panicked: {what}"))
     })
 }
@@ -177,7 +178,15 @@ unsafe extern "C" fn host_should_stop(ctx: *mut c_void) -> u32 {
 ///
 /// # Safety
 /// `ctx` is the running call's host state; `instance` and `counterpart` point at `cols` values each.
-unsafe extern "C" fn host_emit(ctx: *mut c_void, instance: *const f64, counterpart: *const f64, cols: usize, p: f64, q: f64, origin: u32) -> i32 {
+unsafe extern "C" fn host_emit(
+    ctx: *mut c_void,
+    instance: *const f64,
+    counterpart: *const f64,
+    cols: usize,
+    p: f64,
+    q: f64,
+    origin: u32,
+) -> i32 {
     let body = |state: &HostState| {
         if cols != state.width {
             return state.fail(status::INVALID_INPUT, format!("emit: rows of {cols} values for a domain of {} attributes", state.width));
