@@ -100,6 +100,17 @@ impl MockHost {
         }
     }
 
+    /// A host over [`planted_domain`]`(free)` whose model is favourable exactly when the sum of
+    /// the free attributes plus `weight`·sex reaches `threshold` (a smooth logistic score, so that
+    /// gradient estimates see a slope): an input is discriminatory exactly when that sum is in
+    /// `threshold − weight ..= threshold − 1`.
+    pub fn planted(free: usize, weight: f64, threshold: f64) -> Self {
+        MockHost::new(planted_domain(free), move |r| {
+            let (sex, rest) = r.split_last().expect("a row");
+            1.0 / (1.0 + (threshold - 0.5 - rest.iter().sum::<f64>() - weight * sex).exp())
+        })
+    }
+
     /// With these seed rows (row-major).
     pub fn with_seeds(mut self, seeds: Vec<f64>) -> Self {
         self.seeds = seeds;

@@ -156,9 +156,8 @@ mod tests {
     /// a, b, c on 0..=10 and a protected sex; a smooth score of a + b + c + 4·sex − 19.5, so an
     /// input is discriminatory exactly when a + b + c ∈ [16, 19].
     fn planted() -> MockHost {
-        let domain = planted_domain(3);
-        let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
-        MockHost::new(domain, |r| 1.0 / (1.0 + (19.5 - r[0] - r[1] - r[2] - 4.0 * r[3]).exp())).with_seeds(seeds)
+        let seeds = planted_domain(3).sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
+        MockHost::planted(3, 4.0, 20.0).with_seeds(seeds)
     }
 
     #[test]

@@ -65,7 +65,7 @@ fairpipe_abi::export_generator!(Random);
 #[cfg(test)]
 mod tests {
     use fairpipe_abi::ffi::FfiBudget;
-    use fairpipe_abi::testing::{check_params, planted_domain, MockHost};
+    use fairpipe_abi::testing::{check_params, MockHost};
     use serde_json::json;
 
     use super::*;
@@ -73,7 +73,7 @@ mod tests {
     /// a, b on 0..=10 and a protected sex; favourable when a + b + 4·sex ≥ 12, so an input is
     /// discriminatory exactly when a + b ∈ [8, 11].
     fn planted() -> MockHost {
-        MockHost::new(planted_domain(2), |r| if r[0] + r[1] + 4.0 * r[2] >= 12.0 { 0.8 } else { 0.2 })
+        MockHost::planted(2, 4.0, 12.0)
     }
 
     #[test]

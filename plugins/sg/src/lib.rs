@@ -97,9 +97,8 @@ mod tests {
     /// a, b, c on 0..=10 and a protected sex; favourable when a + b + c + 4·sex ≥ 20, so an input
     /// is discriminatory exactly when a + b + c ∈ [16, 19].
     fn planted() -> MockHost {
-        let domain = planted_domain(3);
-        let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
-        MockHost::new(domain, |r| if r[0] + r[1] + r[2] + 4.0 * r[3] >= 20.0 { 0.9 } else { 0.1 }).with_seeds(seeds)
+        let seeds = planted_domain(3).sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
+        MockHost::planted(3, 4.0, 20.0).with_seeds(seeds)
     }
 
     #[test]
