@@ -70,7 +70,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     if let Some(table) = run.table("check") {
-        println!("first discriminatory rows:\n{}", table.head(Some(3)));
+        let columns: Vec<String> = table.get_column_names().iter().map(|c| c.to_string()).collect();
+        println!("check table: {} discriminatory rows, columns {}", table.height(), columns.join(", "));
     }
     Ok(())
 }

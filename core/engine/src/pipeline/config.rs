@@ -54,7 +54,7 @@ pub struct DeError {
     /// Byte span of the offending key or value, when known.
     pub span: Option<Range<usize>>,
     /// `(tag key, tag value)` of the variant being read, when inside one.
-    pub variant: Option<(String, String)>,
+    pub variant: Option<Box<(String, String)>>,
 }
 
 impl DeError {
@@ -363,7 +363,7 @@ impl<'de, 'a> de::Deserializer<'de> for ValueDe<'a> {
                     .visit_enum(TaggedVariant { name, tag_span, tag_path, content })
                     .map_err(|mut e| {
                         if e.variant.is_none() {
-                            e.variant = Some(variant);
+                            e.variant = Some(Box::new(variant));
                         }
                         e
                     })
@@ -680,7 +680,7 @@ pub trait StageConfig: DeserializeOwned {
 /// Render a read error of stage `table` of kind `kind` into a located problem.
 fn report(kind: &StageKind, table: &StageTable<'_>, e: &DeError, problems: &mut Problems) {
     let span = e.span.clone().unwrap_or(table.header.clone());
-    let message = match (&e.problem, &e.variant) {
+    let message = match (&e.problem, e.variant.as_deref()) {
         (DeProblem::UnknownKey { key, .. }, variant) if !e.key.as_deref().unwrap_or("").contains('.') => {
             match (kind.key(key), variant, kind.tag) {
                 (Some(doc), Some((_, value)), Some(tag)) if !doc.only.is_empty() => format!(
@@ -1003,7 +1003,7 @@ mod tests {
         let e = &from_entries::<WithVariants>(&refs, 0..0).unwrap_err()[0];
         assert_eq!(line_col(text, e.span.clone().unwrap().start), (2, 1));
         assert_eq!(e.problem, DeProblem::UnknownKey { key: "hidden".into(), expected: &["alpha"] });
-        assert_eq!(e.variant, Some(("algorithm".into(), "logistic".into())));
+        assert_eq!(e.variant.as_deref(), Some(&("algorithm".to_string(), "logistic".to_string())));
         assert_eq!(e.key.as_deref(), Some("hidden"));
         let e = read::<WithVariants>("algorithm = \"lgistic\"\n").unwrap_err();
         assert_eq!((e[0].0, e[0].1), (1, 13));

@@ -21,7 +21,6 @@ use serde_json::{json, Map, Value};
 use crate::error::{ConfigError, ConfigProblem, Error, Result};
 use crate::output::{write_atomic, write_json, write_table, Table};
 use crate::suggest::hint;
-pub use builder::PipelineBuilder;
 use kind::{StageEnv, StageKind, StageTable};
 use problems::Problems;
 use stage::{Artifact, Inputs, Stage, StageContext};
