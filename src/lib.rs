@@ -99,4 +99,22 @@ mod tests {
             assert!(std::ptr::eq(plugin::builtin(name).unwrap(), *p));
         }
     }
+
+    /// The README's plugin reference is what `fairpipe list` prints for the built-ins.
+    #[test]
+    fn the_readme_shows_the_builtin_reference() {
+        register_builtins().unwrap();
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let block = readme
+            .split_once("<!-- plugin-reference:start -->")
+            .and_then(|(_, rest)| rest.split_once("<!-- plugin-reference:end -->"))
+            .map(|(block, _)| block)
+            .expect("README.md has the plugin-reference markers");
+        let expected = format!("\n```\n{}```\n", builtin_reference());
+        assert!(
+            block == expected,
+            "README.md's plugin reference differs from `fairpipe list`; put the built-in part of `cargo run -- list` \
+             between the markers, inside a ``` block.\n--- expected ---\n{expected}\n--- README ---\n{block}"
+        );
+    }
 }

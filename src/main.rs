@@ -15,7 +15,7 @@ macro_rules! say {
         }
     }};
 }
-use fairpipe_core::pipeline::registry::STAGE_KINDS;
+use fairpipe_core::pipeline::registry::stage_reference;
 use fairpipe_core::pipeline::Pipeline;
 
 /// Test machine-learning classifiers for discrimination with TOML audit pipelines.
@@ -142,23 +142,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
         }
         Command::List => {
-            for kind in STAGE_KINDS {
-                say!("{}\n  {}", kind.name, kind.doc);
-                for input in kind.inputs {
-                    let accepts: Vec<&str> = input.accepts.iter().map(|a| a.name()).collect();
-                    say!(
-                        "  input  {:<16} {} ({}){}",
-                        input.role,
-                        input.doc,
-                        accepts.join(" or "),
-                        if input.required { "" } else { ", optional" }
-                    );
-                }
-                for param in kind.params {
-                    say!("  param  {:<16} {:<22} default {:<12} {}", param.name, param.ty, param.default, param.doc);
-                }
-                say!();
-            }
+            say!("{}", stage_reference());
             say!("{}", fairpipe::builtin_reference());
             let files = fairpipe::file_plugins_reference(&[]);
             if !files.is_empty() {

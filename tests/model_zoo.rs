@@ -7,8 +7,15 @@ use crate::common;
 use common::*;
 
 fn train_pipeline(algorithm: &str, save: &str) -> String {
+    // Each algorithm takes only its own keys (a key of another algorithm is refused).
+    let own = match algorithm {
+        "mlp" => "epochs = 3\n",
+        "forest" => "trees = 20\n",
+        "svm" => "max_rows = 2000\n",
+        _ => "",
+    };
     format!(
-        "[stages.data]\nkind = \"load\"\npath = {:?}\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"{algorithm}\"\nepochs = 3\ntrees = 20\nmax_rows = 2000\nsave = {save:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
+        "[stages.data]\nkind = \"load\"\npath = {:?}\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"{algorithm}\"\n{own}save = {save:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
         bundled("data/census.csv")
     )
 }

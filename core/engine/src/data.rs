@@ -11,7 +11,8 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::domain::{Attribute, AttributeKind, Domain};
-use crate::error::{hint, DataError};
+use crate::error::DataError;
+use crate::suggest::hint;
 
 /// Which part of the data a row belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,8 +217,14 @@ fn line_of(path: &Path, row: usize) -> usize {
 
 /// Read and encode a dataset as `spec` says.
 pub fn load(spec: &LoadSpec) -> Result<Dataset, DataError> {
+    let df = read_frame(&spec.path, spec.separator, None)?;
+    load_frame(df, spec)
+}
+
+/// Encode a table already in memory as `spec` says (its `path` only names the table in messages);
+/// cells are read as text, as from a CSV file.
+pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> {
     let path = spec.path.as_path();
-    let df = read_frame(path, spec.separator, None)?;
     if df.height() == 0 {
         return Err(DataError::Empty { path: path.to_path_buf() });
     }

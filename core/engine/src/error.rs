@@ -177,20 +177,7 @@ pub enum Error {
 /// Result with the engine's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-pub use fairpipe_abi::sdk::did_you_mean;
-
-/// " (did you mean `x`?)" or "".
-pub fn hint(name: &str, candidates: &[&str]) -> String {
-    did_you_mean(name, candidates.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn suggests_close_names_only() {
-        assert_eq!(did_you_mean("protcted", ["protected", "label"]), Some("protected"));
-        assert_eq!(did_you_mean("zzz", ["protected", "label"]), None);
-    }
-}
+/// Kept for the plugin host until it imports [`crate::suggest::hint`] itself; new code uses
+/// [`crate::suggest`].
+#[doc(hidden)]
+pub use crate::suggest::hint;

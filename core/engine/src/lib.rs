@@ -5,11 +5,43 @@
 //! the discrimination [`check`], the Aequitas [`estimate`], k-means seed selection ([`cluster`]) and
 //! the TOML [`pipeline`] runner.
 //!
+//! A pipeline is usually a TOML file:
+//!
 //! ```no_run
 //! use fairpipe_core::pipeline::Pipeline;
+//! use fairpipe_core::stages::estimate::EstimateFigures;
 //! let pipeline = Pipeline::load("pipelines/census-estimate.toml".as_ref(), None)?;
 //! let report = pipeline.run("out/census".as_ref(), false)?;
-//! println!("{}", report.summary["stages"]["estimate"]["rate"]);
+//! println!("{}", report.figures::<EstimateFigures>("estimate")?.rate);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! It can as well be built in code, over a Polars `DataFrame` already in memory, and its typed
+//! figures read back (each stage kind's config and figures live in [`stages`]):
+//!
+//! ```
+//! use fairpipe_core::pipeline::Pipeline;
+//! use fairpipe_core::stages::{estimate::*, group_metrics::*, load::LoadConfig, load_model::LoadModelConfig};
+//! use polars::prelude::*;
+//!
+//! let bundled = concat!(env!("CARGO_MANIFEST_DIR"), "/../../pipelines");
+//! let frame = CsvReadOptions::default()
+//!     .try_into_reader_with_file_path(Some(format!("{bundled}/data/census.csv").into()))?
+//!     .finish()?;
+//! let mut data = LoadConfig::from_frame(frame, "income", &["gender"]);
+//! data.drop = vec!["row".into()];
+//! data.split_column = Some("split".into());
+//! let run = Pipeline::builder("census")
+//!     .stage("data", data, &[])
+//!     .stage("model", LoadModelConfig::new(format!("{bundled}/models/census.onnx")), &[("data", "data")])
+//!     .stage("estimate", EstimateConfig { trials: 10, samples: 200, ..Default::default() }, &[("model", "model")])
+//!     .stage("metrics", GroupMetricsConfig::default(), &[("model", "model")])
+//!     .build()?
+//!     .execute(false)?;
+//! let estimate: EstimateFigures = run.figures("estimate")?;
+//! let metrics: GroupMetricsFigures = run.figures("metrics")?;
+//! assert!((0.0..=1.0).contains(&estimate.rate));
+//! assert!(metrics.groups.iter().any(|g| g.attributes == "gender"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
@@ -28,6 +60,7 @@ pub mod pipeline;
 pub mod plugin;
 pub mod report;
 pub mod stages;
+pub mod suggest;
 
 pub use error::{Error, Result};
 pub use fairpipe_abi::domain;

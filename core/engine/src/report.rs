@@ -9,10 +9,22 @@
 
 use std::fmt::Write as _;
 
+use std::collections::BTreeMap;
+
 use polars::prelude::*;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::output::Table;
+use crate::stages::estimate::EstimateFigures;
+use crate::stages::generate::GenerateFigures;
+use crate::stages::group_metrics::GroupMetricsFigures;
+use crate::stages::group_score::GroupScoreFigures;
+use crate::stages::load::LoadFigures;
+use crate::stages::model_output::ModelFigures;
+use crate::stages::retrain::RetrainFigures;
+use crate::stages::verify::VerifyFigures;
 
 /// Escape text for HTML.
 fn esc(s: &str) -> String {
@@ -38,6 +50,79 @@ fn num(v: &Value) -> String {
 
 fn pct(v: &Value) -> String {
     v.as_f64().map(|f| format!("{:.2}%", 100.0 * f)).unwrap_or_else(|| "—".into())
+}
+
+/// A figure for display (a non-finite one was written as `null`: "—").
+fn numf(f: f64) -> String {
+    num(&Value::from(f))
+}
+
+/// A count for display.
+fn count(n: impl Into<u64>) -> String {
+    n.into().to_string()
+}
+
+/// A share as a percentage (a non-finite one: "—").
+fn pctf(f: f64) -> String {
+    pct(&Value::from(f))
+}
+
+/// A figure drawn on a chart: a non-finite one (written as `null`) counts as 0.
+fn or0(f: f64) -> f64 {
+    if f.is_finite() {
+        f
+    } else {
+        0.0
+    }
+}
+
+/// What every stage's entry in the summary has besides its figures.
+#[derive(Deserialize)]
+struct Head {
+    kind: String,
+    #[serde(default)]
+    inputs: BTreeMap<String, String>,
+}
+
+/// The summary's stages, in run order, with their kind and inputs.
+struct Stages<'a> {
+    entries: Vec<(String, Head, &'a Value)>,
+}
+
+impl<'a> Stages<'a> {
+    fn new(summary: &'a Value) -> Self {
+        let order = summary["stage_order"].as_array().into_iter().flatten().filter_map(|v| v.as_str());
+        let entries = order
+            .filter_map(|n| {
+                let f = summary["stages"].get(n)?;
+                let head = Head::deserialize(f).ok()?;
+                Some((n.to_string(), head, f))
+            })
+            .collect();
+        Stages { entries }
+    }
+
+    /// The stages of one of `kinds`, their figures read as `F`; a stage whose figures do not read
+    /// is reported on the page instead of being drawn with gaps.
+    fn of_kind<F: DeserializeOwned>(&self, h: &mut String, kinds: &[&str]) -> Vec<(String, F)> {
+        let mut out = Vec::new();
+        for (n, head, f) in &self.entries {
+            if !kinds.contains(&head.kind.as_str()) {
+                continue;
+            }
+            match F::deserialize(*f) {
+                Ok(figures) => out.push((n.clone(), figures)),
+                Err(e) => {
+                    let _ = write!(h, "<p class=\"flag\">stage {}: its figures do not read: {}</p>", esc(n), esc(&e.to_string()));
+                }
+            }
+        }
+        out
+    }
+
+    fn get(&self, name: &str) -> Option<&(String, Head, &'a Value)> {
+        self.entries.iter().find(|(n, ..)| n == name)
+    }
 }
 
 /// Open a `<table>` with a header row of `columns` (plain text).
@@ -86,63 +171,63 @@ pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
         num(&summary["seed"]),
         num(&summary["fairpipe_version"])
     );
-    let stages = summary["stages"].as_object().cloned().unwrap_or_default();
-    let order: Vec<String> = summary["stage_order"].as_array().into_iter().flatten().filter_map(|v| v.as_str().map(String::from)).collect();
-    let of_kind = |kinds: &[&str]| -> Vec<(String, Value)> {
-        order
-            .iter()
-            .filter_map(|n| stages.get(n).map(|f| (n.clone(), f.clone())))
-            .filter(|(_, f)| kinds.iter().any(|k| f["kind"] == *k))
-            .collect()
-    };
-    data_section(&mut h, &of_kind(&["load"]));
-    let models = of_kind(&["train", "load_model", "retrain"]);
+    let stages = Stages::new(summary);
+    let loads = stages.of_kind::<LoadFigures>(&mut h, &["load"]);
+    data_section(&mut h, &loads);
+    let models = stages.of_kind::<ModelFigures>(&mut h, &["train", "load_model", "retrain"]);
     model_section(&mut h, &models);
-    search_section(&mut h, &of_kind(&["verify"]));
-    estimate_section(&mut h, &of_kind(&["estimate"]));
-    groups_section(&mut h, &of_kind(&["group_score"]));
-    metrics_section(&mut h, &of_kind(&["group_metrics"]), tables);
-    retrain_section(&mut h, &of_kind(&["retrain"]));
-    comparison_section(&mut h, &models, &order, &stages);
-    pairs_section(&mut h, &of_kind(&["verify", "check"]), tables);
+    let verifies = stages.of_kind::<VerifyFigures>(&mut h, &["verify"]);
+    search_section(&mut h, &verifies);
+    let estimates = stages.of_kind::<EstimateFigures>(&mut h, &["estimate"]);
+    estimate_section(&mut h, &estimates);
+    let groups = stages.of_kind::<GroupScoreFigures>(&mut h, &["group_score"]);
+    groups_section(&mut h, &groups);
+    let metrics = stages.of_kind::<GroupMetricsFigures>(&mut h, &["group_metrics"]);
+    metrics_section(&mut h, &metrics, tables);
+    let retrains = stages.of_kind::<RetrainFigures>(&mut h, &["retrain"]);
+    retrain_section(&mut h, &retrains);
+    comparison_section(&mut h, &models, &stages);
+    let pair_sources: Vec<&str> =
+        stages.entries.iter().filter(|(_, head, _)| head.kind == "verify" || head.kind == "check").map(|(n, ..)| n.as_str()).collect();
+    pairs_section(&mut h, &pair_sources, tables);
     h.push_str("</body></html>\n");
     h
 }
 
-fn data_section(h: &mut String, loads: &[(String, Value)]) {
+fn data_section(h: &mut String, loads: &[(String, LoadFigures)]) {
     if loads.is_empty() {
         return;
     }
     h.push_str("<h2>Data</h2>");
     open_table(h, &["stage", "rows", "train / test", "features", "protected", "label (favourable)", "favourable share"]);
     for (n, f) in loads {
-        let protected: Vec<String> = f["protected"].as_array().into_iter().flatten().map(num).collect();
+        let protected: Vec<String> = f.protected.iter().map(|p| esc(p)).collect();
         table_row(
             h,
             None,
             &[
                 esc(n),
-                num(&f["rows"]),
-                format!("{} / {}", num(&f["rows_train"]), num(&f["rows_test"])),
-                num(&f["features"]),
+                count(f.rows as u64),
+                format!("{} / {}", count(f.rows_train as u64), count(f.rows_test as u64)),
+                count(f.features as u64),
                 protected.join(", "),
-                format!("{} ({})", num(&f["label"]["column"]), num(&f["label"]["favourable"])),
-                pct(&f["label"]["favourable_share"]),
+                format!("{} ({})", esc(&f.label.column), esc(&f.label.favourable)),
+                pctf(f.label.favourable_share),
             ],
         );
     }
     h.push_str("</table>");
 }
 
-fn model_section(h: &mut String, models: &[(String, Value)]) {
+fn model_section(h: &mut String, models: &[(String, ModelFigures)]) {
     if models.is_empty() {
         return;
     }
     h.push_str("<h2>Models</h2>");
     open_table(h, &["stage", "model", "train accuracy", "test accuracy"]);
     for (n, f) in models {
-        let test = format!("{} ({} of {})", pct(&f["accuracy_test"]), num(&f["correct_test"]), num(&f["total_test"]));
-        table_row(h, None, &[esc(n), num(&f["model"]), pct(&f["accuracy_train"]), test]);
+        let test = format!("{} ({} of {})", pctf(f.accuracy_test), count(f.correct_test as u64), count(f.total_test as u64));
+        table_row(h, None, &[esc(n), esc(&f.model), pctf(f.accuracy_train), test]);
     }
     h.push_str("</table>");
 }
@@ -187,7 +272,7 @@ fn line_chart(curves: &[(String, Vec<(f64, f64)>)]) -> String {
     s
 }
 
-fn search_section(h: &mut String, verifies: &[(String, Value)]) {
+fn search_section(h: &mut String, verifies: &[(String, VerifyFigures)]) {
     if verifies.is_empty() {
         return;
     }
@@ -213,22 +298,17 @@ fn search_section(h: &mut String, verifies: &[(String, Value)]) {
             None,
             &[
                 esc(n),
-                num(&f["discriminatory_full"]),
-                num(&f["discriminatory"]),
-                num(&f["generated"]),
-                pct(&f["success_rate"]),
-                num(&f["rejected"]),
-                num(&f["search_queries"]),
-                num(&f["search_elapsed_s"]),
-                num(&f["per_second"]),
+                count(f.discriminatory_full as u64),
+                count(f.discriminatory as u64),
+                count(f.generated),
+                pctf(f.success_rate),
+                count(f.rejected as u64),
+                count(f.search_queries),
+                numf(f.search_elapsed_s),
+                numf(f.per_second),
             ],
         );
-        let curve: Vec<(f64, f64)> = f["idis_over_time_s"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
-            .collect();
+        let curve: Vec<(f64, f64)> = f.idis_over_time_s.iter().map(|&(t, n)| (t, n as f64)).collect();
         if !curve.is_empty() {
             curves.push((n.clone(), curve));
         }
@@ -261,7 +341,7 @@ fn interval_bars(items: &[(String, f64, f64, f64)], colour: &str) -> String {
     s
 }
 
-fn estimate_section(h: &mut String, estimates: &[(String, Value)]) {
+fn estimate_section(h: &mut String, estimates: &[(String, EstimateFigures)]) {
     if estimates.is_empty() {
         return;
     }
@@ -269,48 +349,41 @@ fn estimate_section(h: &mut String, estimates: &[(String, Value)]) {
     open_table(h, &["stage", "rate", "95% CI (t over trials)", "95% CI (Wilson)", "inputs"]);
     let mut bars = Vec::new();
     for (n, f) in estimates {
-        let ci = |k: &str, i: usize| f[k][i].as_f64().unwrap_or(f64::NAN);
-        let interval = |k: &str| format!("[{}, {}]", pct(&f[k][0]), pct(&f[k][1]));
-        table_row(h, None, &[esc(n), pct(&f["rate"]), interval("ci95"), interval("ci95_wilson"), num(&f["samples"])]);
-        bars.push((n.clone(), f["rate"].as_f64().unwrap_or(0.0), ci("ci95", 0), ci("ci95", 1)));
+        let interval = |ci: &[f64; 2]| format!("[{}, {}]", pctf(ci[0]), pctf(ci[1]));
+        table_row(h, None, &[esc(n), pctf(f.rate), interval(&f.ci95), interval(&f.ci95_wilson), count(f.samples as u64)]);
+        bars.push((n.clone(), or0(f.rate), f.ci95[0], f.ci95[1]));
     }
     h.push_str("</table>");
     h.push_str(&interval_bars(&bars, "#4c78a8"));
 }
 
-fn groups_section(h: &mut String, groups: &[(String, Value)]) {
+fn groups_section(h: &mut String, groups: &[(String, GroupScoreFigures)]) {
     for (n, f) in groups {
+        // The auditor's own figures (TestSGD's rule-set counts and confidence).
+        let own = |k: &str| f.plugin_figures.get(k).cloned().unwrap_or(Value::Null);
         let _ = write!(
             h,
             "<h2>Group discrimination: {} ({})</h2><p>{} rule sets generated, {} scored; confidence {} per score. Worst groups (score = |P(favourable | group) − P(favourable | rest)|, bar = score, line = ± margin):</p>",
             esc(n),
-            num(&f["plugin"]),
-            num(&f["rule_sets_generated"]),
-            num(&f["rule_sets_kept"]),
-            pct(&f["confidence"])
+            esc(&f.plugin),
+            num(&own("rule_sets_generated")),
+            num(&own("rule_sets_kept")),
+            pct(&own("confidence"))
         );
-        let top: Vec<(String, f64, f64, f64)> = f["top"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        let top: Vec<(String, f64, f64, f64)> = f
+            .top
+            .iter()
             .map(|g| {
-                let (s, m) = (g["score"].as_f64().unwrap_or(0.0), g["margin"].as_f64().unwrap_or(0.0));
-                (g["condition"].as_str().unwrap_or("").to_string(), s, (s - m).max(0.0), s + m)
+                let (s, m) = (or0(g.score), or0(g.margin));
+                (g.condition.clone(), s, (s - m).max(0.0), s + m)
             })
             .collect();
         open_table(h, &["group", "score", "margin", "favourable in group", "favourable outside", "support"]);
-        for g in f["top"].as_array().into_iter().flatten() {
+        for g in &f.top {
             table_row(
                 h,
                 None,
-                &[
-                    num(&g["condition"]),
-                    num(&g["score"]),
-                    format!("±{}", num(&g["margin"])),
-                    pct(&g["rate_in"]),
-                    pct(&g["rate_out"]),
-                    pct(&g["support"]),
-                ],
+                &[esc(&g.condition), numf(g.score), format!("±{}", numf(g.margin)), pctf(g.rate_in), pctf(g.rate_out), pctf(g.support)],
             );
         }
         h.push_str("</table>");
@@ -328,16 +401,16 @@ fn cell(frame: &DataFrame, col: &str, row: usize) -> String {
     }
 }
 
-fn metrics_section(h: &mut String, metrics: &[(String, Value)], tables: &[(String, Table)]) {
+fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], tables: &[(String, Table)]) {
     for (n, f) in metrics {
         let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
         let _ = write!(
             h,
             "<h2>Selection rates per group: {}</h2><p>On {} rows; impact ratio = rate / rate of the most selected group (of at least {} of the rows); flagged below {} (four-fifths rule).</p>",
             esc(n),
-            num(&f["rows"]),
-            pct(&f["min_share"]),
-            num(&f["threshold"])
+            count(f.rows as u64),
+            pctf(f.min_share),
+            numf(f.threshold)
         );
         open_table(h, &["attributes", "group", "n", "selected", "rate", "95% CI", "impact ratio", "verdict"]);
         for r in 0..t.height().min(200) {
@@ -361,7 +434,7 @@ fn metrics_section(h: &mut String, metrics: &[(String, Value)], tables: &[(Strin
     }
 }
 
-fn retrain_section(h: &mut String, retrains: &[(String, Value)]) {
+fn retrain_section(h: &mut String, retrains: &[(String, RetrainFigures)]) {
     if retrains.is_empty() {
         return;
     }
@@ -374,49 +447,60 @@ fn retrain_section(h: &mut String, retrains: &[(String, Value)]) {
             None,
             &[
                 esc(n),
-                num(&f["strategy"]),
-                num(&f["added"]),
-                format!("{} → {}", pct(&f["accuracy_before"]), pct(&f["accuracy_after"])),
-                num(&f["measure"]),
-                format!("{} → {}", pct(&f["rate_before"]), pct(&f["rate_after"])),
-                pct(&f["rate_reduction"]),
+                esc(&f.strategy),
+                count(f.added as u64),
+                format!("{} → {}", pctf(f.accuracy_before), pctf(f.accuracy_after)),
+                esc(&f.measure),
+                format!("{} → {}", pctf(f.rate_before), pctf(f.rate_after)),
+                pctf(f.rate_reduction),
             ],
         );
     }
     h.push_str("</table>");
 }
 
-/// One measurement of a model: the family it belongs to (the same measurement taken of another
-/// model has the same family) and its value.
-fn measurement(stages: &serde_json::Map<String, Value>, f: &Value) -> Option<(String, String, String)> {
-    let input = |v: &Value, role: &str| v["inputs"][role].as_str().map(String::from);
-    match f["kind"].as_str()? {
-        "estimate" => Some((
-            input(f, "model")?,
-            format!("estimated rate ({} inputs)", num(&f["samples"])),
-            format!("{} [{}, {}]", pct(&f["rate"]), pct(&f["ci95"][0]), pct(&f["ci95"][1])),
-        )),
-        "verify" => {
-            let generate = stages.get(&input(f, "cases")?)?;
-            let plugin = esc(generate["plugin"].as_str().unwrap_or("?").split(' ').next().unwrap_or("?"));
+/// One measurement of a model: the model, the family it belongs to (the same measurement taken of
+/// another model has the same family) and its value.
+fn measurement(stages: &Stages<'_>, head: &Head, f: &Value) -> Option<(String, String, String)> {
+    let model = |head: &Head| head.inputs.get("model").cloned();
+    match head.kind.as_str() {
+        "estimate" => {
+            let e = EstimateFigures::deserialize(f).ok()?;
             Some((
-                input(generate, "model")?,
-                format!("IDIs found by {plugin} from {}, params {}", num(&generate["seed_source"]), esc(&generate["params"].to_string())),
-                format!("{} of {} inputs", num(&f["discriminatory"]), num(&f["generated"])),
+                model(head)?,
+                format!("estimated rate ({} inputs)", count(e.samples as u64)),
+                format!("{} [{}, {}]", pctf(e.rate), pctf(e.ci95[0]), pctf(e.ci95[1])),
             ))
         }
-        "group_score" => Some((input(f, "model")?, "worst group score".into(), num(&f["worst_score"]))),
+        "verify" => {
+            let v = VerifyFigures::deserialize(f).ok()?;
+            let (_, source_head, source) = stages.get(head.inputs.get("cases")?)?;
+            // The cases come from a generate stage (or a check stage, which has no plugin).
+            let g = GenerateFigures::deserialize(*source).ok();
+            let plugin = esc(g.as_ref().map(|g| g.plugin.as_str()).unwrap_or("?").split(' ').next().unwrap_or("?"));
+            let seed_source = g.as_ref().map(|g| esc(&g.seed_source)).unwrap_or_else(|| "—".into());
+            let params = g.as_ref().map(|g| g.params.to_string()).unwrap_or_else(|| "null".into());
+            Some((
+                model(source_head)?,
+                format!("IDIs found by {plugin} from {seed_source}, params {}", esc(&params)),
+                format!("{} of {} inputs", count(v.discriminatory as u64), count(v.generated)),
+            ))
+        }
+        "group_score" => {
+            let g = GroupScoreFigures::deserialize(f).ok()?;
+            Some((model(head)?, "worst group score".into(), g.worst_score.map(numf).unwrap_or_else(|| "—".into())))
+        }
         _ => None,
     }
 }
 
 /// Each model (trained, loaded, retrained) beside the others, measured the same way: the same
 /// estimate, the same generator from the same seeds, the same group scoring.
-fn comparison_section(h: &mut String, models: &[(String, Value)], order: &[String], stages: &serde_json::Map<String, Value>) {
+fn comparison_section(h: &mut String, models: &[(String, ModelFigures)], stages: &Stages<'_>) {
     let mut families: Vec<String> = Vec::new();
     let mut cells: Vec<(String, String, String)> = Vec::new();
-    for f in order.iter().filter_map(|n| stages.get(n)) {
-        if let Some((model, family, value)) = measurement(stages, f) {
+    for (_, head, f) in &stages.entries {
+        if let Some((model, family, value)) = measurement(stages, head, f) {
             if !families.contains(&family) {
                 families.push(family.clone());
             }
@@ -433,7 +517,7 @@ fn comparison_section(h: &mut String, models: &[(String, Value)], order: &[Strin
     let columns: Vec<&str> = ["model", "test accuracy"].into_iter().chain(families.iter().map(String::as_str)).collect();
     open_table(h, &columns);
     for (m, f) in models {
-        let mut row = vec![esc(m), pct(&f["accuracy_test"])];
+        let mut row = vec![esc(m), pctf(f.accuracy_test)];
         for fam in &families {
             let values: Vec<&str> = cells.iter().filter(|(cm, cf, _)| cm == m && cf == fam).map(|(_, _, v)| v.as_str()).collect();
             row.push(if values.is_empty() { "—".to_string() } else { values.join("; ") });
@@ -443,8 +527,8 @@ fn comparison_section(h: &mut String, models: &[(String, Value)], order: &[Strin
     h.push_str("</table>");
 }
 
-fn pairs_section(h: &mut String, sources: &[(String, Value)], tables: &[(String, Table)]) {
-    for (n, _) in sources {
+fn pairs_section(h: &mut String, sources: &[&str], tables: &[(String, Table)]) {
+    for n in sources {
         let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
         if t.height() == 0 {
             continue;
@@ -483,7 +567,64 @@ fn pairs_section(h: &mut String, sources: &[(String, Value)], tables: &[(String,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::stage::figures_map;
     use serde_json::json;
+
+    /// A summary entry: `figures` with the engine's kind and inputs.
+    fn entry<F: serde::Serialize>(kind: &str, inputs: Value, figures: &F) -> Value {
+        let mut map = figures_map(figures);
+        map.insert("kind".into(), json!(kind));
+        map.insert("inputs".into(), inputs);
+        Value::Object(map)
+    }
+
+    fn estimate(rate: f64) -> EstimateFigures {
+        EstimateFigures {
+            rate,
+            ci95: [rate - 0.01, rate + 0.01],
+            ci95_wilson: [rate - 0.01, rate + 0.01],
+            samples: 1000,
+            trials: 10,
+            per_trial: 100,
+            discriminatory: 100,
+            variants_per_input: 1,
+        }
+    }
+
+    fn verify(discriminatory: usize, curve: Vec<(f64, usize)>) -> VerifyFigures {
+        VerifyFigures {
+            checked: discriminatory,
+            confirmed: discriminatory,
+            rejected: 0,
+            discriminatory,
+            discriminatory_full: discriminatory,
+            generated: 100,
+            success_rate: discriminatory as f64 / 100.0,
+            success_rate_projection: discriminatory as f64 / 100.0,
+            search_queries: 1000,
+            search_elapsed_s: 0.5,
+            per_second: 10.0,
+            idis_over_time_s: curve,
+        }
+    }
+
+    fn model(accuracy_test: f64) -> ModelFigures {
+        ModelFigures { model: "mlp".into(), accuracy_train: accuracy_test, accuracy_test, correct_test: 8, total_test: 10 }
+    }
+
+    fn generate() -> GenerateFigures {
+        GenerateFigures {
+            plugin: "maft 0.1.0".into(),
+            params: json!({}),
+            seed_source: "10 uniform random seeds (seed 7)".into(),
+            generated: 100,
+            emitted: 50,
+            run_elapsed_s: 0.5,
+            model_time_s: 0.1,
+            model_time_share: 0.2,
+            plugin_figures: Default::default(),
+        }
+    }
 
     #[test]
     fn the_report_escapes_text_and_draws_what_the_summary_has() {
@@ -492,8 +633,8 @@ mod tests {
             "seed": 1,
             "stage_order": ["est", "v"],
             "stages": {
-                "est": {"kind": "estimate", "rate": 0.1, "ci95": [0.09, 0.11], "ci95_wilson": [0.09, 0.11], "samples": 1000},
-                "v": {"kind": "verify", "discriminatory_full": 5, "discriminatory": 5, "idis_over_time_s": [[0.0, 1], [0.5, 5]]}
+                "est": entry("estimate", json!({"model": "m"}), &estimate(0.1)),
+                "v": entry("verify", json!({"cases": "g"}), &verify(5, vec![(0.0, 1), (0.5, 5)])),
             }
         });
         let html = render(&summary, &[]);
@@ -505,18 +646,28 @@ mod tests {
     }
 
     #[test]
+    fn figures_that_do_not_read_are_reported_not_drawn_with_gaps() {
+        let summary = json!({
+            "pipeline": "p", "seed": 1, "stage_order": ["est"],
+            "stages": {"est": {"kind": "estimate", "inputs": {}, "rates": 0.1}}
+        });
+        let html = render(&summary, &[]);
+        assert!(html.contains("stage est: its figures do not read"), "{html}");
+    }
+
+    #[test]
     fn models_are_compared_on_the_measurements_taken_of_more_than_one() {
         let summary = json!({
             "pipeline": "p", "seed": 1,
             "stage_order": ["m", "fair", "g1", "v1", "g2", "v2", "e1"],
             "stages": {
-                "m": {"kind": "train", "accuracy_test": 0.8},
-                "fair": {"kind": "retrain", "accuracy_test": 0.79, "inputs": {"model": "m"}},
-                "g1": {"kind": "generate", "plugin": "maft 0.1.0", "seed_source": "10 uniform random seeds (seed 7)", "params": {}, "inputs": {"model": "m"}},
-                "v1": {"kind": "verify", "discriminatory": 40, "generated": 100, "inputs": {"cases": "g1"}},
-                "g2": {"kind": "generate", "plugin": "maft 0.1.0", "seed_source": "10 uniform random seeds (seed 7)", "params": {}, "inputs": {"model": "fair"}},
-                "v2": {"kind": "verify", "discriminatory": 4, "generated": 100, "inputs": {"cases": "g2"}},
-                "e1": {"kind": "estimate", "rate": 0.1, "ci95": [0.09, 0.11], "samples": 1000, "inputs": {"model": "m"}}
+                "m": entry("train", json!({"data": "d"}), &model(0.8)),
+                "fair": entry("retrain", json!({"model": "m"}), &model(0.79)),
+                "g1": entry("generate", json!({"model": "m"}), &generate()),
+                "v1": entry("verify", json!({"cases": "g1"}), &verify(40, vec![])),
+                "g2": entry("generate", json!({"model": "fair"}), &generate()),
+                "v2": entry("verify", json!({"cases": "g2"}), &verify(4, vec![])),
+                "e1": entry("estimate", json!({"model": "m"}), &estimate(0.1)),
             }
         });
         let html = render(&summary, &[]);

@@ -2,7 +2,10 @@
 //! whole file (every problem located as `file:line:col`); [`Pipeline::run`] executes the stages in
 //! dependency order and writes the results.
 
-pub mod params;
+pub mod builder;
+pub mod config;
+pub mod kind;
+pub mod problems;
 pub mod registry;
 pub mod stage;
 pub mod toml_spans;
@@ -15,10 +18,11 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Map, Value};
 
-use crate::error::{hint, ConfigError, ConfigProblem, Error, Result};
+use crate::error::{ConfigError, ConfigProblem, Error, Result};
 use crate::output::{write_atomic, write_json, write_table, Table};
-use params::{Params, Problems};
-use registry::StageKind;
+use crate::suggest::hint;
+use kind::{StageEnv, StageKind, StageTable};
+use problems::Problems;
 use stage::{Artifact, Inputs, Stage, StageContext};
 use toml_spans::{Sp, Val};
 
@@ -49,6 +53,9 @@ pub struct Pipeline {
     pub out: Option<PathBuf>,
     /// `[pipeline] report`: whether `report.html` is written (default true).
     pub report: bool,
+    /// `[pipeline] plugin_path`: folders searched for plugin libraries, resolved against the
+    /// file's folder, before `FAIRPIPE_PLUGIN_PATH` and the executable's folder.
+    pub plugin_path: Vec<PathBuf>,
     /// Stages in dependency order.
     pub stages: Vec<PlannedStage>,
 }
@@ -106,6 +113,7 @@ impl Pipeline {
         let mut seed = 0u64;
         let mut out = None;
         let mut report = true;
+        let mut plugin_path: Vec<PathBuf> = Vec::new();
         let mut stage_entries: Option<&Sp<Val>> = None;
         for (k, v) in top {
             match k.v.as_str() {
@@ -118,6 +126,25 @@ impl Pipeline {
                                 ("out", Val::Str(s)) => out = Some(dir.join(s)),
                                 ("description", Val::Str(_)) => {}
                                 ("report", Val::Bool(b)) => report = *b,
+                                ("plugin_path", Val::Str(s)) => plugin_path = vec![dir.join(s)],
+                                ("plugin_path", Val::Array(items)) => {
+                                    for item in items {
+                                        match &item.v {
+                                            Val::Str(s) => plugin_path.push(dir.join(s)),
+                                            other => p.at(
+                                                &item.span,
+                                                format!(
+                                                    "[pipeline] `plugin_path` must list folders (strings), found {}",
+                                                    other.type_name()
+                                                ),
+                                            ),
+                                        }
+                                    }
+                                }
+                                ("plugin_path", other) => p.at(
+                                    &pv.span,
+                                    format!("[pipeline] `plugin_path` must be a folder or a list of folders, found {}", other.type_name()),
+                                ),
                                 ("report", other) => {
                                     p.at(&pv.span, format!("[pipeline] `report` must be true or false, found {}", other.type_name()))
                                 }
@@ -128,8 +155,8 @@ impl Pipeline {
                                 (other, _) => p.at(
                                     &pk.span,
                                     format!(
-                                        "[pipeline]: unknown key `{other}`{}; accepted: name, seed, out, description, report",
-                                        hint(other, &["name", "seed", "out", "description", "report"])
+                                        "[pipeline]: unknown key `{other}`{}; accepted: name, seed, out, description, report, plugin_path",
+                                        hint(other, &["name", "seed", "out", "description", "report", "plugin_path"])
                                     ),
                                 ),
                             }
@@ -201,27 +228,40 @@ impl Pipeline {
                     continue;
                 }
             };
-            let params = Params::new(&stage_name.v, entries, stage_name.span.clone(), kind.keys(), &dir);
             let mut inputs = BTreeMap::new();
-            for input in kind.inputs {
-                match params.opt_str(&mut p, input.role) {
-                    Some(target) => {
-                        inputs.insert(input.role.to_string(), target);
+            let mut config_entries = Vec::new();
+            for entry in entries {
+                let (key, value) = entry;
+                if key.v == "kind" {
+                    continue;
+                }
+                if !kind.inputs.iter().any(|i| i.role == key.v) {
+                    config_entries.push(entry);
+                    continue;
+                }
+                match &value.v {
+                    Val::Str(target) => {
+                        inputs.insert(key.v.clone(), Sp { v: target.clone(), span: value.span.clone() });
                     }
-                    None if input.required && params.raw(input.role).is_none() => {
-                        p.at(
-                            &stage_name.span,
-                            format!(
-                                "stage `{}` ({}): missing input `{}` ({}): name the stage it reads",
-                                stage_name.v, kind.name, input.role, input.doc
-                            ),
-                        );
+                    other => {
+                        p.at(&value.span, format!("stage `{}`: `{}` must be a string, found {}", stage_name.v, key.v, other.type_name()))
                     }
-                    None => {}
                 }
             }
-            let stage = (kind.build)(&params, &mut p, stage_seed(seed, &stage_name.v));
-            params.finish(&mut p);
+            for input in kind.inputs {
+                if input.required && !entries.iter().any(|(k, _)| k.v == input.role) {
+                    p.at(
+                        &stage_name.span,
+                        format!(
+                            "stage `{}` ({}): missing input `{}` ({}): name the stage it reads",
+                            stage_name.v, kind.name, input.role, input.doc
+                        ),
+                    );
+                }
+            }
+            let table = StageTable { name: &stage_name.v, header: stage_name.span.clone(), entries: config_entries };
+            let env = StageEnv { dir: dir.clone(), seed: stage_seed(seed, &stage_name.v), plugin_path: plugin_path.clone() };
+            let stage = (kind.configure)(kind, &table, &env, &mut p);
             built.push((stage_name.clone(), kind, inputs, stage));
         }
 
@@ -280,12 +320,20 @@ impl Pipeline {
             })
             .collect();
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
-        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, report, stages })
+        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, report, plugin_path, stages })
     }
 
     /// Run every stage in order and, when all succeed, write the results into `out_dir`. Nothing
     /// is written when a stage fails.
     pub fn run(&self, out_dir: &Path, show_progress: bool) -> Result<RunReport> {
+        let run = self.execute(show_progress)?;
+        let files = run.write(out_dir, self.report)?;
+        Ok(RunReport { summary: run.summary, files })
+    }
+
+    /// Run every stage in order and keep the results in memory (nothing is written): the
+    /// summary, the typed figures through [`Run::figures`], the tables and the artifacts.
+    pub fn execute(&self, show_progress: bool) -> Result<Run> {
         let mut artifacts: BTreeMap<String, Artifact> = BTreeMap::new();
         let mut stage_figures = Map::new();
         let mut tables: Vec<(String, Table)> = Vec::new();
@@ -346,34 +394,78 @@ impl Pipeline {
             "stage_order": self.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
             "stages": Value::Object(stage_figures),
         });
+        Ok(Run { summary, tables, extra_files, artifacts })
+    }
+}
+
+/// A finished run, in memory.
+pub struct Run {
+    /// What `summary.json` holds.
+    pub summary: Value,
+    /// Result tables by stage name.
+    pub tables: Vec<(String, Table)>,
+    /// Files stages asked to write (path, contents), e.g. a saved model.
+    pub extra_files: Vec<(PathBuf, Vec<u8>)>,
+    /// What each stage produced, by stage name.
+    pub artifacts: BTreeMap<String, Artifact>,
+}
+
+/// Stage `stage`'s figures in `summary`, read as `F` (e.g. [`crate::stages::estimate::EstimateFigures`]).
+fn figures_in<F: serde::de::DeserializeOwned>(summary: &Value, stage: &str) -> Result<F> {
+    let entry = summary["stages"].get(stage).ok_or_else(|| Error::Invalid(format!("no stage `{stage}` in the run")))?;
+    serde_json::from_value(entry.clone()).map_err(|e| Error::Invalid(format!("stage `{stage}`: figures do not read as expected: {e}")))
+}
+
+impl Run {
+    /// Stage `stage`'s typed figures, e.g. `run.figures::<EstimateFigures>("estimate")`.
+    pub fn figures<F: serde::de::DeserializeOwned>(&self, stage: &str) -> Result<F> {
+        figures_in(&self.summary, stage)
+    }
+
+    /// Stage `stage`'s result table, if it has one.
+    pub fn table(&self, stage: &str) -> Option<&polars::prelude::DataFrame> {
+        self.tables.iter().find(|(s, _)| s == stage).map(|(_, t)| &t.frame)
+    }
+
+    /// Write the tables, the files stages asked for, `report.html` (when `report`) and
+    /// `summary.json` into `out_dir`; returns every path written.
+    pub fn write(&self, out_dir: &Path, report: bool) -> Result<Vec<PathBuf>> {
+        let (summary, tables) = (&self.summary, &self.tables);
         let mut files = Vec::new();
-        for (stage, table) in &tables {
+        for (stage, table) in tables {
             let stem = if table.suffix.is_empty() { stage.clone() } else { format!("{stage}_{}", table.suffix) };
             files.extend(write_table(out_dir, &stem, table)?);
         }
-        for (path, contents) in &extra_files {
+        for (path, contents) in &self.extra_files {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| crate::error::OutputError { path: path.clone(), message: e.to_string() })?;
             }
             write_atomic(path, |f| f.write_all(contents).map_err(|e| e.to_string()))?;
             files.push(path.clone());
         }
-        if self.report {
-            let html = crate::report::render(&summary, &tables);
+        if report {
+            let html = crate::report::render(summary, tables);
             let path = out_dir.join("report.html");
             write_atomic(&path, |f| f.write_all(html.as_bytes()).map_err(|e| e.to_string()))?;
             files.push(path);
         }
         let summary_path = out_dir.join("summary.json");
-        write_json(&summary_path, &summary)?;
+        write_json(&summary_path, summary)?;
         files.push(summary_path);
-        Ok(RunReport { summary, files })
+        Ok(files)
+    }
+}
+
+impl RunReport {
+    /// Stage `stage`'s typed figures, e.g. `report.figures::<EstimateFigures>("estimate")`.
+    pub fn figures<F: serde::de::DeserializeOwned>(&self, stage: &str) -> Result<F> {
+        figures_in(&self.summary, stage)
     }
 }
 
 /// Order nodes so each comes after the nodes it reads (file order among the ready ones); on a
 /// cycle, return its chain of names, first name repeated at the end.
-fn topological_order(nodes: &[(String, Vec<String>)]) -> std::result::Result<Vec<usize>, Vec<String>> {
+pub(crate) fn topological_order(nodes: &[(String, Vec<String>)]) -> std::result::Result<Vec<usize>, Vec<String>> {
     let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, (n, _))| (n.as_str(), i)).collect();
     let deps: Vec<Vec<usize>> = nodes.iter().map(|(_, d)| d.iter().filter_map(|t| index.get(t.as_str()).copied()).collect()).collect();
     // 0 = unvisited, 1 = on the stack, 2 = done.

@@ -1,78 +1,23 @@
-//! The one explicit list of stage kinds: name, documentation, inputs, parameters, an example, and
-//! the function that builds a configured stage from its TOML table.
+//! The one explicit list of stage kinds. Each kind describes itself in its own file under
+//! [`crate::stages`] (name, doc, inputs, keys, example, config); a new kind is one file plus one
+//! line here.
 
-use crate::pipeline::params::{Params, Problems};
-use crate::pipeline::stage::{ArtifactKind, Stage};
+use crate::pipeline::kind::StageKind;
 use crate::stages;
-
-/// Builds a stage from its parameters (recording problems), given the stage's seed.
-pub type BuildFn = fn(&Params, &mut Problems, u64) -> Option<Box<dyn Stage>>;
-
-/// One parameter of a stage kind.
-#[derive(Debug, Clone, Copy)]
-pub struct ParamDoc {
-    /// TOML key.
-    pub name: &'static str,
-    /// Expected type.
-    pub ty: &'static str,
-    /// Default value ("required" when there is none).
-    pub default: &'static str,
-    /// What it does.
-    pub doc: &'static str,
-}
-
-/// One input of a stage kind: a TOML key whose value names another stage.
-#[derive(Debug, Clone, Copy)]
-pub struct InputDoc {
-    /// TOML key, e.g. `data` or `model`.
-    pub role: &'static str,
-    /// Artifact kinds the input accepts.
-    pub accepts: &'static [ArtifactKind],
-    /// Whether the input must be connected.
-    pub required: bool,
-    /// What it is for.
-    pub doc: &'static str,
-}
-
-/// A stage kind.
-#[derive(Clone, Copy)]
-pub struct StageKind {
-    /// The `kind = "..."` name (a snake_case verb or noun).
-    pub name: &'static str,
-    /// One-paragraph description.
-    pub doc: &'static str,
-    /// Inputs by role.
-    pub inputs: &'static [InputDoc],
-    /// What it produces.
-    pub output: ArtifactKind,
-    /// Parameters.
-    pub params: &'static [ParamDoc],
-    /// A TOML example.
-    pub example: &'static str,
-    /// The builder.
-    pub build: BuildFn,
-}
-
-impl StageKind {
-    /// Every key the kind accepts: inputs and parameters.
-    pub fn keys(&self) -> Vec<&'static str> {
-        self.inputs.iter().map(|i| i.role).chain(self.params.iter().map(|p| p.name)).collect()
-    }
-}
 
 /// Every stage kind, in pipeline order.
 pub const STAGE_KINDS: &[StageKind] = &[
     stages::load::KIND,
-    stages::model::TRAIN,
-    stages::model::LOAD_MODEL,
-    stages::audit::CLUSTER,
-    stages::audit::ESTIMATE,
-    stages::audit::CHECK,
-    stages::search::GENERATE,
-    stages::search::VERIFY,
-    stages::group::GROUP_SCORE,
-    stages::group::GROUP_METRICS,
-    stages::retrain::RETRAIN,
+    stages::train::KIND,
+    stages::load_model::KIND,
+    stages::cluster::KIND,
+    stages::estimate::KIND,
+    stages::check::KIND,
+    stages::generate::KIND,
+    stages::verify::KIND,
+    stages::group_score::KIND,
+    stages::group_metrics::KIND,
+    stages::retrain::KIND,
 ];
 
 /// The kind called `name`.
@@ -80,9 +25,18 @@ pub fn find(name: &str) -> Option<&'static StageKind> {
     STAGE_KINDS.iter().find(|k| k.name == name)
 }
 
+/// The stage reference: every kind with its inputs and keys, as `fairpipe list` prints it and the
+/// README shows it.
+pub fn stage_reference() -> String {
+    STAGE_KINDS.iter().map(|k| k.reference()).collect::<Vec<_>>().join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::kind::{StageEnv, StageTable};
+    use crate::pipeline::problems::Problems;
+    use crate::pipeline::toml_spans::{parse, Val};
 
     #[test]
     fn kinds_are_unique_snake_case_documented_and_their_examples_parse() {
@@ -95,12 +49,107 @@ mod tests {
             let stage = example["stages"].as_table().and_then(|s| s.values().next()).and_then(|v| v.as_table()).expect("one stage");
             assert_eq!(stage["kind"].as_str(), Some(k.name));
             for key in stage.keys().filter(|key| *key != "kind") {
-                assert!(k.keys().contains(&key.as_str()), "{} example uses undeclared key {key}", k.name);
+                assert!(k.all_keys().contains(&key.as_str()), "{} example uses undeclared key {key}", k.name);
             }
-            let mut keys = k.keys();
+            let mut keys = k.all_keys();
             keys.sort();
             keys.dedup();
-            assert_eq!(keys.len(), k.keys().len(), "{} declares a key twice", k.name);
+            assert_eq!(keys.len(), k.all_keys().len(), "{} declares a key twice", k.name);
         }
+    }
+
+    /// Configure kind `k` from TOML `body` (a stage table without `kind` and inputs); the problems.
+    fn problems_of(k: &'static StageKind, body: &str) -> Vec<String> {
+        let root = parse(body).expect("test TOML");
+        let Val::Table(entries) = &root.v else { unreachable!() };
+        let table = StageTable { name: "s", header: 0..0, entries: entries.iter().collect() };
+        let mut p = Problems::new("t.toml".as_ref(), body);
+        let env = StageEnv { dir: std::env::temp_dir(), seed: 1, plugin_path: Vec::new() };
+        let _ = (k.configure)(k, &table, &env, &mut p);
+        p.into_result().err().map(|e| e.problems.into_iter().map(|p| p.message).collect()).unwrap_or_default()
+    }
+
+    /// The documented keys and the config structs' fields cannot drift apart: every field is
+    /// documented (under the variants it belongs to), and every documented key is accepted.
+    #[test]
+    fn documented_keys_are_exactly_the_config_fields() {
+        for k in STAGE_KINDS {
+            let fields = (k.fields)();
+            for (variant, field) in &fields {
+                let doc = k.key(field).unwrap_or_else(|| panic!("{}: field `{field}` is not documented", k.name));
+                if let Some(v) = variant {
+                    assert!(
+                        doc.only.is_empty() || doc.only.contains(v),
+                        "{}: `{field}` is a field of {v} but documented only for {:?}",
+                        k.name,
+                        doc.only
+                    );
+                } else {
+                    assert!(
+                        doc.only.is_empty(),
+                        "{}: `{field}` applies to every variant but is documented only for {:?}",
+                        k.name,
+                        doc.only
+                    );
+                }
+            }
+            for doc in k.keys {
+                if Some(doc.name) == k.tag {
+                    continue;
+                }
+                let variants: Vec<Option<&str>> =
+                    if doc.only.is_empty() { vec![None] } else { doc.only.iter().map(|v| Some(*v)).collect() };
+                for v in variants {
+                    assert!(
+                        fields.contains(&(v, doc.name)) || fields.contains(&(None, doc.name)),
+                        "{}: documented key `{}` is no field of {v:?}",
+                        k.name,
+                        doc.name
+                    );
+                    let tag = match (k.tag, v) {
+                        (Some(tag), Some(v)) => format!("{tag} = \"{v}\"\n"),
+                        _ => String::new(),
+                    };
+                    let problems = problems_of(k, &format!("{tag}{} = 1\n", doc.name));
+                    assert!(
+                        !problems.iter().any(|p| p.contains("unknown key") || p.contains("belongs to")),
+                        "{}: documented key `{}` is refused: {problems:?}",
+                        k.name,
+                        doc.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_of_another_variant_is_named_as_such() {
+        let train = find("train").unwrap();
+        let problems = problems_of(train, "algorithm = \"logistic\"\nhidden = [8]\n");
+        assert_eq!(problems, vec!["stage `s`: key `hidden` belongs to algorithm = \"mlp\", but this stage has algorithm = \"logistic\""]);
+        let retrain = find("retrain").unwrap();
+        let problems = problems_of(retrain, "strategy = \"testsgd\"\ntrials = 10\n");
+        assert_eq!(
+            problems,
+            vec!["stage `s`: key `trials` belongs to strategy = \"aequitas\" or \"pairs\", but this stage has strategy = \"testsgd\""]
+        );
+    }
+
+    /// The README's stage reference is what `fairpipe list` prints.
+    #[test]
+    fn the_readme_shows_the_stage_reference() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README.md");
+        let (start, end) = ("<!-- stage-reference:start -->", "<!-- stage-reference:end -->");
+        let block = readme
+            .split_once(start)
+            .and_then(|(_, rest)| rest.split_once(end))
+            .map(|(block, _)| block)
+            .expect("README.md has the stage-reference markers");
+        let expected = format!("\n```\n{}```\n", stage_reference());
+        assert!(
+            block == expected,
+            "README.md's stage reference differs from `fairpipe list`; regenerate it: put the stage part of `cargo run -- list` \
+             (everything before the plugins) between the markers, inside a ``` block.\n--- expected ---\n{expected}\n--- README ---\n{block}"
+        );
     }
 }

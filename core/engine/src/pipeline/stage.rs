@@ -296,7 +296,7 @@ pub fn with_protected(domain: &Domain, names: Option<&[String]>) -> Result<Domai
         if !columns.contains(&name.as_str()) {
             return Err(Error::Invalid(format!(
                 "protected attribute `{name}` is not a feature column{}; features: {}",
-                crate::error::hint(name, &columns),
+                crate::suggest::hint(name, &columns),
                 columns.join(", ")
             )));
         }
@@ -319,7 +319,18 @@ pub fn audited_rows(model: &ModelArtifact, protected: Option<&[String]>, split: 
     Ok((domain, x.iter().copied().collect()))
 }
 
-/// Insert `value` as `key` into a figures map (a small helper for stage code).
-pub fn put(figures: &mut Map<String, Value>, key: &str, value: impl Into<Value>) {
-    figures.insert(key.to_string(), value.into());
+/// A stage's typed figures as the object `summary.json` holds (an empty object if they do not
+/// serialize to one).
+pub fn figures_map<T: serde::Serialize>(figures: &T) -> Map<String, Value> {
+    match serde_json::to_value(figures) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}
+
+/// Deserialize a number that may have been written as `null` (JSON has no NaN or infinity; a
+/// figure that was NaN reads back as NaN).
+pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }

@@ -64,24 +64,30 @@ impl Val {
 pub fn parse(text: &str) -> Result<Sp<Val>, (String, Range<usize>)> {
     let table = DeTable::parse(text).map_err(|e| (e.message().to_string(), e.span().unwrap_or(0..0)))?;
     let span = table.span();
-    Ok(Sp { v: convert_table(table.get_ref()), span })
+    Ok(Sp { v: convert_table(table.get_ref())?, span })
 }
 
-fn convert_table(t: &DeTable<'_>) -> Val {
-    let mut entries: Vec<(Sp<String>, Sp<Val>)> = t
-        .iter()
-        .map(|(k, v)| (Sp { v: k.get_ref().to_string(), span: k.span() }, Sp { v: convert(v.get_ref()), span: v.span() }))
-        .collect();
+type Converted = Result<Val, (String, Range<usize>)>;
+
+fn convert_table(t: &DeTable<'_>) -> Converted {
+    let mut entries: Vec<(Sp<String>, Sp<Val>)> = Vec::new();
+    for (k, v) in t.iter() {
+        entries.push((Sp { v: k.get_ref().to_string(), span: k.span() }, Sp { v: convert(v.get_ref(), v.span())?, span: v.span() }));
+    }
     entries.sort_by_key(|(k, _)| k.span.start);
-    Val::Table(entries)
+    Ok(Val::Table(entries))
 }
 
-fn convert(v: &DeValue<'_>) -> Val {
-    match v {
+/// Convert one value; an integer outside the 64-bit range is refused (at `span`), not saturated.
+fn convert(v: &DeValue<'_>, span: Range<usize>) -> Converted {
+    Ok(match v {
         DeValue::String(s) => Val::Str(s.to_string()),
         DeValue::Integer(i) => {
             let digits = i.as_str().replace('_', "");
-            Val::Int(i64::from_str_radix(&digits, i.radix()).unwrap_or(i64::MAX))
+            match i64::from_str_radix(&digits, i.radix()) {
+                Ok(n) => Val::Int(n),
+                Err(_) => return Err((format!("integer {} is out of range (a 64-bit integer is at most {})", i.as_str(), i64::MAX), span)),
+            }
         }
         DeValue::Float(f) => {
             let text = f.as_str().replace('_', "");
@@ -94,9 +100,15 @@ fn convert(v: &DeValue<'_>) -> Val {
         }
         DeValue::Boolean(b) => Val::Bool(*b),
         DeValue::Datetime(d) => Val::Datetime(d.to_string()),
-        DeValue::Array(a) => Val::Array(a.iter().map(|x| Sp { v: convert(x.get_ref()), span: x.span() }).collect()),
-        DeValue::Table(t) => convert_table(t),
-    }
+        DeValue::Array(a) => {
+            let mut items = Vec::new();
+            for x in a.iter() {
+                items.push(Sp { v: convert(x.get_ref(), x.span())?, span: x.span() });
+            }
+            Val::Array(items)
+        }
+        DeValue::Table(t) => convert_table(t)?,
+    })
 }
 
 /// 1-based line and column of byte offset `at` in `text`.

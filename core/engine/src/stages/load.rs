@@ -1,16 +1,19 @@
-//! `load`: read a CSV or Parquet file into a dataset.
+//! `load`: read a CSV or Parquet file (or take a Polars `DataFrame` already in memory) into a
+//! dataset.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::{json, Map};
+use polars::prelude::DataFrame;
+use serde::{Deserialize, Serialize};
 
 use crate::data::{self, ColumnOverride, LoadSpec, MissingPolicy, Split, SplitSpec};
-use crate::error::{hint, Result};
-use crate::pipeline::params::{Params, Problems};
-use crate::pipeline::registry::{ParamDoc, StageKind};
-use crate::pipeline::stage::{put, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
-use crate::pipeline::toml_spans::Val;
+use crate::error::Result;
+use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
+use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
+use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::suggest::hint;
 
 /// The `load` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -18,199 +21,340 @@ pub const KIND: StageKind = StageKind {
     doc: "Read a CSV or Parquet file into a dataset: domain (integer, continuous, categorical attributes with bounds), encoded features, binary label, train/test split.",
     inputs: &[],
     output: ArtifactKind::Dataset,
-    params: &[
-        ParamDoc { name: "path", ty: "path", default: "required", doc: "CSV or Parquet file, relative to the pipeline file" },
-        ParamDoc { name: "label", ty: "string", default: "required", doc: "label column" },
-        ParamDoc { name: "favourable", ty: "string|int", default: "1 for 0/1 labels", doc: "the favourable label value as written in the file" },
-        ParamDoc { name: "protected", ty: "string list", default: "required", doc: "protected attribute columns (one or several)" },
-        ParamDoc { name: "drop", ty: "string list", default: "[]", doc: "columns to ignore (ids, row numbers)" },
-        ParamDoc { name: "features", ty: "string list", default: "all other columns", doc: "feature columns in model-input order" },
-        ParamDoc { name: "split_column", ty: "string", default: "none", doc: "column holding train / val / test per row" },
-        ParamDoc { name: "test_fraction", ty: "float", default: "0.2", doc: "share of rows held out for test when there is no split column (seeded shuffle)" },
-        ParamDoc { name: "missing", ty: "\"reject\"|\"drop\"", default: "\"reject\"", doc: "stop at a missing value, or drop rows that have one" },
-        ParamDoc { name: "missing_values", ty: "string list", default: "[\"\", \"?\", \"NA\"]", doc: "cell texts that mean missing" },
-        ParamDoc { name: "separator", ty: "string", default: "\",\"", doc: "CSV field separator (one character)" },
-        ParamDoc { name: "columns", ty: "table", default: "{}", doc: "per-column overrides: columns.NAME = { kind, min, max, step, levels }" },
+    keys: &[
+        KeyDoc::new("path", "path", "required", "CSV or Parquet file, relative to the pipeline file"),
+        KeyDoc::new("label", "string", "required", "label column"),
+        KeyDoc::new("favourable", "string|int", "1 for 0/1 labels", "the favourable label value as written in the file"),
+        KeyDoc::new("protected", "string list", "required", "protected attribute columns (one or several)"),
+        KeyDoc::new("drop", "string list", "[]", "columns to ignore (ids, row numbers)"),
+        KeyDoc::new("features", "string list", "all other columns", "feature columns in model-input order"),
+        KeyDoc::new("split_column", "string", "none", "column holding train / val / test per row"),
+        KeyDoc::new("test_fraction", "float", "0.2", "share of rows held out for test when there is no split column (seeded shuffle)"),
+        KeyDoc::new("missing", "\"reject\"|\"drop\"", "\"reject\"", "stop at a missing value, or drop rows that have one"),
+        KeyDoc::new("missing_values", "string list", "[\"\", \"?\", \"NA\"]", "cell texts that mean missing"),
+        KeyDoc::new("separator", "string", "\",\"", "CSV field separator (one character)"),
+        KeyDoc::new("columns", "table", "{}", "per-column overrides: columns.NAME = { kind, min, max, step, levels }"),
     ],
+    tag: None,
     example: "[stages.data]\nkind = \"load\"\npath = \"data/census.csv\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"",
-    build,
+    configure: configure::<LoadConfig>,
+    fields: fields_of::<LoadConfig>,
 };
+
+/// The favourable label value as written in the file: a string, an integer or a boolean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum LabelValue {
+    /// Written as text.
+    Text(String),
+    /// Written as an integer.
+    Int(i64),
+    /// Written as a boolean.
+    Bool(bool),
+}
+
+impl LabelValue {
+    fn text(&self) -> String {
+        match self {
+            LabelValue::Text(s) => s.clone(),
+            LabelValue::Int(i) => i.to_string(),
+            LabelValue::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+/// `missing = "reject" | "drop"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Missing {
+    /// Stop at the first missing value.
+    #[default]
+    Reject,
+    /// Drop rows with a missing value.
+    Drop,
+}
+
+/// `columns.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnKind {
+    /// Whole numbers.
+    Integer,
+    /// Real numbers.
+    Continuous,
+    /// Levels.
+    Categorical,
+}
+
+/// One column's overrides: `columns.NAME = { kind, min, max, step, levels }`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnConfig {
+    /// The attribute kind.
+    pub kind: Option<ColumnKind>,
+    /// Lower bound.
+    pub min: Option<f64>,
+    /// Upper bound.
+    pub max: Option<f64>,
+    /// Grid step (positive).
+    pub step: Option<f64>,
+    /// Category levels in encoding order.
+    pub levels: Option<Vec<LabelValue>>,
+}
+
+/// The `load` stage's config.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadConfig {
+    /// CSV or Parquet file, relative to the pipeline file (not needed with [`LoadConfig::frame`]).
+    pub path: Option<PathBuf>,
+    /// Label column.
+    pub label: String,
+    /// The favourable label value (default 1 for 0/1 labels).
+    pub favourable: Option<LabelValue>,
+    /// Protected attribute columns.
+    #[serde(default)]
+    pub protected: Vec<String>,
+    /// Columns to ignore.
+    #[serde(default)]
+    pub drop: Vec<String>,
+    /// Feature columns in model-input order (default: all other columns).
+    pub features: Option<Vec<String>>,
+    /// Column holding train / val / test per row.
+    pub split_column: Option<String>,
+    /// Share of rows held out for test when there is no split column.
+    #[serde(default = "default_test_fraction")]
+    pub test_fraction: f64,
+    /// Missing-value handling.
+    #[serde(default)]
+    pub missing: Missing,
+    /// Cell texts that mean missing (default `""`, `"?"`, `"NA"`).
+    pub missing_values: Option<Vec<String>>,
+    /// CSV field separator: one character, or `\t`.
+    pub separator: Option<String>,
+    /// Per-column overrides.
+    #[serde(default)]
+    pub columns: BTreeMap<String, ColumnConfig>,
+    /// A table already in memory, read instead of `path` (library use; not in TOML).
+    #[serde(skip)]
+    pub frame: Option<DataFrame>,
+}
+
+fn default_test_fraction() -> f64 {
+    0.2
+}
+
+impl LoadConfig {
+    /// A config reading `frame` (columns as in a file), with label column `label` and protected
+    /// attributes `protected`; every other setting at its default.
+    pub fn from_frame(frame: DataFrame, label: &str, protected: &[&str]) -> Self {
+        LoadConfig {
+            label: label.to_string(),
+            protected: protected.iter().map(|s| s.to_string()).collect(),
+            test_fraction: default_test_fraction(),
+            frame: Some(frame),
+            ..LoadConfig::default()
+        }
+    }
+
+    fn separator_byte(&self) -> Option<u8> {
+        match self.separator.as_deref() {
+            None => Some(b','),
+            Some("\\t") => Some(b'\t'),
+            Some(s) if s.len() == 1 => Some(s.as_bytes()[0]),
+            Some(_) => None,
+        }
+    }
+
+    /// The read spec, `path` resolved already.
+    fn spec(&self, path: PathBuf, seed: u64) -> LoadSpec {
+        let mut spec = LoadSpec::new(path, self.label.clone());
+        spec.favourable = self.favourable.as_ref().map(LabelValue::text);
+        spec.protected = self.protected.clone();
+        spec.drop = self.drop.clone();
+        spec.features = self.features.clone();
+        spec.split = match &self.split_column {
+            Some(c) => SplitSpec::Column(c.clone()),
+            None => SplitSpec::Fraction { test: self.test_fraction, seed },
+        };
+        spec.missing = match self.missing {
+            Missing::Drop => MissingPolicy::Drop,
+            Missing::Reject => MissingPolicy::Reject,
+        };
+        if let Some(m) = &self.missing_values {
+            spec.missing_markers = m.clone();
+        }
+        spec.separator = self.separator_byte().unwrap_or(b',');
+        spec.columns = self
+            .columns
+            .iter()
+            .map(|(name, c)| {
+                let over = ColumnOverride {
+                    kind: c.kind.map(|k| {
+                        match k {
+                            ColumnKind::Integer => "integer",
+                            ColumnKind::Continuous => "continuous",
+                            ColumnKind::Categorical => "categorical",
+                        }
+                        .to_string()
+                    }),
+                    min: c.min,
+                    max: c.max,
+                    step: c.step,
+                    levels: c.levels.as_ref().map(|l| l.iter().map(LabelValue::text).collect()),
+                };
+                (name.clone(), over)
+            })
+            .collect();
+        spec
+    }
+}
+
+impl StageConfig for LoadConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, checks: &mut Checks<'_, '_>) {
+        if self.protected.is_empty() {
+            checks.missing("protected", "the protected attribute columns");
+        }
+        checks.within("test_fraction", self.test_fraction, 0.0, 0.99);
+        if self.separator_byte().is_none() {
+            let s = self.separator.clone().unwrap_or_default();
+            checks.problem("separator", format!("`separator` must be one character, found {s:?}"));
+        }
+        for (name, c) in &self.columns {
+            if c.step.is_some_and(|s| s <= 0.0) {
+                let span = checks.nested_key_span("columns", name);
+                checks.at(&span, format!("columns.{name}.step: expected a positive number"));
+            }
+        }
+        // The columns named must exist: checked against the file's header now, so `validate`
+        // catches typos.
+        let (names, source): (Vec<String>, String) = match (&self.frame, &self.path) {
+            (Some(frame), _) => (frame.get_column_names().iter().map(|s| s.to_string()).collect(), "the data frame".into()),
+            (None, Some(path)) => {
+                let resolved = checks.existing_file("path", path);
+                match data::column_names(&resolved, self.separator_byte().unwrap_or(b',')) {
+                    Ok(names) if resolved.exists() => (names, resolved.display().to_string()),
+                    _ => return,
+                }
+            }
+            (None, None) => {
+                checks.missing("path", "the data file");
+                return;
+            }
+        };
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let check = |checks: &mut Checks<'_, '_>, col: &str, span: std::ops::Range<usize>, role: &str| {
+            if !names.iter().any(|n| n == col) {
+                checks.at(&span, format!("{role} `{col}` is not a column of {source}{}; columns: {}", hint(col, &refs), names.join(", ")));
+            }
+        };
+        let label_span = checks.span("label");
+        check(checks, &self.label, label_span, "label");
+        for (i, c) in self.protected.iter().enumerate() {
+            let span = checks.item_span("protected", i);
+            check(checks, c, span, "protected attribute");
+        }
+        for (i, c) in self.drop.iter().enumerate() {
+            let span = checks.item_span("drop", i);
+            check(checks, c, span, "dropped column");
+        }
+        for (i, c) in self.features.iter().flatten().enumerate() {
+            let span = checks.item_span("features", i);
+            check(checks, c, span, "feature");
+        }
+        if let Some(c) = &self.split_column {
+            let span = checks.span("split_column");
+            check(checks, c, span, "split column");
+        }
+        for c in self.columns.keys() {
+            let span = checks.nested_key_span("columns", c);
+            check(checks, c, span, "column override");
+        }
+    }
+
+    fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+        let path = match (&self.frame, &self.path) {
+            (None, Some(p)) => env.dir.join(p),
+            _ => PathBuf::from("<data frame>"),
+        };
+        let spec = self.spec(path, env.seed);
+        Ok(Box::new(Load { spec, frame: self.frame }))
+    }
+}
+
+/// Figures of a `load` stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadFigures {
+    /// Rows kept.
+    pub rows: usize,
+    /// Rows in the train split.
+    pub rows_train: usize,
+    /// Rows in the validation split.
+    pub rows_val: usize,
+    /// Rows in the test split.
+    pub rows_test: usize,
+    /// Rows dropped for missing values.
+    pub dropped_rows: usize,
+    /// Feature columns.
+    pub features: usize,
+    /// Protected attribute names.
+    pub protected: Vec<String>,
+    /// The label.
+    pub label: LabelFigures,
+    /// The domain's attributes (name, kind, bounds, step, protected).
+    pub domain: serde_json::Value,
+}
+
+/// The label column of a `load` stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelFigures {
+    /// Column name.
+    pub column: String,
+    /// `[unfavourable, favourable]` as written in the file.
+    pub values: [String; 2],
+    /// The favourable value.
+    pub favourable: String,
+    /// Share of rows with the favourable label.
+    #[serde(deserialize_with = "crate::pipeline::stage::nan_if_null")]
+    pub favourable_share: f64,
+}
 
 struct Load {
     spec: LoadSpec,
-}
-
-fn build(params: &Params, p: &mut Problems, seed: u64) -> Option<Box<dyn Stage>> {
-    let path = params.existing_path(p, "path", "the data file");
-    let label = params.str(p, "label", "the label column");
-    let favourable = params.raw("favourable").and_then(|v| match &v.v {
-        Val::Str(s) => Some(s.clone()),
-        Val::Int(i) => Some(i.to_string()),
-        Val::Bool(b) => Some(b.to_string()),
-        other => {
-            p.at(&v.span, format!("stage `{}`: `favourable` must be a string or an integer, found {}", params.stage(), other.type_name()));
-            None
-        }
-    });
-    let protected = params.str_list(p, "protected");
-    if protected.is_empty() {
-        p.at(params.header(), format!("stage `{}`: missing `protected` (the protected attribute columns)", params.stage()));
-    }
-    let drop = params.str_list(p, "drop");
-    let features = params.raw("features").map(|_| params.str_list(p, "features"));
-    let split_column = params.opt_str(p, "split_column");
-    let test_fraction = params.f64_in(p, "test_fraction", 0.2, 0.0, 0.99);
-    let missing = match params.choice(p, "missing", &["reject", "drop"], "reject").as_str() {
-        "drop" => MissingPolicy::Drop,
-        _ => MissingPolicy::Reject,
-    };
-    let markers = params.raw("missing_values").map(|_| params.str_list(p, "missing_values").into_iter().map(|s| s.v).collect());
-    let separator = match params.opt_str(p, "separator") {
-        None => b',',
-        Some(s) if s.v.len() == 1 => s.v.as_bytes()[0],
-        Some(s) if s.v == "\\t" => b'\t',
-        Some(s) => {
-            p.at(&s.span, format!("stage `{}`: `separator` must be one character, found {:?}", params.stage(), s.v));
-            b','
-        }
-    };
-    let mut columns = BTreeMap::new();
-    for (name, value) in params.table(p, "columns").unwrap_or(&[]) {
-        let Val::Table(entries) = &value.v else {
-            p.at(&value.span, format!("stage `{}`: columns.{} must be a table like {{ min = 0, max = 9 }}", params.stage(), name.v));
-            continue;
-        };
-        let mut over = ColumnOverride::default();
-        for (k, v) in entries {
-            let number = match v.v {
-                Val::Int(i) => Some(i as f64),
-                Val::Float(f) => Some(f),
-                _ => None,
-            };
-            match (k.v.as_str(), &v.v) {
-                ("kind", Val::Str(s)) if ["integer", "continuous", "categorical"].contains(&s.as_str()) => over.kind = Some(s.clone()),
-                ("min", _) if number.is_some() => over.min = number,
-                ("max", _) if number.is_some() => over.max = number,
-                ("step", _) if number.is_some_and(|s| s > 0.0) => over.step = number,
-                ("levels", Val::Array(items)) => {
-                    over.levels = Some(
-                        items
-                            .iter()
-                            .map(|i| match &i.v {
-                                Val::Str(s) => s.clone(),
-                                other => format!("{}", other.to_json()),
-                            })
-                            .collect(),
-                    )
-                }
-                ("kind" | "min" | "max" | "step" | "levels", _) => p.at(
-                    &v.span,
-                    format!(
-                        "stage `{}`: columns.{}.{}: expected {}",
-                        params.stage(),
-                        name.v,
-                        k.v,
-                        match k.v.as_str() {
-                            "kind" => "\"integer\", \"continuous\" or \"categorical\"",
-                            "levels" => "a list of level names",
-                            "step" => "a positive number",
-                            _ => "a number",
-                        }
-                    ),
-                ),
-                (other, _) => p.at(
-                    &k.span,
-                    format!(
-                        "stage `{}`: columns.{}: unknown key `{other}`{}; accepted: kind, min, max, step, levels",
-                        params.stage(),
-                        name.v,
-                        hint(other, &["kind", "min", "max", "step", "levels"])
-                    ),
-                ),
-            }
-        }
-        columns.insert(name.v.clone(), (name.span.clone(), over));
-    }
-
-    let (path, label) = (path?, label?);
-    // Check every named column against the file's header now, so `validate` catches typos.
-    if let Ok(names) = data::column_names(&path.v, separator) {
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let mut check = |col: &str, span: &std::ops::Range<usize>, role: &str| {
-            if !names.iter().any(|n| n == col) {
-                p.at(
-                    span,
-                    format!(
-                        "stage `{}`: {role} `{col}` is not a column of {}{}; columns: {}",
-                        params.stage(),
-                        path.v.display(),
-                        hint(col, &refs),
-                        names.join(", ")
-                    ),
-                );
-            }
-        };
-        check(&label.v, &label.span, "label");
-        for c in &protected {
-            check(&c.v, &c.span, "protected attribute");
-        }
-        for c in &drop {
-            check(&c.v, &c.span, "dropped column");
-        }
-        for c in features.iter().flatten() {
-            check(&c.v, &c.span, "feature");
-        }
-        if let Some(c) = &split_column {
-            check(&c.v, &c.span, "split column");
-        }
-        for (c, (span, _)) in &columns {
-            check(c, span, "column override");
-        }
-    }
-    let mut spec = LoadSpec::new(path.v, label.v);
-    spec.favourable = favourable;
-    spec.protected = protected.into_iter().map(|s| s.v).collect();
-    spec.drop = drop.into_iter().map(|s| s.v).collect();
-    spec.features = features.map(|f| f.into_iter().map(|s| s.v).collect());
-    spec.split = match split_column {
-        Some(c) => SplitSpec::Column(c.v),
-        None => SplitSpec::Fraction { test: test_fraction, seed },
-    };
-    spec.missing = missing;
-    if let Some(m) = markers {
-        spec.missing_markers = m;
-    }
-    spec.separator = separator;
-    spec.columns = columns.into_iter().map(|(k, (_, o))| (k, o)).collect();
-    Some(Box::new(Load { spec }))
+    frame: Option<DataFrame>,
 }
 
 impl Stage for Load {
     fn run(&self, _ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {
-        let data = data::load(&self.spec)?;
-        let mut figures = Map::new();
-        put(&mut figures, "rows", data.len());
-        put(&mut figures, "rows_train", data.rows_in(Split::Train).len());
-        put(&mut figures, "rows_val", data.rows_in(Split::Val).len());
-        put(&mut figures, "rows_test", data.rows_in(Split::Test).len());
-        put(&mut figures, "dropped_rows", data.dropped_rows);
-        put(&mut figures, "features", data.domain.width());
-        put(
-            &mut figures,
-            "protected",
-            data.domain.protected_indices().iter().map(|&i| data.domain.attributes[i].name.clone()).collect::<Vec<_>>(),
-        );
-        put(
-            &mut figures,
-            "label",
-            json!({
-                "column": data.label_name,
-                "values": data.label_values,
-                "favourable": data.label_values[1],
-                "favourable_share": data.y.iter().filter(|&&v| v == 1).count() as f64 / data.len() as f64,
-            }),
-        );
-        put(&mut figures, "domain", serde_json::to_value(&data.domain.attributes).unwrap_or_default());
-        Ok(StageOutput { artifact: Artifact::Dataset(Arc::new(data)), figures, tables: Vec::new(), model_queries: 0 })
+        let data = match &self.frame {
+            Some(frame) => data::load_frame(frame.clone(), &self.spec)?,
+            None => data::load(&self.spec)?,
+        };
+        let figures = LoadFigures {
+            rows: data.len(),
+            rows_train: data.rows_in(Split::Train).len(),
+            rows_val: data.rows_in(Split::Val).len(),
+            rows_test: data.rows_in(Split::Test).len(),
+            dropped_rows: data.dropped_rows,
+            features: data.domain.width(),
+            protected: data.domain.protected_indices().iter().map(|&i| data.domain.attributes[i].name.clone()).collect(),
+            label: LabelFigures {
+                column: data.label_name.clone(),
+                values: data.label_values.clone(),
+                favourable: data.label_values[1].clone(),
+                favourable_share: data.y.iter().filter(|&&v| v == 1).count() as f64 / data.len() as f64,
+            },
+            domain: serde_json::to_value(&data.domain.attributes).unwrap_or_default(),
+        };
+        Ok(StageOutput {
+            artifact: Artifact::Dataset(Arc::new(data)),
+            figures: figures_map(&figures),
+            tables: Vec::new(),
+            model_queries: 0,
+        })
     }
 }

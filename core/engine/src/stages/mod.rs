@@ -1,9 +1,18 @@
-//! The stage kinds, one module per family.
+//! The stage kinds, one module per kind (its config, its run and its figures), plus the helpers
+//! several kinds share: [`options`] (shared config pieces), [`model_output`] (what a model stage
+//! reports) and [`mitigate`] (TestSGD's mitigation, used by `retrain`).
 
-pub mod audit;
-pub mod group;
+pub mod check;
+pub mod cluster;
+pub mod estimate;
+pub mod generate;
+pub mod group_metrics;
+pub mod group_score;
 pub mod load;
+pub mod load_model;
 pub mod mitigate;
-pub mod model;
+pub mod model_output;
+pub mod options;
 pub mod retrain;
-pub mod search;
+pub mod train;
+pub mod verify;

@@ -31,10 +31,10 @@ use std::sync::Arc;
 use ndarray::{concatenate, Array2, Axis};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use serde_json::{json, Map};
+use serde::{Deserialize, Serialize};
 
 use super::mitigate::{mitigation_samples, GroupSampler};
-use super::model::model_output;
+use super::model_output::{model_output, ModelFigures};
 use crate::check::Checker;
 use crate::data::Split;
 use crate::error::{Error, Result};
@@ -42,12 +42,14 @@ use crate::estimate::{estimate, Estimate};
 use crate::models::Recipe;
 use crate::oracle::{accuracy, Model, Oracle};
 use crate::output::TableBuilder;
-use crate::pipeline::params::{Params, Problems};
-use crate::pipeline::registry::{InputDoc, ParamDoc, StageKind};
-use crate::pipeline::stage::{put, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
+use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
+use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::pipeline::stage::{
+    figures_map, nan_if_null, Artifact, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput,
+};
 
 /// The `retrain` stage kind.
-pub const RETRAIN: StageKind = StageKind {
+pub const KIND: StageKind = StageKind {
     name: "retrain",
     doc: "Augment the training data and retrain the model as it was trained: verified discriminatory inputs (Aequitas Algorithm 5, or ADF/EIDIG pairs), or relabelled samples of the worst TestSGD group (RQ3); reports accuracy and the discrimination measure before and after, and passes the retrained model on.",
     inputs: &[
@@ -61,24 +63,268 @@ pub const RETRAIN: StageKind = StageKind {
         InputDoc { role: "groups", accepts: &[ArtifactKind::Groups], required: false, doc: "group scores (a group_score stage); needed by testsgd" },
     ],
     output: ArtifactKind::Model,
-    params: &[
-        ParamDoc { name: "strategy", ty: "\"aequitas\"|\"pairs\"|\"testsgd\"", default: "\"aequitas\"", doc: "how IDIs (or, for testsgd, relabelled samples of the worst group) are added" },
-        ParamDoc { name: "accuracy_tolerance", ty: "float", default: "0.01", doc: "testsgd: largest test-accuracy drop accepted for the kept model" },
-        ParamDoc { name: "group_samples", ty: "int", default: "2000", doc: "testsgd: samples per side when a group's score is measured" },
-        ParamDoc { name: "label", ty: "\"seed\"|\"majority\"", default: "\"seed\"", doc: "label of added inputs: the original prediction on the IDI, or the majority over its variants" },
-        ParamDoc { name: "trials", ty: "int", default: "100", doc: "estimate trials K for each model compared" },
-        ParamDoc { name: "samples", ty: "int", default: "1000", doc: "estimate inputs m per trial" },
-        ParamDoc { name: "max_rounds", ty: "int", default: "9", doc: "aequitas: rounds at most (p_i reaches 100% at round 8)" },
-        ParamDoc {
-            name: "variants",
-            ty: "bool",
-            default: "true",
-            doc: "aequitas: add each drawn IDI together with its protected variants, all with its label (false: the IDI alone, as Algorithm 5 is written)",
-        },
+    keys: &[
+        KeyDoc::new(
+            "strategy",
+            "\"aequitas\"|\"pairs\"|\"testsgd\"",
+            "\"aequitas\"",
+            "how IDIs (or, for testsgd, relabelled samples of the worst group) are added",
+        ),
+        KeyDoc::new("accuracy_tolerance", "float", "0.01", "testsgd: largest test-accuracy drop accepted for the kept model").only(&["testsgd"]),
+        KeyDoc::new("group_samples", "int", "2000", "testsgd: samples per side when a group's score is measured").only(&["testsgd"]),
+        KeyDoc::new(
+            "label",
+            "\"seed\"|\"majority\"",
+            "\"seed\"",
+            "label of added inputs: the original prediction on the IDI, or the majority over its variants",
+        )
+        .only(&["aequitas", "pairs"]),
+        KeyDoc::new("trials", "int", "100", "estimate trials K for each model compared").only(&["aequitas", "pairs"]),
+        KeyDoc::new("samples", "int", "1000", "estimate inputs m per trial").only(&["aequitas", "pairs"]),
+        KeyDoc::new("max_rounds", "int", "9", "aequitas: rounds at most (p_i reaches 100% at round 8)").only(&["aequitas"]),
+        KeyDoc::new(
+            "variants",
+            "bool",
+            "true",
+            "aequitas: add each drawn IDI together with its protected variants, all with its label (false: the IDI alone, as Algorithm 5 is written)",
+        )
+        .only(&["aequitas"]),
     ],
+    tag: Some("strategy"),
     example: "[stages.fairer]\nkind = \"retrain\"\nmodel = \"model\"\ncases = \"verified\"\nstrategy = \"aequitas\"",
-    build: build_retrain,
+    configure: configure::<RetrainConfig>,
+    fields: fields_of::<RetrainConfig>,
 };
+
+/// The `retrain` stage's config: the strategy, with its own keys.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrainConfig {
+    /// How the training data is augmented, picked by `strategy = "..."` (default `aequitas`).
+    #[serde(rename = "+strategy")]
+    pub strategy: RetrainStrategy,
+}
+
+/// `strategy = "..."` and the keys of that strategy.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub enum RetrainStrategy {
+    /// Aequitas Algorithm 5: growing random shares of the IDIs, kept while the rate falls.
+    #[serde(rename = "aequitas")]
+    Aequitas(AequitasParams),
+    /// ADF / EIDIG: every IDI with all its variants, one retraining.
+    #[serde(rename = "pairs")]
+    Pairs(PairsParams),
+    /// TestSGD RQ3: relabelled samples of the worst group.
+    #[serde(rename = "testsgd")]
+    TestSgd(TestSgdParams),
+}
+
+/// `label = "seed" | "majority"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AddedLabel {
+    /// The original model's prediction on the IDI.
+    #[default]
+    Seed,
+    /// The majority of its predictions over the IDI's protected variants.
+    Majority,
+}
+
+/// Keys of `strategy = "aequitas"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AequitasParams {
+    /// Label of added inputs.
+    pub label: AddedLabel,
+    /// Estimate trials K.
+    pub trials: usize,
+    /// Estimate inputs m per trial.
+    pub samples: usize,
+    /// Rounds at most.
+    pub max_rounds: usize,
+    /// Add each IDI with its protected variants.
+    pub variants: bool,
+}
+
+impl Default for AequitasParams {
+    fn default() -> Self {
+        AequitasParams { label: AddedLabel::Seed, trials: 100, samples: 1000, max_rounds: 9, variants: true }
+    }
+}
+
+/// Keys of `strategy = "pairs"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PairsParams {
+    /// Label of added inputs.
+    pub label: AddedLabel,
+    /// Estimate trials K.
+    pub trials: usize,
+    /// Estimate inputs m per trial.
+    pub samples: usize,
+}
+
+impl Default for PairsParams {
+    fn default() -> Self {
+        PairsParams { label: AddedLabel::Seed, trials: 100, samples: 1000 }
+    }
+}
+
+/// Keys of `strategy = "testsgd"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TestSgdParams {
+    /// Largest test-accuracy drop accepted for the kept model.
+    pub accuracy_tolerance: f64,
+    /// Samples per side when a group's score is measured.
+    pub group_samples: usize,
+}
+
+impl Default for TestSgdParams {
+    fn default() -> Self {
+        TestSgdParams { accuracy_tolerance: 0.01, group_samples: 2000 }
+    }
+}
+
+impl StageConfig for RetrainConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, c: &mut Checks<'_, '_>) {
+        match &self.strategy {
+            RetrainStrategy::Aequitas(p) => {
+                c.at_least("trials", p.trials, 2);
+                c.at_least("samples", p.samples, 1);
+                c.at_least("max_rounds", p.max_rounds, 1);
+            }
+            RetrainStrategy::Pairs(p) => {
+                c.at_least("trials", p.trials, 2);
+                c.at_least("samples", p.samples, 1);
+            }
+            RetrainStrategy::TestSgd(p) => {
+                c.within("accuracy_tolerance", p.accuracy_tolerance, 0.0, 1.0);
+                c.at_least("group_samples", p.group_samples, 10);
+            }
+        }
+    }
+
+    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+        let (a, t) = (AequitasParams::default(), TestSgdParams::default());
+        let mut r = Retrain {
+            strategy: Strategy::Aequitas,
+            majority: false,
+            trials: a.trials,
+            samples: a.samples,
+            max_rounds: a.max_rounds,
+            variants: a.variants,
+            accuracy_tolerance: t.accuracy_tolerance,
+            group_samples: t.group_samples,
+        };
+        match self.strategy {
+            RetrainStrategy::Aequitas(p) => {
+                r.majority = p.label == AddedLabel::Majority;
+                (r.trials, r.samples, r.max_rounds, r.variants) = (p.trials, p.samples, p.max_rounds, p.variants);
+            }
+            RetrainStrategy::Pairs(p) => {
+                r.strategy = Strategy::Pairs;
+                r.majority = p.label == AddedLabel::Majority;
+                (r.trials, r.samples) = (p.trials, p.samples);
+            }
+            RetrainStrategy::TestSgd(p) => {
+                r.strategy = Strategy::TestSgd;
+                (r.accuracy_tolerance, r.group_samples) = (p.accuracy_tolerance, p.group_samples);
+            }
+        }
+        Ok(Box::new(r))
+    }
+}
+
+/// The model measured before or after retraining: test accuracy and the strategy's measure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Test accuracy.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub accuracy_test: f64,
+    /// Estimated discrimination rate (aequitas, pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Its 95% interval (t over trials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<[f64; 2]>,
+    /// Its 95% Wilson interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_wilson: Option<[f64; 2]>,
+    /// The worst group's score (testsgd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_score: Option<f64>,
+    /// Favourable rate in the group (testsgd, before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_in: Option<f64>,
+    /// Favourable rate outside the group (testsgd, before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_out: Option<f64>,
+}
+
+/// Figures of a `retrain` stage (DESIGN.md: `accuracy_before`, `accuracy_after`, `rate_before`,
+/// `rate_after`, `idis_before`, `idis_after`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrainFigures {
+    /// The strategy.
+    pub strategy: String,
+    /// What rate_before / rate_after measure.
+    pub measure: String,
+    /// Label of added inputs (aequitas, pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The group mitigated (testsgd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The model's algorithm.
+    pub algorithm: String,
+    /// Relabelled samples available (testsgd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_available: Option<usize>,
+    /// Verified IDIs received (aequitas, pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idis_available: Option<usize>,
+    /// Of those, unique by non-protected projection (aequitas, pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idis_unique_projections: Option<usize>,
+    /// Retraining rounds.
+    pub rounds: usize,
+    /// Rows added to the kept model's training data.
+    pub added: usize,
+    /// The original model.
+    pub before: Measured,
+    /// The kept model.
+    pub after: Measured,
+    /// 1 − after / before of the measure.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate_reduction: f64,
+    /// The measure before.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate_before: f64,
+    /// The measure after.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate_after: f64,
+    /// Distinct IDIs used (`null` for testsgd).
+    pub idis_before: Option<usize>,
+    /// Of those, still discriminatory under the kept model (`null` for testsgd).
+    pub idis_after: Option<usize>,
+    /// Test accuracy before.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub accuracy_before: f64,
+    /// Test accuracy after.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub accuracy_after: f64,
+    /// accuracy_after − accuracy_before.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub accuracy_change: f64,
+    /// The kept model's accuracy.
+    #[serde(flatten)]
+    pub model: ModelFigures,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Strategy {
@@ -96,23 +342,6 @@ struct Retrain {
     variants: bool,
     accuracy_tolerance: f64,
     group_samples: usize,
-}
-
-fn build_retrain(params: &Params, p: &mut Problems, _seed: u64) -> Option<Box<dyn Stage>> {
-    Some(Box::new(Retrain {
-        strategy: match params.choice(p, "strategy", &["aequitas", "pairs", "testsgd"], "aequitas").as_str() {
-            "pairs" => Strategy::Pairs,
-            "testsgd" => Strategy::TestSgd,
-            _ => Strategy::Aequitas,
-        },
-        majority: params.choice(p, "label", &["seed", "majority"], "seed") == "majority",
-        trials: params.usize_min(p, "trials", 100, 2),
-        samples: params.usize_min(p, "samples", 1000, 1),
-        max_rounds: params.usize_min(p, "max_rounds", 9, 1),
-        variants: params.bool(p, "variants", true),
-        accuracy_tolerance: params.f64_in(p, "accuracy_tolerance", 0.01, 0.0, 1.0),
-        group_samples: params.usize_min(p, "group_samples", 2000, 10),
-    }))
 }
 
 /// One retraining round, for the table.
@@ -210,50 +439,61 @@ impl Retrain {
             }
         }
         let (best_model, score_after, acc_after) = best.unwrap_or((model.oracle.model().clone(), score_before, acc_before));
-        let mut figures = Map::new();
-        put(&mut figures, "strategy", "testsgd");
-        put(&mut figures, "measure", "group score of the worst group");
-        put(&mut figures, "group", worst.condition.clone());
-        put(&mut figures, "algorithm", recipe.name());
-        put(&mut figures, "samples_available", available);
-        put(&mut figures, "rounds", rounds.len());
-        put(&mut figures, "added", rounds.iter().filter(|r| r.kept).map(|r| r.added).next_back().unwrap_or(0));
-        put(
-            &mut figures,
-            "before",
-            json!({"accuracy_test": acc_before, "group_score": score_before, "rate_in": rate_in, "rate_out": rate_out}),
-        );
-        put(&mut figures, "after", json!({"accuracy_test": acc_after, "group_score": score_after}));
-        put(&mut figures, "rate_reduction", if score_before > 0.0 { 1.0 - score_after / score_before } else { 0.0 });
-        // The contract's fields: here the measure is the worst group's score, and no IDIs are used.
-        put(&mut figures, "rate_before", score_before);
-        put(&mut figures, "rate_after", score_after);
-        put(&mut figures, "idis_before", serde_json::Value::Null);
-        put(&mut figures, "idis_after", serde_json::Value::Null);
-        put(&mut figures, "accuracy_before", acc_before);
-        put(&mut figures, "accuracy_after", acc_after);
-        put(&mut figures, "accuracy_change", acc_after - acc_before);
+        let figures = RetrainFigures {
+            strategy: "testsgd".into(),
+            measure: "group score of the worst group".into(),
+            label: None,
+            group: Some(worst.condition.clone()),
+            algorithm: recipe.name().into(),
+            samples_available: Some(available),
+            idis_available: None,
+            idis_unique_projections: None,
+            rounds: rounds.len(),
+            added: rounds.iter().filter(|r| r.kept).map(|r| r.added).next_back().unwrap_or(0),
+            before: Measured {
+                accuracy_test: acc_before,
+                group_score: Some(score_before),
+                rate_in: Some(rate_in),
+                rate_out: Some(rate_out),
+                ..Measured::default()
+            },
+            after: Measured { accuracy_test: acc_after, group_score: Some(score_after), ..Measured::default() },
+            rate_reduction: if score_before > 0.0 { 1.0 - score_after / score_before } else { 0.0 },
+            // The contract's fields: here the measure is the worst group's score, and no IDIs are used.
+            rate_before: score_before,
+            rate_after: score_after,
+            idis_before: None,
+            idis_after: None,
+            accuracy_before: acc_before,
+            accuracy_after: acc_after,
+            accuracy_change: acc_after - acc_before,
+            model: ModelFigures::default(),
+        };
         let queries = model.oracle.rows() - before_queries + retrained_queries;
         retrained_output(model, recipe, best_model, figures, &rounds, "group_score", queries)
     }
 }
 
-/// The stage's output: the kept model (with its accuracy figures) beside `figures`, the rounds as
-/// a table whose measure column is `measure`, and `queries` model rows on top of the new model's.
+/// The stage's output: the kept model, `figures` completed with its accuracy, the rounds as a
+/// table whose measure column is `measure`, and `queries` model rows on top of the new model's.
 fn retrained_output(
     model: &ModelArtifact,
     recipe: Recipe,
     best_model: Arc<dyn Model>,
-    figures: Map<String, serde_json::Value>,
+    mut figures: RetrainFigures,
     rounds: &[Round],
     measure: &str,
     queries: u64,
 ) -> Result<StageOutput> {
     let table = rounds_table(rounds, measure)?;
-    let mut out = model_output(best_model, model.data.clone(), Some(recipe), figures)?;
-    out.tables.push(table);
-    out.model_queries += queries;
-    Ok(out)
+    let (artifact, model_figures, model_queries) = model_output(best_model, model.data.clone(), Some(recipe))?;
+    figures.model = model_figures;
+    Ok(StageOutput {
+        artifact: Artifact::Model(Arc::new(artifact)),
+        figures: figures_map(&figures),
+        tables: vec![table],
+        model_queries: model_queries + queries,
+    })
 }
 
 /// The rounds as a table; `measure` names the rate column.
@@ -397,38 +637,41 @@ impl Stage for Retrain {
                 current
             }
         };
-        let mut figures = Map::new();
-        put(&mut figures, "strategy", if self.strategy == Strategy::Pairs { "pairs" } else { "aequitas" });
-        put(&mut figures, "measure", "estimated discrimination rate");
-        put(&mut figures, "label", if self.majority { "majority" } else { "seed" });
-        put(&mut figures, "algorithm", recipe.name());
-        put(&mut figures, "idis_available", cases.instances.len() / width.max(1));
-        put(&mut figures, "idis_unique_projections", n_cases);
-        put(&mut figures, "rounds", rounds.len());
-        put(&mut figures, "added", rounds.iter().filter(|r| r.kept).map(|r| r.added).max().unwrap_or(0));
         let new_oracle = Oracle::new(best_model.clone());
         let (acc_after, _) = accuracy(&new_oracle, &x_test, &y_test)?;
-        put(
-            &mut figures,
-            "before",
-            json!({"accuracy_test": acc_before, "rate": before.rate, "ci95": before.ci95, "ci95_wilson": before.ci95_wilson}),
-        );
-        put(
-            &mut figures,
-            "after",
-            json!({"accuracy_test": acc_after, "rate": best_rate.rate, "ci95": best_rate.ci95, "ci95_wilson": best_rate.ci95_wilson}),
-        );
-        put(&mut figures, "rate_reduction", if before.rate > 0.0 { 1.0 - best_rate.rate / before.rate } else { 0.0 });
         // DESIGN.md contract names. idis_before: the distinct IDIs (by non-protected projection) used;
         // idis_after: how many of those the retrained model still treats differently.
         let still = checker.check(&new_oracle, &used)?.iter().filter(|v| v.discriminatory).count();
-        put(&mut figures, "accuracy_before", acc_before);
-        put(&mut figures, "accuracy_after", acc_after);
-        put(&mut figures, "rate_before", before.rate);
-        put(&mut figures, "rate_after", best_rate.rate);
-        put(&mut figures, "idis_before", n_cases);
-        put(&mut figures, "idis_after", still);
-        put(&mut figures, "accuracy_change", acc_after - acc_before);
+        let measured = |accuracy_test: f64, e: &Estimate| Measured {
+            accuracy_test,
+            rate: Some(e.rate),
+            ci95: Some(e.ci95),
+            ci95_wilson: Some(e.ci95_wilson),
+            ..Measured::default()
+        };
+        let figures = RetrainFigures {
+            strategy: if self.strategy == Strategy::Pairs { "pairs" } else { "aequitas" }.into(),
+            measure: "estimated discrimination rate".into(),
+            label: Some(if self.majority { "majority" } else { "seed" }.into()),
+            group: None,
+            algorithm: recipe.name().into(),
+            samples_available: None,
+            idis_available: Some(cases.instances.len() / width.max(1)),
+            idis_unique_projections: Some(n_cases),
+            rounds: rounds.len(),
+            added: rounds.iter().filter(|r| r.kept).map(|r| r.added).max().unwrap_or(0),
+            before: measured(acc_before, &before),
+            after: measured(acc_after, &best_rate),
+            rate_reduction: if before.rate > 0.0 { 1.0 - best_rate.rate / before.rate } else { 0.0 },
+            rate_before: before.rate,
+            rate_after: best_rate.rate,
+            idis_before: Some(n_cases),
+            idis_after: Some(still),
+            accuracy_before: acc_before,
+            accuracy_after: acc_after,
+            accuracy_change: acc_after - acc_before,
+            model: ModelFigures::default(),
+        };
         let queries = model.oracle.rows() - before_queries + retrained_queries + new_oracle.rows();
         retrained_output(&model, recipe, best_model, figures, &rounds, "rate", queries)
     }

@@ -1,0 +1,138 @@
+//! What describes a stage kind: its name, documentation, inputs, keys and how it is configured.
+//! Both the registry (which lists the kinds) and every stage file (which describes its own kind)
+//! import these types; neither imports the other's internals.
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+use crate::pipeline::problems::Problems;
+use crate::pipeline::stage::{ArtifactKind, Stage};
+use crate::pipeline::toml_spans::{Sp, Val};
+
+/// One key of a stage kind's configuration (its typed config struct has a field of this name).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyDoc {
+    /// TOML key.
+    pub name: &'static str,
+    /// Expected type.
+    pub ty: &'static str,
+    /// Default value ("required" when there is none).
+    pub default: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+    /// The values of the kind's tag key (e.g. `algorithm`) under which the key applies; empty when
+    /// it applies to every variant.
+    pub only: &'static [&'static str],
+}
+
+impl KeyDoc {
+    /// A key that applies to every variant.
+    pub const fn new(name: &'static str, ty: &'static str, default: &'static str, doc: &'static str) -> Self {
+        KeyDoc { name, ty, default, doc, only: &[] }
+    }
+
+    /// The same key, applying only under the tag values `only`.
+    pub const fn only(self, only: &'static [&'static str]) -> Self {
+        KeyDoc { only, ..self }
+    }
+}
+
+/// One input of a stage kind: a TOML key whose value names another stage.
+#[derive(Debug, Clone, Copy)]
+pub struct InputDoc {
+    /// TOML key, e.g. `data` or `model`.
+    pub role: &'static str,
+    /// Artifact kinds the input accepts.
+    pub accepts: &'static [ArtifactKind],
+    /// Whether the input must be connected.
+    pub required: bool,
+    /// What it is for.
+    pub doc: &'static str,
+}
+
+/// One stage's table as read from the pipeline file: its name, its keys (without `kind` and the
+/// inputs) and where it is.
+pub struct StageTable<'a> {
+    /// The stage's name.
+    pub name: &'a str,
+    /// Span of the stage's name in its table header, for problems about the stage as a whole.
+    pub header: Range<usize>,
+    /// The configuration keys, in file order.
+    pub entries: Vec<&'a (Sp<String>, Sp<Val>)>,
+}
+
+/// What configuring a stage may use besides its table.
+#[derive(Debug, Clone)]
+pub struct StageEnv {
+    /// The folder relative paths resolve against (the pipeline file's).
+    pub dir: PathBuf,
+    /// The stage's seed.
+    pub seed: u64,
+    /// Folders searched for plugin libraries before `FAIRPIPE_PLUGIN_PATH` (`[pipeline]
+    /// plugin_path`, resolved against the pipeline file's folder).
+    pub plugin_path: Vec<PathBuf>,
+}
+
+/// Reads, validates and instantiates one stage from its table, recording problems; `None` when
+/// the table has problems.
+pub type ConfigureFn = fn(&'static StageKind, &StageTable<'_>, &StageEnv, &mut Problems) -> Option<Box<dyn Stage>>;
+
+/// Lists a config type's fields as `(variant, field)` pairs (variant `None` for keys of every
+/// variant), for the test that keeps [`StageKind::keys`] and the config struct in step.
+pub type FieldsFn = fn() -> Vec<(Option<&'static str>, &'static str)>;
+
+/// A stage kind.
+#[derive(Clone, Copy)]
+pub struct StageKind {
+    /// The `kind = "..."` name (a snake_case verb or noun).
+    pub name: &'static str,
+    /// One-paragraph description.
+    pub doc: &'static str,
+    /// Inputs by role.
+    pub inputs: &'static [InputDoc],
+    /// What it produces.
+    pub output: ArtifactKind,
+    /// The keys of its typed config, documented.
+    pub keys: &'static [KeyDoc],
+    /// The key whose value picks the config's variant (`algorithm`, `strategy`), if any.
+    pub tag: Option<&'static str>,
+    /// A TOML example.
+    pub example: &'static str,
+    /// Reads its config from a stage table and builds the stage.
+    pub configure: ConfigureFn,
+    /// Its config's fields.
+    pub fields: FieldsFn,
+}
+
+impl StageKind {
+    /// Every key the kind accepts: inputs, then configuration keys.
+    pub fn all_keys(&self) -> Vec<&'static str> {
+        self.inputs.iter().map(|i| i.role).chain(self.keys.iter().map(|p| p.name)).collect()
+    }
+
+    /// The documentation of key `name`.
+    pub fn key(&self, name: &str) -> Option<&'static KeyDoc> {
+        self.keys.iter().find(|k| k.name == name)
+    }
+
+    /// The kind's entry in the stage reference (`fairpipe list`, README).
+    pub fn reference(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = format!("{}\n  {}\n", self.name, self.doc);
+        for input in self.inputs {
+            let accepts: Vec<&str> = input.accepts.iter().map(|a| a.name()).collect();
+            let _ = writeln!(
+                s,
+                "  input  {:<16} {} ({}){}",
+                input.role,
+                input.doc,
+                accepts.join(" or "),
+                if input.required { "" } else { ", optional" }
+            );
+        }
+        for key in self.keys {
+            let _ = writeln!(s, "  param  {:<16} {:<22} default {:<12} {}", key.name, key.ty, key.default, key.doc);
+        }
+        s
+    }
+}

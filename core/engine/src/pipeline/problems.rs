@@ -1,0 +1,48 @@
+//! Located problems of one pipeline file, collected rather than raised, so validation reports
+//! everything in one pass.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use crate::error::{ConfigError, ConfigProblem};
+use crate::pipeline::toml_spans::line_col;
+
+/// Collects located problems for one pipeline file.
+#[derive(Debug)]
+pub struct Problems {
+    file: PathBuf,
+    text: String,
+    list: Vec<(usize, ConfigProblem)>,
+}
+
+impl Problems {
+    /// A collector for `file` whose text is `text`.
+    pub fn new(file: &Path, text: &str) -> Self {
+        Problems { file: file.to_path_buf(), text: text.to_string(), list: Vec::new() }
+    }
+
+    /// Record a problem at byte range `span`.
+    pub fn at(&mut self, span: &Range<usize>, message: impl Into<String>) {
+        let (line, col) = line_col(&self.text, span.start);
+        self.list.push((span.start, ConfigProblem { file: self.file.clone(), line, col, message: message.into() }));
+    }
+
+    /// How many problems have been recorded.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether nothing has been recorded.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// `Ok(())` when empty, otherwise every problem in file order.
+    pub fn into_result(mut self) -> Result<(), ConfigError> {
+        if self.list.is_empty() {
+            return Ok(());
+        }
+        self.list.sort_by_key(|(at, _)| *at);
+        Err(ConfigError { problems: self.list.into_iter().map(|(_, p)| p).collect() })
+    }
+}

@@ -1,0 +1,128 @@
+//! `check`: which of the dataset's own rows are discriminatory.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::estimate::MODEL_INPUT;
+use super::options::{check_gamma, check_protected, Rows, GAMMA, PROTECTED};
+use crate::check::Checker;
+use crate::error::Result;
+use crate::estimate::wilson;
+use crate::output::TableBuilder;
+use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
+use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
+use crate::pipeline::stage::{
+    audited_rows, figures_map, nan_if_null, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput,
+};
+
+/// The `check` stage kind.
+pub const KIND: StageKind = StageKind {
+    name: "check",
+    doc: "Check the dataset's own rows: which real individuals would get another label with other protected values. Writes the discriminatory rows with their counterparts.",
+    inputs: MODEL_INPUT,
+    output: ArtifactKind::Cases,
+    keys: &[KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"test\"", "rows to check"), GAMMA, PROTECTED],
+    tag: None,
+    example: "[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"test\"",
+    configure: configure::<CheckConfig>,
+    fields: fields_of::<CheckConfig>,
+};
+
+/// The `check` stage's config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckConfig {
+    /// Rows to check.
+    pub split: Rows,
+    /// Count a pair when |f(x) − f(x')| > gamma instead of when labels differ.
+    pub gamma: Option<f64>,
+    /// Audit these protected attributes instead of the data's.
+    pub protected: Option<Vec<String>>,
+}
+
+impl Default for CheckConfig {
+    fn default() -> Self {
+        CheckConfig { split: Rows::Test, gamma: None, protected: None }
+    }
+}
+
+impl StageConfig for CheckConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, c: &mut Checks<'_, '_>) {
+        check_gamma(c, self.gamma);
+        check_protected(c, &self.protected);
+    }
+
+    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+        Ok(Box::new(self))
+    }
+}
+
+/// Figures of a `check` stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckFigures {
+    /// Rows checked.
+    pub checked: usize,
+    /// Discriminatory rows.
+    pub discriminatory: usize,
+    /// discriminatory / checked.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate: f64,
+    /// Wilson 95% interval of the rate.
+    pub ci95: [f64; 2],
+}
+
+impl Stage for CheckConfig {
+    fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let model = inputs.model("model")?;
+        let (domain, rows) = audited_rows(&model, self.protected.as_deref(), self.split.split())?;
+        let domain = &domain;
+        let checker = Checker::new(domain, self.gamma);
+        let before = model.oracle.rows();
+        let verdicts = checker.check(&model.oracle, &rows)?;
+        let width = domain.width();
+        let mut instances = Vec::new();
+        let mut counterparts = Vec::new();
+        let mut p = Vec::new();
+        let mut q = Vec::new();
+        for (row, v) in rows.chunks_exact(width).zip(&verdicts) {
+            if v.discriminatory {
+                instances.extend_from_slice(row);
+                counterparts.extend(checker.variant(row, v.counterpart));
+                p.push(v.p);
+                q.push(v.p_counterpart);
+            }
+        }
+        let found = p.len();
+        let figures = CheckFigures {
+            checked: verdicts.len(),
+            discriminatory: found,
+            rate: found as f64 / verdicts.len().max(1) as f64,
+            ci95: wilson(found, verdicts.len(), 1.96),
+        };
+        let protected = domain.protected_indices();
+        let table = TableBuilder::new()
+            .decoded(domain, &instances, "", None)
+            .decoded(domain, &counterparts, "_counterpart", Some(&protected))
+            .f64("p", p)
+            .f64("p_counterpart", q)
+            .build("")?;
+        let model_queries = model.oracle.rows() - before;
+        let cases = CasesArtifact {
+            instances,
+            counterparts,
+            model: model.clone(),
+            domain: domain.clone(),
+            origins: vec![2; found],
+            at_s: vec![0.0; found],
+            generated: verdicts.len() as u64,
+            elapsed_s: 0.0,
+            queries: model_queries,
+        };
+        Ok(StageOutput { artifact: Artifact::Cases(Arc::new(cases)), figures: figures_map(&figures), tables: vec![table], model_queries })
+    }
+}

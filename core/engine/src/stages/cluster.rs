@@ -1,0 +1,110 @@
+//! `cluster`: k-means over a dataset's rows; seeds taken round robin across clusters.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::cluster_seeds;
+use crate::data::Split;
+use crate::error::Result;
+use crate::output::TableBuilder;
+use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
+use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
+
+/// The `cluster` stage kind.
+pub const KIND: StageKind = StageKind {
+    name: "cluster",
+    doc: "k-means over the dataset's training rows; seeds are taken round robin across clusters (SG §3.2, MAFT Algorithm 3).",
+    inputs: &[InputDoc { role: "data", accepts: &[ArtifactKind::Dataset], required: true, doc: "the dataset whose rows are clustered" }],
+    output: ArtifactKind::Seeds,
+    keys: &[
+        KeyDoc::new("k", "int", "4", "number of clusters"),
+        KeyDoc::new("seeds", "int", "1000", "number of seeds to emit"),
+        KeyDoc::new("max_iterations", "int", "300", "k-means iteration limit"),
+        KeyDoc::new("split", "\"train\"|\"all\"", "\"train\"", "rows to cluster"),
+    ],
+    tag: None,
+    example: "[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 4\nseeds = 1000",
+    configure: configure::<ClusterConfig>,
+    fields: fields_of::<ClusterConfig>,
+};
+
+/// `split = "train" | "all"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterRows {
+    /// The train split.
+    #[default]
+    Train,
+    /// Every row.
+    All,
+}
+
+/// The `cluster` stage's config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// Number of clusters.
+    pub k: usize,
+    /// Number of seeds to emit.
+    pub seeds: usize,
+    /// k-means iteration limit.
+    pub max_iterations: u64,
+    /// Rows to cluster.
+    pub split: ClusterRows,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig { k: 4, seeds: 1000, max_iterations: 300, split: ClusterRows::Train }
+    }
+}
+
+impl StageConfig for ClusterConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, c: &mut Checks<'_, '_>) {
+        c.at_least("k", self.k, 1);
+        c.at_least("seeds", self.seeds, 1);
+        c.at_least("max_iterations", self.max_iterations as usize, 1);
+    }
+
+    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+        Ok(Box::new(self))
+    }
+}
+
+/// Figures of a `cluster` stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterFigures {
+    /// Clusters found.
+    pub clusters: usize,
+    /// Rows per cluster.
+    pub cluster_sizes: Vec<usize>,
+    /// Seeds emitted.
+    pub seeds: usize,
+}
+
+impl Stage for ClusterConfig {
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let data = inputs.dataset("data")?;
+        let x = if self.split == ClusterRows::All { data.x.clone() } else { data.subset(Split::Train).0 };
+        let seeds = cluster_seeds(&x, self.k, self.seeds, self.max_iterations, ctx.seed)?;
+        let figures =
+            ClusterFigures { clusters: seeds.cluster_sizes.len(), cluster_sizes: seeds.cluster_sizes.clone(), seeds: seeds.rows.nrows() };
+        let flat: Vec<f64> = seeds.rows.iter().copied().collect();
+        let table = TableBuilder::new()
+            .i64("cluster", seeds.cluster.iter().map(|&c| c as i64).collect())
+            .decoded(&data.domain, &flat, "", None)
+            .build("")?;
+        Ok(StageOutput {
+            artifact: Artifact::Seeds(Arc::new(SeedsArtifact { seeds, data })),
+            figures: figures_map(&figures),
+            tables: vec![table],
+            model_queries: 0,
+        })
+    }
+}

@@ -1,0 +1,114 @@
+//! `estimate`: the share of discriminatory inputs in the domain, by uniform sampling with a 95%
+//! confidence interval (Aequitas §4.3).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::options::{check_gamma, check_protected, GAMMA, PROTECTED};
+use crate::check::Checker;
+use crate::error::Result;
+use crate::estimate::estimate;
+use crate::output::TableBuilder;
+use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
+use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::pipeline::stage::{figures_map, nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+
+/// The input of the auditing stages: the model under test.
+pub(crate) const MODEL_INPUT: &[InputDoc] =
+    &[InputDoc { role: "model", accepts: &[ArtifactKind::Model], required: true, doc: "the model under test" }];
+
+/// The `estimate` stage kind.
+pub const KIND: StageKind = StageKind {
+    name: "estimate",
+    doc: "Aequitas §4.3: K trials of m inputs drawn uniformly from the domain; the mean share of discriminatory inputs with a 95% confidence interval.",
+    inputs: MODEL_INPUT,
+    output: ArtifactKind::Estimate,
+    keys: &[KeyDoc::new("trials", "int", "400", "number of trials K"), KeyDoc::new("samples", "int", "1000", "inputs per trial m"), GAMMA, PROTECTED],
+    tag: None,
+    example: "[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 400\nsamples = 1000",
+    configure: configure::<EstimateConfig>,
+    fields: fields_of::<EstimateConfig>,
+};
+
+/// The `estimate` stage's config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EstimateConfig {
+    /// Number of trials K (at least 2).
+    pub trials: usize,
+    /// Inputs per trial m.
+    pub samples: usize,
+    /// Count a pair when |f(x) − f(x')| > gamma instead of when labels differ.
+    pub gamma: Option<f64>,
+    /// Audit these protected attributes instead of the data's.
+    pub protected: Option<Vec<String>>,
+}
+
+impl Default for EstimateConfig {
+    fn default() -> Self {
+        EstimateConfig { trials: 400, samples: 1000, gamma: None, protected: None }
+    }
+}
+
+impl StageConfig for EstimateConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, c: &mut Checks<'_, '_>) {
+        c.at_least("trials", self.trials, 2);
+        c.at_least("samples", self.samples, 1);
+        check_gamma(c, self.gamma);
+        check_protected(c, &self.protected);
+    }
+
+    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+        Ok(Box::new(self))
+    }
+}
+
+/// Figures of an `estimate` stage (DESIGN.md: `rate`, `ci95`, `samples`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EstimateFigures {
+    /// Mean share of discriminatory inputs.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate: f64,
+    /// 95% interval (t over trials).
+    pub ci95: [f64; 2],
+    /// 95% Wilson interval over all inputs.
+    pub ci95_wilson: [f64; 2],
+    /// Inputs drawn in all.
+    pub samples: usize,
+    /// Trials K.
+    pub trials: usize,
+    /// Inputs per trial m.
+    pub per_trial: usize,
+    /// Discriminatory inputs found.
+    pub discriminatory: usize,
+    /// Protected variants checked per input.
+    pub variants_per_input: usize,
+}
+
+impl Stage for EstimateConfig {
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let model = inputs.model("model")?;
+        let domain = &with_protected(&model.data.domain, self.protected.as_deref())?;
+        let checker = Checker::new(domain, self.gamma);
+        let before = model.oracle.rows();
+        let est = estimate(&model.oracle, domain, &checker, self.trials, self.samples, ctx.seed)?;
+        let figures = EstimateFigures {
+            rate: est.rate,
+            ci95: est.ci95,
+            ci95_wilson: est.ci95_wilson,
+            samples: est.samples,
+            trials: est.trials,
+            per_trial: est.per_trial,
+            discriminatory: est.discriminatory,
+            variants_per_input: checker.n_variants(),
+        };
+        let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
+        let model_queries = model.oracle.rows() - before;
+        Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: figures_map(&figures), tables: vec![table], model_queries })
+    }
+}

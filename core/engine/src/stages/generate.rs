@@ -1,0 +1,225 @@
+//! `generate`: run a method plugin under a budget and collect the cases it emits.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use fairpipe_abi::ffi::FfiBudget;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::options::{check_protected, PluginChoice, PROTECTED};
+use crate::error::Result;
+use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
+use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::pipeline::stage::{
+    figures_map, with_protected, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput,
+};
+use crate::plugin::{Plugin, RunSpec};
+
+/// The `generate` stage kind.
+pub const KIND: StageKind = StageKind {
+    name: "generate",
+    doc: "Run a method plugin (random, aequitas, …) from a cluster stage's seeds, or from uniform random seeds, under a budget; collects the cases it emits.",
+    inputs: &[
+        InputDoc { role: "model", accepts: &[ArtifactKind::Model], required: true, doc: "the model under test" },
+        InputDoc { role: "seeds", accepts: &[ArtifactKind::Seeds], required: false, doc: "seed rows from a cluster stage" },
+    ],
+    output: ArtifactKind::Cases,
+    keys: &[
+        KeyDoc::new("plugin", "string", "required (or path)", "plugin name, e.g. \"aequitas\" (fairpipe list shows the installed ones)"),
+        KeyDoc::new("path", "path", "none", "load the plugin from this library file instead"),
+        KeyDoc::new("params", "table", "{}", "the plugin's own parameters, validated by the plugin"),
+        KeyDoc::new("random_seeds", "int", "1000", "uniform random seeds when no seeds input is connected"),
+        KeyDoc::new(
+            "random_seeds_seed",
+            "int",
+            "derived from the stage",
+            "seed of those random seeds: give two stages the same value to search both models from the same inputs",
+        ),
+        KeyDoc::new("max_seeds", "int", "0 (all)", "budget: seeds used at most"),
+        KeyDoc::new("max_iterations", "int", "0 (no limit)", "budget: plugin iterations"),
+        KeyDoc::new("max_queries", "int", "0 (no limit)", "budget: model rows scored"),
+        KeyDoc::new("max_seconds", "float", "0 (no limit)", "budget: wall time"),
+        KeyDoc::new("gamma", "float", "none (labels)", "probability threshold of Aequitas Def. 4.1"),
+        PROTECTED,
+    ],
+    tag: None,
+    example: "[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nseeds = \"seeds\"\nplugin = \"aequitas\"\nparams = { strategy = \"fully_directed\" }",
+    configure: configure::<GenerateConfig>,
+    fields: fields_of::<GenerateConfig>,
+};
+
+/// The `generate` stage's config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GenerateConfig {
+    /// Plugin name.
+    pub plugin: Option<String>,
+    /// Plugin library file instead.
+    pub path: Option<std::path::PathBuf>,
+    /// The plugin's own parameters.
+    pub params: Option<Value>,
+    /// Uniform random seeds when no seeds input is connected.
+    pub random_seeds: usize,
+    /// Seed of those random seeds (default: derived from the stage).
+    pub random_seeds_seed: Option<u64>,
+    /// Budget: seeds used at most (0: all).
+    pub max_seeds: u64,
+    /// Budget: plugin iterations (0: no limit).
+    pub max_iterations: u64,
+    /// Budget: model rows scored (0: no limit).
+    pub max_queries: u64,
+    /// Budget: wall time in seconds (0: no limit).
+    pub max_seconds: f64,
+    /// Probability threshold of Aequitas Def. 4.1.
+    pub gamma: Option<f64>,
+    /// Audit these protected attributes instead of the data's.
+    pub protected: Option<Vec<String>>,
+}
+
+impl Default for GenerateConfig {
+    fn default() -> Self {
+        GenerateConfig {
+            plugin: None,
+            path: None,
+            params: None,
+            random_seeds: 1000,
+            random_seeds_seed: None,
+            max_seeds: 0,
+            max_iterations: 0,
+            max_queries: 0,
+            max_seconds: 0.0,
+            gamma: None,
+            protected: None,
+        }
+    }
+}
+
+impl GenerateConfig {
+    fn choice(&self) -> PluginChoice {
+        PluginChoice { plugin: self.plugin.clone(), path: self.path.clone(), params: self.params.clone() }
+    }
+}
+
+impl StageConfig for GenerateConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, c: &mut Checks<'_, '_>) {
+        self.choice().validate(c, None, fairpipe_abi::ffi::kind::GENERATOR, "use it in a group_score stage");
+        if let Some(g) = self.gamma {
+            c.within("gamma", g, 0.0, 1.0);
+        }
+        c.at_least("random_seeds", self.random_seeds, 1);
+        c.within("max_seconds", self.max_seconds, 0.0, 1e9);
+        check_protected(c, &self.protected);
+    }
+
+    fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+        let plugin = self.choice().load(&env.dir, &env.plugin_path, None)?;
+        let params = self.choice().params();
+        Ok(Box::new(Generate { plugin, params, config: self }))
+    }
+}
+
+/// Figures of a `generate` stage (DESIGN.md: `generated`, `model_queries`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerateFigures {
+    /// Plugin name and version.
+    pub plugin: String,
+    /// The plugin's parameters.
+    pub params: Value,
+    /// Where the seeds came from.
+    pub seed_source: String,
+    /// Unique test inputs generated.
+    pub generated: u64,
+    /// Cases emitted.
+    pub emitted: usize,
+    /// Wall time of the plugin run.
+    pub run_elapsed_s: f64,
+    /// Seconds spent in the model.
+    pub model_time_s: f64,
+    /// model_time_s / run_elapsed_s.
+    pub model_time_share: f64,
+    /// Figures the plugin sent of its own (SG's per-origin counts and coverage).
+    #[serde(flatten)]
+    pub plugin_figures: Map<String, Value>,
+}
+
+struct Generate {
+    plugin: &'static Plugin,
+    params: Value,
+    config: GenerateConfig,
+}
+
+impl Stage for Generate {
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let model = inputs.model("model")?;
+        let domain = &with_protected(&model.data.domain, self.config.protected.as_deref())?;
+        let (seeds, seed_source): (Vec<f64>, String) = match inputs.seeds("seeds")? {
+            Some(s) => (s.seeds.rows.iter().copied().collect(), format!("{} seeds from the seeds input", s.seeds.rows.nrows())),
+            None => {
+                let seed = self.config.random_seeds_seed.unwrap_or(ctx.seed ^ 0x5eed);
+                let rows = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(seed), self.config.random_seeds);
+                (rows, format!("{} uniform random seeds (seed {seed})", self.config.random_seeds))
+            }
+        };
+        let before = model.oracle.rows();
+        let busy_before = model.oracle.busy_seconds();
+        let started = Instant::now();
+        let budget = FfiBudget {
+            max_seeds: self.config.max_seeds,
+            max_iterations: self.config.max_iterations,
+            max_queries: self.config.max_queries,
+            max_seconds: self.config.max_seconds,
+        };
+        let spec = RunSpec { params: &self.params, seeds: &seeds, rng_seed: ctx.seed, budget, gamma: self.config.gamma };
+        let output = self.plugin.generate(&model.oracle, domain, &spec, &ctx.progress)?;
+        let elapsed_s = started.elapsed().as_secs_f64();
+        let queries = model.oracle.rows() - before;
+        let model_time_s = model.oracle.busy_seconds() - busy_before;
+        let mut figures = GenerateFigures {
+            plugin: format!("{} {}", self.plugin.name, self.plugin.version),
+            params: self.params.clone(),
+            seed_source,
+            generated: output.generated,
+            emitted: output.cases.len(),
+            run_elapsed_s: elapsed_s,
+            model_time_s,
+            model_time_share: if elapsed_s > 0.0 { model_time_s / elapsed_s } else { 0.0 },
+            plugin_figures: Map::new(),
+        };
+        // The host's own figures win over a plugin's of the same name.
+        let own = figures_map(&figures);
+        if let Some(extra) = output.report.as_ref().and_then(|r| r["figures"].as_object()) {
+            figures.plugin_figures = extra.iter().filter(|(k, _)| !own.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        }
+        let width = domain.width();
+        let mut cases = CasesArtifact {
+            instances: Vec::with_capacity(output.cases.len() * width),
+            counterparts: Vec::with_capacity(output.cases.len() * width),
+            model: model.clone(),
+            domain: domain.clone(),
+            origins: Vec::new(),
+            at_s: Vec::new(),
+            generated: output.generated,
+            elapsed_s,
+            queries,
+        };
+        for c in output.cases {
+            cases.instances.extend(c.instance);
+            cases.counterparts.extend(c.counterpart);
+            cases.origins.push(c.origin);
+            cases.at_s.push(c.at_s);
+        }
+        Ok(StageOutput {
+            artifact: Artifact::Cases(Arc::new(cases)),
+            figures: figures_map(&figures),
+            tables: Vec::new(),
+            model_queries: queries,
+        })
+    }
+}

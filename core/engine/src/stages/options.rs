@@ -1,0 +1,129 @@
+//! Config pieces several stage kinds share: which rows to use, the `protected` override, the
+//! `gamma` threshold, and the plugin a stage runs (by name or library path, with its parameters).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::Split;
+use crate::error::{Error, Result};
+use crate::pipeline::config::Checks;
+use crate::pipeline::kind::KeyDoc;
+use crate::plugin::{self, Plugin};
+
+/// The rows of a dataset a stage looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rows {
+    /// The train split.
+    Train,
+    /// The test split.
+    Test,
+    /// Every row.
+    All,
+}
+
+impl Rows {
+    /// The split, `None` for every row.
+    pub fn split(self) -> Option<Split> {
+        match self {
+            Rows::Train => Some(Split::Train),
+            Rows::Test => Some(Split::Test),
+            Rows::All => None,
+        }
+    }
+}
+
+/// The doc of the `protected` override shared by the auditing stages.
+pub const PROTECTED: KeyDoc = KeyDoc::new(
+    "protected",
+    "string list",
+    "the load stage's",
+    "audit these protected attributes instead of the data's (one model, several audits)",
+);
+
+/// The doc of the `gamma` threshold of `estimate` and `check`.
+pub const GAMMA: KeyDoc = KeyDoc::new(
+    "gamma",
+    "float",
+    "none (compare labels)",
+    "count a pair as discriminatory when |f(x) - f(x')| > gamma (Aequitas Def. 4.1) instead of when labels differ",
+);
+
+/// Check the `protected` override: when given, it names at least one column.
+pub fn check_protected(checks: &mut Checks<'_, '_>, protected: &Option<Vec<String>>) {
+    if protected.as_ref().is_some_and(Vec::is_empty) {
+        checks.problem("protected", "`protected` must name at least one column");
+    }
+}
+
+/// Check a `gamma` threshold: in [0, 1].
+pub fn check_gamma(checks: &mut Checks<'_, '_>, gamma: Option<f64>) {
+    if let Some(g) = gamma {
+        checks.within("gamma", g, 0.0, 1.0);
+    }
+}
+
+/// The plugin a stage names: `plugin = "NAME"` or `path = "LIBRARY"` (or a default), and the
+/// plugin's own `params` table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginChoice {
+    /// Plugin name.
+    pub plugin: Option<String>,
+    /// Plugin library file, relative to the pipeline file.
+    pub path: Option<PathBuf>,
+    /// The plugin's parameters (a TOML table), validated by the plugin.
+    pub params: Option<serde_json::Value>,
+}
+
+/// "an auditor", "a generator".
+fn article(word: &str) -> String {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {word}")
+    } else {
+        format!("a {word}")
+    }
+}
+
+impl PluginChoice {
+    /// The parameters as sent to the plugin (`{}` when none).
+    pub fn params(&self) -> serde_json::Value {
+        self.params.clone().unwrap_or_else(|| serde_json::json!({}))
+    }
+
+    /// Load the plugin (`default` when neither name nor path is given; a relative `path`
+    /// resolves in `dir`; names are looked up among the built-ins, then in `plugin_path` and the
+    /// rest of the search path).
+    pub fn load(&self, dir: &Path, plugin_path: &[PathBuf], default: Option<&str>) -> Result<&'static Plugin> {
+        Ok(match (&self.plugin, &self.path, default) {
+            (_, Some(path), _) => plugin::load_path(&dir.join(path))?,
+            (Some(name), None, _) => plugin::load_by_name(name, plugin_path)?,
+            (None, None, Some(default)) => plugin::load_by_name(default, plugin_path)?,
+            (None, None, None) => return Err(Error::Invalid("missing `plugin` (a plugin name) or `path` (a plugin library)".into())),
+        })
+    }
+
+    /// Check that the plugin loads, is of `kind` (else `wrong_kind` advises) and accepts its parameters.
+    pub fn validate(&self, checks: &mut Checks<'_, '_>, default: Option<&str>, kind: u32, wrong_kind: &str) {
+        let (dir, plugin_path) = (checks.dir().to_path_buf(), checks.plugin_path().to_vec());
+        let key = if self.path.is_some() { "path" } else { "plugin" };
+        if self.plugin.is_none() && self.path.is_none() && default.is_none() {
+            let span = checks.span("plugin");
+            checks.at(&span, "missing `plugin` (a plugin name) or `path` (a plugin library)");
+            return;
+        }
+        let plugin = match self.load(&dir, &plugin_path, default) {
+            Ok(p) => p,
+            Err(e) => {
+                checks.problem(key, e);
+                return;
+            }
+        };
+        if plugin.kind() != kind {
+            checks.problem("plugin", format!("plugin `{}` is {}; {wrong_kind}", plugin.name, article(plugin.kind_name())));
+        }
+        if let Err(e) = plugin.validate(&self.params()) {
+            checks.problem("params", e);
+        }
+    }
+}
