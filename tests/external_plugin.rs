@@ -51,7 +51,7 @@ fn a_plugin_made_from_the_template_builds_outside_the_workspace_and_runs_from_a_
     let file = common::write(tmp.path(), "demo.toml", &pipeline);
     let summary = common::run_pipeline(&file, &tmp.path().join("out"), &[]);
     let search = &summary["stages"]["search"];
-    assert_eq!(search["plugin"], "demo_method", "{search}");
+    assert_eq!(search["plugin"], "demo_method 0.1.0", "{search}");
     let verified = &summary["stages"]["verified"];
     assert!(
         verified["confirmed"].as_u64().unwrap() > 0,

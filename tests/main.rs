@@ -8,6 +8,7 @@
 mod common;
 
 mod bad_input;
+mod budgets;
 mod conformance;
 mod external_plugin;
 mod model_zoo;

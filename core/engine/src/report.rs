@@ -622,6 +622,7 @@ mod tests {
             run_elapsed_s: 0.5,
             model_time_s: 0.1,
             model_time_share: 0.2,
+            stopped_by: None,
             plugin_figures: Default::default(),
         }
     }

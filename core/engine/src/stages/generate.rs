@@ -144,6 +144,10 @@ pub struct GenerateFigures {
     pub model_time_s: f64,
     /// model_time_s / run_elapsed_s.
     pub model_time_share: f64,
+    /// The budget that cut the search short, when the host did (`"max_seconds"`); absent when
+    /// the plugin ended by itself (or at its own query or iteration count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
     /// Figures the plugin sent of its own (SG's per-origin counts and coverage).
     #[serde(flatten)]
     pub plugin_figures: Map<String, Value>,
@@ -190,6 +194,7 @@ impl Stage for Generate {
             run_elapsed_s: elapsed_s,
             model_time_s,
             model_time_share: if elapsed_s > 0.0 { model_time_s / elapsed_s } else { 0.0 },
+            stopped_by: output.stopped_by_host.then(|| "max_seconds".to_string()),
             plugin_figures: Map::new(),
         };
         // The host's own figures win over a plugin's of the same name.
