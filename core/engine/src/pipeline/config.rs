@@ -546,27 +546,38 @@ impl<'de, 'a> de::VariantAccess<'de> for ValueDe<'a> {
 /// keys). On error, the offending key is dropped and the read retried, so that every problem of
 /// the table is reported at once.
 pub fn from_entries<T: DeserializeOwned>(entries: &[&(Sp<String>, Sp<Val>)], span: Range<usize>) -> std::result::Result<T, Vec<DeError>> {
+    match read_all(entries, span) {
+        (Some(t), errors) if errors.is_empty() => Ok(t),
+        (_, errors) => Err(errors),
+    }
+}
+
+/// Like [`from_entries`], but also return the value read once the offending keys are dropped
+/// (their defaults in their place), so that it can be checked further.
+pub fn read_all<T: DeserializeOwned>(entries: &[&(Sp<String>, Sp<Val>)], span: Range<usize>) -> (Option<T>, Vec<DeError>) {
     let mut entries: Vec<(Sp<String>, Sp<Val>)> = entries.iter().map(|e| (*e).clone()).collect();
     let mut errors = Vec::new();
     for _ in 0..64 {
         let table = Sp { v: Val::Table(entries.clone()), span: span.clone() };
         match T::deserialize(ValueDe::new(&table, "")) {
-            Ok(t) if errors.is_empty() => return Ok(t),
-            Ok(_) => return Err(errors),
+            Ok(t) => return (Some(t), errors),
             Err(e) => {
                 let top = e.key.as_deref().map(|k| k.split(['.', '[']).next().unwrap_or(k).to_string());
                 let before = entries.len();
                 if let Some(top) = &top {
                     entries.retain(|(k, _)| &k.v != top);
                 }
+                // A bad tag (`algorithm = "lgistic"`): reading on with the default variant would
+                // only report that variant's complaints about the other keys.
+                let bad_tag = e.variant.as_ref().is_some_and(|v| e.key.as_deref() == Some(v.0.as_str()));
                 errors.push(e);
-                if entries.len() == before {
-                    return Err(errors);
+                if entries.len() == before || bad_tag {
+                    return (None, errors);
                 }
             }
         }
     }
-    Err(errors)
+    (None, errors)
 }
 
 /// Checks on a stage's config values beyond their types, each problem located at its key.
@@ -709,18 +720,15 @@ pub fn configure<C: StageConfig>(
     env: &StageEnv,
     problems: &mut Problems,
 ) -> Option<Box<dyn Stage>> {
-    let config: C = match from_entries(&table.entries, table.header.clone()) {
-        Ok(c) => c,
-        Err(errors) => {
-            for e in &errors {
-                report(kind, table, e, problems);
-            }
-            return None;
-        }
-    };
+    let (config, errors) = read_all::<C>(&table.entries, table.header.clone());
+    for e in &errors {
+        report(kind, table, e, problems);
+    }
+    // Check what could be read even when some keys could not, so every problem shows at once.
+    let config = config?;
     let before = problems.len();
     config.validate(&mut Checks::new(problems, table, &env.dir));
-    if problems.len() > before {
+    if problems.len() > before || !errors.is_empty() {
         return None;
     }
     match config.instantiate(env) {
