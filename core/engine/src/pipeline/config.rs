@@ -988,7 +988,7 @@ mod tests {
         assert_eq!(e.len(), 2, "{e:?}");
         assert_eq!((e[0].0, e[0].1), (1, 9));
         assert_eq!(e[0].2, "`split` must be one of train, test, found \"tset\" (did you mean `test`?)");
-        assert_eq!(e[1].2, "missing `label`");
+        assert_eq!((e[1].0, e[1].1, e[1].2.as_str()), (1, 1, "missing `label`"), "located at the table");
     }
 
     #[test]
