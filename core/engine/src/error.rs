@@ -158,7 +158,7 @@ pub enum Error {
     Output(#[from] OutputError),
     /// A plugin failed or was refused.
     #[error(transparent)]
-    Plugin(#[from] crate::plugin::PluginError),
+    Plugin(#[from] PluginError),
     /// A stage failed; `source` says why.
     #[error("stage `{stage}` ({kind}) failed: {source}")]
     Stage {
@@ -174,10 +174,73 @@ pub enum Error {
     Invalid(String),
 }
 
+/// A plugin could not be found, loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// No built-in and no library of that name on the search path; check the name, or put the
+    /// library in a folder of `plugin_path` / `FAIRPIPE_PLUGIN_PATH`, or give the stage a `path`.
+    #[error("no plugin `{name}` found{detail}")]
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// "Did you mean", the built-ins, the file looked for and the folders searched.
+        detail: String,
+    },
+    /// The library could not be opened or lacks an entry symbol.
+    #[error("{path}: cannot load plugin: {message}")]
+    Load {
+        /// The library.
+        path: PathBuf,
+        /// The loader's message.
+        message: String,
+    },
+    /// The plugin was built against another ABI major; rebuild it against this fairpipe.
+    #[error("{origin}: plugin ABI version {plugin_major}.{plugin_minor} does not match the host's {host_major}.{host_minor}; rebuild the plugin against this fairpipe")]
+    AbiMismatch {
+        /// Where the plugin came from (its file, or "built-in").
+        origin: String,
+        /// The plugin's major.
+        plugin_major: u32,
+        /// The plugin's minor.
+        plugin_minor: u32,
+        /// The host's major.
+        host_major: u32,
+        /// The host's minor.
+        host_minor: u32,
+    },
+    /// The plugin's descriptor or description is malformed.
+    #[error("{origin}: invalid plugin: {message}")]
+    Invalid {
+        /// Where the plugin came from.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The plugin refused its parameters.
+    #[error("plugin `{plugin}`: {message}")]
+    InvalidParams {
+        /// The plugin.
+        plugin: String,
+        /// Its message.
+        message: String,
+    },
+    /// The plugin failed or panicked while running.
+    #[error("plugin `{plugin}` failed ({what}): {message}")]
+    Failed {
+        /// The plugin.
+        plugin: String,
+        /// "panic", "invalid input", "compute error".
+        what: String,
+        /// Its message.
+        message: String,
+    },
+    /// The user interrupted the run (SIGINT) while the plugin was searching; nothing is written.
+    #[error("plugin `{plugin}`: interrupted")]
+    Interrupted {
+        /// The plugin.
+        plugin: String,
+    },
+}
+
 /// Result with the engine's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Kept for the plugin host until it imports [`crate::suggest::hint`] itself; new code uses
-/// [`crate::suggest`].
-#[doc(hidden)]
-pub use crate::suggest::hint;

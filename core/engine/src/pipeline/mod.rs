@@ -4,6 +4,8 @@
 
 pub mod builder;
 pub mod config;
+pub mod config_de;
+pub mod config_fields;
 pub mod kind;
 pub mod problems;
 pub mod registry;
