@@ -508,10 +508,8 @@ mod tests {
 
     unsafe extern "C" fn last_error(_ctx: *mut c_void, out: *mut u8, capacity: usize) -> usize {
         let message = "the model server answered 503 ".repeat(20);
-        let n = message.len().min(capacity);
         // SAFETY: the plugin passes `capacity` writable bytes.
-        unsafe { std::ptr::copy_nonoverlapping(message.as_ptr(), out, n) };
-        message.len()
+        unsafe { crate::ffi::copy_message(&message, out, capacity) }
     }
 
     fn descriptor() -> &'static FfiPluginDescriptor {

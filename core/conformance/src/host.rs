@@ -157,12 +157,8 @@ unsafe extern "C" fn report(ctx: *mut c_void, json: *const c_char) -> i32 {
 unsafe extern "C" fn last_error(ctx: *mut c_void, out: *mut u8, capacity: usize) -> usize {
     // SAFETY: `ctx` is this run's state.
     let message = unsafe { state(ctx) }.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let n = message.len().min(capacity);
-    if !out.is_null() && n > 0 {
-        // SAFETY: room for `capacity` ≥ n bytes.
-        unsafe { std::ptr::copy_nonoverlapping(message.as_ptr(), out, n) };
-    }
-    message.len()
+    // SAFETY: the plugin passes null or room for `capacity` bytes, apart from our message.
+    unsafe { fairpipe_ffi::copy_message(&message, out, capacity) }
 }
 
 /// Run the plugin of `descriptor` once.

@@ -51,21 +51,9 @@ impl Subject {
     /// A plugin linked into this program, by its entry function (as the plugin's rlib exports it:
     /// `my_plugin::fairpipe_plugin_entry`).
     pub fn from_entry(entry: EntryFn) -> Result<Subject, String> {
-        let ptr = entry();
-        if ptr.is_null() {
-            return Err("the entry function returned no descriptor".into());
-        }
-        // SAFETY: an entry function returns a static descriptor whose first two fields are the
-        // u32 ABI versions in every version; only those are read before the major is checked.
-        let major = unsafe { (*ptr).abi_major };
-        if major != ffi::ABI_MAJOR {
-            return Err(format!("ABI major {major}, this suite checks {}", ffi::ABI_MAJOR));
-        }
-        // SAFETY: same major, so the descriptor has this layout; it is static.
-        let descriptor: &'static FfiPluginDescriptor = unsafe { &*ptr };
-        if descriptor.struct_size < std::mem::size_of::<FfiPluginDescriptor>() {
-            return Err(format!("descriptor is {} bytes, expected {}", descriptor.struct_size, std::mem::size_of::<FfiPluginDescriptor>()));
-        }
+        // SAFETY: an entry function of the ABI's type returns a static descriptor (what the export
+        // macro generates); `checked_descriptor` reads the versions before anything else.
+        let descriptor = unsafe { ffi::checked_descriptor(entry) }.map_err(|e| e.to_string())?;
         Ok(Subject { descriptor })
     }
 
@@ -76,9 +64,8 @@ impl Subject {
         // plugin. The library is leaked so every pointer taken from it stays valid.
         let library: &'static libloading::Library =
             Box::leak(Box::new(unsafe { libloading::Library::new(path) }.map_err(|e| format!("{}: {e}", path.display()))?));
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        let stem = stem.strip_prefix(std::env::consts::DLL_PREFIX).unwrap_or(stem).replace('-', "_");
-        for symbol in [format!("{}{stem}", ffi::ENTRY_SYMBOL_PREFIX), ffi::ENTRY_SYMBOL.to_string()] {
+        let file_name = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
+        for symbol in ffi::entry_symbols(file_name) {
             // SAFETY: fairpipe entry symbols have the ABI's `EntryFn` type.
             if let Ok(entry) = unsafe { library.get::<EntryFn>(symbol.as_bytes()) } {
                 return Subject::from_entry(*entry);

@@ -254,6 +254,111 @@ unsafe impl Sync for FfiPluginDescriptor {}
 // SAFETY: as above.
 unsafe impl Send for FfiPluginDescriptor {}
 
+/// The entry symbols a plugin library file may export, in the order a host tries them: the
+/// per-crate symbol its file name implies (`libNAME.so` → `fairpipe_plugin_entry_NAME`, ABI ≥
+/// 1.2), then the plain [`ENTRY_SYMBOL`] of older and hand-written plugins.
+pub fn entry_symbols(file_name: &str) -> [String; 2] {
+    let stem = file_name.strip_prefix(std::env::consts::DLL_PREFIX).unwrap_or(file_name);
+    let stem = stem.strip_suffix(std::env::consts::DLL_SUFFIX).unwrap_or(stem).replace('-', "_");
+    [format!("{ENTRY_SYMBOL_PREFIX}{stem}"), ENTRY_SYMBOL.to_string()]
+}
+
+/// Why a host refuses what an entry function returned, before reading anything but the versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DescriptorError {
+    /// The entry function returned null.
+    Null,
+    /// The plugin was built for another ABI major (its major and minor).
+    OtherMajor(u32, u32),
+    /// The descriptor is smaller than this ABI's (its `struct_size`).
+    TooSmall(usize),
+}
+
+impl std::fmt::Display for DescriptorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DescriptorError::Null => write!(f, "the entry function returned no descriptor"),
+            DescriptorError::OtherMajor(major, minor) => {
+                write!(f, "plugin ABI version {major}.{minor} does not match the host's {ABI_MAJOR}.{ABI_MINOR}")
+            }
+            DescriptorError::TooSmall(size) => {
+                write!(f, "descriptor is {size} bytes, expected at least {}", std::mem::size_of::<FfiPluginDescriptor>())
+            }
+        }
+    }
+}
+
+/// Call `entry` and check its descriptor the way every host must: the major first (reading
+/// nothing else before it), then the size; the descriptor is static.
+///
+/// # Safety
+/// `entry` must be a fairpipe plugin entry function: it returns null or a pointer to a descriptor
+/// that stays valid and unchanged for the rest of the process, whose first two fields are the
+/// `u32` major and minor versions, and which, when its major is [`ABI_MAJOR`], has the layout of
+/// [`FfiPluginDescriptor`] with valid function pointers and static NUL-terminated strings.
+pub unsafe fn checked_descriptor(entry: EntryFn) -> Result<&'static FfiPluginDescriptor, DescriptorError> {
+    let ptr = entry();
+    if ptr.is_null() {
+        return Err(DescriptorError::Null);
+    }
+    // SAFETY: the caller guarantees the two u32 versions lead the descriptor in every ABI version.
+    let (major, minor) = unsafe { ((*ptr).abi_major, (*ptr).abi_minor) };
+    if major != ABI_MAJOR {
+        return Err(DescriptorError::OtherMajor(major, minor));
+    }
+    // SAFETY: same major, so the caller guarantees this layout, static for the process.
+    let descriptor: &'static FfiPluginDescriptor = unsafe { &*ptr };
+    if descriptor.struct_size < std::mem::size_of::<FfiPluginDescriptor>() {
+        return Err(DescriptorError::TooSmall(descriptor.struct_size));
+    }
+    Ok(descriptor)
+}
+
+/// What a host's [`LastErrorFn`] does with its message: copy at most `capacity` bytes of it to
+/// `out` (no NUL added) and return its full length in bytes.
+///
+/// # Safety
+/// `out` must be null or writable for `capacity` bytes, not overlapping `message`.
+pub unsafe fn copy_message(message: &str, out: *mut u8, capacity: usize) -> usize {
+    let n = message.len().min(capacity);
+    if !out.is_null() && n > 0 {
+        // SAFETY: the caller passes room for `capacity` ≥ n bytes, apart from `message`.
+        unsafe { std::ptr::copy_nonoverlapping(message.as_ptr(), out, n) };
+    }
+    message.len()
+}
+
+#[cfg(test)]
+mod helpers {
+    use super::*;
+
+    #[test]
+    fn entry_symbols_follow_the_file_name() {
+        let file = format!("{}fairpipe_plugin_my-method{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+        assert_eq!(entry_symbols(&file), ["fairpipe_plugin_entry_fairpipe_plugin_my_method", "fairpipe_plugin_entry"]);
+    }
+
+    #[test]
+    fn copy_message_truncates_and_reports_the_full_length() {
+        let mut buf = [0u8; 4];
+        // SAFETY: `buf` has room for 4 bytes.
+        assert_eq!(unsafe { copy_message("model down", buf.as_mut_ptr(), buf.len()) }, 10);
+        assert_eq!(&buf, b"mode");
+        // SAFETY: null is allowed.
+        assert_eq!(unsafe { copy_message("x", std::ptr::null_mut(), 0) }, 1);
+    }
+
+    #[test]
+    fn descriptors_are_checked_major_first() {
+        extern "C" fn null() -> *const FfiPluginDescriptor {
+            std::ptr::null()
+        }
+        // SAFETY: returns null, which is allowed.
+        assert_eq!(unsafe { checked_descriptor(null) }.unwrap_err(), DescriptorError::Null);
+        assert!(DescriptorError::OtherMajor(2, 7).to_string().contains("plugin ABI version 2.7 does not match the host's"));
+    }
+}
+
 #[cfg(all(test, target_pointer_width = "64"))]
 mod layout {
     //! The wire layout on 64-bit targets, pinned: a change here is an ABI change and needs a

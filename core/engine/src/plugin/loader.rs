@@ -5,20 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use fairpipe_ffi::{EntryFn, ENTRY_SYMBOL, ENTRY_SYMBOL_PREFIX};
+use fairpipe_ffi::{entry_symbols, EntryFn};
 
 use super::{Plugin, PluginError, Source};
-
-/// The entry symbols tried for the library at `path`, in order: the per-crate symbol its file name
-/// implies (`libNAME.so` → `fairpipe_plugin_entry_NAME`, ABI ≥ 1.2), then the plain symbol of
-/// older and hand-written plugins.
-pub fn entry_symbols(path: &Path) -> Vec<String> {
-    let stem = path.file_name().and_then(|f| f.to_str()).map(|f| {
-        let f = f.strip_prefix(std::env::consts::DLL_PREFIX).unwrap_or(f);
-        f.strip_suffix(std::env::consts::DLL_SUFFIX).unwrap_or(f).replace('-', "_")
-    });
-    stem.map(|s| format!("{ENTRY_SYMBOL_PREFIX}{s}")).into_iter().chain([ENTRY_SYMBOL.to_string()]).collect()
-}
 
 /// Load the plugin library at `path`, once per process.
 pub fn load(path: &Path) -> Result<&'static Plugin, PluginError> {
@@ -38,7 +27,7 @@ pub fn load(path: &Path) -> Result<&'static Plugin, PluginError> {
     // it outlives every pointer taken from it: plugins are never unloaded.
     let library: &'static libloading::Library =
         Box::leak(Box::new(unsafe { libloading::Library::new(&canonical) }.map_err(|e| err(e.to_string()))?));
-    let symbols = entry_symbols(&canonical);
+    let symbols = entry_symbols(&canonical.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default());
     let mut entry: Option<EntryFn> = None;
     for symbol in &symbols {
         // SAFETY: a fairpipe entry symbol is an `extern "C" fn() -> *const FfiPluginDescriptor`
@@ -65,12 +54,6 @@ pub fn load(path: &Path) -> Result<&'static Plugin, PluginError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn per_crate_symbol_first_then_the_plain_one() {
-        let file = format!("{}fairpipe_plugin_maft{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
-        assert_eq!(entry_symbols(Path::new(&file)), ["fairpipe_plugin_entry_fairpipe_plugin_maft", "fairpipe_plugin_entry"]);
-    }
 
     #[test]
     fn a_folder_or_missing_file_is_refused_by_name() {

@@ -18,7 +18,7 @@ use std::ffi::{c_char, CStr};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use fairpipe_ffi::{self as ffi, status, EntryFn, FfiPluginDescriptor};
+use fairpipe_ffi::{self as ffi, status, DescriptorError, EntryFn, FfiPluginDescriptor};
 
 pub use crate::error::PluginError;
 pub use run::{EmittedCase, GenerateOutput, RunSpec};
@@ -71,32 +71,21 @@ impl Plugin {
     pub unsafe fn from_entry(entry: EntryFn, source: Source) -> Result<Plugin, PluginError> {
         let origin = source.to_string();
         let invalid = |message: String| PluginError::Invalid { origin: origin.clone(), message };
-        let descriptor_ptr = entry();
-        if descriptor_ptr.is_null() {
-            return Err(invalid("the entry function returned no descriptor".into()));
-        }
-        // SAFETY: the caller guarantees the descriptor starts with the two u32 versions in every
-        // ABI version; nothing else is read before the major is checked.
-        let (major, minor) = unsafe { ((*descriptor_ptr).abi_major, (*descriptor_ptr).abi_minor) };
-        if major != ffi::ABI_MAJOR {
-            return Err(PluginError::AbiMismatch {
-                origin,
-                plugin_major: major,
-                plugin_minor: minor,
-                host_major: ffi::ABI_MAJOR,
-                host_minor: ffi::ABI_MINOR,
-            });
-        }
-        // SAFETY: same major, so the caller guarantees this layout, and the descriptor lives for
-        // the rest of the process.
-        let descriptor: &'static FfiPluginDescriptor = unsafe { &*descriptor_ptr };
-        if descriptor.struct_size < std::mem::size_of::<FfiPluginDescriptor>() {
-            return Err(invalid(format!(
-                "descriptor is {} bytes, expected at least {}",
-                descriptor.struct_size,
-                std::mem::size_of::<FfiPluginDescriptor>()
-            )));
-        }
+        // SAFETY: the caller's guarantee is `checked_descriptor`'s.
+        let descriptor = match unsafe { ffi::checked_descriptor(entry) } {
+            Ok(d) => d,
+            Err(DescriptorError::OtherMajor(major, minor)) => {
+                return Err(PluginError::AbiMismatch {
+                    origin,
+                    plugin_major: major,
+                    plugin_minor: minor,
+                    host_major: ffi::ABI_MAJOR,
+                    host_minor: ffi::ABI_MINOR,
+                })
+            }
+            Err(e) => return Err(invalid(e.to_string())),
+        };
+        let (major, minor) = (descriptor.abi_major, descriptor.abi_minor);
         // SAFETY: name and version are static NUL-terminated strings of the plugin (or null).
         let (name, version) = unsafe { (static_str(descriptor.name), static_str(descriptor.version)) };
         if name.is_empty() {

@@ -219,12 +219,8 @@ unsafe extern "C" fn host_last_error(ctx: *mut c_void, out: *mut u8, capacity: u
     // SAFETY: `ctx` is the running call's state (read without `with_state`: it returns a length).
     let state = unsafe { &*(ctx as *const HostState) };
     let message = state.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let n = message.len().min(capacity);
-    if !out.is_null() && n > 0 {
-        // SAFETY: the plugin passes room for `capacity` ≥ n bytes; the regions do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(message.as_ptr(), out, n) };
-    }
-    message.len()
+    // SAFETY: the plugin passes null or room for `capacity` bytes, apart from our message.
+    unsafe { ffi::copy_message(&message, out, capacity) }
 }
 
 impl Plugin {
