@@ -11,6 +11,7 @@ mod bad_input;
 mod budgets;
 mod conformance;
 mod external_plugin;
+mod model_exports;
 mod model_zoo;
 mod onnx_outputs;
 mod pipelines;
