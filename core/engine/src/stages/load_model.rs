@@ -211,8 +211,7 @@ impl Stage for LoadModel {
         let data = inputs.dataset("data")?;
         let mut figures = LoadModelFigures::default();
         let (model, recipe): (Arc<dyn Model>, _) = if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
-            let names: Vec<String> = data.domain.attributes.iter().map(|a| a.name.clone()).collect();
-            let file = ModelFile::load(&self.path, &names)?;
+            let file = ModelFile::load(&self.path, &data.domain)?;
             figures.algorithm = Some(file.recipe.name().to_string());
             let model = file.model.into_model();
             let model: Arc<dyn Model> = if data.label_flipped { Arc::new(Complement(model)) } else { model };
