@@ -115,11 +115,35 @@ impl StageConfig for LoadModelConfig {
     }
 
     fn validate(&self, checks: &mut Checks<'_, '_>) {
-        checks.existing_file("path", &self.path);
+        let path = checks.existing_file("path", &self.path);
         if let Some(lib) = &self.onnxruntime {
             if !checks.dir().join(lib).exists() {
                 checks.problem("onnxruntime", format!("{} does not exist; {}", lib.display(), install_advice()));
+                return;
             }
+        }
+        // A model that only ONNX Runtime runs is refused here, before any stage runs, when the
+        // runtime cannot be found.
+        if !path.is_file() || path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+            return;
+        }
+        let needs = match graph_facts(&path) {
+            Ok(_) if self.executor == Executor::Onnxruntime => vec!["executor = \"onnxruntime\"".to_string()],
+            Ok(facts) if self.executor == Executor::Auto => facts.needs_onnxruntime,
+            Ok(_) => return,
+            Err(e) => {
+                checks.problem("path", e);
+                return;
+            }
+        };
+        if needs.is_empty() {
+            return;
+        }
+        if let Err(e) = runtime(self.onnxruntime.as_ref().map(|p| checks.dir().join(p)).as_deref()) {
+            checks.problem(
+                "path",
+                format!("{}: {} needs ONNX Runtime, which is not available: {}", self.path.display(), needs.join(", "), e.message),
+            );
         }
     }
 
