@@ -100,6 +100,9 @@ fn malformed_gate_conditions_are_located_errors() {
     let (ok, stdout, stderr) = fairpipe(&["validate", file.to_str().unwrap()]);
     assert!(!ok, "{stdout}");
     let line = text.lines().position(|l| l.starts_with("conditions")).unwrap() + 1;
-    assert!(stderr.contains(&format!("bad.toml:{line}:15: [gate] `metrics.demographic_parity_ratio 0.8`: no comparison operator")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("bad.toml:{line}:15: [gate] `metrics.demographic_parity_ratio 0.8`: no comparison operator")),
+        "{stderr}"
+    );
     assert!(stderr.contains("no stage `estimate`"), "{stderr}");
 }

@@ -81,7 +81,8 @@ fn near(a: f64, b: f64) -> bool {
 
 #[test]
 fn a_planted_group_difference_is_measured_as_constructed() {
-    let config = GroupMetricsConfig { split: fairpipe_core::stages::options::Rows::All, reference: json!({"sex": 1}), ..Default::default() };
+    let config =
+        GroupMetricsConfig { split: fairpipe_core::stages::options::Rows::All, reference: json!({"sex": 1}), ..Default::default() };
     let f = run(Planted { cut_sex0: 7.0, cut_sex1: 5.0 }, config);
     assert_eq!(f.rows, 400);
     let (women, men) = (group(&f, "0"), group(&f, "1"));
@@ -161,7 +162,10 @@ fn compas_groups_carry_every_labelled_figure() {
         }
     }
     for set in ["sex", "race", "age", "sex × race × age"] {
-        assert!(m["parity"][set]["equalized_odds_difference"].is_number() || m["parity"][set]["equalized_odds_difference"].is_null(), "{set}");
+        assert!(
+            m["parity"][set]["equalized_odds_difference"].is_number() || m["parity"][set]["equalized_odds_difference"].is_null(),
+            "{set}"
+        );
     }
     assert!(m["demographic_parity_ratio"].is_number());
     assert!(out.path().join("metrics_sweep.csv").exists());

@@ -189,7 +189,8 @@ pub fn table(outcomes: &[Outcome]) -> String {
     let mut s = format!("{:<width$}  {:>12}  result\n", "condition", "value");
     for o in outcomes {
         let value = o.value.map(|v| format!("{v:.6}")).unwrap_or_else(|| "—".into());
-        let result = if o.passed { "pass".to_string() } else { format!("FAIL{}", o.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()) };
+        let result =
+            if o.passed { "pass".to_string() } else { format!("FAIL{}", o.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()) };
         s.push_str(&format!("{:<width$}  {:>12}  {result}\n", o.condition, value));
     }
     s

@@ -65,16 +65,13 @@ impl Grouping {
     }
 }
 
-
 /// The groups of attribute set `attrs` over row-major `rows`: the group index of every row, and
 /// each group's name, in sorted key order (values ascending, bins in order).
 pub fn assign(domain: &Domain, rows: &[f64], attrs: &[usize]) -> (Vec<usize>, Vec<String>) {
     let width = domain.width();
     let groupings: Vec<Grouping> = attrs.iter().map(|&a| Grouping::of(domain, rows, a)).collect();
-    let keys: Vec<Vec<u64>> = rows
-        .chunks_exact(width)
-        .map(|row| attrs.iter().zip(&groupings).map(|(&a, g)| sortable(g.key(row[a]))).collect())
-        .collect();
+    let keys: Vec<Vec<u64>> =
+        rows.chunks_exact(width).map(|row| attrs.iter().zip(&groupings).map(|(&a, g)| sortable(g.key(row[a]))).collect()).collect();
     let mut index: BTreeMap<&[u64], usize> = keys.iter().map(|k| (k.as_slice(), 0)).collect();
     for (i, v) in index.values_mut().enumerate() {
         *v = i;

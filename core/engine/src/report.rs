@@ -400,7 +400,17 @@ fn groups_section(h: &mut String, groups: &[(String, GroupScoreFigures)]) {
         h.push_str("<p class=\"muted\">Scores of re-estimated groups come from fresh samples drawn after ranking (the ranking's own score is shown beside them); a rule set and its complement are one row.</p>");
         open_table(
             h,
-            &["group", "score", "margin", "ranking score", "p (Holm)", "significant", "favourable in group", "favourable outside", "support"],
+            &[
+                "group",
+                "score",
+                "margin",
+                "ranking score",
+                "p (Holm)",
+                "significant",
+                "favourable in group",
+                "favourable outside",
+                "support",
+            ],
         );
         for g in &f.top {
             let name = match &g.complement {
@@ -552,7 +562,8 @@ fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], ta
                         " class=\"ok\""
                     };
                     let star = if tested && group_significant(g, key) { " *" } else { "" };
-                    let ratio_text = if g.reference || ratio.is_nan() { String::new() } else { format!(" <span class=\"muted\">×{ratio:.2}</span>") };
+                    let ratio_text =
+                        if g.reference || ratio.is_nan() { String::new() } else { format!(" <span class=\"muted\">×{ratio:.2}</span>") };
                     let _ = write!(h, "<td{class}>{}{ratio_text}{star}</td>", pctf(v));
                 }
                 h.push_str("</tr>");
@@ -582,7 +593,12 @@ fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], ta
         }
         // Error rates by group with their intervals (single attributes).
         let single: Vec<&GroupFigure> = f.groups.iter().filter(|g| !g.attributes.contains(" × ")).collect();
-        for (key, label) in [("selection_rate", "Selection rate"), ("tpr", "True positive rate"), ("fpr", "False positive rate"), ("ppv", "Precision (PPV)")] {
+        for (key, label) in [
+            ("selection_rate", "Selection rate"),
+            ("tpr", "True positive rate"),
+            ("fpr", "False positive rate"),
+            ("ppv", "Precision (PPV)"),
+        ] {
             let bars: Vec<(String, f64, f64, f64)> = single
                 .iter()
                 .filter(|g| !group_value(g, key).is_nan())

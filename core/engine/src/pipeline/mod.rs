@@ -450,9 +450,7 @@ fn gate_conditions(v: &Sp<Val>, p: &mut Problems) -> Vec<(crate::gate::Condition
                     }
                 }
             }
-            ("conditions", other) => {
-                p.at(&val.span, format!("[gate] `conditions` must be a list of strings, found {}", other.type_name()))
-            }
+            ("conditions", other) => p.at(&val.span, format!("[gate] `conditions` must be a list of strings, found {}", other.type_name())),
             (other, _) => p.at(&k.span, format!("[gate]: unknown key `{other}`{}; accepted: conditions", hint(other, &["conditions"]))),
         }
     }

@@ -387,12 +387,13 @@ fn reference_of(set: &[Measured], reference: &Reference, min_count: usize) -> Re
             let rate = |i: usize| set[i].confusion.rate(Metric::SelectionRate);
             let big: Vec<usize> = (0..set.len()).filter(|&i| set[i].rows.len() >= min_count).collect();
             let pool = if big.is_empty() { (0..set.len()).collect() } else { big };
-            pool.into_iter().max_by(|&a, &b| rate(a).total_cmp(&rate(b)).then(b.cmp(&a))).ok_or_else(|| Error::Invalid("no group to measure".into()))
+            pool.into_iter()
+                .max_by(|&a, &b| rate(a).total_cmp(&rate(b)).then(b.cmp(&a)))
+                .ok_or_else(|| Error::Invalid("no group to measure".into()))
         }
         Reference::Named(named) => {
             let attrs: Vec<&str> = set[0].attributes.split(" × ").collect();
-            let wanted: Vec<(usize, &String)> =
-                attrs.iter().enumerate().filter_map(|(pos, a)| named.get(*a).map(|v| (pos, v))).collect();
+            let wanted: Vec<(usize, &String)> = attrs.iter().enumerate().filter_map(|(pos, a)| named.get(*a).map(|v| (pos, v))).collect();
             let matching: Vec<usize> = (0..set.len())
                 .filter(|&i| {
                     let parts: Vec<&str> = set[i].group.split(" × ").collect();
@@ -750,7 +751,11 @@ mod tests {
 
     #[test]
     fn references_are_the_largest_the_most_selected_or_the_named_group() {
-        let set = vec![measured("sex × race", "F × A", 40, 30), measured("sex × race", "M × A", 100, 20), measured("sex × race", "M × B", 20, 20)];
+        let set = vec![
+            measured("sex × race", "F × A", 40, 30),
+            measured("sex × race", "M × A", 100, 20),
+            measured("sex × race", "M × B", 20, 20),
+        ];
         assert_eq!(reference_of(&set, &Reference::Largest, 30).unwrap(), 1);
         // The 20-row group selects everyone but is under min_count.
         assert_eq!(reference_of(&set, &Reference::MostFavoured, 30).unwrap(), 0);

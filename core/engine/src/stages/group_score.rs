@@ -250,7 +250,12 @@ impl Stage for GroupScore {
             let test = proportions_test(count(num(g, "rate_in")), samples as usize, count(num(g, "rate_out")), samples as usize);
             // Reported figures: the fresh draw's when the auditor re-estimated the group.
             let shown = if g["fresh"].is_object() { &g["fresh"] } else { g };
-            honest.push(Honest { complement, selection_score: num(g, "score"), reestimated: g["fresh"].is_object(), p_value: test.p_value });
+            honest.push(Honest {
+                complement,
+                selection_score: num(g, "score"),
+                reestimated: g["fresh"].is_object(),
+                p_value: test.p_value,
+            });
             groups.push(GroupScoreRow {
                 condition: rule.describe(&domain),
                 support: num(g, "support"),
