@@ -90,6 +90,11 @@ fn conditions_that_hold_exit_0_and_the_command_line_adds_conditions() {
     assert_eq!(code, Some(1));
     assert!(stderr.contains("no stage `metricz`") && stderr.contains("did you mean"), "{stderr}");
     assert!(!dir.path().join("out2").exists());
+    // A malformed --gate condition is a usage error (exit code 2), before anything runs.
+    let (code, _, stderr) = run(&file, &dir.path().join("out3"), &["--gate", "metrics.rows 0"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("no comparison operator"), "{stderr}");
+    assert!(!dir.path().join("out3").exists());
 }
 
 #[test]

@@ -57,6 +57,17 @@ fn numf(f: f64) -> String {
     num(&Value::from(f))
 }
 
+/// A p-value for display: small ones in scientific notation ("—" when there is none).
+fn pvalue(p: f64) -> String {
+    if p.is_nan() {
+        "—".into()
+    } else if p < 1e-3 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
 /// A count for display.
 fn count(n: impl Into<u64>) -> String {
     n.into().to_string()
@@ -425,7 +436,7 @@ fn groups_section(h: &mut String, groups: &[(String, GroupScoreFigures)]) {
                     format!("{}{}", numf(g.score), if g.reestimated { " <span class=\"muted\">(fresh)</span>" } else { "" }),
                     format!("±{}", numf(g.margin)),
                     numf(g.selection_score),
-                    numf(g.p_adjusted),
+                    pvalue(g.p_adjusted),
                     if g.significant { "yes".into() } else { "no".into() },
                     pctf(g.rate_in),
                     pctf(g.rate_out),
