@@ -109,6 +109,8 @@ fn a_planted_group_difference_is_measured_as_constructed() {
         assert!(near(r, 0.6), "{s:?}");
     }
     assert!(near(s.predictive_parity_difference, 0.0));
+    assert_eq!(f.parity_min_count["sex"], *s, "both groups have at least min_count rows");
+    assert!(near(f.worst.demographic_parity_ratio, 0.6), "one attribute set: its summaries are the worst");
     // 60/200 against 100/200: z = 4.08, p = 4.5e-5 (pooled two-proportion test), significant after
     // Holm over the three tests (selection rate, TPR, FPR).
     assert!(women.p_value < 1e-4 && women.p_value > 1e-5, "{}", women.p_value);
@@ -132,6 +134,10 @@ fn groups_under_min_count_are_listed_as_too_small_not_tested() {
     let f = run(Planted { cut_sex0: 7.0, cut_sex1: 5.0 }, config);
     assert!(f.groups.iter().all(|g| g.too_small && !g.significant && g.p_value.is_nan()));
     assert_eq!(f.tests, 0);
+    // Fairlearn's summaries count every group; the gate's figures only groups of min_count rows.
+    assert!(near(f.parity["sex"].demographic_parity_difference, 0.2));
+    assert!(f.parity_min_count["sex"].demographic_parity_difference.is_nan());
+    assert!(f.worst.demographic_parity_difference.is_nan());
 }
 
 #[test]

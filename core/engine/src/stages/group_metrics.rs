@@ -276,10 +276,14 @@ pub struct GroupMetricsFigures {
     pub tests: usize,
     /// Groups whose selection rate differs significantly from their reference's.
     pub significant_groups: usize,
-    /// Fairlearn's parity summaries per attribute set.
+    /// Fairlearn's parity summaries per attribute set, over every group (as Fairlearn computes
+    /// them).
     pub parity: BTreeMap<String, ParitySummary>,
-    /// The worst of each parity summary over the attribute sets (largest difference, smallest
-    /// ratio): one figure per summary for a `[gate]` condition.
+    /// The same summaries over the groups of at least `min_count` rows only, so that a handful of
+    /// rows in a rare intersection does not decide them.
+    pub parity_min_count: BTreeMap<String, ParitySummary>,
+    /// The worst of each summary of `parity_min_count` over the attribute sets (largest
+    /// difference, smallest ratio): one figure per summary for a `[gate]` condition.
     #[serde(flatten)]
     pub worst: ParitySummary,
 }
@@ -483,6 +487,7 @@ impl Stage for GroupMetricsConfig {
         let mut groups: Vec<GroupFigure> = Vec::new();
         let mut tests: Vec<(usize, Metric, f64, TestKind)> = Vec::new();
         let mut parity_by_set = BTreeMap::new();
+        let mut parity_counted = BTreeMap::new();
         for set in &measured {
             let r = reference_of(set, &reference, self.min_count)?;
             let reference_c = set[r].confusion;
@@ -498,6 +503,10 @@ impl Stage for GroupMetricsConfig {
                 most_selected
             };
             parity_by_set.insert(set[r].attributes.clone(), parity(&set.iter().map(|g| g.confusion).collect::<Vec<_>>()));
+            parity_counted.insert(
+                set[r].attributes.clone(),
+                parity(&set.iter().filter(|g| g.rows.len() >= self.min_count).map(|g| g.confusion).collect::<Vec<_>>()),
+            );
             for (i, g) in set.iter().enumerate() {
                 let c = g.confusion;
                 let n = g.rows.len();
@@ -576,7 +585,7 @@ impl Stage for GroupMetricsConfig {
                 *entry = g.impact_ratio;
             }
         }
-        let worst = worst_of(parity_by_set.values());
+        let worst = worst_of(parity_counted.values());
         let figures = GroupMetricsFigures {
             rows: n_rows,
             selection_rate: selected.iter().filter(|s| **s).count() as f64 / n_rows as f64,
@@ -598,6 +607,7 @@ impl Stage for GroupMetricsConfig {
             tests: tests.len(),
             significant_groups: groups.iter().filter(|g| g.significant).count(),
             parity: parity_by_set,
+            parity_min_count: parity_counted,
             worst,
             groups,
         };
