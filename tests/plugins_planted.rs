@@ -122,6 +122,29 @@ fn maft_local_search_covers_the_planted_band() {
     assert!(found.len() * 2 >= exact, "MAFT found {} of the {exact} discriminatory points", found.len());
 }
 
+/// The exact score |P(favourable | R) − P(favourable | ¬R)| of reported group `g` (value
+/// conditions) over the data `rows` of `width` columns, where `favourable` is a row's favourable
+/// probability under TestSGD's sampling.
+fn exact_score(rows: &[f64], width: usize, g: &serde_json::Value, favourable: impl Fn(&[f64]) -> f64) -> f64 {
+    let holds = |r: &[f64]| {
+        g["conditions"].as_array().unwrap().iter().all(|c| {
+            let v = r[c["attribute"].as_u64().unwrap() as usize];
+            c["values"].as_array().unwrap().iter().any(|x| x.as_f64() == Some(v))
+        })
+    };
+    let (mut n_in, mut f_in, mut n_out, mut f_out) = (0.0, 0.0, 0.0, 0.0);
+    for r in rows.chunks(width) {
+        if holds(r) {
+            n_in += 1.0;
+            f_in += favourable(r);
+        } else {
+            n_out += 1.0;
+            f_out += favourable(r);
+        }
+    }
+    (f_in / n_in - f_out / n_out).abs()
+}
+
 /// Favourable exactly when sex = 1 and race ≠ 2: depends on protected attributes only, so every
 /// group's favourable rate under TestSGD's sampling (data rows of the group, one non-protected
 /// attribute moved) is the rate among the data's own rows of that group — known exactly.
@@ -159,26 +182,10 @@ fn testsgd_group_scores_lie_within_their_margin_of_the_exact_rates() {
     assert_eq!(report["figures"]["rule_sets_generated"], 20.0);
     assert_eq!(report["figures"]["complements_merged"], 4);
     assert_eq!(groups.len(), 16);
-    let favourable = |r: &[f64]| r[1] == 1.0 && r[2] != 2.0;
+    let favourable = |r: &[f64]| f64::from(u8::from(r[1] == 1.0 && r[2] != 2.0));
     let mut within = 0;
     for g in groups {
-        let holds = |r: &[f64]| {
-            g["conditions"].as_array().unwrap().iter().all(|c| {
-                let v = r[c["attribute"].as_u64().unwrap() as usize];
-                c["values"].as_array().unwrap().iter().any(|x| x.as_f64() == Some(v))
-            })
-        };
-        let (mut n_in, mut f_in, mut n_out, mut f_out) = (0.0, 0.0, 0.0, 0.0);
-        for r in rows.chunks(3) {
-            if holds(r) {
-                n_in += 1.0;
-                f_in += f64::from(u8::from(favourable(r)));
-            } else {
-                n_out += 1.0;
-                f_out += f64::from(u8::from(favourable(r)));
-            }
-        }
-        let exact = (f_in / n_in - f_out / n_out).abs();
+        let exact = exact_score(&rows, 3, g, favourable);
         let (score, margin) = (g["score"].as_f64().unwrap(), g["margin"].as_f64().unwrap());
         assert!(margin <= 0.05 && g["samples"].as_u64().unwrap() > 1000);
         within += usize::from((score - exact).abs() <= margin);
@@ -231,25 +238,7 @@ fn testsgd_under_a_subtle_bias_reports_nothing_significant_and_unbiased_leaders(
     // (clipped), each with probability 1/2.
     let f = |a: f64, sex: f64| f64::from(u8::from(a >= 90.0 - sex));
     let sampled = |r: &[f64]| 0.5 * f((r[0] + 1.0).min(99.0), r[1]) + 0.5 * f((r[0] - 1.0).max(0.0), r[1]);
-    let exact = |g: &serde_json::Value| {
-        let holds = |r: &[f64]| {
-            g["conditions"].as_array().unwrap().iter().all(|c| {
-                let v = r[c["attribute"].as_u64().unwrap() as usize];
-                c["values"].as_array().unwrap().iter().any(|x| x.as_f64() == Some(v))
-            })
-        };
-        let (mut n_in, mut f_in, mut n_out, mut f_out) = (0.0, 0.0, 0.0, 0.0);
-        for r in rows.chunks(3) {
-            if holds(r) {
-                n_in += 1.0;
-                f_in += sampled(r);
-            } else {
-                n_out += 1.0;
-                f_out += sampled(r);
-            }
-        }
-        (f_in / n_in - f_out / n_out).abs()
-    };
+    let exact = |g: &serde_json::Value| exact_score(&rows, 3, g, sampled);
     let p: Vec<f64> = groups
         .iter()
         .map(|g| {
