@@ -1,16 +1,21 @@
-//! Model throughput (rows/s) for the census reference ONNX model (through the native dense executor
-//! and through tract) and the Rust MLP at batch 1, 64, 4096 and 32768, on one thread and on all
-//! threads; and discrimination-check throughput (rows checked/s).
+//! Model throughput (rows/s) for the census reference ONNX model (through the native dense executor,
+//! tract and ONNX Runtime) and the Rust MLP at batch 1, 64, 4096 and 32768, on one thread and on all
+//! threads; the exports people ship (tests/fixtures/exports: tree ensembles, a scikit-learn
+//! Pipeline with named string inputs) through ONNX Runtime, and a tree ensemble through tract for
+//! comparison; and discrimination-check throughput (rows checked/s).
 //!
-//! `cargo bench --bench oracle`
+//! `cargo bench --bench oracle` (ONNX Runtime: `pip install onnxruntime`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fairpipe_core::check::Checker;
-use fairpipe_core::data::{load, LoadSpec, Split, SplitSpec};
-use fairpipe_core::models::{Mlp, MlpConfig, OnnxModel};
+use fairpipe_core::data::{load, LoadSpec, MissingPolicy, Split, SplitSpec};
+use fairpipe_core::models::model_outputs::{Favourable, OutputTransform};
+use fairpipe_core::models::onnx_runtime::runtime;
+use fairpipe_core::models::ort_model::OutputChoice;
+use fairpipe_core::models::{Mlp, MlpConfig, OnnxModel, OrtModel};
 use fairpipe_core::oracle::{Model, Oracle};
 
 fn census() -> fairpipe_core::data::Dataset {
@@ -32,11 +37,58 @@ fn models(data: &fairpipe_core::data::Dataset) -> Vec<(&'static str, Oracle)> {
     assert!(check.used, "the native executor must reproduce tract: {check:?}");
     let (x, y) = data.subset(Split::Train);
     let mlp = Mlp::train(&x, &y, &MlpConfig { epochs: 1, ..Default::default() }).expect("mlp");
+    let ort = ort_model(&path, data);
     vec![
         ("onnx-native", Oracle::new(Arc::new(native) as Arc<dyn Model>)),
         ("onnx-tract", Oracle::new(Arc::new(tract) as Arc<dyn Model>)),
+        ("onnx-onnxruntime", Oracle::new(Arc::new(ort) as Arc<dyn Model>)),
         ("mlp", Oracle::new(Arc::new(mlp) as Arc<dyn Model>)),
     ]
+}
+
+/// `path` run by ONNX Runtime on `data`'s rows.
+fn ort_model(path: &std::path::Path, data: &fairpipe_core::data::Dataset) -> OrtModel {
+    let runtime = runtime(None).expect("ONNX Runtime (pip install onnxruntime)");
+    let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped };
+    let choice = OutputChoice { name: None, transform: OutputTransform::None, favourable, classes: Vec::new() };
+    let rows: Vec<f64> = data.x.iter().copied().collect();
+    OrtModel::load(path, runtime, &data.domain, choice, &rows).expect("onnxruntime model")
+}
+
+/// The raw UCI Adult file as the exports were trained on it.
+fn adult() -> fairpipe_core::data::Dataset {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut spec = LoadSpec::new(root.join("pipelines/data/adult.data.csv"), "Y");
+    spec.favourable = Some(">50K".into());
+    spec.protected = vec!["sex".into()];
+    spec.drop = vec!["fnlwgt".into(), "education".into()];
+    spec.missing = MissingPolicy::Drop;
+    load(&spec).expect("bundled adult data")
+}
+
+/// The exports of tests/fixtures/exports through ONNX Runtime (and one tree ensemble through
+/// tract, at small batches only: it scores ~100 rows/s).
+fn exports_throughput(c: &mut Criterion) {
+    let data = adult();
+    let rows: Vec<f64> = data.x.iter().copied().collect();
+    let width = data.domain.width();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/exports");
+    for name in ["sklearn_rf100", "sklearn_gbc", "xgboost", "sklearn_vector_lr", "sklearn_named_zipmap"] {
+        let oracle = Oracle::new(Arc::new(ort_model(&dir.join(format!("{name}.onnx")), &data)) as Arc<dyn Model>);
+        bench_batches(c, &format!("predict/onnxruntime-{name}"), &oracle, &rows, width, &[1, 64, 4096]);
+    }
+    let tract = OnnxModel::load(&dir.join("sklearn_rf100.onnx"), width, None).expect("tract runs the forest");
+    let oracle = Oracle::new(Arc::new(tract) as Arc<dyn Model>);
+    let mut group = c.benchmark_group("predict/tract-sklearn_rf100");
+    for &batch in &[1usize, 64] {
+        let x = &rows[..batch * width];
+        group.throughput(Throughput::Elements(batch as u64));
+        let pool = pool(1);
+        group.bench_with_input(BenchmarkId::new("threads1", batch), &batch, |b, _| {
+            pool.install(|| b.iter(|| oracle.predict_proba(x).expect("predict")))
+        });
+    }
+    group.finish();
 }
 
 fn pool(threads: usize) -> rayon::ThreadPool {
@@ -47,24 +99,30 @@ fn oracle_throughput(c: &mut Criterion) {
     let data = census();
     let rows: Vec<f64> = data.x.iter().copied().collect();
     let width = data.domain.width();
-    let all = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     for (name, oracle) in models(&data) {
-        let mut group = c.benchmark_group(format!("predict/{name}"));
-        for &batch in &[1usize, 64, 4096, 32768] {
-            let x = &rows[..batch * width];
-            group.throughput(Throughput::Elements(batch as u64));
-            for threads in [1, all] {
-                if batch < 4096 && threads > 1 {
-                    continue;
-                }
-                let pool = pool(threads);
-                group.bench_with_input(BenchmarkId::new(format!("threads{threads}"), batch), &batch, |b, _| {
-                    pool.install(|| b.iter(|| oracle.predict_proba(x).expect("predict")))
-                });
-            }
-        }
-        group.finish();
+        bench_batches(c, &format!("predict/{name}"), &oracle, &rows, width, &[1, 64, 4096, 32768]);
     }
+}
+
+/// Time `oracle` on the first `batch` rows for each of `batches`: on one thread, and on every
+/// thread from 4096 rows up.
+fn bench_batches(c: &mut Criterion, group: &str, oracle: &Oracle, rows: &[f64], width: usize, batches: &[usize]) {
+    let all = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut group = c.benchmark_group(group);
+    for &batch in batches {
+        let x = &rows[..batch * width];
+        group.throughput(Throughput::Elements(batch as u64));
+        for threads in [1, all] {
+            if batch < 4096 && threads > 1 {
+                continue;
+            }
+            let pool = pool(threads);
+            group.bench_with_input(BenchmarkId::new(format!("threads{threads}"), batch), &batch, |b, _| {
+                pool.install(|| b.iter(|| oracle.predict_proba(x).expect("predict")))
+            });
+        }
+    }
+    group.finish();
 }
 
 fn check_throughput(c: &mut Criterion) {
@@ -87,6 +145,6 @@ fn check_throughput(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(3)).warm_up_time(std::time::Duration::from_secs(1));
-    targets = oracle_throughput, check_throughput
+    targets = oracle_throughput, exports_throughput, check_throughput
 }
 criterion_main!(benches);

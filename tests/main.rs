@@ -14,6 +14,7 @@ mod external_plugin;
 mod fairlearn;
 mod gate;
 mod group_metrics;
+mod model_exports;
 mod model_zoo;
 mod onnx_outputs;
 mod pipelines;

@@ -121,6 +121,42 @@ pub enum ModelError {
     /// Training failed.
     #[error("training failed: {0}")]
     Train(String),
+    /// A model returned NaN or an infinite value.
+    #[error("model output {output} is {value} for row {row}{}: a model that returns NaN or infinity cannot be audited; check the row's values against the model's training data (a missing value, a category or range it never saw)", features_of(.features))]
+    NotFinite {
+        /// The output read.
+        output: String,
+        /// The row's position in the batch scored.
+        row: usize,
+        /// The value returned.
+        value: f64,
+        /// The row's encoded features, when known.
+        features: Vec<f64>,
+    },
+    /// An output read as probabilities holds something else (logits, scores).
+    #[error("model output {output} does not hold probabilities: {problem} at row {row} ({values:?}); {fix}")]
+    NotProbabilities {
+        /// The output read.
+        output: String,
+        /// The row's position in the batch scored.
+        row: usize,
+        /// The row's values.
+        values: Vec<f64>,
+        /// What is wrong with them.
+        problem: String,
+        /// What to set instead.
+        fix: String,
+    },
+    /// ONNX Runtime is needed but cannot be started.
+    #[error("{path}: {reason} needs ONNX Runtime, which is not available: {message}")]
+    RuntimeMissing {
+        /// The model file.
+        path: PathBuf,
+        /// Which operator, input or output needs it.
+        reason: String,
+        /// What was tried, and the install command.
+        message: String,
+    },
     /// A saved model could not be read or written.
     #[error("{path}: {message}")]
     File {
@@ -129,6 +165,15 @@ pub enum ModelError {
         /// What went wrong.
         message: String,
     },
+}
+
+/// " (features [1, 2, 3])" when the features are known.
+fn features_of(features: &[f64]) -> String {
+    if features.is_empty() {
+        String::new()
+    } else {
+        format!(" (encoded features {features:?})")
+    }
 }
 
 /// Writing a result file failed.

@@ -83,7 +83,18 @@ impl Oracle {
                 .try_for_each(|(xc, oc)| self.model.predict_into(xc, oc))
         };
         self.counters.busy_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        result
+        result?;
+        // A NaN would compare false everywhere and read as "never discriminatory": refuse it here,
+        // whatever the model.
+        if let Some(row) = out.iter().position(|p| !p.is_finite()) {
+            return Err(ModelError::NotFinite {
+                output: "P(favourable)".into(),
+                row,
+                value: out[row],
+                features: x[row * width..(row + 1) * width].to_vec(),
+            });
+        }
+        Ok(())
     }
 
     /// Predicted class (P > 0.5) of each row.

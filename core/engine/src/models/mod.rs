@@ -1,11 +1,16 @@
 //! Models under test: trained natively (MLP, logistic regression, decision tree, random forest,
-//! SVM) or loaded (ONNX).
+//! SVM) or loaded (ONNX, run natively, by tract or by ONNX Runtime).
 
 pub mod dense;
 pub mod logistic;
 pub mod mlp;
+pub mod model_inputs;
+pub mod model_outputs;
 pub mod onnx;
 pub mod onnx_dense;
+pub mod onnx_graph;
+pub mod onnx_runtime;
+pub mod ort_model;
 pub mod standardise;
 pub mod svm;
 pub mod tree;
@@ -14,6 +19,7 @@ pub mod zoo;
 pub use logistic::Logistic;
 pub use mlp::{Mlp, MlpConfig};
 pub use onnx::OnnxModel;
+pub use ort_model::OrtModel;
 pub use svm::{Svm, SvmConfig, SvmKernel};
 pub use tree::Tree;
 pub use zoo::{Fitted, Forest, ModelFile};

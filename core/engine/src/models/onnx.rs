@@ -13,6 +13,8 @@ use std::sync::Arc;
 use tract_onnx::prelude::*;
 
 use super::dense::DenseNet;
+use super::model_inputs::ElementType;
+use super::model_outputs::{reader_for, Favourable, OutputReader, OutputTransform, RawOutput, ReadRule};
 use super::onnx_dense::dense_from_onnx;
 use crate::error::ModelError;
 use crate::oracle::Model;
@@ -25,8 +27,10 @@ pub struct OnnxModel {
     plan: Plan,
     n_features: usize,
     output_name: String,
-    /// Column of the chosen output holding P(class 1); `None` when the output has one column.
-    positive_column: Option<usize>,
+    /// Values per row of the chosen output (1 or 2).
+    columns: usize,
+    /// How P(favourable) is read from it (by default: P(class 1), checked).
+    reader: OutputReader,
     /// The graph as a native dense network, if it is one (not yet trusted).
     candidate: Option<DenseNet>,
     /// The native executor, once verified against tract.
@@ -73,7 +77,8 @@ impl OnnxModel {
             .set_input_fact(0, InferenceFact::dt_shape(f32::datum_type(), tvec![TDim::from(batch), TDim::from(n_features as i64)]))
             .map_err(err)?;
         let outlets = model.output_outlets().map_err(err)?.to_vec();
-        let names: Vec<String> = outlets.iter().map(|o| model.node(o.node).name.clone()).collect();
+        let names: Vec<String> =
+            outlets.iter().map(|o| model.outlet_label(*o).map(str::to_string).unwrap_or_else(|| model.node(o.node).name.clone())).collect();
         // Run every output once to see its type and shape.
         let probe = model.clone().into_optimized().map_err(width_err)?.into_runnable().map_err(err)?;
         let zeros = Tensor::zero::<f32>(&[1, n_features]).map_err(err)?;
@@ -99,9 +104,9 @@ impl OnnxModel {
             });
         }
         let shape = values[chosen].shape().to_vec();
-        let positive_column = match shape.as_slice() {
-            [1] | [1, 1] => None,
-            [1, 2] => Some(1),
+        let columns = match shape.as_slice() {
+            [1] | [1, 1] => 1,
+            [1, 2] => 2,
             other => {
                 return Err(ModelError::Onnx {
                     path: path.to_path_buf(),
@@ -115,15 +120,41 @@ impl OnnxModel {
         model.select_output_outlets(&[outlets[chosen]]).map_err(err)?;
         let plan = model.into_optimized().map_err(err)?.into_runnable().map_err(err)?;
         let candidate = dense_from_onnx(path).filter(|net| net.n_features() == n_features);
+        let rule = if columns == 2 { ReadRule::Column { column: 1 } } else { ReadRule::Sigmoid { complement: false } };
+        let reader = OutputReader { name: names[chosen].clone(), rule, transform: OutputTransform::None, assumed_class: false };
         Ok(OnnxModel {
             path: path.to_path_buf(),
             plan,
             n_features,
             output_name: names[chosen].clone(),
-            positive_column,
+            columns,
+            reader,
             candidate,
             native: None,
         })
+    }
+
+    /// Read the output as P(`favourable`) after `transform`, and check that it reads as
+    /// probabilities on `probe` rows (row-major): refuses logits, NaN and values outside [0, 1].
+    pub fn read_output_as(&mut self, favourable: &Favourable, transform: OutputTransform, probe: &[f64]) -> Result<(), ModelError> {
+        let rows = probe.len() / self.n_features.max(1);
+        let raw = self.raw_tract(probe, rows)?;
+        let reader = reader_for(&self.output_name, &ElementType::Float32, &raw, favourable, transform, &[])
+            .map_err(|message| ModelError::Onnx { path: self.path.clone(), message })?;
+        let mut out = vec![0.0; rows];
+        reader.read(raw, &mut out, 0).map_err(|e| ModelError::Onnx { path: self.path.clone(), message: e.to_string() })?;
+        if transform != OutputTransform::None {
+            // The dense extraction ends at the graph's own head; a transform on top is tract's.
+            self.candidate = None;
+            self.native = None;
+        }
+        self.reader = reader;
+        Ok(())
+    }
+
+    /// How the output is read.
+    pub fn reader(&self) -> &OutputReader {
+        &self.reader
     }
 
     /// Compare the native executor (if the graph has one) with tract on `rows` (row-major) and use
@@ -137,6 +168,9 @@ impl OnnxModel {
         self.predict_tract(rows, &mut by_tract)?;
         let mut by_native = vec![0.0; n];
         candidate.predict_into(rows, &mut by_native);
+        if matches!(self.reader.rule, ReadRule::Column { column: 0 } | ReadRule::Sigmoid { complement: true }) {
+            by_native.iter_mut().for_each(|p| *p = 1.0 - *p);
+        }
         let max_abs_diff = by_tract.iter().zip(&by_native).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         let label_flips = by_tract.iter().zip(&by_native).filter(|(a, b)| (**a > 0.5) != (**b > 0.5)).count();
         let used = n > 0 && label_flips == 0 && max_abs_diff <= NATIVE_TOLERANCE;
@@ -159,17 +193,22 @@ impl OnnxModel {
         if rows == 0 {
             return Ok(());
         }
+        let raw = self.raw_tract(x, rows)?;
+        self.reader.read(raw, out, 0)
+    }
+
+    /// The chosen output's values for `rows` rows of `x`.
+    fn raw_tract(&self, x: &[f64], rows: usize) -> Result<RawOutput, ModelError> {
+        if rows == 0 {
+            return Ok(RawOutput::Floats { values: Vec::new(), columns: self.columns });
+        }
         let input: Vec<f32> = x.iter().map(|&v| v as f32).collect();
         let tensor = Tensor::from_shape(&[rows, self.n_features], &input).map_err(|e| ModelError::Inference(format!("{e:#}")))?;
         let result = self.plan.run(tvec![tensor.into()]).map_err(|e| ModelError::Inference(format!("{e:#}")))?;
         let result = result[0].cast_to::<f32>().map_err(|e| ModelError::Inference(format!("{e:#}")))?;
         let view = result.try_as_plain_ram().map_err(|e| ModelError::Inference(format!("{e:#}")))?;
         let values = view.as_slice::<f32>().map_err(|e| ModelError::Inference(format!("{e:#}")))?;
-        match self.positive_column {
-            None => out.iter_mut().zip(values).for_each(|(o, v)| *o = f64::from(*v)),
-            Some(c) => out.iter_mut().zip(values.chunks_exact(2)).for_each(|(o, v)| *o = f64::from(v[c])),
-        }
-        Ok(())
+        Ok(RawOutput::Floats { values: values.iter().map(|&v| f64::from(v)).collect(), columns: self.columns })
     }
 
     /// Name of the output the probabilities are read from.
@@ -187,6 +226,9 @@ impl Model for OnnxModel {
         match &self.native {
             Some(net) => {
                 net.predict_into(x, out);
+                if matches!(self.reader.rule, ReadRule::Column { column: 0 } | ReadRule::Sigmoid { complement: true }) {
+                    out.iter_mut().for_each(|p| *p = 1.0 - *p);
+                }
                 Ok(())
             }
             None => self.predict_tract(x, out),

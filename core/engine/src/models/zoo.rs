@@ -2,8 +2,11 @@
 //! algorithm, and the model file that saves one with its recipe and feature names (train once,
 //! audit many times; a loaded file can still be retrained).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+
+use fairpipe_abi::domain::{AttributeKind, Domain};
 
 use ndarray::{Array2, Axis};
 use rand::seq::SliceRandom;
@@ -138,6 +141,11 @@ pub struct ModelFile {
     pub version: u32,
     /// Feature names in input order.
     pub features: Vec<String>,
+    /// The levels of each categorical feature, in code order, as the model was trained: data
+    /// whose codes differ is refused (files written before this field have none, and are not
+    /// checked).
+    #[serde(default)]
+    pub levels: BTreeMap<String, Vec<String>>,
     /// The training recipe (so the model can be retrained).
     pub recipe: Recipe,
     /// The fitted parameters.
@@ -145,9 +153,10 @@ pub struct ModelFile {
 }
 
 impl ModelFile {
-    /// A file for `model` trained by `recipe` on `features`.
-    pub fn new(features: Vec<String>, recipe: Recipe, model: Fitted) -> Self {
-        ModelFile { format: FORMAT.into(), version: VERSION, features, recipe, model }
+    /// A file for `model` trained by `recipe` on rows of `domain`.
+    pub fn new(domain: &Domain, recipe: Recipe, model: Fitted) -> Self {
+        let features = domain.attributes.iter().map(|a| a.name.clone()).collect();
+        ModelFile { format: FORMAT.into(), version: VERSION, features, levels: levels_of(domain), recipe, model }
     }
 
     /// The file as JSON text.
@@ -155,8 +164,10 @@ impl ModelFile {
         serde_json::to_string(self).map_err(|e| ModelError::Train(format!("cannot serialise the model: {e}")))
     }
 
-    /// Read `path` and check that it was trained on `features` (same names, same order).
-    pub fn load(path: &Path, features: &[String]) -> Result<Self, ModelError> {
+    /// Read `path` and check that it was trained on rows of `domain`: the same feature names in the
+    /// same order, and each category coded as in training.
+    pub fn load(path: &Path, domain: &Domain) -> Result<Self, ModelError> {
+        let features: Vec<String> = domain.attributes.iter().map(|a| a.name.clone()).collect();
         let err = |message: String| ModelError::File { path: path.to_path_buf(), message };
         let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
         let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| err(format!("not JSON: {e}")))?;
@@ -170,8 +181,29 @@ impl ModelFile {
         if file.features != features {
             return Err(err(format!("the model was trained on features {:?}, but the data has {:?}", file.features, features)));
         }
+        let data_levels = levels_of(domain);
+        for (column, trained) in &file.levels {
+            let found = data_levels.get(column).cloned().unwrap_or_default();
+            if &found != trained {
+                return Err(err(format!(
+                    "column {column:?} is coded differently than when the model was trained (trained on levels {trained:?}, the data has {found:?}), so its codes would mean other categories; declare the trained list in the load stage: `columns.\"{column}\" = {{ levels = {trained:?} }}`"
+                )));
+            }
+        }
         Ok(file)
     }
+}
+
+/// The levels of each categorical attribute of `domain`.
+fn levels_of(domain: &Domain) -> BTreeMap<String, Vec<String>> {
+    domain
+        .attributes
+        .iter()
+        .filter_map(|a| match &a.kind {
+            AttributeKind::Categorical { levels } => Some((a.name.clone(), levels.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -203,21 +235,38 @@ mod tests {
         let (x, y) = data();
         let recipe = Recipe::Logistic { max_iterations: 100, alpha: 1.0 };
         let fitted = recipe.fit(&x, &y).unwrap();
-        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let attribute = |name: &str, levels: Option<&[&str]>| fairpipe_abi::domain::Attribute {
+            name: name.into(),
+            kind: match levels {
+                Some(l) => AttributeKind::Categorical { levels: l.iter().map(|s| s.to_string()).collect() },
+                None => AttributeKind::Integer,
+            },
+            lower: 0.0,
+            upper: 16.0,
+            step: 1.0,
+            protected: false,
+        };
+        let domain =
+            |c_levels: &[&str]| Domain { attributes: vec![attribute("a", None), attribute("b", None), attribute("c", Some(c_levels))] };
+        let trained = domain(&["x", "y", "z"]);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.json");
-        std::fs::write(&path, ModelFile::new(names.clone(), recipe.clone(), fitted.clone()).to_json().unwrap()).unwrap();
-        let loaded = ModelFile::load(&path, &names).unwrap();
+        std::fs::write(&path, ModelFile::new(&trained, recipe.clone(), fitted.clone()).to_json().unwrap()).unwrap();
+        let loaded = ModelFile::load(&path, &trained).unwrap();
         assert_eq!(loaded.recipe, recipe);
         let flat: Vec<f64> = x.iter().copied().collect();
         let (mut p, mut q) = (vec![0.0; 400], vec![0.0; 400]);
         fitted.into_model().predict_into(&flat, &mut p).unwrap();
         loaded.model.into_model().predict_into(&flat, &mut q).unwrap();
         assert_eq!(p, q);
-        let other: Vec<String> = ["a", "c", "b"].iter().map(|s| s.to_string()).collect();
+        let mut other = trained.clone();
+        other.attributes.swap(1, 2);
         let err = ModelFile::load(&path, &other).unwrap_err().to_string();
         assert!(err.contains("m.json") && err.contains("trained on features"), "{err}");
+        // Data lacking a category the training data had: its codes would shift.
+        let err = ModelFile::load(&path, &domain(&["x", "z"])).unwrap_err().to_string();
+        assert!(err.contains("coded differently") && err.contains("levels = [\"x\", \"y\", \"z\"]"), "{err}");
         std::fs::write(&path, "{\"format\": \"something\"}").unwrap();
-        assert!(ModelFile::load(&path, &names).unwrap_err().to_string().contains("not a fairpipe model file"));
+        assert!(ModelFile::load(&path, &trained).unwrap_err().to_string().contains("not a fairpipe model file"));
     }
 }

@@ -13,6 +13,7 @@ pub const STAGE_KINDS: &[StageKind] = &[
     stages::cluster::KIND,
     stages::estimate::KIND,
     stages::check::KIND,
+    stages::predict::KIND,
     stages::generate::KIND,
     stages::verify::KIND,
     stages::group_score::KIND,

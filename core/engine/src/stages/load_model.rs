@@ -1,14 +1,21 @@
-//! `load_model`: load a model under test from an ONNX file or a model file saved by `train`.
+//! `load_model`: load a model under test from an ONNX file (run natively, by tract or by ONNX
+//! Runtime) or from a model file saved by `train`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::model_output::{model_output, ModelFigures};
 use super::train::DATA_INPUT;
-use crate::error::Result;
-use crate::models::{Complement, ModelFile, OnnxModel};
+use crate::data::Dataset;
+use crate::error::{ModelError, Result};
+use crate::models::model_inputs::InputPlan;
+use crate::models::model_outputs::{Favourable, OutputTransform};
+use crate::models::onnx_graph::{graph_facts, GraphFacts};
+use crate::models::onnx_runtime::{install_advice, runtime};
+use crate::models::ort_model::OutputChoice;
+use crate::models::{Complement, ModelFile, OnnxModel, OrtModel};
 use crate::oracle::Model;
 use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
 use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
@@ -17,17 +24,34 @@ use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage,
 /// The `load_model` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "load_model",
-    doc: "Load a model under test from an ONNX file (two-class probabilities [N,2], a sigmoid [N,1], or a scikit-learn export) or from a model file saved by a train stage (which can be retrained). Reports train and test accuracy on the dataset.",
+    doc: "Load a model under test from an ONNX file or from a model file saved by a train stage (which can be retrained). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
     keys: &[
         KeyDoc::new("path", "path", "required", "an .onnx file, or a .json model saved by a train stage, relative to the pipeline file"),
-        KeyDoc::new("output", "string", "first float output named *prob*, else first float output", "name of the output holding the probabilities"),
+        KeyDoc::new(
+            "output",
+            "string",
+            "the first output that reads as probabilities (names with \"prob\" first, labels last)",
+            "the model's output holding the probabilities (a [N,2] or [N,1] tensor, a ZipMap, or labels)",
+        ),
+        KeyDoc::new(
+            "output_transform",
+            "\"none\"|\"sigmoid\"|\"softmax\"",
+            "\"none\"",
+            "turn an output of logits into probabilities; without it, values outside [0, 1] or rows not summing to 1 are refused",
+        ),
         KeyDoc::new(
             "executor",
-            "\"auto\"|\"tract\"",
+            "\"auto\"|\"native\"|\"tract\"|\"onnxruntime\"",
             "\"auto\"",
-            "auto: run a plain dense-layer graph natively once it reproduces tract on every row of the data (no label change, |dp| <= 1e-5); tract: always tract",
+            "auto: ONNX Runtime for ai.onnx.ml operators, string/float64/several inputs, sequence or map outputs, or what tract refuses; else tract, replaced by the native dense executor once it reproduces tract on every row of the data (no label change, |dp| <= 1e-5)",
+        ),
+        KeyDoc::new(
+            "onnxruntime",
+            "path",
+            "ORT_DYLIB_PATH, then python3's onnxruntime package",
+            "libonnxruntime.so (or the folder holding it) to load, relative to the pipeline file",
         ),
     ],
     tag: None,
@@ -36,15 +60,20 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<LoadModelConfig>,
 };
 
-/// `executor = "auto" | "tract"`.
+/// `executor = "auto" | "native" | "tract" | "onnxruntime"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Executor {
-    /// The native dense executor when it reproduces tract on the data, else tract.
+    /// ONNX Runtime where the graph needs it, else the native dense executor when it reproduces
+    /// tract on the data, else tract.
     #[default]
     Auto,
+    /// The native dense executor (the graph must be a dense stack that reproduces tract).
+    Native,
     /// Always tract.
     Tract,
+    /// Always ONNX Runtime.
+    Onnxruntime,
 }
 
 /// The `load_model` stage's config.
@@ -56,15 +85,27 @@ pub struct LoadModelConfig {
     /// Name of the output holding the probabilities.
     #[serde(default)]
     pub output: Option<String>,
+    /// What turns the output into probabilities.
+    #[serde(default)]
+    pub output_transform: OutputTransform,
     /// Which executor runs an ONNX model.
     #[serde(default)]
     pub executor: Executor,
+    /// The ONNX Runtime library (or its folder), relative to the pipeline file.
+    #[serde(default)]
+    pub onnxruntime: Option<PathBuf>,
 }
 
 impl LoadModelConfig {
     /// A config loading `path` with the default output and executor.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        LoadModelConfig { path: path.into(), output: None, executor: Executor::Auto }
+        LoadModelConfig {
+            path: path.into(),
+            output: None,
+            output_transform: OutputTransform::None,
+            executor: Executor::Auto,
+            onnxruntime: None,
+        }
     }
 }
 
@@ -75,15 +116,26 @@ impl StageConfig for LoadModelConfig {
 
     fn validate(&self, checks: &mut Checks<'_, '_>) {
         checks.existing_file("path", &self.path);
+        if let Some(lib) = &self.onnxruntime {
+            if !checks.dir().join(lib).exists() {
+                checks.problem("onnxruntime", format!("{} does not exist; {}", lib.display(), install_advice()));
+            }
+        }
     }
 
     fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
-        Ok(Box::new(LoadModel { path: env.dir.join(&self.path), output: self.output, native: self.executor == Executor::Auto }))
+        Ok(Box::new(LoadModel {
+            path: env.dir.join(&self.path),
+            output: self.output,
+            transform: self.output_transform,
+            executor: self.executor,
+            onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
+        }))
     }
 }
 
 /// Figures of a `load_model` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadModelFigures {
     /// The recipe's algorithm, for a saved fairpipe model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,6 +143,23 @@ pub struct LoadModelFigures {
     /// The ONNX output read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// How P(favourable) is read from it ("column 1", "ZipMap entry \">50K\"", "labels only").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_read: Option<String>,
+    /// Whether the model gives labels only (no probabilities: AUC, calibration and
+    /// probability-gradient searches are then not meaningful).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels_only: Option<bool>,
+    /// Whether the favourable class was assumed to be the model's class 1 (integer classes, text
+    /// labels in the data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub favourable_class_assumed: Option<bool>,
+    /// How rows reach the model ("one float32 input …", "13 named inputs (raw columns)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_contract: Option<String>,
+    /// Feature columns the model does not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unused_features: Option<Vec<String>>,
     /// Rows the native executor was checked against tract on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_checked_rows: Option<usize>,
@@ -100,54 +169,272 @@ pub struct LoadModelFigures {
     /// Labels that differ between the two.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_label_flips: Option<usize>,
-    /// The executor that runs the model (ONNX).
+    /// The executor that runs the model (ONNX): "native dense …", "tract", "onnxruntime 1.32.0".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executor: Option<String>,
+    /// Why ONNX Runtime runs it (the parts tract cannot run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor_reason: Option<String>,
+    /// How the executor compared with onnxruntime on the data (auto, when onnxruntime is installed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_check: Option<String>,
+    /// Rows compared with onnxruntime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_checked_rows: Option<usize>,
+    /// Largest |P − P_onnxruntime| on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_max_abs_diff: Option<f64>,
+    /// The ONNX Runtime library loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onnxruntime_path: Option<String>,
     /// The model's accuracy.
     #[serde(flatten)]
     pub model: ModelFigures,
 }
 
+/// Rows on which tract (or the native executor) is compared with onnxruntime.
+const REFERENCE_CHECK_ROWS: usize = 20_000;
+
+/// Largest probability difference accepted between an executor and onnxruntime.
+const REFERENCE_TOLERANCE: f64 = 1e-5;
+
 struct LoadModel {
     path: PathBuf,
     output: Option<String>,
-    native: bool,
+    transform: OutputTransform,
+    executor: Executor,
+    onnxruntime: Option<PathBuf>,
 }
 
 impl Stage for LoadModel {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
-        let mut figures = LoadModelFigures {
-            algorithm: None,
-            output: None,
-            native_checked_rows: None,
-            native_max_abs_diff: None,
-            native_label_flips: None,
-            executor: None,
-            model: ModelFigures::default(),
-        };
+        let mut figures = LoadModelFigures::default();
         let (model, recipe): (Arc<dyn Model>, _) = if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
-            let names: Vec<String> = data.domain.attributes.iter().map(|a| a.name.clone()).collect();
-            let file = ModelFile::load(&self.path, &names)?;
+            let file = ModelFile::load(&self.path, &data.domain)?;
             figures.algorithm = Some(file.recipe.name().to_string());
-            (file.model.into_model(), Some(file.recipe))
+            let model = file.model.into_model();
+            let model: Arc<dyn Model> = if data.label_flipped { Arc::new(Complement(model)) } else { model };
+            (model, Some(file.recipe))
         } else {
-            let mut model = OnnxModel::load(&self.path, data.domain.width(), self.output.as_deref())?;
-            figures.output = Some(model.output_name().to_string());
-            if self.native {
-                let rows: Vec<f64> = data.x.iter().copied().collect();
-                if let Some(check) = model.verify_native(&rows)? {
-                    figures.native_checked_rows = Some(check.rows);
-                    figures.native_max_abs_diff = Some(check.max_abs_diff);
-                    figures.native_label_flips = Some(check.label_flips);
-                }
-            }
-            figures.executor = Some(model.executor());
-            let model: Arc<dyn Model> = if data.label_flipped { Arc::new(Complement(Arc::new(model))) } else { Arc::new(model) };
-            (model, None)
+            (self.load_onnx(&data, &mut figures)?, None)
         };
         let (artifact, model_figures, model_queries) = model_output(model, data, recipe)?;
         figures.model = model_figures;
         Ok(StageOutput { artifact: Artifact::Model(Arc::new(artifact)), figures: figures_map(&figures), tables: Vec::new(), model_queries })
     }
+}
+
+impl LoadModel {
+    /// Load the ONNX model with the executor chosen (see [`Executor`]).
+    fn load_onnx(&self, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
+        let facts = graph_facts(&self.path)?;
+        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped };
+        let rows: Vec<f64> = data.x.iter().copied().collect();
+        let needs = facts.needs_onnxruntime.join(", ");
+        match self.executor {
+            Executor::Onnxruntime => return self.load_ort(data, favourable, &facts, &rows, figures, "executor = \"onnxruntime\""),
+            Executor::Auto if !facts.needs_onnxruntime.is_empty() => {
+                return self.load_ort(data, favourable, &facts, &rows, figures, &needs);
+            }
+            Executor::Native | Executor::Tract if !facts.needs_onnxruntime.is_empty() => {
+                return Err(ModelError::Onnx {
+                    path: self.path.clone(),
+                    message: format!(
+                        "executor = \"{}\" cannot run {needs}; use executor = \"onnxruntime\" (or \"auto\")",
+                        self.executor_name()
+                    ),
+                }
+                .into());
+            }
+            _ => {}
+        }
+        let mut model = match OnnxModel::load(&self.path, data.domain.width(), self.output.as_deref()) {
+            Ok(model) => model,
+            Err(refused) if self.executor == Executor::Auto => {
+                let reason = format!("a graph that tract refuses ({refused})");
+                return self.load_ort(data, favourable, &facts, &rows, figures, &reason);
+            }
+            Err(refused) => return Err(refused.into()),
+        };
+        model.read_output_as(&favourable, self.transform, &rows[..rows.len().min(256 * data.domain.width())])?;
+        figures.output = Some(model.output_name().to_string());
+        figures.output_read = Some(model.reader().describe());
+        figures.input_contract = Some(format!("one float32 input [N,{}] (encoded features)", data.domain.width()));
+        if self.executor != Executor::Tract {
+            match model.verify_native(&rows)? {
+                Some(check) => {
+                    figures.native_checked_rows = Some(check.rows);
+                    figures.native_max_abs_diff = Some(check.max_abs_diff);
+                    figures.native_label_flips = Some(check.label_flips);
+                    if self.executor == Executor::Native && !check.used {
+                        return Err(ModelError::Onnx {
+                            path: self.path.clone(),
+                            message: format!(
+                                "executor = \"native\": the native dense executor does not reproduce tract on the data ({} label flips, max |dp| {:e}); use \"auto\" or \"tract\"",
+                                check.label_flips, check.max_abs_diff
+                            ),
+                        }
+                        .into());
+                    }
+                }
+                None if self.executor == Executor::Native => {
+                    return Err(ModelError::Onnx {
+                        path: self.path.clone(),
+                        message: "executor = \"native\": the graph is not a plain stack of dense layers; use \"auto\" or \"tract\"".into(),
+                    }
+                    .into());
+                }
+                None => {}
+            }
+        }
+        figures.executor = Some(model.executor());
+        if self.executor == Executor::Auto {
+            if let Some(reference) = self.check_against_onnxruntime(data, &model, favourable, facts.classes, &rows, figures)? {
+                return Ok(reference);
+            }
+        }
+        Ok(Arc::new(model))
+    }
+
+    /// Where ONNX Runtime is installed, hold tract's (or the native executor's) probabilities
+    /// against it on the data's rows: a graph that tract runs differently (seen: `Sqrt` of a
+    /// negative number, NaN in onnxruntime, a number in tract) is then run by ONNX Runtime, and
+    /// its NaN refused, instead of audited on tract's figures. `None` keeps `model`.
+    fn check_against_onnxruntime(
+        &self,
+        data: &Dataset,
+        model: &OnnxModel,
+        favourable: Favourable,
+        classes: Vec<crate::models::model_outputs::ClassKey>,
+        rows: &[f64],
+        figures: &mut LoadModelFigures,
+    ) -> Result<Option<Arc<dyn Model>>> {
+        let Ok(runtime) = runtime(self.onnxruntime.as_deref()) else {
+            figures.reference_check = Some("not made: ONNX Runtime is not installed".into());
+            return Ok(None);
+        };
+        let choice = OutputChoice { name: Some(model.output_name()), transform: self.transform, favourable, classes };
+        let reference = match OrtModel::load(&self.path, runtime, &data.domain, choice, rows) {
+            Ok(reference) => reference,
+            Err(e @ ModelError::NotFinite { .. }) => return Err(e.into()),
+            Err(e) => {
+                figures.reference_check = Some(format!("not made: onnxruntime cannot run it ({e})"));
+                return Ok(None);
+            }
+        };
+        let width = data.domain.width();
+        let n = (rows.len() / width.max(1)).min(REFERENCE_CHECK_ROWS);
+        let rows = &rows[..n * width];
+        let mut ours = vec![0.0; n];
+        model.predict_into(rows, &mut ours)?;
+        let mut theirs = vec![0.0; n];
+        reference.predict_into(rows, &mut theirs)?;
+        let max_abs_diff = ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let flips = ours.iter().zip(&theirs).filter(|(a, b)| (**a > 0.5) != (**b > 0.5)).count();
+        figures.reference_checked_rows = Some(n);
+        figures.reference_max_abs_diff = Some(max_abs_diff);
+        if flips == 0 && max_abs_diff <= REFERENCE_TOLERANCE {
+            figures.reference_check = Some(format!("{} reproduces onnxruntime {}", model.executor(), reference.runtime().version));
+            return Ok(None);
+        }
+        figures.reference_check = Some(format!(
+            "{} differs from onnxruntime {} ({flips} label flips, max |dp| {max_abs_diff:e}): onnxruntime runs it",
+            model.executor(),
+            reference.runtime().version
+        ));
+        figures.executor = Some(reference.executor());
+        figures.executor_reason = Some("tract's probabilities differ from onnxruntime's".into());
+        figures.onnxruntime_path = Some(reference.runtime().path.display().to_string());
+        figures.native_checked_rows = None;
+        figures.native_max_abs_diff = None;
+        figures.native_label_flips = None;
+        Ok(Some(Arc::new(reference)))
+    }
+
+    fn load_ort(
+        &self,
+        data: &Dataset,
+        favourable: Favourable,
+        facts: &GraphFacts,
+        rows: &[f64],
+        figures: &mut LoadModelFigures,
+        reason: &str,
+    ) -> Result<Arc<dyn Model>> {
+        let runtime = runtime(self.onnxruntime.as_deref()).map_err(|e| ModelError::RuntimeMissing {
+            path: self.path.clone(),
+            reason: reason.to_string(),
+            message: e.message,
+        })?;
+        let choice = OutputChoice { name: self.output.as_deref(), transform: self.transform, favourable, classes: facts.classes.clone() };
+        let model = OrtModel::load(&self.path, runtime, &data.domain, choice, rows)?;
+        let read = model.input_plan().attributes_read(data.domain.width());
+        check_protected_read(&self.path, data, &read)?;
+        check_known_categories(&self.path, data, model.input_plan(), facts)?;
+        let unused: Vec<String> =
+            (0..data.domain.width()).filter(|i| !read.contains(i)).map(|i| data.domain.attributes[i].name.clone()).collect();
+        figures.output = Some(model.output_name().to_string());
+        figures.output_read = Some(model.reader().describe());
+        figures.labels_only = Some(model.reader().labels_only());
+        figures.favourable_class_assumed = Some(model.reader().assumed_class);
+        figures.input_contract = Some(model.input_plan().describe());
+        figures.unused_features = (!unused.is_empty()).then_some(unused);
+        figures.executor = Some(model.executor());
+        figures.executor_reason = Some(reason.to_string());
+        figures.onnxruntime_path = Some(model.runtime().path.display().to_string());
+        Ok(Arc::new(model))
+    }
+
+    fn executor_name(&self) -> &'static str {
+        match self.executor {
+            Executor::Auto => "auto",
+            Executor::Native => "native",
+            Executor::Tract => "tract",
+            Executor::Onnxruntime => "onnxruntime",
+        }
+    }
+}
+
+/// A string input whose model knows a fixed list of categories (a `OneHotEncoder` ignores an
+/// unknown one, a `LabelEncoder` turns it into −1): a data category outside that list would be
+/// scored as something else, silently. Refuse it.
+fn check_known_categories(path: &Path, data: &Dataset, plan: &InputPlan, facts: &GraphFacts) -> std::result::Result<(), ModelError> {
+    let InputPlan::Named(feeds) = plan else { return Ok(()) };
+    for feed in feeds {
+        let Some(known) = facts.categories.get(&feed.input) else { continue };
+        let attribute = &data.domain.attributes[feed.attribute];
+        let fairpipe_abi::domain::AttributeKind::Categorical { levels } = &attribute.kind else { continue };
+        let unknown: Vec<&String> = levels.iter().filter(|l| !known.contains(l)).collect();
+        if !unknown.is_empty() {
+            return Err(ModelError::Onnx {
+                path: path.to_path_buf(),
+                message: format!(
+                    "column {:?} has categories the model's input {} does not know: {unknown:?} (it knows {known:?}); it would score them as something else. Remove those rows from the data, or map them to known categories",
+                    attribute.name, feed.input
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A model that does not read a protected column cannot discriminate on it, and every search
+/// would report nothing: refuse it rather than print a clean result.
+fn check_protected_read(path: &Path, data: &Dataset, read: &[usize]) -> std::result::Result<(), ModelError> {
+    let unread: Vec<&str> = data
+        .domain
+        .protected_indices()
+        .into_iter()
+        .filter(|i| !read.contains(i))
+        .map(|i| data.domain.attributes[i].name.as_str())
+        .collect();
+    if unread.is_empty() {
+        return Ok(());
+    }
+    Err(ModelError::Onnx {
+        path: path.to_path_buf(),
+        message: format!(
+            "the model reads no input for the protected column(s) {unread:?}, so no test could find discrimination on them; protect columns the model reads, or check the input names"
+        ),
+    })
 }

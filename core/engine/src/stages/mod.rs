@@ -13,6 +13,7 @@ pub mod load_model;
 pub mod mitigate;
 pub mod model_output;
 pub mod options;
+pub mod predict;
 pub mod retrain;
 pub mod train;
 pub mod verify;

@@ -288,8 +288,7 @@ impl Stage for Train {
         let train_elapsed_s = started.elapsed().as_secs_f64();
         let mut saved = None;
         if let Some(path) = &self.save {
-            let names = data.domain.attributes.iter().map(|a| a.name.clone()).collect();
-            let file = ModelFile::new(names, self.recipe.clone(), fitted.clone());
+            let file = ModelFile::new(&data.domain, self.recipe.clone(), fitted.clone());
             ctx.write_later(path.clone(), file.to_json()?.into_bytes());
             saved = Some(path.display().to_string());
         }

@@ -1,0 +1,99 @@
+//! What an ONNX file's graph says before any executor runs it: which parts only ONNX Runtime can
+//! run (ai.onnx.ml operators, string or float64 inputs, several inputs, sequence or map outputs),
+//! and the class labels a classifier operator declares.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tract_onnx::pb::type_proto;
+use tract_onnx::pb::ModelProto;
+use tract_onnx::prelude::Framework;
+
+use super::model_outputs::ClassKey;
+use crate::error::ModelError;
+
+/// ONNX TensorProto element types.
+const FLOAT: i32 = 1;
+
+/// Facts read from the graph.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GraphFacts {
+    /// Why tract should not run it (empty when tract can): "operator ai.onnx.ml.ZipMap",
+    /// "string input sex", …
+    pub needs_onnxruntime: Vec<String>,
+    /// The classes the classifier operator declares, in its order (`classlabels_*`).
+    pub classes: Vec<ClassKey>,
+    /// Per string input, the categories the model knows: the `cats_strings` of a `OneHotEncoder`
+    /// or the `keys_strings` of a `LabelEncoder` reading that input directly.
+    pub categories: BTreeMap<String, Vec<String>>,
+}
+
+/// Read the facts of the ONNX file at `path`.
+pub fn graph_facts(path: &Path) -> Result<GraphFacts, ModelError> {
+    let proto: ModelProto = tract_onnx::onnx()
+        .proto_model_for_path(path)
+        .map_err(|e| ModelError::Onnx { path: path.to_path_buf(), message: format!("not a readable ONNX file: {e:#}") })?;
+    let Some(graph) = proto.graph.as_ref() else {
+        return Err(ModelError::Onnx { path: path.to_path_buf(), message: "the file holds no graph".into() });
+    };
+    let mut facts = GraphFacts::default();
+    let mut ml_ops: Vec<String> =
+        graph.node.iter().filter(|n| n.domain == "ai.onnx.ml").map(|n| format!("ai.onnx.ml.{}", n.op_type)).collect();
+    ml_ops.sort();
+    ml_ops.dedup();
+    facts.needs_onnxruntime.extend(ml_ops.into_iter().map(|op| format!("operator {op}")));
+    let initializers: Vec<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+    let inputs: Vec<_> = graph.input.iter().filter(|i| !initializers.contains(&i.name.as_str())).collect();
+    if inputs.len() > 1 {
+        facts.needs_onnxruntime.push(format!("its {} named inputs", inputs.len()));
+    }
+    for input in &inputs {
+        match input.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(type_proto::Value::TensorType(t)) if t.elem_type == FLOAT => {}
+            Some(type_proto::Value::TensorType(t)) => {
+                facts.needs_onnxruntime.push(format!("input {} of element type {}", input.name, element_name(t.elem_type)))
+            }
+            None => facts.needs_onnxruntime.push(format!("input {} (not a tensor)", input.name)),
+        }
+    }
+    for output in &graph.output {
+        if !matches!(output.r#type.as_ref().and_then(|t| t.value.as_ref()), Some(type_proto::Value::TensorType(_))) {
+            facts.needs_onnxruntime.push(format!("output {} (a sequence or map)", output.name));
+        }
+    }
+    for node in graph.node.iter().filter(|n| n.domain == "ai.onnx.ml") {
+        for attribute in &node.attribute {
+            match attribute.name.as_str() {
+                "classlabels_strings" if !attribute.strings.is_empty() => {
+                    facts.classes = attribute.strings.iter().map(|s| ClassKey::Text(String::from_utf8_lossy(s).into_owned())).collect();
+                }
+                "classlabels_int64s" | "classlabels_ints" if !attribute.ints.is_empty() => {
+                    facts.classes = attribute.ints.iter().map(|i| ClassKey::Int(*i)).collect();
+                }
+                _ => {}
+            }
+        }
+    }
+    let input_names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+    for node in graph.node.iter().filter(|n| n.domain == "ai.onnx.ml" && matches!(n.op_type.as_str(), "OneHotEncoder" | "LabelEncoder")) {
+        let Some(input) = node.input.first().filter(|i| input_names.contains(&i.as_str())) else { continue };
+        if let Some(list) =
+            node.attribute.iter().find(|a| matches!(a.name.as_str(), "cats_strings" | "keys_strings") && !a.strings.is_empty())
+        {
+            let known: Vec<String> = list.strings.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+            facts.categories.insert(input.clone(), known);
+        }
+    }
+    Ok(facts)
+}
+
+fn element_name(code: i32) -> String {
+    match code {
+        1 => "float32".into(),
+        6 => "int32".into(),
+        7 => "int64".into(),
+        8 => "string".into(),
+        11 => "float64".into(),
+        other => format!("#{other}"),
+    }
+}

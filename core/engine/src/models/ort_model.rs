@@ -1,0 +1,435 @@
+//! ONNX models run by ONNX Runtime (through the `ort` crate): scikit-learn Pipelines with ai.onnx.ml
+//! operators, tree ensembles, `ZipMap` outputs, string and float64 inputs, several named inputs —
+//! whatever tract cannot run or runs slowly.
+//!
+//! Inputs follow the contract of [`super::model_inputs`]; outputs are read and checked by
+//! [`super::model_outputs`]. Each rayon worker gets its own single-threaded session, so a large
+//! batch is spread over the cores the same way as for the native models.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use fairpipe_abi::domain::Domain;
+use ort::session::Session;
+use ort::value::{DynMapValueType, DynValue, Tensor, TensorElementType, ValueType};
+
+use super::model_inputs::{fixed_batch, plan, DeclaredInput, ElementType, InputBatch, InputPlan, InputValues};
+use super::model_outputs::{reader_for, ClassKey, Favourable, OutputReader, OutputTransform, RawOutput};
+use super::onnx_runtime::Runtime;
+use crate::error::ModelError;
+use crate::oracle::Model;
+
+/// Rows used at load time to choose and check the output.
+const PROBE_ROWS: usize = 256;
+
+/// An ONNX model run by ONNX Runtime.
+pub struct OrtModel {
+    path: PathBuf,
+    domain: Domain,
+    plan: InputPlan,
+    reader: OutputReader,
+    batch: Option<usize>,
+    sessions: Vec<Mutex<Session>>,
+    runtime: Arc<Runtime>,
+}
+
+impl std::fmt::Debug for OrtModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OrtModel({}, output {})", self.path.display(), self.reader.name)
+    }
+}
+
+/// What to read from the model and how.
+#[derive(Debug, Clone)]
+pub struct OutputChoice<'a> {
+    /// The output to read (`output = "…"`), or `None` to find the probabilities.
+    pub name: Option<&'a str>,
+    /// `output_transform`.
+    pub transform: OutputTransform,
+    /// The favourable label.
+    pub favourable: Favourable,
+    /// The model's classes in its own order, when the graph names them.
+    pub classes: Vec<ClassKey>,
+}
+
+impl OrtModel {
+    /// Load `path` under `runtime` for rows of `domain`, choose the output (checked on up to 256 of
+    /// `probe` rows, row-major) and build one session per rayon worker.
+    pub fn load(path: &Path, runtime: Arc<Runtime>, domain: &Domain, choice: OutputChoice<'_>, probe: &[f64]) -> Result<Self, ModelError> {
+        let err = |message: String| ModelError::Onnx { path: path.to_path_buf(), message };
+        let open = || -> Result<Session, ModelError> {
+            Session::builder(runtime.environment())
+                .and_then(|b| b.with_intra_threads(1).map_err(|e| e.into()))
+                .and_then(|mut b| b.commit_from_file(path))
+                .map_err(|e| err(format!("ONNX Runtime {} cannot load it: {e}", runtime.version)))
+        };
+        let mut first = open()?;
+        let inputs: Vec<DeclaredInput> = first.inputs().iter().map(|o| declared(o.name(), o.dtype())).collect();
+        let input_plan = plan(path, &inputs, domain)?;
+        let batch = fixed_batch(&inputs);
+        let width = domain.width();
+        let probe_rows = (probe.len() / width.max(1)).min(PROBE_ROWS);
+        if probe_rows == 0 {
+            return Err(err("no data rows to check the model's output on".into()));
+        }
+        let probe = &probe[..probe_rows * width];
+        let outputs: Vec<(String, ValueType)> = first.outputs().iter().map(|o| (o.name().to_string(), o.dtype().clone())).collect();
+        let names: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
+        if let Some(wanted) = choice.name {
+            if !names.contains(&wanted) {
+                return Err(err(format!(
+                    "no output named {wanted:?}; its outputs are {}",
+                    outputs.iter().map(|(n, t)| format!("{n} ({})", type_name(t))).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+        // Run the probe rows once, keeping every output.
+        let rows_per_run = batch.unwrap_or(probe_rows);
+        let mut raw_by_output: Vec<Vec<RawOutput>> = vec![Vec::new(); outputs.len()];
+        for start in (0..probe_rows).step_by(rows_per_run.max(1)) {
+            let n = rows_per_run.min(probe_rows - start);
+            let chunk = &probe[start * width..(start + n) * width];
+            let values = run(&mut first, &input_plan, domain, chunk, n, batch, None)?;
+            for (slot, value) in raw_by_output.iter_mut().zip(values) {
+                slot.push(value);
+            }
+        }
+        let raw: Vec<Option<RawOutput>> = raw_by_output.into_iter().map(concat).collect();
+        let reader = choose_output(path, &outputs, &raw, &choice, probe_rows)?;
+        let threads = rayon::current_num_threads().max(1);
+        let mut sessions = vec![Mutex::new(first)];
+        for _ in 1..threads {
+            sessions.push(Mutex::new(open()?));
+        }
+        Ok(OrtModel { path: path.to_path_buf(), domain: domain.clone(), plan: input_plan, reader, batch, sessions, runtime })
+    }
+
+    /// The output read.
+    pub fn output_name(&self) -> &str {
+        &self.reader.name
+    }
+
+    /// How the output is read.
+    pub fn reader(&self) -> &OutputReader {
+        &self.reader
+    }
+
+    /// How rows reach the model.
+    pub fn input_plan(&self) -> &InputPlan {
+        &self.plan
+    }
+
+    /// The fixed batch size the model declares, if any.
+    pub fn fixed_batch(&self) -> Option<usize> {
+        self.batch
+    }
+
+    /// "onnxruntime 1.32.0".
+    pub fn executor(&self) -> String {
+        format!("onnxruntime {}", self.runtime.version)
+    }
+
+    /// The runtime library used.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        let start = rayon::current_thread_index().unwrap_or(0) % self.sessions.len();
+        for offset in 0..self.sessions.len() {
+            if let Ok(guard) = self.sessions[(start + offset) % self.sessions.len()].try_lock() {
+                return guard;
+            }
+        }
+        self.sessions[start].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Model for OrtModel {
+    fn n_features(&self) -> usize {
+        self.domain.width()
+    }
+
+    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+        let width = self.domain.width();
+        let rows = out.len();
+        let per_run = self.batch.unwrap_or(rows.max(1));
+        let mut session = self.session();
+        for start in (0..rows).step_by(per_run) {
+            let n = per_run.min(rows - start);
+            let chunk = &x[start * width..(start + n) * width];
+            let mut values = run(&mut session, &self.plan, &self.domain, chunk, n, self.batch, Some(&self.reader.name))?;
+            let raw = values.pop().ok_or_else(|| ModelError::Inference(format!("output {} missing", self.reader.name)))?;
+            self.reader.read(raw, &mut out[start..start + n], start)?;
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "onnx {} (output {}, {}, onnxruntime {})",
+            self.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+            self.reader.name,
+            self.reader.describe(),
+            self.runtime.version
+        )
+    }
+}
+
+/// Run `rows` rows through `session` and return its outputs (only `only`, when given), each cut to
+/// `rows` rows. Rows are padded with copies of the first to a fixed batch size.
+fn run(
+    session: &mut Session,
+    plan: &InputPlan,
+    domain: &Domain,
+    x: &[f64],
+    rows: usize,
+    fixed: Option<usize>,
+    only: Option<&str>,
+) -> Result<Vec<RawOutput>, ModelError> {
+    let width = domain.width();
+    let padded_rows = fixed.map_or(rows, |b| b.max(rows));
+    let padded: Vec<f64>;
+    let x = if padded_rows > rows {
+        padded = x.iter().copied().chain((rows..padded_rows).flat_map(|_| x[..width].iter().copied())).collect();
+        &padded[..]
+    } else {
+        x
+    };
+    let batches = plan.batch(domain, x, padded_rows);
+    let mut inputs: Vec<(String, DynValue)> = Vec::with_capacity(batches.len());
+    for batch in batches {
+        inputs.push((batch.name.clone(), to_value(batch)?));
+    }
+    let names: Vec<String> = session.outputs().iter().map(|o| o.name().to_string()).collect();
+    let outputs = session.run(inputs).map_err(|e| ModelError::Inference(format!("ONNX Runtime: {e}")))?;
+    let mut result = Vec::new();
+    for name in &names {
+        if only.is_some_and(|o| o != name) {
+            continue;
+        }
+        let value = &outputs[name.as_str()];
+        result.push(truncate(extract(name, value)?, rows));
+    }
+    Ok(result)
+}
+
+fn to_value(batch: InputBatch) -> Result<DynValue, ModelError> {
+    let err = |e: ort::Error| ModelError::Inference(format!("input {}: {e}", batch.name));
+    let shape = batch.shape.clone();
+    Ok(match batch.values {
+        InputValues::Float32(v) => Tensor::from_array((shape, v)).map_err(err)?.into_dyn(),
+        InputValues::Float64(v) => Tensor::from_array((shape, v)).map_err(err)?.into_dyn(),
+        InputValues::Int64(v) => Tensor::from_array((shape, v)).map_err(err)?.into_dyn(),
+        InputValues::Int32(v) => Tensor::from_array((shape, v)).map_err(err)?.into_dyn(),
+        InputValues::String(v) => Tensor::from_string_array((shape, v.as_slice())).map_err(err)?.into_dyn(),
+    })
+}
+
+/// An output value as a [`RawOutput`].
+fn extract(name: &str, value: &DynValue) -> Result<RawOutput, ModelError> {
+    let err = |e: ort::Error| ModelError::Inference(format!("output {name}: {e}"));
+    match value.dtype() {
+        ValueType::Tensor { ty, shape, .. } => {
+            let columns = if shape.len() >= 2 { shape[1..].iter().product::<i64>().max(1) as usize } else { 1 };
+            match ty {
+                TensorElementType::Float32 => {
+                    let (_, v) = value.try_extract_tensor::<f32>().map_err(err)?;
+                    Ok(RawOutput::Floats { values: v.iter().map(|&x| f64::from(x)).collect(), columns })
+                }
+                TensorElementType::Float64 => {
+                    let (_, v) = value.try_extract_tensor::<f64>().map_err(err)?;
+                    Ok(RawOutput::Floats { values: v.to_vec(), columns })
+                }
+                TensorElementType::Int64 => {
+                    let (_, v) = value.try_extract_tensor::<i64>().map_err(err)?;
+                    Ok(RawOutput::IntLabels(v.to_vec()))
+                }
+                TensorElementType::Int32 => {
+                    let (_, v) = value.try_extract_tensor::<i32>().map_err(err)?;
+                    Ok(RawOutput::IntLabels(v.iter().map(|&x| i64::from(x)).collect()))
+                }
+                TensorElementType::String => {
+                    let (_, v) = value.try_extract_strings().map_err(err)?;
+                    Ok(RawOutput::TextLabels(v))
+                }
+                other => Err(ModelError::Inference(format!("output {name} has element type {other:?}, which fairpipe does not read"))),
+            }
+        }
+        ValueType::Sequence(inner) if matches!(**inner, ValueType::Map { .. }) => {
+            let ValueType::Map { key, .. } = &**inner else { unreachable!("matched above") };
+            let maps = value.try_extract_sequence::<DynMapValueType>().map_err(err)?;
+            let mut rows = Vec::with_capacity(maps.len());
+            for map in maps {
+                let entries: Vec<(ClassKey, f64)> = match key {
+                    TensorElementType::Int64 => map
+                        .try_extract_key_values::<i64, f32>()
+                        .map_err(err)?
+                        .into_iter()
+                        .map(|(k, v)| (ClassKey::Int(k), f64::from(v)))
+                        .collect(),
+                    TensorElementType::String => map
+                        .try_extract_key_values::<String, f32>()
+                        .map_err(err)?
+                        .into_iter()
+                        .map(|(k, v)| (ClassKey::Text(k), f64::from(v)))
+                        .collect(),
+                    other => return Err(ModelError::Inference(format!("output {name} maps {other:?} keys, which fairpipe does not read"))),
+                };
+                let mut entries = entries;
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                rows.push(entries);
+            }
+            Ok(RawOutput::Maps(rows))
+        }
+        other => Err(ModelError::Inference(format!("output {name} is {}, which fairpipe does not read", type_name(other)))),
+    }
+}
+
+fn truncate(raw: RawOutput, rows: usize) -> RawOutput {
+    match raw {
+        RawOutput::Floats { mut values, columns } => {
+            values.truncate(rows * columns);
+            RawOutput::Floats { values, columns }
+        }
+        RawOutput::IntLabels(mut v) => {
+            v.truncate(rows);
+            RawOutput::IntLabels(v)
+        }
+        RawOutput::TextLabels(mut v) => {
+            v.truncate(rows);
+            RawOutput::TextLabels(v)
+        }
+        RawOutput::Maps(mut v) => {
+            v.truncate(rows);
+            RawOutput::Maps(v)
+        }
+    }
+}
+
+/// Join the outputs of several probe runs (one per fixed-size batch).
+fn concat(parts: Vec<RawOutput>) -> Option<RawOutput> {
+    let mut parts = parts.into_iter();
+    let mut joined = parts.next()?;
+    for part in parts {
+        joined = match (joined, part) {
+            (RawOutput::Floats { mut values, columns }, RawOutput::Floats { values: more, .. }) => {
+                values.extend(more);
+                RawOutput::Floats { values, columns }
+            }
+            (RawOutput::IntLabels(mut a), RawOutput::IntLabels(b)) => {
+                a.extend(b);
+                RawOutput::IntLabels(a)
+            }
+            (RawOutput::TextLabels(mut a), RawOutput::TextLabels(b)) => {
+                a.extend(b);
+                RawOutput::TextLabels(a)
+            }
+            (RawOutput::Maps(mut a), RawOutput::Maps(b)) => {
+                a.extend(b);
+                RawOutput::Maps(a)
+            }
+            (first, _) => first,
+        };
+    }
+    Some(joined)
+}
+
+/// Choose the output holding P(favourable): the one named, else the first output (outputs whose
+/// name mentions "prob" first, labels last) that reads as probabilities on the probe rows.
+fn choose_output(
+    path: &Path,
+    outputs: &[(String, ValueType)],
+    raw: &[Option<RawOutput>],
+    choice: &OutputChoice<'_>,
+    probe_rows: usize,
+) -> Result<OutputReader, ModelError> {
+    let rank = |i: usize| -> u8 {
+        let name = outputs[i].0.to_lowercase();
+        match &raw[i] {
+            Some(RawOutput::IntLabels(_) | RawOutput::TextLabels(_)) => 3,
+            _ if name.contains("prob") => 0,
+            Some(RawOutput::Maps(_)) => 1,
+            _ => 2,
+        }
+    };
+    let mut order: Vec<usize> = match choice.name {
+        Some(name) => outputs.iter().position(|(n, _)| n == name).into_iter().collect(),
+        None => (0..outputs.len()).collect(),
+    };
+    order.sort_by_key(|&i| rank(i));
+    // Classes: the graph's own list, else the labels any label output returned.
+    let mut classes = choice.classes.clone();
+    if classes.is_empty() {
+        for value in raw.iter().flatten() {
+            if matches!(value, RawOutput::IntLabels(_) | RawOutput::TextLabels(_)) {
+                classes.extend(value.classes());
+            }
+        }
+        classes.sort();
+        classes.dedup();
+    }
+    let mut refusals = Vec::new();
+    for i in order {
+        let (name, ty) = &outputs[i];
+        let Some(value) = &raw[i] else { continue };
+        let element = match ty {
+            ValueType::Tensor { ty, .. } => element_type(*ty),
+            _ => ElementType::Float32,
+        };
+        let reader = match reader_for(name, &element, value, &choice.favourable, choice.transform, &classes) {
+            Ok(reader) => reader,
+            Err(why) => {
+                refusals.push(why);
+                continue;
+            }
+        };
+        let mut out = vec![0.0; probe_rows];
+        match reader.read(value.clone(), &mut out, 0) {
+            Ok(()) => return Ok(reader),
+            Err(ModelError::NotFinite { output, row, value, features }) => {
+                let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                return Err(ModelError::NotFinite { output: format!("{output} of {file}"), row, value, features });
+            }
+            Err(e) if choice.name.is_some() => return Err(ModelError::Onnx { path: path.to_path_buf(), message: e.to_string() }),
+            Err(e) => refusals.push(e.to_string()),
+        }
+    }
+    Err(ModelError::Onnx {
+        path: path.to_path_buf(),
+        message: format!(
+            "no output reads as the probability of the favourable class: {}",
+            if refusals.is_empty() { "it has no output fairpipe can read".into() } else { refusals.join("; ") }
+        ),
+    })
+}
+
+fn declared(name: &str, ty: &ValueType) -> DeclaredInput {
+    match ty {
+        ValueType::Tensor { ty, shape, .. } => DeclaredInput { name: name.to_string(), ty: element_type(*ty), shape: shape.to_vec() },
+        other => DeclaredInput { name: name.to_string(), ty: ElementType::Other(type_name(other)), shape: Vec::new() },
+    }
+}
+
+fn element_type(ty: TensorElementType) -> ElementType {
+    match ty {
+        TensorElementType::Float32 => ElementType::Float32,
+        TensorElementType::Float64 => ElementType::Float64,
+        TensorElementType::Int64 => ElementType::Int64,
+        TensorElementType::Int32 => ElementType::Int32,
+        TensorElementType::String => ElementType::String,
+        other => ElementType::Other(format!("{other:?}").to_lowercase()),
+    }
+}
+
+fn type_name(ty: &ValueType) -> String {
+    match ty {
+        ValueType::Tensor { ty, shape, .. } => {
+            let dims: Vec<String> = shape.iter().map(|d| if *d < 0 { "N".into() } else { d.to_string() }).collect();
+            format!("{} tensor [{}]", element_type(*ty), dims.join(","))
+        }
+        ValueType::Sequence(inner) => format!("a sequence of {}", type_name(inner)),
+        ValueType::Map { key, value } => format!("map {} → {}", element_type(*key), element_type(*value)),
+        ValueType::Optional(inner) => format!("an optional {}", type_name(inner)),
+    }
+}
