@@ -41,6 +41,10 @@ enum Command {
         /// No progress display.
         #[arg(long, short)]
         quiet: bool,
+        /// A gate condition `STAGE.FIELD OP NUMBER` (repeatable; added to the pipeline's
+        /// `[gate]`): the run writes its results, then exits 3 when a condition fails.
+        #[arg(long = "gate", value_name = "CONDITION")]
+        gate: Vec<fairpipe_core::gate::Condition>,
     },
     /// Check a pipeline completely (files, columns, keys, graph) without running it.
     Validate {
@@ -70,7 +74,8 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::GateFailed) => ExitCode::from(GATE_FAILED),
         Err(e) => {
             eprintln!("error: {e}");
             let signal = SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
@@ -110,16 +115,39 @@ fn watch_signals() {
     });
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+/// The exit code of a run whose results were written but a `[gate]` condition failed.
+const GATE_FAILED: u8 = 3;
+
+/// How a command that did not fail ended.
+enum Outcome {
+    /// Done.
+    Done,
+    /// A run wrote its results, but a gate condition failed.
+    GateFailed,
+}
+
+fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
-        Command::Run { pipeline, out, seed, quiet } => {
-            let p = Pipeline::load(&pipeline, seed)?;
+        Command::Run { pipeline, out, seed, quiet, gate } => {
+            let mut p = Pipeline::load(&pipeline, seed)?;
+            for c in gate {
+                p.add_gate(c).map_err(anyhow::Error::msg)?;
+            }
             let out = out.or_else(|| p.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(&p.name));
             let report = p.run(&out, !quiet)?;
             print_summary(&report.summary);
             say!("\nresults: {}", out.display());
             for f in &report.files {
                 say!("  {}", f.display());
+            }
+            if let Some(gate) = report.summary.get("gate") {
+                let outcomes: Vec<fairpipe_core::gate::Outcome> = serde_json::from_value(gate["conditions"].clone()).unwrap_or_default();
+                let passed = gate["passed"].as_bool() == Some(true);
+                say!("\ngate: {}", if passed { "passed" } else { "FAILED (exit code 3)" });
+                say!("{}", fairpipe_core::gate::table(&outcomes).trim_end());
+                if !passed {
+                    return Ok(Outcome::GateFailed);
+                }
             }
         }
         Command::Validate { pipeline } => {
@@ -150,7 +178,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(Outcome::Done)
 }
 
 /// One line per stage with its headline figures.

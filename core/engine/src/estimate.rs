@@ -82,17 +82,10 @@ pub fn wilson(successes: usize, n: usize, z: f64) -> [f64; 2] {
     [(centre - half).max(0.0), (centre + half).min(1.0)]
 }
 
-/// The 97.5% quantile of Student's t with `df` degrees of freedom (1.96 beyond 30).
+/// The 97.5% quantile of Student's t with `df` degrees of freedom, exact for every `df`
+/// ([`crate::stats::t_quantile`]; `+∞` at 0).
 pub fn t_quantile_975(df: usize) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101,
-        2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => TABLE[df - 1],
-        _ => 1.96,
-    }
+    crate::stats::t_quantile(0.975, df)
 }
 
 #[cfg(test)]

@@ -51,7 +51,10 @@ pub mod cluster;
 pub mod data;
 pub mod error;
 pub mod estimate;
+pub mod fairness;
+pub mod gate;
 pub mod group_rule;
+pub mod grouping;
 pub mod interrupt;
 pub mod models;
 pub mod oracle;
@@ -60,6 +63,7 @@ pub mod pipeline;
 pub mod plugin;
 pub mod report;
 pub mod stages;
+pub mod stats;
 pub mod suggest;
 
 pub use error::{Error, Result};

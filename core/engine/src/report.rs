@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::output::Table;
 use crate::stages::estimate::EstimateFigures;
 use crate::stages::generate::GenerateFigures;
-use crate::stages::group_metrics::GroupMetricsFigures;
+use crate::stages::group_metrics::{GroupFigure, GroupMetricsFigures};
 use crate::stages::group_score::GroupScoreFigures;
 use crate::stages::load::LoadFigures;
 use crate::stages::model_output::ModelFigures;
@@ -55,6 +55,17 @@ fn pct(v: &Value) -> String {
 /// A figure for display (a non-finite one was written as `null`: "—").
 fn numf(f: f64) -> String {
     num(&Value::from(f))
+}
+
+/// A p-value for display: small ones in scientific notation ("—" when there is none).
+fn pvalue(p: f64) -> String {
+    if p.is_nan() {
+        "—".into()
+    } else if p < 1e-3 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
 }
 
 /// A count for display.
@@ -152,7 +163,7 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2rem auto;max-
 h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}\
 table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}\
 th{background:#f4f4f4}.flag{background:#fde2e2}.diff{background:#fff3b0;font-weight:600}.muted{color:#777}\
-.kv td:first-child{color:#555}svg{background:#fafafa;border:1px solid #eee}";
+.ok{background:#e3f4e1}.kv td:first-child{color:#555}svg{background:#fafafa;border:1px solid #eee}";
 
 /// Render the report of a run.
 pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
@@ -171,6 +182,7 @@ pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
         num(&summary["seed"]),
         num(&summary["fairpipe_version"])
     );
+    gate_section(&mut h, &summary["gate"]);
     let stages = Stages::new(summary);
     let loads = stages.of_kind::<LoadFigures>(&mut h, &["load"]);
     data_section(&mut h, &loads);
@@ -233,7 +245,9 @@ fn model_section(h: &mut String, models: &[(String, ModelFigures)]) {
 }
 
 /// A line chart of (seconds, IDIs) curves.
-fn line_chart(curves: &[(String, Vec<(f64, f64)>)]) -> String {
+/// Curves on one chart; `x_unit` follows the x axis' largest value, and the y axis is labelled
+/// with its largest value written with `y_decimals` decimals.
+fn line_chart(curves: &[(String, Vec<(f64, f64)>)], x_unit: &str, y_decimals: usize) -> String {
     let (w, hgt, pad) = (640.0, 260.0, 45.0);
     let max_x = curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.0)).fold(1e-9, f64::max);
     let max_y = curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.1)).fold(1.0, f64::max);
@@ -247,10 +261,10 @@ fn line_chart(curves: &[(String, Vec<(f64, f64)>)]) -> String {
         hgt - pad,
         hgt - pad
     );
-    let _ = write!(s, "<text x=\"{}\" y=\"{}\" font-size=\"11\">{max_x:.3} s</text>", w - 70.0, hgt - pad + 15.0);
+    let _ = write!(s, "<text x=\"{}\" y=\"{}\" font-size=\"11\">{max_x:.3} {}</text>", w - 90.0, hgt - pad + 15.0, esc(x_unit));
     let _ = write!(
         s,
-        "<text x=\"2\" y=\"18\" font-size=\"11\">{max_y:.0}</text><text x=\"{pad}\" y=\"{}\" font-size=\"11\">0</text>",
+        "<text x=\"2\" y=\"18\" font-size=\"11\">{max_y:.y_decimals$}</text><text x=\"{pad}\" y=\"{}\" font-size=\"11\">0</text>",
         hgt - pad + 15.0
     );
     for (k, (label, c)) in curves.iter().enumerate() {
@@ -316,7 +330,7 @@ fn search_section(h: &mut String, verifies: &[(String, VerifyFigures)]) {
     h.push_str("</table>");
     if !curves.is_empty() {
         h.push_str("<p>IDIs found over time (unique projections):</p>");
-        h.push_str(&line_chart(&curves));
+        h.push_str(&line_chart(&curves, "s", 0));
     }
 }
 
@@ -378,12 +392,56 @@ fn groups_section(h: &mut String, groups: &[(String, GroupScoreFigures)]) {
                 (g.condition.clone(), s, (s - m).max(0.0), s + m)
             })
             .collect();
-        open_table(h, &["group", "score", "margin", "favourable in group", "favourable outside", "support"]);
+        if f.significant_rule_sets == 0 {
+            let _ = write!(
+                h,
+                "<p><b>Nothing is significant: no rule set's difference is beyond chance at {} after Holm's correction over the {} rule sets compared.</b> The scores below are noise-level.</p>",
+                numf(f.alpha),
+                count(f.groups as u64)
+            );
+        } else {
+            let _ = write!(
+                h,
+                "<p>{} of {} rule sets differ significantly at {} after Holm's correction.</p>",
+                count(f.significant_rule_sets as u64),
+                count(f.groups as u64),
+                numf(f.alpha)
+            );
+        }
+        h.push_str("<p class=\"muted\">Scores of re-estimated groups come from fresh samples drawn after ranking (the ranking's own score is shown beside them); a rule set and its complement are one row.</p>");
+        open_table(
+            h,
+            &[
+                "group",
+                "score",
+                "margin",
+                "ranking score",
+                "p (Holm)",
+                "significant",
+                "favourable in group",
+                "favourable outside",
+                "support",
+            ],
+        );
         for g in &f.top {
+            let name = match &g.complement {
+                Some(c) => format!("{} <span class=\"muted\">(same as not {})</span>", esc(&g.condition), esc(c)),
+                None => esc(&g.condition),
+            };
             table_row(
                 h,
-                None,
-                &[esc(&g.condition), numf(g.score), format!("±{}", numf(g.margin)), pctf(g.rate_in), pctf(g.rate_out), pctf(g.support)],
+                g.significant.then_some("flag"),
+                &[
+                    name,
+                    format!("{}{}", numf(g.score), if g.reestimated { " <span class=\"muted\">(fresh)</span>" } else { "" }),
+                    format!("±{}", numf(g.margin)),
+                    numf(g.selection_score),
+                    pvalue(g.p_adjusted),
+                    if g.significant { "yes".into() } else { "no".into() },
+                    pctf(g.rate_in),
+                    pctf(g.rate_out),
+                    pctf(g.support),
+                ],
             );
         }
         h.push_str("</table>");
@@ -401,36 +459,219 @@ fn cell(frame: &DataFrame, col: &str, row: usize) -> String {
     }
 }
 
+/// The gate's verdict and every condition with its value, at the top of the page.
+fn gate_section(h: &mut String, gate: &Value) {
+    let Some(conditions) = gate["conditions"].as_array() else { return };
+    let passed = gate["passed"].as_bool() == Some(true);
+    let _ = write!(
+        h,
+        "<h2 class=\"{}\">Gate: {}</h2>",
+        if passed { "ok" } else { "flag" },
+        if passed { "passed" } else { "FAILED (exit code 3)" }
+    );
+    open_table(h, &["condition", "value", "result"]);
+    for c in conditions {
+        let ok = c["passed"].as_bool() == Some(true);
+        let result = if ok { "pass".to_string() } else { format!("FAIL {}", c["note"].as_str().map(esc).unwrap_or_default()) };
+        table_row(h, (!ok).then_some("flag"), &[esc(c["condition"].as_str().unwrap_or("")), num(&c["value"]), result]);
+    }
+    h.push_str("</table>");
+}
+
+/// The metrics of the readable group table, with whether each is tested against the reference.
+const READ_FIRST: [(&str, &str, bool); 9] = [
+    ("selection_rate", "selection rate", true),
+    ("base_rate", "base rate (label)", false),
+    ("tpr", "true positive rate", true),
+    ("fpr", "false positive rate", true),
+    ("fnr", "false negative rate", false),
+    ("tnr", "true negative rate", false),
+    ("ppv", "precision (PPV)", false),
+    ("npv", "NPV", false),
+    ("accuracy", "accuracy", false),
+];
+
+/// A group's figure `key` (the selection rate is a field of its own).
+fn group_value(g: &GroupFigure, key: &str) -> f64 {
+    if key == "selection_rate" {
+        return g.selection_rate;
+    }
+    g.metrics.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)
+}
+
+/// A group's interval of `key`.
+fn group_ci(g: &GroupFigure, key: &str) -> [f64; 2] {
+    if key == "selection_rate" {
+        return g.ci95;
+    }
+    let v = g.metrics.get(&format!("{key}_ci95")).cloned().unwrap_or(Value::Null);
+    let at = |i: usize| v.get(i).and_then(Value::as_f64).unwrap_or(f64::NAN);
+    [at(0), at(1)]
+}
+
+/// Whether group `g`'s test of `key` is significant after the correction.
+fn group_significant(g: &GroupFigure, key: &str) -> bool {
+    if key == "selection_rate" {
+        return g.significant;
+    }
+    g.metrics.get(&format!("{key}_significant")).and_then(Value::as_bool).unwrap_or(false)
+}
+
 fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], tables: &[(String, Table)]) {
     for (n, f) in metrics {
-        let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
         let _ = write!(
             h,
-            "<h2>Selection rates per group: {}</h2><p>On {} rows; impact ratio = rate / rate of the most selected group (of at least {} of the rows); flagged below {} (four-fifths rule).</p>",
+            "<h2>Selection rates per group: {}</h2><p>On {} rows; a row is selected when {}. Each attribute set's table reads first: \
+             the rate per group with its ratio to the reference group (<b>ref</b>) — green inside the band [{}, {}], red outside — and \
+             <b>*</b> where the difference from the reference is significant at {} after Holm's correction over {} tests. Groups under \
+             {} rows are marked <i>small</i> and are neither tested nor flagged.</p>",
             esc(n),
             count(f.rows as u64),
-            pctf(f.min_share),
-            numf(f.threshold)
+            match f.selection.as_str() {
+                "threshold" => format!("P(favourable) &gt; {}", numf(f.decision_threshold)),
+                other => format!("it is in the {} by score (lowest selected score {})", esc(other), numf(f.decision_threshold)),
+            },
+            numf(f.ratio_band[0]),
+            numf(f.ratio_band[1]),
+            numf(f.alpha),
+            count(f.tests as u64),
+            count(f.min_count as u64)
         );
-        open_table(h, &["attributes", "group", "n", "selected", "rate", "95% CI", "impact ratio", "verdict"]);
-        for r in 0..t.height().min(200) {
-            let verdict = cell(t, "four_fifths", r);
-            table_row(
-                h,
-                (verdict == "FLAG").then_some("flag"),
-                &[
-                    esc(&cell(t, "attributes", r)),
-                    esc(&cell(t, "group", r)),
-                    cell(t, "n", r),
-                    cell(t, "selected", r),
-                    cell(t, "selection_rate", r),
-                    format!("[{}, {}]", cell(t, "ci95_low", r), cell(t, "ci95_high", r)),
-                    cell(t, "impact_ratio", r),
-                    esc(&verdict),
-                ],
-            );
+        if f.significant_groups == 0 {
+            h.push_str("<p><b>No group's selection rate differs significantly from its reference group's.</b></p>");
         }
-        h.push_str("</table>");
+        let mut sets: Vec<&str> = f.groups.iter().map(|g| g.attributes.as_str()).collect();
+        sets.dedup();
+        for set in &sets {
+            let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == *set).collect();
+            if groups.len() > 40 {
+                let _ = write!(h, "<p class=\"muted\">{}: {} groups; see the CSV table.</p>", esc(set), groups.len());
+                continue;
+            }
+            let _ = write!(h, "<h3>{}</h3><table><tr><th>metric</th>", esc(set));
+            for g in &groups {
+                let note = if g.reference {
+                    " <b>ref</b>"
+                } else if g.too_small {
+                    " <i>small</i>"
+                } else {
+                    ""
+                };
+                let _ = write!(h, "<th>{}{note}<br><span class=\"muted\">n = {}</span></th>", esc(&g.group), g.n);
+            }
+            h.push_str("</tr>");
+            for (key, label, tested) in READ_FIRST {
+                let _ = write!(h, "<tr><td>{label}</td>");
+                for g in &groups {
+                    let v = group_value(g, key);
+                    let ratio = g.metrics.get(&format!("{key}_ratio")).and_then(Value::as_f64).unwrap_or(f64::NAN);
+                    let class = if g.reference || g.too_small || ratio.is_nan() {
+                        ""
+                    } else if g.outside_band.iter().any(|m| m == key) {
+                        " class=\"flag\""
+                    } else {
+                        " class=\"ok\""
+                    };
+                    let star = if tested && group_significant(g, key) { " *" } else { "" };
+                    let ratio_text =
+                        if g.reference || ratio.is_nan() { String::new() } else { format!(" <span class=\"muted\">×{ratio:.2}</span>") };
+                    let _ = write!(h, "<td{class}>{}{ratio_text}{star}</td>", pctf(v));
+                }
+                h.push_str("</tr>");
+            }
+            if f.probabilities {
+                h.push_str("<tr><td>AUC</td>");
+                for g in &groups {
+                    let _ = write!(h, "<td>{}</td>", numf(group_value(g, "auc")));
+                }
+                h.push_str("</tr>");
+            }
+            h.push_str("</table>");
+            if let Some(p) = f.parity.get(*set) {
+                let _ = write!(
+                    h,
+                    "<p class=\"muted\">Fairlearn parity: demographic parity difference {} (ratio {}), equalized odds difference {} \
+                     (ratio {}), equal opportunity difference {} (ratio {}), predictive parity difference {}.</p>",
+                    numf(p.demographic_parity_difference),
+                    numf(p.demographic_parity_ratio),
+                    numf(p.equalized_odds_difference),
+                    numf(p.equalized_odds_ratio),
+                    numf(p.equal_opportunity_difference),
+                    numf(p.equal_opportunity_ratio),
+                    numf(p.predictive_parity_difference)
+                );
+            }
+        }
+        // Error rates by group with their intervals (single attributes).
+        let single: Vec<&GroupFigure> = f.groups.iter().filter(|g| !g.attributes.contains(" × ")).collect();
+        for (key, label) in [
+            ("selection_rate", "Selection rate"),
+            ("tpr", "True positive rate"),
+            ("fpr", "False positive rate"),
+            ("ppv", "Precision (PPV)"),
+        ] {
+            let bars: Vec<(String, f64, f64, f64)> = single
+                .iter()
+                .filter(|g| !group_value(g, key).is_nan())
+                .map(|g| {
+                    let ci = group_ci(g, key);
+                    (format!("{} = {}", g.attributes, g.group), group_value(g, key), or0(ci[0]), or0(ci[1]))
+                })
+                .collect();
+            if !bars.is_empty() {
+                let _ = write!(h, "<h3>{label} by group (95% interval)</h3>");
+                h.push_str(&interval_bars(&bars, "#72b7b2"));
+            }
+        }
+        if let Some((_, t)) = tables.iter().find(|(s, t)| s == n && t.suffix == "sweep") {
+            sweep_charts(h, &t.frame);
+        }
+        let four_fifths: Vec<&GroupFigure> = f.groups.iter().filter(|g| !g.four_fifths_ok).collect();
+        let _ = write!(
+            h,
+            "<p>Four-fifths rule (impact ratio = rate / rate of the most selected group of at least {} of the rows; flagged below {}): {}.</p>",
+            pctf(f.min_share),
+            numf(f.threshold),
+            if four_fifths.is_empty() {
+                "no group flagged".to_string()
+            } else {
+                four_fifths.iter().map(|g| format!("{} = {} ({})", esc(&g.attributes), esc(&g.group), numf(g.impact_ratio))).collect::<Vec<_>>().join(", ")
+            }
+        );
+    }
+}
+
+/// Selection rate and TPR against the decision threshold, one chart per attribute and measure.
+fn sweep_charts(h: &mut String, frame: &DataFrame) {
+    let rows = frame.height();
+    let text = |c: &str| -> Vec<String> { (0..rows).map(|i| cell(frame, c, i)).collect() };
+    let float = |c: &str| -> Vec<f64> {
+        (0..rows)
+            .map(|i| match frame.column(c).ok().and_then(|col| col.get(i).ok()) {
+                Some(AnyValue::Float64(f)) => f,
+                _ => f64::NAN,
+            })
+            .collect()
+    };
+    let (attrs, groups, thresholds) = (text("attributes"), text("group"), float("threshold"));
+    let mut names: Vec<&String> = attrs.iter().collect();
+    names.dedup();
+    for (measure, label) in [("selection_rate", "selection rate"), ("tpr", "true positive rate")] {
+        let values = float(measure);
+        for attr in &names {
+            let mut curves: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+            for i in (0..attrs.len()).filter(|&i| &attrs[i] == *attr && !values[i].is_nan()) {
+                match curves.last_mut() {
+                    Some((g, c)) if *g == groups[i] => c.push((thresholds[i], values[i])),
+                    _ => curves.push((groups[i].clone(), vec![(thresholds[i], values[i])])),
+                }
+            }
+            if curves.is_empty() || curves.len() > 10 {
+                continue;
+            }
+            let _ = write!(h, "<h3>Threshold sweep: {label} by {} (threshold 0 → 1)</h3>", esc(attr));
+            h.push_str(&line_chart(&curves, "threshold", 1));
+        }
     }
 }
 

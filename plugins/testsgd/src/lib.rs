@@ -39,7 +39,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::rules::{frequent_rule_sets, RuleShape};
+use crate::rules::{drop_complements, frequent_rule_sets, RuleShape};
 use crate::score::{score_all, ScoreSettings};
 
 /// The TestSGD auditor.
@@ -69,6 +69,8 @@ pub struct TestSgdParams {
     pub max_samples: usize,
     /// Pairs per rule set per batched round after the first.
     pub round: usize,
+    /// The top rule sets re-estimated on fresh samples after ranking.
+    pub leaders: usize,
 }
 
 impl Default for TestSgdParams {
@@ -84,6 +86,7 @@ impl Default for TestSgdParams {
             max_rule_sets: 100_000,
             max_samples: 100_000,
             round: 64,
+            leaders: 10,
         }
     }
 }
@@ -100,6 +103,10 @@ impl PluginParams for TestSgdParams {
         ("max_rule_sets", "refuse to score more frequent rule sets than this (raise theta or use rules = \"values\")"),
         ("max_samples", "stop sampling a rule set after this many pairs"),
         ("round", "pairs per rule set per batched round after the first (does not change results)"),
+        (
+            "leaders",
+            "the top rule sets re-estimated on fresh samples after ranking, so the reported scores are not the winner's curse (0: none)",
+        ),
     ];
 
     fn check(&self) -> Result<(), String> {
@@ -130,7 +137,9 @@ impl Auditor for TestSgd {
         let rows = host.seeds.clone();
         let theta = params.theta;
         let theta_out = if params.theta_out < 0.0 { theta } else { params.theta_out };
-        let enumeration = frequent_rule_sets(&host.domain, &sensitive, &rows, theta, theta_out, params.bins, shape);
+        let mut enumeration = frequent_rule_sets(&host.domain, &sensitive, &rows, theta, theta_out, params.bins, shape);
+        let frequent = enumeration.kept.len();
+        let complements = drop_complements(&mut enumeration.kept, &rows, host.domain.width());
         let limit = params.max_rule_sets;
         if enumeration.kept.len() > limit {
             return Err(PluginError::InvalidInput(format!(
@@ -150,15 +159,41 @@ impl Auditor for TestSgd {
         let seed: u64 = host.rng.gen();
         let queries_before = host.queries();
         let scores = score_all(host, &enumeration.kept, &rows, &settings, seed)?;
+        // Selection and estimation on separate draws: rank on the first, re-score the leaders on
+        // fresh samples (their own seed), so the reported top scores are not the maximum of noise.
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| {
+            let key = |i: usize| if scores[i].score.is_nan() { -1.0 } else { scores[i].score };
+            key(b).total_cmp(&key(a)).then(a.cmp(&b))
+        });
+        let leaders: Vec<usize> = order.iter().copied().filter(|&i| scores[i].samples > 0).take(params.leaders).collect();
+        let leader_sets: Vec<_> = leaders.iter().map(|&i| enumeration.kept[i].clone()).collect();
+        let fresh_seed: u64 = host.rng.gen();
+        let fresh_scores = score_all(host, &leader_sets, &rows, &settings, fresh_seed)?;
+        let mut fresh: Vec<Option<&crate::score::GroupScore>> = vec![None; scores.len()];
+        for (&i, f) in leaders.iter().zip(&fresh_scores) {
+            fresh[i] = Some(f);
+        }
         let z = settings.z;
         let per_rate = confidence_of(z);
-        let mut groups: Vec<Value> = enumeration
-            .kept
+        let groups: Vec<Value> = order
             .iter()
-            .zip(&scores)
-            .map(|(set, s)| {
+            .map(|&i| (i, &enumeration.kept[i], &scores[i]))
+            .map(|(i, set, s)| {
+                let fresh = fresh[i].map(|f| {
+                    json!({
+                        "rate_in": nan_to_null(f.rate_in),
+                        "rate_out": nan_to_null(f.rate_out),
+                        "score": nan_to_null(f.score),
+                        "margin": nan_to_null(f.margin),
+                        "samples": f.samples,
+                        "converged": f.converged,
+                    })
+                });
                 json!({
                     "conditions": set.rules.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+                    "complement": complements[i].as_ref().map(|c| c.rules.iter().map(|r| r.to_json()).collect::<Vec<_>>()),
+                    "fresh": fresh,
                     "support": set.support,
                     "rate_in": nan_to_null(s.rate_in),
                     "rate_out": nan_to_null(s.rate_out),
@@ -170,12 +205,14 @@ impl Auditor for TestSgd {
                 })
             })
             .collect();
-        groups.sort_by(|a, b| b["score"].as_f64().unwrap_or(-1.0).total_cmp(&a["score"].as_f64().unwrap_or(-1.0)));
         let elapsed = started.elapsed().as_secs_f64();
         Ok(json!({
             "figures": {
                 "rule_sets_generated": enumeration.generated as f64,
                 "rule_sets_kept": enumeration.kept.len(),
+                "rule_sets_frequent": frequent,
+                "complements_merged": frequent - enumeration.kept.len(),
+                "leaders_reestimated": leaders.len(),
                 "rule_sets_per_second": enumeration.kept.len() as f64 / elapsed.max(1e-9),
                 "samples": scores.iter().map(|s| s.samples).sum::<usize>() * 2,
                 "model_queries": host.queries() - queries_before,
@@ -253,11 +290,32 @@ mod planted {
         assert!(run.cases.is_empty());
         let report = run.report.expect("a report");
         let groups = report["groups"].as_array().unwrap();
-        assert_eq!(groups.len(), 2, "sex = 0 and sex = 1");
+        assert_eq!(groups.len(), 1, "sex = 0 and its complement sex = 1, shown once");
+        assert_eq!(groups[0]["conditions"][0]["values"], json!([0.0]));
+        assert_eq!(groups[0]["complement"][0]["values"], json!([1.0]));
+        assert_eq!(report["figures"]["complements_merged"], json!(1));
         for g in groups {
             assert!((g["score"].as_f64().unwrap() - 1.0).abs() < 1e-12, "{g}");
+            assert!((g["fresh"]["score"].as_f64().unwrap() - 1.0).abs() < 1e-12, "{g}");
         }
         assert_eq!(report["figures"]["model_queries"].as_u64(), Some(run.rows));
+    }
+
+    /// A sensitive attribute with no effect on the model: its one rule set (after merging the
+    /// complement) is re-estimated on a fresh draw, another sample of a zero difference.
+    #[test]
+    fn leaders_are_re_estimated_on_fresh_draws() {
+        let rows: Vec<f64> = (0..600).flat_map(|i| [f64::from(i % 10), f64::from(u8::from(i % 3 == 0))]).collect();
+        let host = MockHost::new(planted_domain(1), |r| if r[0] >= 5.0 { 0.8 } else { 0.2 }).with_seeds(rows);
+        let run = host.audit::<TestSgd>(json!({"leaders": 3})).unwrap();
+        let report = run.report.expect("a report");
+        let groups = report["groups"].as_array().unwrap();
+        let fresh: Vec<f64> = groups.iter().filter_map(|g| g["fresh"]["score"].as_f64()).collect();
+        assert_eq!(fresh.len(), 1, "one sensitive attribute with two values: one rule set after merging");
+        assert_eq!(report["figures"]["leaders_reestimated"], json!(1));
+        // The fresh draw is another sample of the same (zero) difference.
+        assert!(fresh[0] < 0.06, "{fresh:?}");
+        assert_ne!(groups[0]["fresh"]["score"], groups[0]["score"], "fresh samples, not the same draw");
     }
 
     #[test]

@@ -122,6 +122,56 @@ impl RuleSet {
     }
 }
 
+/// Drop every rule set whose rows on the data are exactly the rows outside an earlier one (`sex = 0`
+/// after `sex = 1`): both are sampled from the same two sides of the data, so they estimate the
+/// same score. Returns, per kept set, the complement that was dropped, if any.
+pub fn drop_complements(sets: &mut Vec<RuleSet>, rows: &[f64], width: usize) -> Vec<Option<RuleSet>> {
+    let n = rows.len() / width.max(1);
+    let bits: Vec<Vec<u64>> = sets
+        .iter()
+        .map(|set| {
+            let mut words = vec![0u64; n.div_ceil(64)];
+            for (i, row) in rows.chunks_exact(width).enumerate() {
+                if set.holds(row) {
+                    words[i / 64] |= 1 << (i % 64);
+                }
+            }
+            words
+        })
+        .collect();
+    let flip = |w: &[u64]| -> Vec<u64> {
+        let mut out: Vec<u64> = w.iter().map(|x| !x).collect();
+        if n % 64 != 0 {
+            if let Some(last) = out.last_mut() {
+                *last &= (1u64 << (n % 64)) - 1;
+            }
+        }
+        out
+    };
+    let mut first_of: std::collections::HashMap<&[u64], usize> = std::collections::HashMap::new();
+    let mut complement_of: Vec<Option<usize>> = vec![None; sets.len()];
+    let mut dropped = vec![false; sets.len()];
+    for i in 0..sets.len() {
+        let flipped = flip(&bits[i]);
+        if let Some(&j) = first_of.get(flipped.as_slice()) {
+            if !dropped[j] && complement_of[j].is_none() {
+                dropped[i] = true;
+                complement_of[j] = Some(i);
+                continue;
+            }
+        }
+        first_of.entry(bits[i].as_slice()).or_insert(i);
+    }
+    let complements: Vec<Option<RuleSet>> =
+        (0..sets.len()).filter(|&i| !dropped[i]).map(|i| complement_of[i].map(|j| sets[j].clone())).collect();
+    let mut k = 0;
+    sets.retain(|_| {
+        k += 1;
+        !dropped[k - 1]
+    });
+    complements
+}
+
 /// Rule sets counted and kept.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Enumeration {

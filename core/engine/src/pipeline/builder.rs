@@ -126,6 +126,15 @@ impl PipelineBuilder {
         let mut slots: Vec<Option<PlannedStage>> =
             planned.into_iter().map(|(name, kind, inputs, stage)| stage.map(|stage| PlannedStage { name, kind, inputs, stage })).collect();
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
-        Ok(Pipeline { file, name: self.name, seed: self.seed, out: None, report: true, plugin_path: self.plugin_path, stages })
+        Ok(Pipeline {
+            file,
+            name: self.name,
+            seed: self.seed,
+            out: None,
+            report: true,
+            plugin_path: self.plugin_path,
+            stages,
+            gate: Vec::new(),
+        })
     }
 }

@@ -60,6 +60,9 @@ pub struct Pipeline {
     pub plugin_path: Vec<PathBuf>,
     /// Stages in dependency order.
     pub stages: Vec<PlannedStage>,
+    /// `[gate] conditions` (and `--gate`): checked after the run, results in `summary.json`'s
+    /// `gate` section.
+    pub gate: Vec<crate::gate::Condition>,
 }
 
 /// What a run produced.
@@ -117,6 +120,7 @@ impl Pipeline {
         let mut report = true;
         let mut plugin_path: Vec<PathBuf> = Vec::new();
         let mut stage_entries: Option<&Sp<Val>> = None;
+        let mut gate: Vec<(crate::gate::Condition, std::ops::Range<usize>)> = Vec::new();
         for (k, v) in top {
             match k.v.as_str() {
                 "pipeline" => match &v.v {
@@ -167,11 +171,12 @@ impl Pipeline {
                     other => p.at(&v.span, format!("`pipeline` must be a table, found {}", other.type_name())),
                 },
                 "stages" => stage_entries = Some(v),
+                "gate" => gate = gate_conditions(v, &mut p),
                 other => p.at(
                     &k.span,
                     format!(
-                        "unknown top-level key `{other}`{}; a pipeline has [pipeline] and [stages.NAME] tables",
-                        hint(other, &["pipeline", "stages"])
+                        "unknown top-level key `{other}`{}; a pipeline has [pipeline], [stages.NAME] and [gate] tables",
+                        hint(other, &["pipeline", "stages", "gate"])
                     ),
                 ),
             }
@@ -300,6 +305,11 @@ impl Pipeline {
                 }
             }
         }
+        for (c, span) in &gate {
+            if !stage_names.contains(&c.stage()) {
+                p.at(span, format!("[gate] `{c}`: no stage `{}`{}", c.stage(), hint(c.stage(), &stage_names)));
+            }
+        }
         let order = topological_order(
             &built
                 .iter()
@@ -322,7 +332,23 @@ impl Pipeline {
             })
             .collect();
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
-        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, report, plugin_path, stages })
+        let gate = gate.into_iter().map(|(c, _)| c).collect();
+        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, report, plugin_path, stages, gate })
+    }
+
+    /// Add a gate condition (from `--gate`); an error when it reads a stage the pipeline lacks.
+    pub fn add_gate(&mut self, condition: crate::gate::Condition) -> std::result::Result<(), String> {
+        let names: Vec<&str> = self.stages.iter().map(|s| s.name.as_str()).collect();
+        if !names.contains(&condition.stage()) {
+            return Err(format!(
+                "--gate `{condition}`: no stage `{}` in {}{}",
+                condition.stage(),
+                self.file.display(),
+                hint(condition.stage(), &names)
+            ));
+        }
+        self.gate.push(condition);
+        Ok(())
     }
 
     /// Run every stage in order and, when all succeed, write the results into `out_dir`. Nothing
@@ -388,7 +414,7 @@ impl Pipeline {
             extra_files.extend(ctx.files.into_inner().unwrap_or_else(|e| e.into_inner()));
             artifacts.insert(planned.name.clone(), output.artifact);
         }
-        let summary = json!({
+        let mut summary = json!({
             "pipeline": self.name,
             "file": self.file.file_name().map(|f| f.to_string_lossy().into_owned()),
             "seed": self.seed,
@@ -396,8 +422,39 @@ impl Pipeline {
             "stage_order": self.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
             "stages": Value::Object(stage_figures),
         });
+        if !self.gate.is_empty() {
+            summary["gate"] = crate::gate::section(&crate::gate::evaluate(&self.gate, &summary));
+        }
         Ok(Run { summary, tables, extra_files, artifacts })
     }
+}
+
+/// The conditions of a `[gate]` table (`conditions = ["STAGE.FIELD OP NUMBER", …]`), each with
+/// its span; problems are recorded.
+fn gate_conditions(v: &Sp<Val>, p: &mut Problems) -> Vec<(crate::gate::Condition, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let Val::Table(entries) = &v.v else {
+        p.at(&v.span, format!("`gate` must be a table (`[gate]` with `conditions = [...]`), found {}", v.v.type_name()));
+        return out;
+    };
+    for (k, val) in entries {
+        match (k.v.as_str(), &val.v) {
+            ("conditions", Val::Array(items)) => {
+                for item in items {
+                    match &item.v {
+                        Val::Str(s) => match s.parse::<crate::gate::Condition>() {
+                            Ok(c) => out.push((c, item.span.clone())),
+                            Err(e) => p.at(&item.span, format!("[gate] {e}")),
+                        },
+                        other => p.at(&item.span, format!("[gate] a condition must be a string, found {}", other.type_name())),
+                    }
+                }
+            }
+            ("conditions", other) => p.at(&val.span, format!("[gate] `conditions` must be a list of strings, found {}", other.type_name())),
+            (other, _) => p.at(&k.span, format!("[gate]: unknown key `{other}`{}; accepted: conditions", hint(other, &["conditions"]))),
+        }
+    }
+    out
 }
 
 /// A finished run, in memory.

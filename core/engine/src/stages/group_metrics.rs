@@ -1,44 +1,66 @@
-//! `group_metrics`: the model's selection rate per protected group on the data's own rows, with
-//! Wilson intervals, impact ratios and the four-fifths rule.
+//! `group_metrics`: the model's outcomes per protected group and per intersection on the data's
+//! own labelled rows — selection rate with impact ratios and the four-fifths rule, the error rates
+//! (TPR, FPR, FNR, TNR, PPV, NPV, accuracy) with Wilson intervals, AUC (seeded bootstrap interval)
+//! and calibration when the model gives probabilities, every rate's `_ratio` and `_difference`
+//! against a reference group with DSSG Aequitas' fairness band, significance against the
+//! reference with Holm's correction, Fairlearn's parity summaries per attribute set, and a
+//! threshold sweep.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use fairpipe_abi::domain::Domain;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
 
 use super::group_score::MODEL_INPUT;
 use super::options::{check_protected, Rows, PROTECTED};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::estimate::wilson;
+use crate::fairness::{parity, Confusion, Metric, ParitySummary};
 use crate::group_rule::number;
-use crate::output::TableBuilder;
+use crate::grouping::{assign, set_name};
+use crate::output::{Table, TableBuilder};
 use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
 use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
 use crate::pipeline::stage::{
     audited_rows, figures_map, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext,
     StageOutput,
 };
+use crate::stats::{auc, bootstrap_ci95, holm, proportions_test, TestKind};
 
 /// The `group_metrics` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "group_metrics",
-    doc: "Selection rate of the model per value of each protected attribute and per intersection, on the data's own rows: Wilson 95% intervals, impact ratio against the most selected group, and the four-fifths rule (the table of a NYC Local Law 144 bias audit).",
+    doc: "Outcomes of the model per value of each protected attribute and per intersection, on the data's labelled rows: selection rate with impact ratios and the four-fifths rule, base rate, TPR, FPR, FNR, TNR, PPV, NPV, accuracy (Wilson 95% intervals), AUC and calibration when the model gives probabilities; each rate's ratio and difference against a reference group (Aequitas band), p-values against it with Holm's correction, Fairlearn's parity summaries per attribute set, and a threshold sweep.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::GroupMetrics,
     keys: &[
         KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "rows to measure"),
-        KeyDoc::new("threshold", "float", "0.8", "impact ratio below which a group is flagged (four-fifths rule)"),
+        KeyDoc::new("threshold", "float", "0.5", "decision threshold: a row is selected (favourable) when P(favourable) > threshold"),
+        KeyDoc::new("top_k", "int", "none", "select the k rows of highest score instead (a ranking system); excludes top_share"),
+        KeyDoc::new("top_share", "float", "none", "select this share of the rows of highest score instead"),
+        KeyDoc::new("impact_threshold", "float", "0.8", "impact ratio below which a group is flagged (four-fifths rule)"),
         KeyDoc::new(
             "min_share",
             "float",
             "0.02",
-            "groups smaller than this share of the rows are listed but not flagged (LL144 audits may exclude categories under 2%)",
+            "groups smaller than this share of the rows are listed but not flagged by the four-fifths rule (LL144 audits may exclude categories under 2%)",
         ),
+        KeyDoc::new("min_count", "int", "30", "groups with fewer rows are listed as too small: no significance test, no flag"),
+        KeyDoc::new(
+            "reference",
+            "\"largest\"|\"most_favoured\"|table",
+            "\"largest\"",
+            "reference group of each attribute set for _ratio, _difference and the tests: the largest group, the most selected one, or named, e.g. { sex = \"Male\" }",
+        ),
+        KeyDoc::new("ratio_band", "[float, float]", "[0.8, 1.25]", "a rate's ratio to the reference outside this band is flagged (DSSG Aequitas)"),
+        KeyDoc::new("alpha", "float", "0.05", "significance level after Holm's correction across the table"),
+        KeyDoc::new("bootstrap", "int", "500", "bootstrap resamples of the AUC interval (seeded; 0: no interval)"),
         PROTECTED,
     ],
     tag: None,
-    example: "[stages.metrics]\nkind = \"group_metrics\"\nmodel = \"model\"\nprotected = [\"gender\", \"race\"]",
+    example: "[stages.metrics]\nkind = \"group_metrics\"\nmodel = \"model\"\nsplit = \"test\"\nprotected = [\"gender\", \"race\"]\nreference = { gender = \"1\" }",
     configure: configure::<GroupMetricsConfig>,
     fields: fields_of::<GroupMetricsConfig>,
 };
@@ -49,17 +71,77 @@ pub const KIND: StageKind = StageKind {
 pub struct GroupMetricsConfig {
     /// Rows to measure.
     pub split: Rows,
-    /// Impact ratio below which a group is flagged.
+    /// Decision threshold on P(favourable).
     pub threshold: f64,
+    /// Select the k rows of highest score instead.
+    pub top_k: Option<usize>,
+    /// Select this share of the rows of highest score instead.
+    pub top_share: Option<f64>,
+    /// Impact ratio below which a group is flagged.
+    pub impact_threshold: f64,
     /// Groups smaller than this share of the rows are listed but not flagged.
     pub min_share: f64,
+    /// Groups with fewer rows are listed as too small.
+    pub min_count: usize,
+    /// `"largest"`, `"most_favoured"` or a table of attribute = value.
+    pub reference: Value,
+    /// The fairness band of a ratio to the reference.
+    pub ratio_band: [f64; 2],
+    /// Significance level after Holm's correction.
+    pub alpha: f64,
+    /// Bootstrap resamples of the AUC interval.
+    pub bootstrap: usize,
     /// Audit these protected attributes instead of the data's.
     pub protected: Option<Vec<String>>,
 }
 
 impl Default for GroupMetricsConfig {
     fn default() -> Self {
-        GroupMetricsConfig { split: Rows::All, threshold: 0.8, min_share: 0.02, protected: None }
+        GroupMetricsConfig {
+            split: Rows::All,
+            threshold: 0.5,
+            top_k: None,
+            top_share: None,
+            impact_threshold: 0.8,
+            min_share: 0.02,
+            min_count: 30,
+            reference: json!("largest"),
+            ratio_band: [0.8, 1.25],
+            alpha: 0.05,
+            bootstrap: 500,
+            protected: None,
+        }
+    }
+}
+
+/// How the reference group of an attribute set is chosen.
+#[derive(Debug, Clone, PartialEq)]
+enum Reference {
+    Largest,
+    MostFavoured,
+    /// Attribute name → group name; attribute sets it does not fully name use the largest of the
+    /// groups that match what it names.
+    Named(BTreeMap<String, String>),
+}
+
+impl Reference {
+    fn read(v: &Value) -> std::result::Result<Reference, String> {
+        match v {
+            Value::String(s) if s == "largest" => Ok(Reference::Largest),
+            Value::String(s) if s == "most_favoured" || s == "most_favored" => Ok(Reference::MostFavoured),
+            Value::Object(m) if !m.is_empty() => m
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok((k.clone(), s.clone())),
+                    Value::Number(n) => Ok((k.clone(), n.as_f64().map(number).unwrap_or_else(|| n.to_string()))),
+                    other => Err(format!("`reference.{k}` must be a group name (string or number), found {other}")),
+                })
+                .collect::<std::result::Result<_, _>>()
+                .map(Reference::Named),
+            other => Err(format!(
+                "`reference` must be \"largest\", \"most_favoured\" or a table naming the group, e.g. {{ sex = \"Male\" }}; found {other}"
+            )),
+        }
     }
 }
 
@@ -70,7 +152,27 @@ impl StageConfig for GroupMetricsConfig {
 
     fn validate(&self, c: &mut Checks<'_, '_>) {
         c.within("threshold", self.threshold, 0.0, 1.0);
+        c.within("impact_threshold", self.impact_threshold, 0.0, 1.0);
         c.within("min_share", self.min_share, 0.0, 1.0);
+        c.within("alpha", self.alpha, 1e-12, 0.5);
+        if let Some(k) = self.top_k {
+            c.at_least("top_k", k, 1);
+        }
+        if let Some(s) = self.top_share {
+            if !(s > 0.0 && s <= 1.0) {
+                c.problem("top_share", format!("`top_share` must lie in (0, 1], found {s}"));
+            }
+        }
+        if self.top_k.is_some() && self.top_share.is_some() {
+            c.problem("top_share", "give `top_k` or `top_share`, not both");
+        }
+        let [lo, hi] = self.ratio_band;
+        if !(lo > 0.0 && lo <= 1.0 && hi >= 1.0 && hi.is_finite()) {
+            c.problem("ratio_band", format!("`ratio_band` must be [low, high] with 0 < low ≤ 1 ≤ high, found [{lo}, {hi}]"));
+        }
+        if let Err(e) = Reference::read(&self.reference) {
+            c.problem("reference", e);
+        }
         check_protected(c, &self.protected);
     }
 
@@ -79,7 +181,7 @@ impl StageConfig for GroupMetricsConfig {
     }
 }
 
-/// A group below the threshold.
+/// A group below the impact threshold.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlaggedGroup {
     /// Attribute names ("gender" or "gender × race").
@@ -93,7 +195,7 @@ pub struct FlaggedGroup {
     pub n: usize,
 }
 
-/// One group under the DESIGN.md contract's names.
+/// One group: the DESIGN.md contract's names first, then the labelled metrics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupFigure {
     /// Attribute names.
@@ -112,6 +214,28 @@ pub struct GroupFigure {
     pub impact_ratio: f64,
     /// Whether the group passes the four-fifths rule (or is too small to judge).
     pub four_fifths_ok: bool,
+    /// Rows in the group (the same as `n`, under the name auditors use).
+    pub count: usize,
+    /// Whether this is its attribute set's reference group.
+    pub reference: bool,
+    /// Fewer rows than `min_count` (here or in the reference): listed, not tested, not flagged.
+    pub too_small: bool,
+    /// p-value of the selection rate against the reference's (`null` for the reference and small
+    /// groups).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p_value: f64,
+    /// The p-value after Holm's correction across every test of the table.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p_adjusted: f64,
+    /// The selection rate differs from the reference's at `alpha` after the correction.
+    pub significant: bool,
+    /// Metrics whose ratio to the reference lies outside `ratio_band`.
+    pub outside_band: Vec<String>,
+    /// Every other figure: `base_rate`, `tpr`, `fpr`, `fnr`, `tnr`, `ppv`, `npv`, `accuracy` with
+    /// `_ci95`, `_ratio` and `_difference`; `tpr_`/`fpr_` `p_value`, `p_adjusted`, `significant`;
+    /// `auc`, `auc_ci95` and `calibration` with probabilities.
+    #[serde(flatten)]
+    pub metrics: Map<String, Value>,
 }
 
 /// Figures of a `group_metrics` stage.
@@ -124,228 +248,560 @@ pub struct GroupMetricsFigures {
     pub selection_rate: f64,
     /// Lowest impact ratio per attribute set (`null` when none is defined).
     pub min_impact_ratio: BTreeMap<String, Option<f64>>,
-    /// Groups flagged.
+    /// Groups flagged by the four-fifths rule.
     pub below_threshold: Vec<FlaggedGroup>,
     /// Every group.
     pub groups: Vec<GroupFigure>,
-    /// The flag threshold.
+    /// The four-fifths flag threshold on the impact ratio (the config's `impact_threshold`; the
+    /// name predates the decision threshold).
     pub threshold: f64,
-    /// The smallest share judged.
+    /// The smallest share judged by the four-fifths rule.
     pub min_share: f64,
+    /// The decision threshold used (with `top_k` / `top_share`: the lowest selected score).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub decision_threshold: f64,
+    /// How rows were selected: `threshold`, `top_k` or `top_share`.
+    pub selection: String,
+    /// Whether the model gave probabilities (not only 0/1), so AUC and calibration exist.
+    pub probabilities: bool,
+    /// The reference rule as configured.
+    pub reference: Value,
+    /// The fairness band of a ratio.
+    pub ratio_band: [f64; 2],
+    /// Groups under this count are too small to test.
+    pub min_count: usize,
+    /// Significance level.
+    pub alpha: f64,
+    /// Tests run (groups × metrics against their reference).
+    pub tests: usize,
+    /// Groups whose selection rate differs significantly from their reference's.
+    pub significant_groups: usize,
+    /// Fairlearn's parity summaries per attribute set, over every group (as Fairlearn computes
+    /// them).
+    pub parity: BTreeMap<String, ParitySummary>,
+    /// The same summaries over the groups of at least `min_count` rows only, so that a handful of
+    /// rows in a rare intersection does not decide them.
+    pub parity_min_count: BTreeMap<String, ParitySummary>,
+    /// The worst of each summary of `parity_min_count` over the attribute sets (largest
+    /// difference, smallest ratio): one figure per summary for a `[gate]` condition.
+    #[serde(flatten)]
+    pub worst: ParitySummary,
 }
 
-/// Attributes with more distinct values than this are grouped into this many equal-width bins.
-const MAX_LEVELS: usize = 10;
+/// The metrics a group is tested on against its reference (one test each, all Holm-corrected
+/// together).
+const TESTED: [Metric; 3] = [Metric::SelectionRate, Metric::Tpr, Metric::Fpr];
 
-/// How one attribute's values map to groups: as they are, or into equal-width bins.
-enum Grouping {
-    Values,
-    Bins { lower: f64, width: f64, step: f64, integer: bool },
+/// Calibration bins of the scores.
+const CALIBRATION_BINS: usize = 10;
+
+/// Thresholds of the sweep: 0, 0.05, …, 1.
+const SWEEP_STEPS: usize = 20;
+
+/// One group's measurements before the reference is known.
+struct Measured {
+    attributes: String,
+    group: String,
+    rows: Vec<usize>,
+    confusion: Confusion,
+    auc: f64,
+    auc_ci95: [f64; 2],
+    calibration: Vec<Value>,
 }
 
-impl Grouping {
-    fn of(domain: &Domain, rows: &[f64], attr: usize) -> Self {
-        let width = domain.width();
-        let mut distinct: Vec<u64> = rows.chunks_exact(width).map(|r| r[attr].to_bits()).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let a = &domain.attributes[attr];
-        if distinct.len() <= MAX_LEVELS || matches!(a.kind, fairpipe_abi::domain::AttributeKind::Categorical { .. }) {
-            return Grouping::Values;
-        }
-        let integer = !matches!(a.kind, fairpipe_abi::domain::AttributeKind::Continuous);
-        Grouping::Bins { lower: a.lower, width: (a.upper - a.lower) / MAX_LEVELS as f64, step: a.step, integer }
-    }
+/// Labels, scores and selections of the measured rows.
+struct Outcomes<'a> {
+    y: &'a [bool],
+    score: &'a [f64],
+    selected: &'a [bool],
+    probabilities: bool,
+}
 
-    /// The group key of value `v` (sortable).
-    fn key(&self, v: f64) -> f64 {
-        match self {
-            Grouping::Values => v,
-            Grouping::Bins { lower, width, .. } => (((v - lower) / width).floor()).clamp(0.0, (MAX_LEVELS - 1) as f64),
-        }
+/// Measure every group of attribute set `attrs`.
+fn measure_set(
+    domain: &fairpipe_abi::domain::Domain,
+    rows: &[f64],
+    attrs: &[usize],
+    o: &Outcomes<'_>,
+    bootstrap: usize,
+    seed: u64,
+) -> Vec<Measured> {
+    let (of_row, names) = assign(domain, rows, attrs);
+    let attributes = set_name(domain, attrs);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); names.len()];
+    for (i, &g) in of_row.iter().enumerate() {
+        members[g].push(i);
     }
-
-    /// The group's name.
-    fn label(&self, domain: &Domain, attr: usize, key: f64) -> String {
-        match self {
-            Grouping::Values => domain.attributes[attr].decode(key),
-            Grouping::Bins { lower, width, step, integer } => {
-                let edge = |i: f64| {
-                    let e = lower + width * i;
-                    if *integer {
-                        lower + ((e - lower) / step).ceil() * step
-                    } else {
-                        e
-                    }
-                };
-                let (lo, hi) = (edge(key), edge(key + 1.0));
-                if key as usize == MAX_LEVELS - 1 {
-                    format!("{}–{}", number(lo), number(domain.attributes[attr].upper))
-                } else if *integer {
-                    format!("{}–{}", number(lo), number(hi - step))
-                } else {
-                    format!("[{}, {})", number(lo), number(hi))
-                }
+    names
+        .into_par_iter()
+        .zip(members)
+        .enumerate()
+        .map(|(k, (group, idx))| {
+            let mut confusion = Confusion::default();
+            for &i in &idx {
+                confusion.add(o.y[i], o.selected[i]);
             }
+            let (auc_v, auc_ci95, calibration) = if o.probabilities {
+                let s: Vec<f64> = idx.iter().map(|&i| o.score[i]).collect();
+                let l: Vec<bool> = idx.iter().map(|&i| o.y[i]).collect();
+                let ci = bootstrap_ci95(idx.len(), bootstrap, seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), |sample| {
+                    let ss: Vec<f64> = sample.iter().map(|&j| s[j]).collect();
+                    let ll: Vec<bool> = sample.iter().map(|&j| l[j]).collect();
+                    auc(&ss, &ll)
+                });
+                (auc(&s, &l), ci, calibration(&s, &l))
+            } else {
+                (f64::NAN, [f64::NAN, f64::NAN], Vec::new())
+            };
+            Measured { attributes: attributes.clone(), group, rows: idx, confusion, auc: auc_v, auc_ci95, calibration }
+        })
+        .collect()
+}
+
+/// Mean predicted probability against the observed favourable rate, per equal-width score bin.
+fn calibration(score: &[f64], y: &[bool]) -> Vec<Value> {
+    let mut bins = [(0usize, 0.0f64, 0usize); CALIBRATION_BINS];
+    for (&s, &l) in score.iter().zip(y) {
+        let b = ((s * CALIBRATION_BINS as f64) as usize).min(CALIBRATION_BINS - 1);
+        bins[b].0 += 1;
+        bins[b].1 += s;
+        bins[b].2 += usize::from(l);
+    }
+    bins.iter()
+        .enumerate()
+        .filter(|(_, b)| b.0 > 0)
+        .map(|(i, &(n, sum, pos))| {
+            json!({
+                "bin": [i as f64 / CALIBRATION_BINS as f64, (i + 1) as f64 / CALIBRATION_BINS as f64],
+                "n": n,
+                "mean_predicted": sum / n as f64,
+                "observed": pos as f64 / n as f64,
+                "observed_ci95": wilson(pos, n, 1.96),
+            })
+        })
+        .collect()
+}
+
+/// The index of the reference group among `set` (groups of one attribute set).
+fn reference_of(set: &[Measured], reference: &Reference, min_count: usize) -> Result<usize> {
+    let largest = |candidates: &mut dyn Iterator<Item = usize>| candidates.max_by_key(|&i| (set[i].rows.len(), usize::MAX - i));
+    match reference {
+        Reference::Largest => largest(&mut (0..set.len())).ok_or_else(|| Error::Invalid("no group to measure".into())),
+        Reference::MostFavoured => {
+            let rate = |i: usize| set[i].confusion.rate(Metric::SelectionRate);
+            let big: Vec<usize> = (0..set.len()).filter(|&i| set[i].rows.len() >= min_count).collect();
+            let pool = if big.is_empty() { (0..set.len()).collect() } else { big };
+            pool.into_iter()
+                .max_by(|&a, &b| rate(a).total_cmp(&rate(b)).then(b.cmp(&a)))
+                .ok_or_else(|| Error::Invalid("no group to measure".into()))
+        }
+        Reference::Named(named) => {
+            let attrs: Vec<&str> = set[0].attributes.split(" × ").collect();
+            let wanted: Vec<(usize, &String)> = attrs.iter().enumerate().filter_map(|(pos, a)| named.get(*a).map(|v| (pos, v))).collect();
+            let matching: Vec<usize> = (0..set.len())
+                .filter(|&i| {
+                    let parts: Vec<&str> = set[i].group.split(" × ").collect();
+                    wanted.iter().all(|(pos, v)| parts.get(*pos) == Some(&v.as_str()))
+                })
+                .collect();
+            if matching.is_empty() {
+                let (pos, v) = wanted[0];
+                let mut values: Vec<&str> = set.iter().filter_map(|g| g.group.split(" × ").nth(pos)).collect();
+                values.dedup();
+                return Err(Error::Invalid(format!(
+                    "`reference`: {} has no group `{v}` in these rows; its groups: {}",
+                    attrs[pos],
+                    values.join(", ")
+                )));
+            }
+            largest(&mut matching.into_iter()).ok_or_else(|| Error::Invalid("no group to measure".into()))
         }
     }
 }
 
-/// Selection rates of the groups of `attrs` (one attribute, or an intersection); attributes with
-/// many values are binned. Impact ratios are taken against the most selected group of at least
-/// `min_n` rows.
-fn rates(domain: &Domain, rows: &[f64], selected: &[bool], attrs: &[usize], min_n: usize) -> Vec<GroupMetricRow> {
-    let width = domain.width();
-    let groupings: Vec<Grouping> = attrs.iter().map(|&a| Grouping::of(domain, rows, a)).collect();
-    let mut counts: BTreeMap<Vec<u64>, (usize, usize)> = BTreeMap::new();
-    for (row, &sel) in rows.chunks_exact(width).zip(selected) {
-        let key: Vec<u64> = attrs.iter().zip(&groupings).map(|(&a, g)| g.key(row[a]).to_bits()).collect();
-        let c = counts.entry(key).or_default();
-        c.0 += 1;
-        c.1 += usize::from(sel);
+/// Which rows are selected: score above the threshold, or the top k / top share by score (ties
+/// broken by row order). Returns the selections and the decision threshold in effect.
+fn select(score: &[f64], threshold: f64, top_k: Option<usize>, top_share: Option<f64>) -> (Vec<bool>, f64, &'static str) {
+    let k = match (top_k, top_share) {
+        (Some(k), _) => Some((k.min(score.len()), "top_k")),
+        (None, Some(s)) => Some((((s * score.len() as f64).ceil() as usize).min(score.len()), "top_share")),
+        (None, None) => None,
+    };
+    match k {
+        None => (score.iter().map(|&p| p > threshold).collect(), threshold, "threshold"),
+        Some((k, how)) => {
+            let mut order: Vec<usize> = (0..score.len()).collect();
+            order.sort_by(|&a, &b| score[b].total_cmp(&score[a]).then(a.cmp(&b)));
+            let mut selected = vec![false; score.len()];
+            for &i in &order[..k] {
+                selected[i] = true;
+            }
+            let cut = if k == 0 { f64::NAN } else { score[order[k - 1]] };
+            (selected, cut, how)
+        }
     }
-    let name = attrs.iter().map(|&a| domain.attributes[a].name.as_str()).collect::<Vec<_>>().join(" × ");
-    let mut out: Vec<GroupMetricRow> = counts
-        .into_iter()
-        .map(|(key, (n, s))| GroupMetricRow {
-            attributes: name.clone(),
-            group: attrs
-                .iter()
-                .zip(&groupings)
-                .zip(&key)
-                .map(|((&a, g), &bits)| g.label(domain, a, f64::from_bits(bits)))
-                .collect::<Vec<_>>()
-                .join(" × "),
-            n,
-            selected: s,
-            rate: s as f64 / n as f64,
-            ci95: wilson(s, n, 1.96),
-            impact_ratio: f64::NAN,
-        })
-        .collect();
-    let large: Vec<f64> = out.iter().filter(|r| r.n >= min_n).map(|r| r.rate).collect();
-    let best = if large.is_empty() { out.iter().map(|r| r.rate).fold(0.0, f64::max) } else { large.into_iter().fold(0.0, f64::max) };
-    for r in &mut out {
-        r.impact_ratio = if best > 0.0 { r.rate / best } else { f64::NAN };
+}
+
+/// A rate and its Wilson interval (`NaN`s when undefined).
+fn rate_with_ci(c: &Confusion, m: Metric) -> (f64, [f64; 2]) {
+    let (num, den) = c.fraction(m);
+    if den == 0 {
+        (f64::NAN, [f64::NAN, f64::NAN])
+    } else {
+        (num as f64 / den as f64, wilson(num, den, 1.96))
     }
-    out
 }
 
 impl Stage for GroupMetricsConfig {
-    fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
         let (domain, rows) = audited_rows(&model, self.protected.as_deref(), self.split.split())?;
+        let labels: Vec<u8> = match self.split.split() {
+            Some(s) => model.data.subset(s).1,
+            None => model.data.y.clone(),
+        };
+        let y: Vec<bool> = labels.iter().map(|&l| l == 1).collect();
+        let reference = Reference::read(&self.reference).map_err(Error::Invalid)?;
         let before = model.oracle.rows();
-        let selected: Vec<bool> = model.oracle.predict_proba(&rows)?.into_iter().map(|p| p > 0.5).collect();
+        let score = model.oracle.predict_proba(&rows)?;
+        let n_rows = score.len();
+        if n_rows == 0 {
+            return Err(Error::Invalid(format!("group_metrics: no rows in split `{:?}` to measure", self.split).to_lowercase()));
+        }
+        let probabilities = score.iter().any(|&p| p > 0.0 && p < 1.0);
+        let (selected, decision_threshold, selection) = select(&score, self.threshold, self.top_k, self.top_share);
+        let outcomes = Outcomes { y: &y, score: &score, selected: &selected, probabilities };
+
         let protected = domain.protected_indices();
-        let min_n = (self.min_share * (rows.len() / domain.width()) as f64).ceil() as usize;
-        let mut all = Vec::new();
-        for &a in &protected {
-            all.extend(rates(&domain, &rows, &selected, &[a], min_n));
-        }
+        let mut sets: Vec<Vec<usize>> = protected.iter().map(|&a| vec![a]).collect();
         if protected.len() > 1 {
-            all.extend(rates(&domain, &rows, &selected, &protected, min_n));
+            sets.push(protected.clone());
         }
-        let n_rows = (rows.len() / domain.width()).max(1) as f64;
-        let verdict = |r: &GroupMetricRow| {
-            if (r.n as f64) < self.min_share * n_rows {
-                "small"
-            } else if r.impact_ratio >= self.threshold {
-                "pass"
+        let mut measured: Vec<Vec<Measured>> = Vec::new();
+        for (k, attrs) in sets.iter().enumerate() {
+            measured.push(measure_set(&domain, &rows, attrs, &outcomes, self.bootstrap, ctx.seed.wrapping_add(k as u64)));
+        }
+        let min_share_n = (self.min_share * n_rows as f64).ceil() as usize;
+
+        // Per group: the figures, the reference index of its set, and its tests.
+        let mut groups: Vec<GroupFigure> = Vec::new();
+        let mut tests: Vec<(usize, Metric, f64, TestKind)> = Vec::new();
+        let mut parity_by_set = BTreeMap::new();
+        let mut parity_counted = BTreeMap::new();
+        for set in &measured {
+            let r = reference_of(set, &reference, self.min_count)?;
+            let reference_c = set[r].confusion;
+            let reference_small = set[r].rows.len() < self.min_count;
+            let most_selected = set
+                .iter()
+                .filter(|g| g.rows.len() >= min_share_n)
+                .map(|g| g.confusion.rate(Metric::SelectionRate))
+                .fold(f64::NAN, f64::max);
+            let best = if most_selected.is_nan() {
+                set.iter().map(|g| g.confusion.rate(Metric::SelectionRate)).fold(0.0, f64::max)
             } else {
-                "FLAG"
-            }
-        };
-        let mut min_impact_ratio: BTreeMap<String, f64> = BTreeMap::new();
-        for r in &all {
-            let entry = min_impact_ratio.entry(r.attributes.clone()).or_insert(f64::INFINITY);
-            if r.impact_ratio < *entry {
-                *entry = r.impact_ratio;
+                most_selected
+            };
+            parity_by_set.insert(set[r].attributes.clone(), parity(&set.iter().map(|g| g.confusion).collect::<Vec<_>>()));
+            parity_counted.insert(
+                set[r].attributes.clone(),
+                parity(&set.iter().filter(|g| g.rows.len() >= self.min_count).map(|g| g.confusion).collect::<Vec<_>>()),
+            );
+            for (i, g) in set.iter().enumerate() {
+                let c = g.confusion;
+                let n = g.rows.len();
+                let mut metrics = Map::new();
+                let mut outside_band = Vec::new();
+                for m in Metric::ALL {
+                    let (v, ci) = rate_with_ci(&c, m);
+                    let rv = reference_c.rate(m);
+                    let ratio = if rv > 0.0 { v / rv } else { f64::NAN };
+                    if m != Metric::SelectionRate {
+                        metrics.insert(m.name().into(), json!(v));
+                        metrics.insert(format!("{}_ci95", m.name()), json!(ci));
+                    }
+                    metrics.insert(format!("{}_ratio", m.name()), json!(ratio));
+                    metrics.insert(format!("{}_difference", m.name()), json!(v - rv));
+                    if !ratio.is_nan() && !(self.ratio_band[0]..=self.ratio_band[1]).contains(&ratio) && n >= self.min_count {
+                        outside_band.push(m.name().to_string());
+                    }
+                }
+                if probabilities {
+                    metrics.insert("auc".into(), json!(g.auc));
+                    metrics.insert("auc_ci95".into(), json!(g.auc_ci95));
+                    metrics.insert("calibration".into(), Value::Array(g.calibration.clone()));
+                }
+                let too_small = n < self.min_count || reference_small;
+                if i != r && !too_small {
+                    for m in TESTED {
+                        let (x1, n1) = c.fraction(m);
+                        let (x2, n2) = reference_c.fraction(m);
+                        let t = proportions_test(x1, n1, x2, n2);
+                        tests.push((groups.len(), m, t.p_value, t.test));
+                    }
+                }
+                let rate = c.rate(Metric::SelectionRate);
+                let impact_ratio = if best > 0.0 { rate / best } else { f64::NAN };
+                let four_fifths_ok = n < min_share_n || impact_ratio >= self.impact_threshold || impact_ratio.is_nan();
+                groups.push(GroupFigure {
+                    attributes: g.attributes.clone(),
+                    group: g.group.clone(),
+                    n,
+                    selection_rate: rate,
+                    ci95: wilson(c.tp + c.fp, n, 1.96),
+                    impact_ratio,
+                    four_fifths_ok,
+                    count: n,
+                    reference: i == r,
+                    too_small,
+                    p_value: f64::NAN,
+                    p_adjusted: f64::NAN,
+                    significant: false,
+                    outside_band,
+                    metrics,
+                });
             }
         }
+        let adjusted = holm(&tests.iter().map(|t| t.2).collect::<Vec<_>>());
+        for ((g, m, p, kind), adj) in tests.iter().zip(&adjusted) {
+            let sig = *adj <= self.alpha;
+            let group = &mut groups[*g];
+            if *m == Metric::SelectionRate {
+                group.p_value = *p;
+                group.p_adjusted = *adj;
+                group.significant = sig;
+                group.metrics.insert("test".into(), json!(kind));
+            } else {
+                group.metrics.insert(format!("{}_p_value", m.name()), json!(p));
+                group.metrics.insert(format!("{}_p_adjusted", m.name()), json!(adj));
+                group.metrics.insert(format!("{}_significant", m.name()), json!(sig));
+            }
+        }
+
+        let mut min_impact_ratio: BTreeMap<String, f64> = BTreeMap::new();
+        for g in &groups {
+            let entry = min_impact_ratio.entry(g.attributes.clone()).or_insert(f64::INFINITY);
+            if g.impact_ratio < *entry {
+                *entry = g.impact_ratio;
+            }
+        }
+        let worst = worst_of(parity_counted.values());
         let figures = GroupMetricsFigures {
-            rows: rows.len() / domain.width(),
-            selection_rate: selected.iter().filter(|s| **s).count() as f64 / selected.len().max(1) as f64,
+            rows: n_rows,
+            selection_rate: selected.iter().filter(|s| **s).count() as f64 / n_rows as f64,
             min_impact_ratio: min_impact_ratio.into_iter().map(|(k, v)| (k, v.is_finite().then_some(v))).collect(),
-            below_threshold: all
+            below_threshold: groups
                 .iter()
-                .filter(|r| verdict(r) == "FLAG")
-                .map(|r| FlaggedGroup { attributes: r.attributes.clone(), group: r.group.clone(), impact_ratio: r.impact_ratio, n: r.n })
+                .filter(|g| !g.four_fifths_ok)
+                .map(|g| FlaggedGroup { attributes: g.attributes.clone(), group: g.group.clone(), impact_ratio: g.impact_ratio, n: g.n })
                 .collect(),
-            groups: all
-                .iter()
-                .map(|r| GroupFigure {
-                    attributes: r.attributes.clone(),
-                    group: r.group.clone(),
-                    n: r.n,
-                    selection_rate: r.rate,
-                    ci95: r.ci95,
-                    impact_ratio: r.impact_ratio,
-                    four_fifths_ok: verdict(r) != "FLAG",
-                })
-                .collect(),
-            threshold: self.threshold,
+            threshold: self.impact_threshold,
             min_share: self.min_share,
+            decision_threshold,
+            selection: selection.into(),
+            probabilities,
+            reference: self.reference.clone(),
+            ratio_band: self.ratio_band,
+            min_count: self.min_count,
+            alpha: self.alpha,
+            tests: tests.len(),
+            significant_groups: groups.iter().filter(|g| g.significant).count(),
+            parity: parity_by_set,
+            parity_min_count: parity_counted,
+            worst,
+            groups,
         };
-        let table = TableBuilder::new()
-            .str("attributes", all.iter().map(|r| r.attributes.clone()).collect())
-            .str("group", all.iter().map(|r| r.group.clone()).collect())
-            .i64("n", all.iter().map(|r| r.n as i64).collect())
-            .i64("selected", all.iter().map(|r| r.selected as i64).collect())
-            .f64("selection_rate", all.iter().map(|r| r.rate).collect())
-            .f64("ci95_low", all.iter().map(|r| r.ci95[0]).collect())
-            .f64("ci95_high", all.iter().map(|r| r.ci95[1]).collect())
-            .f64("impact_ratio", all.iter().map(|r| r.impact_ratio).collect())
-            .str("four_fifths", all.iter().map(|r| verdict(r).to_string()).collect())
-            .build("")?;
+        let mut tables = vec![group_table(&figures)?];
+        if probabilities {
+            tables.push(sweep_table(&measured, &outcomes)?);
+        }
         let model_queries = model.oracle.rows() - before;
+        let rows_out = figures
+            .groups
+            .iter()
+            .map(|g| GroupMetricRow {
+                attributes: g.attributes.clone(),
+                group: g.group.clone(),
+                n: g.n,
+                selected: (g.selection_rate * g.n as f64).round() as usize,
+                rate: g.selection_rate,
+                ci95: g.ci95,
+                impact_ratio: g.impact_ratio,
+            })
+            .collect();
         Ok(StageOutput {
-            artifact: Artifact::GroupMetrics(Arc::new(GroupMetricsArtifact { rows: all })),
+            artifact: Artifact::GroupMetrics(Arc::new(GroupMetricsArtifact { rows: rows_out })),
             figures: figures_map(&figures),
-            tables: vec![table],
+            tables,
             model_queries,
         })
     }
 }
 
+/// The largest difference and smallest ratio of each summary over `sets` (`NaN`s skipped).
+fn worst_of<'a>(sets: impl Iterator<Item = &'a ParitySummary> + Clone) -> ParitySummary {
+    let max = |f: fn(&ParitySummary) -> f64| sets.clone().map(f).filter(|v| !v.is_nan()).fold(f64::NAN, f64::max);
+    let min = |f: fn(&ParitySummary) -> f64| sets.clone().map(f).filter(|v| !v.is_nan()).fold(f64::NAN, f64::min);
+    ParitySummary {
+        demographic_parity_difference: max(|s| s.demographic_parity_difference),
+        demographic_parity_ratio: min(|s| s.demographic_parity_ratio),
+        equalized_odds_difference: max(|s| s.equalized_odds_difference),
+        equalized_odds_ratio: min(|s| s.equalized_odds_ratio),
+        equal_opportunity_difference: max(|s| s.equal_opportunity_difference),
+        equal_opportunity_ratio: min(|s| s.equal_opportunity_ratio),
+        predictive_parity_difference: max(|s| s.predictive_parity_difference),
+    }
+}
+
+/// The stage's main table: one row per group.
+fn group_table(f: &GroupMetricsFigures) -> Result<Table> {
+    let g = &f.groups;
+    let num = |key: &str| -> Vec<f64> { g.iter().map(|r| r.metrics.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)).collect() };
+    let verdict = |r: &GroupFigure| {
+        if r.n < (f.min_share * f.rows as f64).ceil() as usize {
+            "small"
+        } else if r.four_fifths_ok {
+            "pass"
+        } else {
+            "FLAG"
+        }
+    };
+    let mut t = TableBuilder::new()
+        .str("attributes", g.iter().map(|r| r.attributes.clone()).collect())
+        .str("group", g.iter().map(|r| r.group.clone()).collect())
+        .i64("n", g.iter().map(|r| r.n as i64).collect())
+        .i64("selected", g.iter().map(|r| (r.selection_rate * r.n as f64).round() as i64).collect())
+        .f64("selection_rate", g.iter().map(|r| r.selection_rate).collect())
+        .f64("ci95_low", g.iter().map(|r| r.ci95[0]).collect())
+        .f64("ci95_high", g.iter().map(|r| r.ci95[1]).collect())
+        .f64("impact_ratio", g.iter().map(|r| r.impact_ratio).collect())
+        .str("four_fifths", g.iter().map(|r| verdict(r).to_string()).collect())
+        .str("reference", g.iter().map(|r| if r.reference { "yes" } else { "" }.to_string()).collect())
+        .str("too_small", g.iter().map(|r| if r.too_small { "yes" } else { "" }.to_string()).collect())
+        .f64("p_value", g.iter().map(|r| r.p_value).collect())
+        .f64("p_adjusted", g.iter().map(|r| r.p_adjusted).collect())
+        .str("significant", g.iter().map(|r| if r.significant { "yes" } else { "" }.to_string()).collect())
+        .str("outside_band", g.iter().map(|r| r.outside_band.join(" ")).collect());
+    for m in Metric::ALL {
+        let name = m.name();
+        if m != Metric::SelectionRate {
+            t = t.f64(name, num(name));
+            let ci: Vec<[f64; 2]> = g
+                .iter()
+                .map(|r| {
+                    r.metrics
+                        .get(&format!("{name}_ci95"))
+                        .and_then(|v| serde_json::from_value::<[Option<f64>; 2]>(v.clone()).ok())
+                        .map(|[a, b]| [a.unwrap_or(f64::NAN), b.unwrap_or(f64::NAN)])
+                        .unwrap_or([f64::NAN, f64::NAN])
+                })
+                .collect();
+            t = t.f64(&format!("{name}_ci95_low"), ci.iter().map(|c| c[0]).collect());
+            t = t.f64(&format!("{name}_ci95_high"), ci.iter().map(|c| c[1]).collect());
+        }
+        t = t.f64(&format!("{name}_ratio"), num(&format!("{name}_ratio")));
+        t = t.f64(&format!("{name}_difference"), num(&format!("{name}_difference")));
+    }
+    for m in [Metric::Tpr, Metric::Fpr] {
+        t = t.f64(&format!("{}_p_adjusted", m.name()), num(&format!("{}_p_adjusted", m.name())));
+    }
+    if f.probabilities {
+        t = t.f64("auc", num("auc"));
+    }
+    Ok(t.build("")?)
+}
+
+/// Selection rate and TPR per group of each single attribute at thresholds 0, 0.05, …, 1.
+fn sweep_table(measured: &[Vec<Measured>], o: &Outcomes<'_>) -> Result<Table> {
+    let (mut attributes, mut group, mut threshold, mut rate, mut tpr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for set in measured.iter().filter(|s| !s.first().is_some_and(|g| g.attributes.contains(" × "))) {
+        for g in set {
+            for step in 0..=SWEEP_STEPS {
+                let t = step as f64 / SWEEP_STEPS as f64;
+                let mut c = Confusion::default();
+                for &i in &g.rows {
+                    c.add(o.y[i], o.score[i] > t);
+                }
+                attributes.push(g.attributes.clone());
+                group.push(g.group.clone());
+                threshold.push(t);
+                rate.push(c.rate(Metric::SelectionRate));
+                tpr.push(c.rate(Metric::Tpr));
+            }
+        }
+    }
+    Ok(TableBuilder::new()
+        .str("attributes", attributes)
+        .str("group", group)
+        .f64("threshold", threshold)
+        .f64("selection_rate", rate)
+        .f64("tpr", tpr)
+        .build("sweep")?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::group_rule::tests::race_age_domain;
 
-    #[test]
-    fn impact_ratios_against_the_most_selected_group() {
-        let d = race_age_domain();
-        // Black: 2 of 4 selected; White: 4 of 4; Other: 1 of 4.
-        let rows: Vec<f64> = (0..12).flat_map(|i| [f64::from(i / 4), 30.0]).collect();
-        let selected = [true, true, false, false, true, true, true, true, true, false, false, false];
-        let r = rates(&d, &rows, &selected, &[0], 0);
-        let by_group: Vec<(&str, f64)> = r.iter().map(|g| (g.group.as_str(), g.impact_ratio)).collect();
-        assert_eq!(by_group, vec![("Black", 0.5), ("White", 1.0), ("Other", 0.25)]);
-        assert!(r.iter().all(|g| g.ci95[0] <= g.rate && g.rate <= g.ci95[1]));
+    fn measured(attributes: &str, group: &str, n: usize, selected: usize) -> Measured {
+        let mut confusion = Confusion::default();
+        for i in 0..n {
+            confusion.add(true, i < selected);
+        }
+        Measured {
+            attributes: attributes.into(),
+            group: group.into(),
+            rows: (0..n).collect(),
+            confusion,
+            auc: f64::NAN,
+            auc_ci95: [f64::NAN; 2],
+            calibration: Vec::new(),
+        }
     }
 
     #[test]
-    fn many_valued_attributes_are_binned() {
-        let d = race_age_domain();
-        // Ages 0..90: 91 values, grouped into 10 bins of width 9.
-        let rows: Vec<f64> = (0..91).flat_map(|i| [0.0, f64::from(i)]).collect();
-        let selected = vec![true; 91];
-        let r = rates(&d, &rows, &selected, &[1], 0);
-        assert_eq!(r.len(), 10);
-        assert_eq!(r[0].group, "0–8");
-        assert_eq!(r[9].group, "81–90");
-        assert_eq!(r.iter().map(|g| g.n).sum::<usize>(), 91);
+    fn references_are_the_largest_the_most_selected_or_the_named_group() {
+        let set = vec![
+            measured("sex × race", "F × A", 40, 30),
+            measured("sex × race", "M × A", 100, 20),
+            measured("sex × race", "M × B", 20, 20),
+        ];
+        assert_eq!(reference_of(&set, &Reference::Largest, 30).unwrap(), 1);
+        // The 20-row group selects everyone but is under min_count.
+        assert_eq!(reference_of(&set, &Reference::MostFavoured, 30).unwrap(), 0);
+        assert_eq!(reference_of(&set, &Reference::MostFavoured, 10).unwrap(), 2);
+        let named = |k: &str, v: &str| Reference::Named([(k.to_string(), v.to_string())].into());
+        assert_eq!(reference_of(&set, &named("race", "B"), 30).unwrap(), 2);
+        assert_eq!(reference_of(&set, &named("sex", "M"), 30).unwrap(), 1);
+        let err = reference_of(&set, &named("sex", "X"), 30).unwrap_err().to_string();
+        assert!(err.contains("sex has no group `X`") && err.contains("F, M"), "{err}");
     }
 
     #[test]
-    fn small_groups_are_not_the_reference_group() {
-        let d = race_age_domain();
-        // Black: 1 of 10 selected; White: 5 of 10; Other: 1 of 1.
-        let rows: Vec<f64> = (0..21).flat_map(|i| [f64::from(u8::from(i >= 10) + u8::from(i >= 20)), 30.0]).collect();
-        let selected: Vec<bool> = (0..21).map(|i| i == 0 || (10..15).contains(&i) || i == 20).collect();
-        let r = rates(&d, &rows, &selected, &[0], 2);
-        let ratios: Vec<f64> = r.iter().map(|g| g.impact_ratio).collect();
-        assert_eq!(ratios, vec![0.2, 1.0, 2.0]);
+    fn the_reference_reads_strings_and_tables_and_rejects_the_rest() {
+        assert_eq!(Reference::read(&json!("largest")), Ok(Reference::Largest));
+        assert_eq!(Reference::read(&json!({"gender": 1})), Ok(Reference::Named([("gender".into(), "1".into())].into())));
+        assert!(Reference::read(&json!("biggest")).unwrap_err().contains("\"largest\", \"most_favoured\""));
+        assert!(Reference::read(&json!({"sex": [1]})).is_err());
+    }
+
+    #[test]
+    fn top_k_and_top_share_select_the_highest_scores() {
+        let score = [0.2, 0.9, 0.5, 0.9, 0.1];
+        let (s, cut, how) = select(&score, 0.5, Some(2), None);
+        assert_eq!((s, cut, how), (vec![false, true, false, true, false], 0.9, "top_k"));
+        let (s, cut, _) = select(&score, 0.5, None, Some(0.5));
+        assert_eq!((s, cut), (vec![false, true, true, true, false], 0.5));
+        // The threshold is strict, as `p > 0.5` always was.
+        assert_eq!(select(&score, 0.5, None, None).0, vec![false, true, false, true, false]);
+    }
+
+    #[test]
+    fn calibration_bins_compare_predicted_and_observed() {
+        let bins = calibration(&[0.05, 0.05, 0.95, 0.95], &[false, true, true, true]);
+        assert_eq!(bins.len(), 2);
+        assert_eq!(bins[0]["observed"], json!(0.5));
+        assert_eq!(bins[1]["observed"], json!(1.0));
+        assert!((bins[1]["mean_predicted"].as_f64().unwrap() - 0.95).abs() < 1e-12);
     }
 }

@@ -1,5 +1,8 @@
 //! `group_score`: run an auditor plugin (TestSGD) over the dataset's rows: groups ranked by the
-//! difference in favourable rate inside and outside, with error margins.
+//! difference in favourable rate inside and outside, with error margins — reported honestly: a
+//! rule set and its complement once, the leaders' scores from fresh samples drawn after ranking
+//! (not the winner's curse of the maximum of noisy scores), and each rule set's p-value with
+//! Holm's correction over every rule set compared.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,6 +21,7 @@ use crate::pipeline::stage::{
     audited_rows, figures_map, nan_if_null, Artifact, ArtifactKind, GroupScoreRow, GroupsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
 use crate::plugin::{Plugin, RunSpec};
+use crate::stats::{holm, proportions_test};
 
 /// The input of the group stages: the model with its dataset.
 pub(crate) const MODEL_INPUT: &[InputDoc] =
@@ -102,6 +106,25 @@ impl StageConfig for GroupScoreConfig {
 pub struct TopGroup {
     /// The group's condition.
     pub condition: String,
+    /// The complementary rule set merged into this one (same two sides of the data), if any.
+    #[serde(default)]
+    pub complement: Option<String>,
+    /// The score that ranked the group (the selection draw); `score` is the fresh re-estimate
+    /// when `reestimated`.
+    #[serde(default, deserialize_with = "nan_if_null")]
+    pub selection_score: f64,
+    /// Whether `score`, `margin` and the rates come from fresh samples drawn after ranking.
+    #[serde(default)]
+    pub reestimated: bool,
+    /// p-value of rate_in = rate_out on the selection draw.
+    #[serde(default, deserialize_with = "nan_if_null")]
+    pub p_value: f64,
+    /// The p-value after Holm's correction over every rule set scored.
+    #[serde(default, deserialize_with = "nan_if_null")]
+    pub p_adjusted: f64,
+    /// Whether the difference is significant at 5% after the correction.
+    #[serde(default)]
+    pub significant: bool,
     /// |rate_in − rate_out|.
     #[serde(deserialize_with = "nan_if_null")]
     pub score: f64,
@@ -138,6 +161,15 @@ pub struct RankedRule {
     pub margin: f64,
     /// Samples per side.
     pub samples: u64,
+    /// The score that ranked the rule (the selection draw).
+    #[serde(default, deserialize_with = "nan_if_null")]
+    pub selection_score: f64,
+    /// Holm-corrected p-value over every rule set scored.
+    #[serde(default, deserialize_with = "nan_if_null")]
+    pub p_adjusted: f64,
+    /// Significant at 5% after the correction.
+    #[serde(default)]
+    pub significant: bool,
 }
 
 /// Figures of a `group_score` stage.
@@ -155,13 +187,30 @@ pub struct GroupScoreFigures {
     pub top: Vec<TopGroup>,
     /// The same, under the contract's names.
     pub rules: Vec<RankedRule>,
-    /// The worst group's score, when there is a group.
+    /// The worst group's score, when there is a group (its fresh re-estimate when it has one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worst_score: Option<f64>,
+    /// Rule sets whose difference is significant at `alpha` after Holm's correction.
+    #[serde(default)]
+    pub significant_rule_sets: usize,
+    /// The family-wise significance level.
+    #[serde(default)]
+    pub alpha: f64,
     /// Figures the auditor sent of its own (TestSGD: `rule_sets_generated`, `rule_sets_kept`,
     /// `confidence`).
     #[serde(flatten)]
     pub plugin_figures: Map<String, Value>,
+}
+
+/// Family-wise significance level of the rule sets' tests.
+const ALPHA: f64 = 0.05;
+
+/// What the host adds to a reported rule set: merged complement, selection score, p-value.
+struct Honest {
+    complement: Option<String>,
+    selection_score: f64,
+    reestimated: bool,
+    p_value: f64,
 }
 
 struct GroupScore {
@@ -187,20 +236,39 @@ impl Stage for GroupScore {
         let elapsed_s = started.elapsed().as_secs_f64();
         let report = output.report.ok_or_else(|| Error::Invalid(format!("auditor `{}` sent no report", self.plugin.name)))?;
         let mut groups = Vec::new();
+        let mut honest = Vec::new();
         for g in report["groups"].as_array().into_iter().flatten() {
             let rule = GroupRule::parse(&Value::Array(g["conditions"].as_array().cloned().unwrap_or_default()), domain.width())?;
-            let num = |k: &str| g[k].as_f64().unwrap_or(f64::NAN);
+            let complement = match g["complement"].as_array() {
+                Some(c) => Some(GroupRule::parse(&Value::Array(c.clone()), domain.width())?.describe(&domain)),
+                None => None,
+            };
+            let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+            let samples = g["samples"].as_u64().unwrap_or(0);
+            // The test of the selection draw: rate_in · n favourable of n against rate_out · n of n.
+            let count = |r: f64| if r.is_finite() { (r * samples as f64).round() as usize } else { 0 };
+            let test = proportions_test(count(num(g, "rate_in")), samples as usize, count(num(g, "rate_out")), samples as usize);
+            // Reported figures: the fresh draw's when the auditor re-estimated the group.
+            let shown = if g["fresh"].is_object() { &g["fresh"] } else { g };
+            honest.push(Honest {
+                complement,
+                selection_score: num(g, "score"),
+                reestimated: g["fresh"].is_object(),
+                p_value: test.p_value,
+            });
             groups.push(GroupScoreRow {
                 condition: rule.describe(&domain),
-                support: num("support"),
-                rate_in: num("rate_in"),
-                rate_out: num("rate_out"),
-                score: num("score"),
-                margin: num("margin"),
-                samples: g["samples"].as_u64().unwrap_or(0),
+                support: num(g, "support"),
+                rate_in: num(shown, "rate_in"),
+                rate_out: num(shown, "rate_out"),
+                score: num(shown, "score"),
+                margin: num(shown, "margin"),
+                samples: shown["samples"].as_u64().unwrap_or(0),
                 rule,
             });
         }
+        let adjusted = holm(&honest.iter().map(|h| h.p_value).collect::<Vec<_>>());
+        let significant: Vec<bool> = adjusted.iter().map(|&p| p <= ALPHA).collect();
         let top_k = self.config.top_k;
         let mut figures = GroupScoreFigures {
             plugin: format!("{} {}", self.plugin.name, self.plugin.version),
@@ -209,9 +277,17 @@ impl Stage for GroupScore {
             groups: groups.len(),
             top: groups
                 .iter()
+                .zip(&honest)
+                .zip(adjusted.iter().zip(&significant))
                 .take(top_k)
-                .map(|g| TopGroup {
+                .map(|((g, h), (&p_adjusted, &significant))| TopGroup {
                     condition: g.condition.clone(),
+                    complement: h.complement.clone(),
+                    selection_score: h.selection_score,
+                    reestimated: h.reestimated,
+                    p_value: h.p_value,
+                    p_adjusted,
+                    significant,
                     score: g.score,
                     margin: g.margin,
                     rate_in: g.rate_in,
@@ -221,23 +297,30 @@ impl Stage for GroupScore {
                 .collect(),
             rules: groups
                 .iter()
+                .zip(&honest)
+                .zip(adjusted.iter().zip(&significant))
                 .take(top_k)
-                .map(|g| RankedRule {
+                .map(|((g, h), (&p_adjusted, &significant))| RankedRule {
                     rule: g.condition.clone(),
                     score: g.score,
                     phi_in: g.rate_in,
                     phi_out: g.rate_out,
                     margin: g.margin,
                     samples: g.samples,
+                    selection_score: h.selection_score,
+                    p_adjusted,
+                    significant,
                 })
                 .collect(),
             worst_score: groups.first().map(|g| g.score),
+            significant_rule_sets: significant.iter().filter(|s| **s).count(),
+            alpha: ALPHA,
             plugin_figures: Map::new(),
         };
         // The auditor's figures come after plugin and params (and may replace them), before the
         // host's own.
         if let Some(f) = report["figures"].as_object() {
-            let host_last = ["run_elapsed_s", "groups", "top", "rules", "worst_score"];
+            let host_last = ["run_elapsed_s", "groups", "top", "rules", "worst_score", "significant_rule_sets", "alpha"];
             for (k, v) in f {
                 match k.as_str() {
                     "plugin" => figures.plugin = v.as_str().map(String::from).unwrap_or_else(|| v.to_string()),
@@ -252,12 +335,18 @@ impl Stage for GroupScore {
         let table = TableBuilder::new()
             .i64("rank", (1..=groups.len() as i64).collect())
             .str("condition", groups.iter().map(|g| g.condition.clone()).collect())
+            .str("complement", honest.iter().map(|h| h.complement.clone().unwrap_or_default()).collect())
             .f64("support", groups.iter().map(|g| g.support).collect())
             .f64("rate_in", groups.iter().map(|g| g.rate_in).collect())
             .f64("rate_out", groups.iter().map(|g| g.rate_out).collect())
             .f64("score", groups.iter().map(|g| g.score).collect())
             .f64("margin", groups.iter().map(|g| g.margin).collect())
             .i64("samples", groups.iter().map(|g| g.samples as i64).collect())
+            .f64("selection_score", honest.iter().map(|h| h.selection_score).collect())
+            .str("reestimated", honest.iter().map(|h| if h.reestimated { "yes" } else { "" }.to_string()).collect())
+            .f64("p_value", honest.iter().map(|h| h.p_value).collect())
+            .f64("p_adjusted", adjusted.clone())
+            .str("significant", significant.iter().map(|&s| if s { "yes" } else { "" }.to_string()).collect())
             .build("")?;
         let model_queries = model.oracle.rows() - before;
         let artifact = GroupsArtifact { model: model.clone(), domain, groups };

@@ -1,0 +1,256 @@
+//! The CI gate: conditions on the figures of `summary.json` (`[gate] conditions = [...]` in a
+//! pipeline, `--gate` on the command line), checked after a run has written its results. A
+//! condition is `STAGE.FIELD[.FIELD…] OP NUMBER` with OP one of `<`, `<=`, `>`, `>=`, `==`, `!=`;
+//! a field holding spaces is quoted (`metrics.parity."sex × race".demographic_parity_ratio`), an
+//! array element is its index (`groups.rules.0.score`), and `true`/`false` read as 1/0. A figure
+//! that is missing or not a number (an undefined rate is written `null`) fails its condition.
+//!
+//! ```
+//! use fairpipe_core::gate::{evaluate, Condition};
+//! let c: Condition = "estimate.rate <= 0.02".parse().unwrap();
+//! let summary = serde_json::json!({"stages": {"estimate": {"rate": 0.01}}});
+//! let outcomes = evaluate(&[c], &summary);
+//! assert!(outcomes[0].passed);
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl Op {
+    const ALL: [(&'static str, Op); 6] = [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("!=", Op::Ne), ("<", Op::Lt), (">", Op::Gt)];
+
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Eq => a == b,
+            Op::Ne => a != b,
+        }
+    }
+}
+
+/// One gate condition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    /// The condition as written.
+    pub text: String,
+    /// The stage, then the fields inside its figures.
+    pub path: Vec<String>,
+    /// The comparison.
+    pub op: Op,
+    /// The number compared with.
+    pub value: f64,
+}
+
+impl Condition {
+    /// The stage the condition reads.
+    pub fn stage(&self) -> &str {
+        &self.path[0]
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Split `path` on dots outside double quotes.
+fn segments(path: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for ch in path.chars() {
+        match ch {
+            '"' => quoted = !quoted,
+            '.' if !quoted => out.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    if quoted {
+        return Err("an unclosed `\"` in the figure's path".into());
+    }
+    out.push(current);
+    if out.iter().any(|s| s.trim().is_empty()) {
+        return Err("an empty field in the figure's path (two dots, or a dot at an end)".into());
+    }
+    Ok(out.into_iter().map(|s| s.trim().to_string()).collect())
+}
+
+impl FromStr for Condition {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let usage = "a gate condition is `STAGE.FIELD OP NUMBER`, e.g. `metrics.demographic_parity_ratio >= 0.8`";
+        // The operator: the first one found outside quotes.
+        let mut quoted = false;
+        let mut found = None;
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            if bytes[i] == b'"' {
+                quoted = !quoted;
+            }
+            if quoted {
+                continue;
+            }
+            if let Some((sym, op)) = Op::ALL.iter().find(|(sym, _)| text[i..].starts_with(sym)) {
+                found = Some((i, *sym, *op));
+                break;
+            }
+        }
+        let Some((at, sym, op)) = found else { return Err(format!("`{text}`: no comparison operator (<, <=, >, >=, ==, !=); {usage}")) };
+        let (lhs, rhs) = (text[..at].trim(), text[at + sym.len()..].trim());
+        let path = segments(lhs).map_err(|e| format!("`{text}`: {e}; {usage}"))?;
+        if path.len() < 2 {
+            return Err(format!("`{text}`: `{lhs}` names no field of a stage; {usage}"));
+        }
+        let value = match rhs {
+            "true" => 1.0,
+            "false" => 0.0,
+            r => r.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| format!("`{text}`: `{r}` is not a number; {usage}"))?,
+        };
+        Ok(Condition { text: text.trim().to_string(), path, op, value })
+    }
+}
+
+/// A condition checked against a run's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The condition as written.
+    pub condition: String,
+    /// The figure's value (`None`: missing or not a number).
+    pub value: Option<f64>,
+    /// Whether the condition holds.
+    pub passed: bool,
+    /// Why there is no value, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Read the figure at `path` (stage first) in `summary`.
+fn figure(summary: &Value, path: &[String]) -> Result<f64, String> {
+    let mut v = summary["stages"].get(&path[0]).ok_or_else(|| format!("no stage `{}` in the run", path[0]))?;
+    for (k, seg) in path[1..].iter().enumerate() {
+        let next = match v {
+            Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => v.get(seg),
+        };
+        v = next.ok_or_else(|| format!("stage `{}` has no figure `{}`", path[0], path[1..=k + 1].join(".")))?;
+    }
+    match v {
+        Value::Number(n) => n.as_f64().ok_or_else(|| "not a number".into()),
+        Value::Bool(b) => Ok(f64::from(u8::from(*b))),
+        Value::Null => Err("null (undefined for this run)".into()),
+        other => Err(format!("not a number but {}", if other.is_object() { "an object" } else { "a list or text" })),
+    }
+}
+
+/// Check every condition against `summary`.
+pub fn evaluate(conditions: &[Condition], summary: &Value) -> Vec<Outcome> {
+    conditions
+        .iter()
+        .map(|c| match figure(summary, &c.path) {
+            Ok(v) => Outcome { condition: c.text.clone(), value: Some(v), passed: c.op.holds(v, c.value), note: None },
+            Err(note) => Outcome { condition: c.text.clone(), value: None, passed: false, note: Some(note) },
+        })
+        .collect()
+}
+
+/// The `gate` section of `summary.json`: `passed` and every condition with its value.
+pub fn section(outcomes: &[Outcome]) -> Value {
+    json!({ "passed": outcomes.iter().all(|o| o.passed), "conditions": outcomes })
+}
+
+/// A plain-text table of the outcomes, one condition a line, for the terminal.
+pub fn table(outcomes: &[Outcome]) -> String {
+    let width = outcomes.iter().map(|o| o.condition.chars().count()).max().unwrap_or(9).max(9);
+    let mut s = format!("{:<width$}  {:>12}  result\n", "condition", "value");
+    for o in outcomes {
+        let value = o.value.map(|v| format!("{v:.6}")).unwrap_or_else(|| "—".into());
+        let result =
+            if o.passed { "pass".to_string() } else { format!("FAIL{}", o.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()) };
+        s.push_str(&format!("{:<width$}  {:>12}  {result}\n", o.condition, value));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary() -> Value {
+        json!({"stages": {
+            "metrics": {"demographic_parity_ratio": 0.75, "parity": {"sex × race": {"equalized_odds_difference": 0.1}}, "rate": null},
+            "verify": {"discriminatory": 0, "ok": true},
+            "groups": {"rules": [{"score": 0.3}]}
+        }})
+    }
+
+    fn check(text: &str) -> Outcome {
+        evaluate(&[text.parse().unwrap()], &summary()).remove(0)
+    }
+
+    #[test]
+    fn conditions_compare_figures_by_path() {
+        assert!(!check("metrics.demographic_parity_ratio >= 0.8").passed);
+        assert_eq!(check("metrics.demographic_parity_ratio >= 0.8").value, Some(0.75));
+        assert!(check("metrics.demographic_parity_ratio<0.8").passed);
+        assert!(check("verify.discriminatory == 0").passed);
+        assert!(check("verify.ok == true").passed);
+        assert!(check("metrics.parity.\"sex × race\".equalized_odds_difference <= 0.1").passed);
+        assert!(check("groups.rules.0.score != 0.2").passed);
+    }
+
+    #[test]
+    fn missing_and_null_figures_fail_with_a_reason() {
+        let o = check("metrics.rate <= 0.1");
+        assert!(!o.passed && o.value.is_none());
+        assert!(o.note.unwrap().contains("null"));
+        assert!(check("estimate.rate <= 0.1").note.unwrap().contains("no stage `estimate`"));
+        assert!(check("metrics.parity.sex.x <= 0.1").note.unwrap().contains("no figure `parity.sex`"));
+    }
+
+    #[test]
+    fn malformed_conditions_say_what_is_expected() {
+        for (bad, says) in [
+            ("metrics.ratio 0.8", "no comparison operator"),
+            ("metrics >= 0.8", "names no field"),
+            ("metrics.ratio >= high", "`high` is not a number"),
+            ("metrics..ratio >= 1", "empty field"),
+        ] {
+            let e = bad.parse::<Condition>().unwrap_err();
+            assert!(e.contains(says) && e.contains("STAGE.FIELD OP NUMBER"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_table_lists_every_condition_with_its_value() {
+        let outcomes = evaluate(&["verify.discriminatory == 0".parse().unwrap(), "metrics.rate <= 1".parse().unwrap()], &summary());
+        let t = table(&outcomes);
+        assert!(t.contains("verify.discriminatory == 0") && t.contains("pass"));
+        assert!(t.contains("FAIL (null"));
+        assert_eq!(section(&outcomes)["passed"], json!(false));
+    }
+}

@@ -1,0 +1,113 @@
+//! The CI gate through the real command line: a run whose `[gate]` (or `--gate`) condition fails
+//! writes its results as always, prints every condition with its value, and exits 3; a run whose
+//! conditions hold exits 0; a malformed condition is a located error before anything runs.
+
+use std::process::Command;
+
+use crate::common;
+
+use common::*;
+
+/// The reference census model's group metrics on the test split, gated by `gate` (TOML lines).
+fn pipeline(gate: &str) -> String {
+    format!(
+        r#"[pipeline]
+seed = 1
+
+[stages.data]
+kind = "load"
+path = "{data}"
+label = "income"
+protected = ["gender"]
+drop = ["row"]
+split_column = "split"
+
+[stages.model]
+kind = "load_model"
+data = "data"
+path = "{model}"
+
+[stages.metrics]
+kind = "group_metrics"
+model = "model"
+split = "test"
+bootstrap = 50
+
+{gate}
+"#,
+        data = bundled("data/census.csv"),
+        model = bundled("models/census.onnx")
+    )
+}
+
+/// Run `file` with `extra` arguments; (exit code, stdout, stderr).
+fn run(file: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args = vec!["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"];
+    args.extend_from_slice(extra);
+    let o = Command::new(env!("CARGO_BIN_EXE_fairpipe")).args(&args).current_dir(root()).output().unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn a_failing_condition_writes_the_results_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    // Census income predictions differ strongly by gender: the demographic parity ratio is far
+    // below 0.8, while every group has rows.
+    let file = write(
+        dir.path(),
+        "gated.toml",
+        &pipeline("[gate]\nconditions = [\"metrics.demographic_parity_ratio >= 0.8\", \"metrics.rows > 0\"]"),
+    );
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(&file, &out, &[]);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(stdout.contains("gate: FAILED"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("metrics.demographic_parity_ratio >= 0.8") && l.contains("FAIL")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("metrics.rows > 0") && l.ends_with("pass")), "{stdout}");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let gate = &summary["gate"];
+    assert_eq!(gate["passed"], false);
+    let ratio = gate["conditions"][0]["value"].as_f64().unwrap();
+    assert_eq!(ratio, summary["stages"]["metrics"]["demographic_parity_ratio"].as_f64().unwrap());
+    assert!(ratio < 0.8);
+    assert_eq!(gate["conditions"][1]["passed"], true);
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("Gate: FAILED"), "the verdict is at the top of the report");
+}
+
+#[test]
+fn conditions_that_hold_exit_0_and_the_command_line_adds_conditions() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "gated.toml", &pipeline("[gate]\nconditions = [\"metrics.demographic_parity_ratio < 0.8\"]"));
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(&file, &out, &["--gate", "metrics.rows == 9769"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("gate: passed"), "{stdout}");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["gate"]["conditions"].as_array().unwrap().len(), 2);
+    // A --gate condition on a stage the pipeline lacks is refused before the run.
+    let (code, _, stderr) = run(&file, &dir.path().join("out2"), &["--gate", "metricz.rows > 0"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("no stage `metricz`") && stderr.contains("did you mean"), "{stderr}");
+    assert!(!dir.path().join("out2").exists());
+    // A malformed --gate condition is a usage error (exit code 2), before anything runs.
+    let (code, _, stderr) = run(&file, &dir.path().join("out3"), &["--gate", "metrics.rows 0"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("no comparison operator"), "{stderr}");
+    assert!(!dir.path().join("out3").exists());
+}
+
+#[test]
+fn malformed_gate_conditions_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = pipeline("[gate]\nconditions = [\"metrics.demographic_parity_ratio 0.8\", \"estimate.rate <= 0.1\"]");
+    let file = write(dir.path(), "bad.toml", &text);
+    let (ok, stdout, stderr) = fairpipe(&["validate", file.to_str().unwrap()]);
+    assert!(!ok, "{stdout}");
+    let line = text.lines().position(|l| l.starts_with("conditions")).unwrap() + 1;
+    assert!(
+        stderr.contains(&format!("bad.toml:{line}:15: [gate] `metrics.demographic_parity_ratio 0.8`: no comparison operator")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no stage `estimate`"), "{stderr}");
+}
