@@ -48,11 +48,13 @@
 
 pub mod check;
 pub mod cluster;
+pub mod csv_check;
 pub mod data;
 pub mod error;
 pub mod estimate;
 pub mod group_rule;
 pub mod interrupt;
+pub mod limits;
 pub mod models;
 pub mod oracle;
 pub mod output;
@@ -60,6 +62,7 @@ pub mod pipeline;
 pub mod plugin;
 pub mod report;
 pub mod stages;
+pub mod staging;
 pub mod suggest;
 
 pub use error::{Error, Result};

@@ -149,7 +149,7 @@ impl Auditor for TestSgd {
         };
         let seed: u64 = host.rng.gen();
         let queries_before = host.queries();
-        let scores = score_all(host, &enumeration.kept, &rows, &settings, seed)?;
+        let (scores, stopped) = score_all(host, &enumeration.kept, &rows, &settings, seed)?;
         let z = settings.z;
         let per_rate = confidence_of(z);
         let mut groups: Vec<Value> = enumeration
@@ -180,6 +180,8 @@ impl Auditor for TestSgd {
                 "samples": scores.iter().map(|s| s.samples).sum::<usize>() * 2,
                 "model_queries": host.queries() - queries_before,
                 "confidence": per_rate * per_rate,
+                "rule_sets_converged": scores.iter().filter(|s| s.converged).count(),
+                "stopped_early": stopped,
             },
             "groups": groups,
         }))

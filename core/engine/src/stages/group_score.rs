@@ -158,6 +158,10 @@ pub struct GroupScoreFigures {
     /// The worst group's score, when there is a group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worst_score: Option<f64>,
+    /// The budget that cut the audit short (`"max_seconds"`), when the host did: the groups are
+    /// then scored on the samples drawn so far; absent when the auditor finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
     /// Figures the auditor sent of its own (TestSGD: `rule_sets_generated`, `rule_sets_kept`,
     /// `confidence`).
     #[serde(flatten)]
@@ -232,6 +236,7 @@ impl Stage for GroupScore {
                 })
                 .collect(),
             worst_score: groups.first().map(|g| g.score),
+            stopped_by: output.stopped_by_host.then(|| "max_seconds".to_string()),
             plugin_figures: Map::new(),
         };
         // The auditor's figures come after plugin and params (and may replace them), before the
