@@ -11,7 +11,6 @@ use fairpipe_core::pipeline::Pipeline;
 use proptest::prelude::*;
 use rand::SeedableRng;
 
-
 fn cases() -> u32 {
     std::env::var("FAIRPIPE_PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(256)
 }
@@ -173,14 +172,9 @@ fn cell() -> impl Strategy<Value = String> {
 
 /// An attribute with finite bounds (as the data layer guarantees) and any positive step.
 fn attribute() -> impl Strategy<Value = Attribute> {
-    (
-        -1e308f64..1e308,
-        0.0f64..1e308,
-        prop_oneof![1e-300f64..1e-6, 1e-6f64..10.0, 10.0f64..1e300],
-        0u8..3,
-        any::<bool>(),
-    )
-        .prop_filter_map("a finite range", |(lower, width, step, kind, protected)| {
+    (-1e308f64..1e308, 0.0f64..1e308, prop_oneof![1e-300f64..1e-6, 1e-6f64..10.0, 10.0f64..1e300], 0u8..3, any::<bool>()).prop_filter_map(
+        "a finite range",
+        |(lower, width, step, kind, protected)| {
             let upper = lower + width;
             if !upper.is_finite() || !(upper - lower).is_finite() {
                 return None;
@@ -194,6 +188,6 @@ fn attribute() -> impl Strategy<Value = Attribute> {
                 }
             };
             Some(Attribute { name: "a".into(), kind, lower, upper, step, protected })
-        })
+        },
+    )
 }
-

@@ -140,7 +140,11 @@ fn a_full_disk_leaves_the_previous_result_whole() {
         .output()
         .expect("unshare (util-linux) runs");
     let stdout = String::from_utf8_lossy(&result.stdout);
-    assert!(result.status.success(), "unshare -rm failed (user namespaces needed for this test): {stdout}{}", String::from_utf8_lossy(&result.stderr));
+    assert!(
+        result.status.success(),
+        "unshare -rm failed (user namespaces needed for this test): {stdout}{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
     assert!(stdout.contains("exit=1"), "{stdout}");
     assert!(stdout.contains("No space left on device"), "{stdout}");
     assert!(stdout.contains("disk: out \n") || stdout.contains("disk: out\n"), "nothing beside the out folder: {stdout}");
@@ -149,7 +153,7 @@ fn a_full_disk_leaves_the_previous_result_whole() {
 
 /// A generator run on the stubborn fixture plugin (never returns, never checks should_stop).
 fn stubborn_pipeline(dir: &Path, budget: &str) -> PathBuf {
-    let library = common::plugin_dir().join(fairpipe_core::plugin::library_file_name("fixture_stubborn"));
+    let library = common::plugin_dir().join(format!("{}fixture_stubborn{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
     assert!(library.exists(), "{} is built by cargo build --workspace", library.display());
     let text = format!(
         "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\npath = \"{}\"\n{budget}\n",
@@ -169,7 +173,9 @@ fn a_plugin_that_ignores_its_time_budget_ends_the_run_naming_it() {
     let (ok, _, stderr) = common::fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
     assert!(!ok);
     assert!(
-        stderr.contains("plugin `fixture_stubborn` did not return within 2 s of being asked to stop (its max_seconds budget of 0.5 s was spent)"),
+        stderr.contains(
+            "plugin `fixture_stubborn` did not return within 2 s of being asked to stop (its max_seconds budget of 0.5 s was spent)"
+        ),
         "{stderr}"
     );
     // Loading and the budget take about 2 s, the grace 2 s more; far from an endless run.
@@ -193,6 +199,9 @@ fn ctrl_c_ends_a_plugin_that_ignores_should_stop_after_the_grace_period() {
     let result = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("plugin `fixture_stubborn` did not return within 2 s of being asked to stop (the run was interrupted)"), "{stderr}");
+    assert!(
+        stderr.contains("plugin `fixture_stubborn` did not return within 2 s of being asked to stop (the run was interrupted)"),
+        "{stderr}"
+    );
     assert_eq!(names(&out), vec!["previous.json"]);
 }

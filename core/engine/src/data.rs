@@ -175,7 +175,10 @@ fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataF
         return Err(DataError::Read { path: path.to_path_buf(), message: "no such file".into() });
     }
     if path.is_dir() {
-        return Err(DataError::Read { path: path.to_path_buf(), message: "is a folder, not a data file; name a CSV or Parquet file".into() });
+        return Err(DataError::Read {
+            path: path.to_path_buf(),
+            message: "is a folder, not a data file; name a CSV or Parquet file".into(),
+        });
     }
     let mut df = if is_parquet(path) {
         let file = std::fs::File::open(path).map_err(|e| DataError::Read { path: path.to_path_buf(), message: e.to_string() })?;
@@ -490,9 +493,7 @@ fn encode_column(
         return Err(column_err(format!("bounds are inverted: min {lower} > max {upper}")));
     }
     if !(upper - lower).is_finite() {
-        return Err(column_err(format!(
-            "values span [{lower}, {upper}], a range too wide to compute with; rescale the column"
-        )));
+        return Err(column_err(format!("values span [{lower}, {upper}], a range too wide to compute with; rescale the column")));
     }
     // Declared bounds must hold the data: a value outside them would be audited as a value the
     // model never sees.

@@ -188,7 +188,11 @@ pub fn score_all(
         .map(|s| {
             s.done.unwrap_or_else(|| {
                 // Cut short: the estimate so far, with its (wide) margin.
-                let (a, b) = if s.n > 0 { (s.favourable_in as f64 / s.n as f64, s.favourable_out as f64 / s.n as f64) } else { (f64::NAN, f64::NAN) };
+                let (a, b) = if s.n > 0 {
+                    (s.favourable_in as f64 / s.n as f64, s.favourable_out as f64 / s.n as f64)
+                } else {
+                    (f64::NAN, f64::NAN)
+                };
                 let eps = if s.n > 0 { margin(a, b, s.n, settings.z) } else { f64::INFINITY };
                 GroupScore { rate_in: a, rate_out: b, score: (a - b).abs(), margin: eps, samples: s.n, converged: false }
             })

@@ -208,6 +208,9 @@ impl Pipeline {
 
         // Phase two: each stage's kind and keys.
         let kind_names: Vec<&str> = registry::STAGE_KINDS.iter().map(|k| k.name).collect();
+        // "Did you mean" per distinct unknown kind, computed once (a file may repeat one typo
+        // many times).
+        let mut kind_hints: std::collections::HashMap<String, String> = std::collections::HashMap::new();
         let mut built: Vec<BuiltStage> = Vec::new();
         for (stage_name, body) in stages_table {
             if let Some(problem) = stage_name_problem(&stage_name.v) {
@@ -233,7 +236,7 @@ impl Pipeline {
                             format!(
                                 "stage `{}`: unknown stage kind `{k}`{}; kinds: {}",
                                 stage_name.v,
-                                hint(k, &kind_names),
+                                kind_hints.entry(k.clone()).or_insert_with(|| hint(k, &kind_names)),
                                 kind_names.join(", ")
                             ),
                         );
@@ -513,9 +516,7 @@ fn stage_name_problem(name: &str) -> Option<String> {
         return Some(format!("the name is {} characters long; at most 100", name.len()));
     }
     if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
-        return Some(format!(
-            "the name has {c:?}; a stage name names its result files, so it may hold only letters, digits, `_` and `-`"
-        ));
+        return Some(format!("the name has {c:?}; a stage name names its result files, so it may hold only letters, digits, `_` and `-`"));
     }
     if name.starts_with('-') {
         return Some("a stage name may not start with `-`".into());

@@ -332,7 +332,11 @@ impl Plugin {
             let _ = tx.send((code, message));
         });
         if let Err(e) = spawned {
-            return Err(PluginError::Failed { plugin: self.name.clone(), what: "compute error".into(), message: format!("cannot start its thread: {e}") });
+            return Err(PluginError::Failed {
+                plugin: self.name.clone(),
+                what: "compute error".into(),
+                message: format!("cannot start its thread: {e}"),
+            });
         }
         let mut asked_to_stop: Option<Instant> = None;
         let (code, message) = loop {
