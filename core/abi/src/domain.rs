@@ -49,7 +49,7 @@ impl Attribute {
     /// Number of values on the grid (1 for a degenerate or non-finite range, saturating at
     /// `usize::MAX` for a grid too large to count).
     pub fn grid_len(&self) -> usize {
-        if !(self.step > 0.0) || !(self.upper >= self.lower) {
+        if self.step.is_nan() || self.step <= 0.0 || self.lower.is_nan() || self.upper.is_nan() || self.upper < self.lower {
             return 1;
         }
         let steps = ((self.upper - self.lower) / self.step + 1e-9).floor();
@@ -61,7 +61,7 @@ impl Attribute {
 
     /// Clamp `v` into the bounds and, unless continuous, onto the grid.
     pub fn clip(&self, v: f64) -> f64 {
-        if !(self.lower <= self.upper) {
+        if self.lower.is_nan() || self.upper.is_nan() || self.lower > self.upper {
             return v;
         }
         let clamped = v.clamp(self.lower, self.upper);

@@ -274,7 +274,7 @@ impl StageConfig for LoadConfig {
         }
         for (name, c) in &self.columns {
             let span = checks.nested_key_span("columns", name);
-            if c.step.is_some_and(|s| !(s > 0.0) || !s.is_finite()) {
+            if c.step.is_some_and(|s| !s.is_finite() || s <= 0.0) {
                 checks.at(&span, format!("columns.{name}.step: expected a positive finite number"));
             }
             for (key, bound) in [("min", c.min), ("max", c.max)] {
