@@ -90,6 +90,11 @@ fn main() -> ExitCode {
 /// On SIGINT or SIGTERM, ask running searches to stop (they end within a fraction of a second and
 /// the run fails without writing anything); a stage that cannot be stopped, or a second signal,
 /// ends the process with the conventional exit code (130 for SIGINT, 143 for SIGTERM).
+/// Seconds after the first signal at which the process ends even if the run has not stopped (a
+/// plugin that does not return is abandoned after [`fairpipe_core::plugin::GRACE_SECONDS`]; this is
+/// the last resort). The staging folder and the lock are removed first.
+const FORCED_EXIT_SECONDS: u64 = 5;
+
 /// The first signal received (0: none).
 static SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
@@ -101,6 +106,7 @@ fn watch_signals() {
         for signal in signals.forever() {
             let code = 128 + signal;
             if !first {
+                fairpipe_core::interrupt::cleanup_now();
                 std::process::exit(code);
             }
             first = false;
@@ -108,7 +114,9 @@ fn watch_signals() {
             fairpipe_core::interrupt::request();
             eprintln!("\ninterrupted: stopping (press Ctrl-C again to quit at once)");
             std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_secs(3));
+                std::thread::sleep(std::time::Duration::from_secs(FORCED_EXIT_SECONDS));
+                eprintln!("error: the run did not stop within {FORCED_EXIT_SECONDS} s of the signal; ending it (nothing written)");
+                fairpipe_core::interrupt::cleanup_now();
                 std::process::exit(code);
             });
         }

@@ -20,5 +20,7 @@ mod onnx_outputs;
 mod pipelines;
 mod planted_bias;
 mod plugins_planted;
+mod properties;
 mod report_browser;
 mod retrain;
+mod robust_output;

@@ -39,22 +39,31 @@ pub struct Attribute {
 }
 
 impl Attribute {
-    /// Every value on the attribute's grid from `lower` to `upper`.
+    /// Every value on the attribute's grid from `lower` to `upper`. Allocates [`Attribute::grid_len`]
+    /// values: the host bounds the grids of protected attributes before any stage enumerates them.
     pub fn grid(&self) -> Vec<f64> {
         let n = self.grid_len();
         (0..n).map(|k| self.lower + k as f64 * self.step).collect()
     }
 
-    /// Number of values on the grid.
+    /// Number of values on the grid (1 for a degenerate or non-finite range, saturating at
+    /// `usize::MAX` for a grid too large to count).
     pub fn grid_len(&self) -> usize {
-        if self.step <= 0.0 || self.upper < self.lower {
+        if self.step.is_nan() || self.step <= 0.0 || self.lower.is_nan() || self.upper.is_nan() || self.upper < self.lower {
             return 1;
         }
-        ((self.upper - self.lower) / self.step + 1e-9).floor() as usize + 1
+        let steps = ((self.upper - self.lower) / self.step + 1e-9).floor();
+        if !steps.is_finite() || steps >= usize::MAX as f64 {
+            return usize::MAX;
+        }
+        (steps as usize).saturating_add(1)
     }
 
     /// Clamp `v` into the bounds and, unless continuous, onto the grid.
     pub fn clip(&self, v: f64) -> f64 {
+        if self.lower.is_nan() || self.upper.is_nan() || self.lower > self.upper {
+            return v;
+        }
         let clamped = v.clamp(self.lower, self.upper);
         match self.kind {
             AttributeKind::Continuous => clamped,
@@ -69,13 +78,18 @@ impl Attribute {
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
         match self.kind {
             AttributeKind::Continuous => {
-                if self.upper > self.lower {
+                if self.upper > self.lower && (self.upper - self.lower).is_finite() {
                     rng.gen_range(self.lower..=self.upper)
+                } else if self.upper > self.lower && self.lower.is_finite() && self.upper.is_finite() {
+                    // `gen_range` panics when `upper - lower` overflows (bounds near ±f64::MAX):
+                    // interpolate instead.
+                    let u: f64 = rng.gen();
+                    (self.lower * (1.0 - u) + self.upper * u).clamp(self.lower, self.upper)
                 } else {
                     self.lower
                 }
             }
-            _ => self.lower + rng.gen_range(0..self.grid_len()) as f64 * self.step,
+            _ => (self.lower + rng.gen_range(0..self.grid_len()) as f64 * self.step).min(self.upper),
         }
     }
 
@@ -135,6 +149,8 @@ impl Domain {
 
     /// Every combination of protected values (cartesian product over the protected attributes'
     /// grids), each as one value per protected attribute in [`Domain::protected_indices`] order.
+    /// Allocates [`Domain::protected_combination_count`] rows, which the host bounds before any
+    /// stage runs.
     pub fn protected_combinations(&self) -> Vec<Vec<f64>> {
         let mut combos: Vec<Vec<f64>> = vec![Vec::new()];
         for idx in self.protected_indices() {
@@ -181,6 +197,16 @@ impl Domain {
             }
         }
         out
+    }
+
+    /// Number of protected combinations (the product of the protected attributes' grid sizes),
+    /// `None` when it overflows; what [`Domain::protected_combinations`] would allocate.
+    pub fn protected_combination_count(&self) -> Option<u128> {
+        let mut total: u128 = 1;
+        for i in self.protected_indices() {
+            total = total.checked_mul(self.attributes[i].grid_len() as u128)?;
+        }
+        Some(total)
     }
 
     /// Number of points in the domain when every attribute is discrete, `None` when any is

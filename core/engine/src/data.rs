@@ -161,6 +161,9 @@ impl Dataset {
 
 /// Column names of a data file, without reading its rows.
 pub fn column_names(path: &Path, separator: u8) -> Result<Vec<String>, DataError> {
+    if !is_parquet(path) && path.is_file() {
+        return crate::csv_check::header(path, separator);
+    }
     let df = read_frame(path, separator, Some(0))?;
     Ok(df.get_column_names().iter().map(|s| s.to_string()).collect())
 }
@@ -171,8 +174,13 @@ fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataF
     if !path.exists() {
         return Err(DataError::Read { path: path.to_path_buf(), message: "no such file".into() });
     }
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-    let mut df = if ext == "parquet" || ext == "pq" {
+    if path.is_dir() {
+        return Err(DataError::Read {
+            path: path.to_path_buf(),
+            message: "is a folder, not a data file; name a CSV or Parquet file".into(),
+        });
+    }
+    let mut df = if is_parquet(path) {
         let file = std::fs::File::open(path).map_err(|e| DataError::Read { path: path.to_path_buf(), message: e.to_string() })?;
         let mut reader = ParquetReader::new(file);
         if let Some(n) = n_rows {
@@ -180,6 +188,9 @@ fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataF
         }
         reader.finish().map_err(err)?
     } else {
+        if n_rows.is_none() {
+            crate::csv_check::scan(path, separator)?;
+        }
         CsvReadOptions::default()
             .with_has_header(true)
             .with_infer_schema_length(Some(0))
@@ -196,6 +207,12 @@ fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataF
     Ok(df)
 }
 
+/// Whether `path` is read as Parquet (by its extension), else as CSV.
+fn is_parquet(path: &Path) -> bool {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    ext.eq_ignore_ascii_case("parquet") || ext.eq_ignore_ascii_case("pq")
+}
+
 /// Text cells of one column, trimmed, with missing markers turned into `None`.
 fn text_cells(df: &DataFrame, name: &str, markers: &[String], path: &Path) -> Result<Vec<Option<String>>, DataError> {
     let err = |e: PolarsError| DataError::Read { path: path.to_path_buf(), message: e.to_string() };
@@ -207,8 +224,7 @@ fn text_cells(df: &DataFrame, name: &str, markers: &[String], path: &Path) -> Re
 
 /// 1-based line of data row `row` in a CSV with a header (or the 1-based row of a Parquet file).
 fn line_of(path: &Path, row: usize) -> usize {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if ext.eq_ignore_ascii_case("parquet") || ext.eq_ignore_ascii_case("pq") {
+    if is_parquet(path) {
         row + 1
     } else {
         row + 2
@@ -375,6 +391,10 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
     })
 }
 
+/// The largest magnitude up to which `f64` represents every whole number (2^53); integer columns
+/// must stay within it.
+pub const MAX_EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
+
 /// Infer (or take from `over`) a column's kind and bounds, and encode its cells.
 fn encode_column(
     path: &Path,
@@ -451,12 +471,38 @@ fn encode_column(
             }
         }
     }
+    if kind == "integer" {
+        if let Some(i) = values.iter().position(|v| v.abs() > MAX_EXACT_INTEGER) {
+            return Err(column_err(format!(
+                "line {}: integer {} is beyond ±2^53 ({MAX_EXACT_INTEGER}), where not every whole number can be represented; rescale the column or declare it continuous",
+                line_of(path, rows[i]),
+                texts[i]
+            )));
+        }
+    }
     let data_min = values.iter().copied().fold(f64::INFINITY, f64::min);
     let data_max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    for (key, bound) in [("min", over.min), ("max", over.max), ("step", over.step)] {
+        if bound.is_some_and(|b| !b.is_finite()) {
+            return Err(column_err(format!("columns.{name}.{key} must be a finite number")));
+        }
+    }
     let lower = over.min.unwrap_or(data_min);
     let upper = over.max.unwrap_or(data_max);
     if upper < lower {
         return Err(column_err(format!("bounds are inverted: min {lower} > max {upper}")));
+    }
+    if !(upper - lower).is_finite() {
+        return Err(column_err(format!("values span [{lower}, {upper}], a range too wide to compute with; rescale the column")));
+    }
+    // Declared bounds must hold the data: a value outside them would be audited as a value the
+    // model never sees.
+    if let Some(i) = values.iter().position(|&v| v < lower || v > upper) {
+        return Err(column_err(format!(
+            "line {}: value {} lies outside the declared bounds [{lower}, {upper}] (columns.{name}); widen min/max or fix the cell",
+            line_of(path, rows[i]),
+            texts[i]
+        )));
     }
     let (kind, default_step) = if kind == "integer" {
         (AttributeKind::Integer, 1.0)
@@ -465,7 +511,7 @@ fn encode_column(
         (AttributeKind::Continuous, if range >= 10.0 || range == 0.0 { 1.0 } else { range / 10.0 })
     };
     let step = over.step.unwrap_or(default_step);
-    if step <= 0.0 {
+    if step.is_nan() || step <= 0.0 {
         return Err(column_err(format!("step must be positive, found {step}")));
     }
     let attr = Attribute { name: name.into(), kind, lower, upper, step, protected };

@@ -23,11 +23,28 @@ impl std::fmt::Display for ConfigProblem {
 }
 
 /// Every problem found in a pipeline file; reported together so a user fixes them in one pass.
+/// Shown as the first [`ConfigError::SHOWN`] problems and the count of the rest.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{} problem(s) in the pipeline:\n{}", .problems.len(), .problems.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
+#[error("{}", self.describe())]
 pub struct ConfigError {
     /// The problems, in file order.
     pub problems: Vec<ConfigProblem>,
+}
+
+impl ConfigError {
+    /// How many problems the message lists; the rest are counted.
+    pub const SHOWN: usize = 50;
+
+    fn describe(&self) -> String {
+        let mut text = format!("{} problem(s) in the pipeline:", self.problems.len());
+        for p in self.problems.iter().take(Self::SHOWN) {
+            text.push_str(&format!("\n  {p}"));
+        }
+        if self.problems.len() > Self::SHOWN {
+            text.push_str(&format!("\n  … and {} more (fix these first)", self.problems.len() - Self::SHOWN));
+        }
+        text
+    }
 }
 
 /// Reading or interpreting a data file failed.
@@ -40,6 +57,41 @@ pub enum DataError {
         path: PathBuf,
         /// What the reader said.
         message: String,
+    },
+    /// The header names a column twice; a reader would rename the second copy and use it as a
+    /// feature. Rename or remove one of them.
+    #[error("{path}: column `{column}` appears twice in the header (columns {first} and {second}); rename or remove one")]
+    DuplicateColumn {
+        /// The data file.
+        path: PathBuf,
+        /// The repeated name.
+        column: String,
+        /// 1-based position of its first occurrence.
+        first: usize,
+        /// 1-based position of the second.
+        second: usize,
+    },
+    /// A row does not fit the file's structure (field count, quotes); fix the line.
+    #[error("{path}: line {line}: {message}")]
+    Structure {
+        /// The data file.
+        path: PathBuf,
+        /// 1-based line where the record starts.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The file is not UTF-8 text; convert it (e.g. `iconv -f latin1 -t utf-8`).
+    #[error("{path}: line {line}, column {col}: invalid UTF-8 (byte 0x{byte:02x}); convert the file to UTF-8")]
+    Utf8 {
+        /// The data file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column, in characters.
+        col: usize,
+        /// The first invalid byte.
+        byte: u8,
     },
     /// The file has a header but no data rows; point the stage at a file with data.
     #[error("{path}: the file has no data rows")]
@@ -278,6 +330,18 @@ pub enum PluginError {
         what: String,
         /// Its message.
         message: String,
+    },
+    /// The plugin did not return within the grace period after the host asked it to stop (its
+    /// time budget was spent or the run was interrupted): it ignores `should_stop`. The run ends;
+    /// fix the plugin to poll `should_stop` in its search loop.
+    #[error("plugin `{plugin}` did not return within {grace} s of being asked to stop ({why}); the run is ended — the plugin must check should_stop in its search loop")]
+    Unresponsive {
+        /// The plugin.
+        plugin: String,
+        /// Why it was asked to stop.
+        why: String,
+        /// The grace period in seconds.
+        grace: f64,
     },
     /// The user interrupted the run (SIGINT) while the plugin was searching; nothing is written.
     #[error("plugin `{plugin}`: interrupted")]

@@ -48,6 +48,7 @@
 
 pub mod check;
 pub mod cluster;
+pub mod csv_check;
 pub mod data;
 pub mod error;
 pub mod estimate;
@@ -56,6 +57,7 @@ pub mod gate;
 pub mod group_rule;
 pub mod grouping;
 pub mod interrupt;
+pub mod limits;
 pub mod models;
 pub mod oracle;
 pub mod output;
@@ -64,6 +66,7 @@ pub mod plugin;
 pub mod report;
 pub mod stages;
 pub mod stats;
+pub mod staging;
 pub mod suggest;
 
 pub use error::{Error, Result};

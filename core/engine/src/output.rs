@@ -114,3 +114,78 @@ pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), OutputEr
         f.write_all(b"\n").map_err(|e| e.to_string())
     })
 }
+
+/// Files a run writes outside its out folder (a trained model's `save` path), written to
+/// temporary files beside their places first and renamed into place only after the out folder's
+/// results are in place; dropped uncommitted, the temporary files are removed.
+#[derive(Debug, Default)]
+pub struct PendingFiles {
+    moves: Vec<(PathBuf, PathBuf)>,
+}
+
+impl PendingFiles {
+    /// Write every `(path, contents)` to a temporary file beside `path`.
+    pub fn prepare(files: &[(PathBuf, Vec<u8>)]) -> Result<PendingFiles, OutputError> {
+        let mut pending = PendingFiles::default();
+        for (path, contents) in files {
+            let err = |message: String| OutputError { path: path.clone(), message };
+            if path.is_dir() {
+                return Err(err("is a folder; give a file name".into()));
+            }
+            let dir = path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
+            let file_name = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let tmp = dir.join(format!(".{file_name}.{}.pending", std::process::id()));
+            pending.moves.push((tmp.clone(), path.clone()));
+            let written = (|| {
+                let mut file = std::fs::File::create(&tmp)?;
+                file.write_all(contents)?;
+                file.sync_all()
+            })();
+            written.map_err(|e| err(e.to_string()))?;
+        }
+        Ok(pending)
+    }
+
+    /// Rename every temporary file into place; returns the paths.
+    pub fn commit(mut self) -> Result<Vec<PathBuf>, OutputError> {
+        let mut done = Vec::new();
+        for (tmp, path) in std::mem::take(&mut self.moves) {
+            std::fs::rename(&tmp, &path).map_err(|e| OutputError { path: path.clone(), message: e.to_string() })?;
+            done.push(path);
+        }
+        Ok(done)
+    }
+}
+
+impl Drop for PendingFiles {
+    fn drop(&mut self) {
+        for (tmp, _) in &self.moves {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// A test hook at a named point of writing the results (`before-commit`), driven by the
+/// `FAIRPIPE_TEST_HOOK` environment variable: `fail:POINT` fails there as a full disk would,
+/// `pause:POINT[:SECONDS]` waits there (10 s unless told, or until Ctrl-C) so a test can act
+/// while a run writes. Without the variable it does nothing.
+pub fn fail_point(point: &str) -> Result<(), OutputError> {
+    let Ok(hook) = std::env::var("FAIRPIPE_TEST_HOOK") else { return Ok(()) };
+    let mut parts = hook.split(':');
+    match (parts.next(), parts.next()) {
+        (Some("fail"), Some(p)) if p == point => {
+            Err(OutputError { path: PathBuf::from(point), message: "failed by FAIRPIPE_TEST_HOOK (a test of partial writes)".into() })
+        }
+        (Some("pause"), Some(p)) if p == point => {
+            let seconds = parts.next().and_then(|s| s.parse::<f64>().ok()).filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(10.0);
+            eprintln!("test hook: pausing at {point}");
+            let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds.min(60.0));
+            while std::time::Instant::now() < until && !crate::interrupt::requested() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}

@@ -158,7 +158,7 @@ impl Auditor for TestSgd {
         };
         let seed: u64 = host.rng.gen();
         let queries_before = host.queries();
-        let scores = score_all(host, &enumeration.kept, &rows, &settings, seed)?;
+        let (scores, stopped) = score_all(host, &enumeration.kept, &rows, &settings, seed)?;
         // Selection and estimation on separate draws: rank on the first, re-score the leaders on
         // fresh samples (their own seed), so the reported top scores are not the maximum of noise.
         let mut order: Vec<usize> = (0..scores.len()).collect();
@@ -169,7 +169,9 @@ impl Auditor for TestSgd {
         let leaders: Vec<usize> = order.iter().copied().filter(|&i| scores[i].samples > 0).take(params.leaders).collect();
         let leader_sets: Vec<_> = leaders.iter().map(|&i| enumeration.kept[i].clone()).collect();
         let fresh_seed: u64 = host.rng.gen();
-        let fresh_scores = score_all(host, &leader_sets, &rows, &settings, fresh_seed)?;
+        // A run cut short by its budget keeps its ranking scores; the leaders are not re-estimated.
+        let (fresh_scores, stopped) =
+            if stopped { (Vec::new(), true) } else { score_all(host, &leader_sets, &rows, &settings, fresh_seed)? };
         let mut fresh: Vec<Option<&crate::score::GroupScore>> = vec![None; scores.len()];
         for (&i, f) in leaders.iter().zip(&fresh_scores) {
             fresh[i] = Some(f);
@@ -217,6 +219,8 @@ impl Auditor for TestSgd {
                 "samples": scores.iter().map(|s| s.samples).sum::<usize>() * 2,
                 "model_queries": host.queries() - queries_before,
                 "confidence": per_rate * per_rate,
+                "rule_sets_converged": scores.iter().filter(|s| s.converged).count(),
+                "stopped_early": stopped,
             },
             "groups": groups,
         }))

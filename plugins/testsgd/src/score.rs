@@ -76,13 +76,15 @@ fn perturb(domain: &Domain, free: &[usize], row: &[f64], rng: &mut Xoshiro256Plu
 }
 
 /// Score every rule set over the data `rows` (row-major). `seed` seeds one generator per rule set.
+/// When the host asks to stop (time budget, Ctrl-C) or a query budget is spent, the rule sets not
+/// finished yet are scored on the pairs drawn so far (not converged) and the second value is true.
 pub fn score_all(
     host: &mut Host,
     sets: &[RuleSet],
     rows: &[f64],
     settings: &ScoreSettings,
     seed: u64,
-) -> Result<Vec<GroupScore>, PluginError> {
+) -> Result<(Vec<GroupScore>, bool), PluginError> {
     let width = host.domain.width();
     let domain = host.domain.clone();
     let free = domain.free_indices();
@@ -115,7 +117,8 @@ pub fn score_all(
         });
     }
     let mut first_round = true;
-    loop {
+    let mut stopped = false;
+    'rounds: loop {
         let pairs = if first_round { settings.sample_thr + 1 } else { settings.round };
         first_round = false;
         let active: Vec<usize> = (0..samplers.len()).filter(|&i| samplers[i].done.is_none()).collect();
@@ -135,7 +138,14 @@ pub fn score_all(
                     perturb(&domain, &free, data[r_out], &mut s.rng, &mut batch);
                 }
             }
-            let p = host.predict(&batch)?;
+            let p = match host.predict(&batch) {
+                Ok(p) => p,
+                Err(PluginError::Stopped) => {
+                    stopped = true;
+                    break 'rounds;
+                }
+                Err(e) => return Err(e),
+            };
             host.count_generated((batch.len() / width) as u64);
             let mut offset = 0;
             for &i in group {
@@ -163,10 +173,32 @@ pub fn score_all(
                 }
                 offset += 2 * pairs;
             }
-            host.tick()?;
+            match host.tick() {
+                Ok(()) => {}
+                Err(PluginError::Stopped) => {
+                    stopped = true;
+                    break 'rounds;
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
-    Ok(samplers.into_iter().map(|s| s.done.expect("every sampler finishes")).collect())
+    let scores = samplers
+        .into_iter()
+        .map(|s| {
+            s.done.unwrap_or_else(|| {
+                // Cut short: the estimate so far, with its (wide) margin.
+                let (a, b) = if s.n > 0 {
+                    (s.favourable_in as f64 / s.n as f64, s.favourable_out as f64 / s.n as f64)
+                } else {
+                    (f64::NAN, f64::NAN)
+                };
+                let eps = if s.n > 0 { margin(a, b, s.n, settings.z) } else { f64::INFINITY };
+                GroupScore { rate_in: a, rate_out: b, score: (a - b).abs(), margin: eps, samples: s.n, converged: false }
+            })
+        })
+        .collect();
+    Ok((scores, stopped))
 }
 
 #[cfg(test)]

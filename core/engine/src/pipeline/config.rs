@@ -100,18 +100,55 @@ impl<'p, 'a> Checks<'p, 'a> {
         }
     }
 
+    /// `value` of `key` must be at most `max` (a documented limit, [`crate::limits`]).
+    pub fn at_most(&mut self, key: &str, value: u128, max: u128) {
+        if value > max {
+            self.problem(key, format!("`{key}` must be at most {max}, found {value} (the limits are listed in the README)"));
+        }
+    }
+
     /// `value` of `key` must lie in `[min, max]`.
     pub fn within(&mut self, key: &str, value: f64, min: f64, max: f64) {
+        // NaN is outside every range.
         if !(min..=max).contains(&value) {
             self.problem(key, format!("`{key}` must lie in [{min}, {max}], found {value}"));
         }
     }
 
-    /// `path` of `key`, resolved against the pipeline's folder; a problem when it does not exist.
+    /// `path` of `key`, resolved against the pipeline's folder; a problem when it does not exist
+    /// or is a folder.
     pub fn existing_file(&mut self, key: &str, path: &Path) -> PathBuf {
         let resolved = self.env.dir.join(path);
         if !resolved.exists() {
             self.problem(key, format!("`{key}`: no such file {} (paths are relative to the pipeline file)", resolved.display()));
+        } else if resolved.is_dir() {
+            self.problem(key, format!("`{key}`: {} is a folder, not a file", resolved.display()));
+        }
+        resolved
+    }
+
+    /// `path` of `key`, resolved against the pipeline's folder, as a file the run will write: not
+    /// a folder, and inside a folder that exists or can be created (no file in the way).
+    pub fn writable_file(&mut self, key: &str, path: &Path) -> PathBuf {
+        let resolved = self.env.dir.join(path);
+        if resolved.is_dir() {
+            self.problem(key, format!("`{key}`: {} is a folder; give a file name", resolved.display()));
+            return resolved;
+        }
+        let mut ancestor = resolved.parent();
+        while let Some(a) = ancestor {
+            if a.as_os_str().is_empty() {
+                break;
+            }
+            if a.exists() {
+                if !a.is_dir() {
+                    self.problem(key, format!("`{key}`: {} is a file, so {} cannot be written", a.display(), resolved.display()));
+                } else if a.metadata().map(|m| m.permissions().readonly()).unwrap_or(false) {
+                    self.problem(key, format!("`{key}`: the folder {} is read-only", a.display()));
+                }
+                break;
+            }
+            ancestor = a.parent();
         }
         resolved
     }

@@ -90,14 +90,28 @@ pub fn stage_seed(seed: u64, name: &str) -> u64 {
 impl Pipeline {
     /// Read and validate `file`; `seed` overrides `[pipeline] seed`.
     pub fn load(file: &Path, seed: Option<u64>) -> Result<Pipeline, ConfigError> {
-        let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
-            problems: vec![ConfigProblem {
-                file: file.to_path_buf(),
-                line: 1,
-                col: 1,
-                message: format!("cannot read the pipeline file: {e}"),
-            }],
-        })?;
+        let problem = |line: usize, col: usize, message: String| ConfigError {
+            problems: vec![ConfigProblem { file: file.to_path_buf(), line, col, message }],
+        };
+        if file.is_dir() {
+            return Err(problem(1, 1, "is a folder, not a pipeline file; name a .toml file".into()));
+        }
+        let bytes = std::fs::read(file).map_err(|e| problem(1, 1, format!("cannot read the pipeline file: {e}")))?;
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                // Locate the first invalid byte in the valid text before it.
+                let at = e.utf8_error().valid_up_to();
+                let bytes = e.as_bytes();
+                let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+                let (line, col) = toml_spans::line_col(valid, at);
+                return Err(problem(
+                    line,
+                    col,
+                    format!("invalid UTF-8 (byte 0x{:02x} at byte offset {at}); a pipeline file must be UTF-8 text", bytes[at]),
+                ));
+            }
+        };
         Self::parse(file, &text, seed)
     }
 
@@ -199,8 +213,15 @@ impl Pipeline {
 
         // Phase two: each stage's kind and keys.
         let kind_names: Vec<&str> = registry::STAGE_KINDS.iter().map(|k| k.name).collect();
+        // "Did you mean" per distinct unknown kind, computed once (a file may repeat one typo
+        // many times).
+        let mut kind_hints: std::collections::HashMap<String, String> = std::collections::HashMap::new();
         let mut built: Vec<BuiltStage> = Vec::new();
         for (stage_name, body) in stages_table {
+            if let Some(problem) = stage_name_problem(&stage_name.v) {
+                p.at(&stage_name.span, format!("stage `{}`: {problem}", stage_name.v));
+                continue;
+            }
             let Val::Table(entries) = &body.v else {
                 p.at(&body.span, format!("stage `{}` must be a table, found {}", stage_name.v, body.v.type_name()));
                 continue;
@@ -220,7 +241,7 @@ impl Pipeline {
                             format!(
                                 "stage `{}`: unknown stage kind `{k}`{}; kinds: {}",
                                 stage_name.v,
-                                hint(k, &kind_names),
+                                kind_hints.entry(k.clone()).or_insert_with(|| hint(k, &kind_names)),
                                 kind_names.join(", ")
                             ),
                         );
@@ -276,18 +297,19 @@ impl Pipeline {
         let by_name: BTreeMap<&str, &'static StageKind> = built.iter().map(|(n, k, _, _)| (n.v.as_str(), *k)).collect();
         // Stages whose own table is broken still exist: name them, but do not judge their kind.
         let stage_names: Vec<&str> = stages_table.iter().map(|(n, _)| n.v.as_str()).collect();
+        let stage_name_set: std::collections::BTreeSet<&str> = stage_names.iter().copied().collect();
         for (name, kind, inputs, _) in &built {
             for (role, target) in inputs {
                 let doc = kind.inputs.iter().find(|i| i.role == role).expect("declared role");
                 match by_name.get(target.v.as_str()) {
-                    None if stage_names.contains(&target.v.as_str()) => {}
+                    None if stage_name_set.contains(target.v.as_str()) => {}
                     None => p.at(
                         &target.span,
                         format!(
                             "stage `{}`: input `{role}` names stage `{}`, which does not exist{}",
                             name.v,
                             target.v,
-                            hint(&target.v, &stage_names)
+                            if stage_names.len() <= MAX_HINT_CANDIDATES { hint(&target.v, &stage_names) } else { String::new() }
                         ),
                     ),
                     Some(t) if !doc.accepts.contains(&t.output) => p.at(
@@ -320,7 +342,12 @@ impl Pipeline {
             Ok(o) => o,
             Err(cycle) => {
                 let span = built.iter().find(|(n, ..)| n.v == cycle[0]).map(|(n, ..)| n.span.clone()).unwrap_or_default();
-                p.at(&span, format!("the stages form a cycle: {}", cycle.join(" → ")));
+                let chain = if cycle.len() > 12 {
+                    format!("{} → … → {} ({} stages)", cycle[..6].join(" → "), cycle[cycle.len() - 3..].join(" → "), cycle.len() - 1)
+                } else {
+                    cycle.join(" → ")
+                };
+                p.at(&span, format!("the stages form a cycle: {chain}"));
                 Vec::new()
             }
         };
@@ -352,10 +379,14 @@ impl Pipeline {
     }
 
     /// Run every stage in order and, when all succeed, write the results into `out_dir`. Nothing
-    /// is written when a stage fails.
+    /// is written when a stage fails: the out folder and the `save` paths are checked first, the
+    /// folder is locked against a second run for the whole run, and the results are written into a
+    /// staging folder moved into place at the end ([`crate::staging`]).
     pub fn run(&self, out_dir: &Path, show_progress: bool) -> Result<RunReport> {
+        crate::staging::check_target(out_dir)?;
+        let _lock = crate::staging::Lock::acquire(out_dir)?;
         let run = self.execute(show_progress)?;
-        let files = run.write(out_dir, self.report)?;
+        let files = run.write_unlocked(out_dir, self.report)?;
         Ok(RunReport { summary: run.summary, files })
     }
 
@@ -487,30 +518,41 @@ impl Run {
     }
 
     /// Write the tables, the files stages asked for, `report.html` (when `report`) and
-    /// `summary.json` into `out_dir`; returns every path written.
+    /// `summary.json` into `out_dir`, all or nothing, under the folder's lock; returns every path
+    /// written.
     pub fn write(&self, out_dir: &Path, report: bool) -> Result<Vec<PathBuf>> {
+        crate::staging::check_target(out_dir)?;
+        let _lock = crate::staging::Lock::acquire(out_dir)?;
+        self.write_unlocked(out_dir, report)
+    }
+
+    /// [`Run::write`] for a caller holding the lock: everything goes into a staging folder first,
+    /// the files stages asked for into temporary files beside their places; then the staging
+    /// folder is moved into place and the temporary files renamed. A failure (or Ctrl-C) before
+    /// that leaves the previous result and files untouched.
+    fn write_unlocked(&self, out_dir: &Path, report: bool) -> Result<Vec<PathBuf>> {
         let (summary, tables) = (&self.summary, &self.tables);
-        let mut files = Vec::new();
+        let staging = crate::staging::Staging::begin(out_dir)?;
+        let dir = staging.dir().to_path_buf();
+        let mut staged = Vec::new();
         for (stage, table) in tables {
             let stem = if table.suffix.is_empty() { stage.clone() } else { format!("{stage}_{}", table.suffix) };
-            files.extend(write_table(out_dir, &stem, table)?);
-        }
-        for (path, contents) in &self.extra_files {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| crate::error::OutputError { path: path.clone(), message: e.to_string() })?;
-            }
-            write_atomic(path, |f| f.write_all(contents).map_err(|e| e.to_string()))?;
-            files.push(path.clone());
+            staged.extend(write_table(&dir, &stem, table)?);
         }
         if report {
             let html = crate::report::render(summary, tables);
-            let path = out_dir.join("report.html");
+            let path = dir.join("report.html");
             write_atomic(&path, |f| f.write_all(html.as_bytes()).map_err(|e| e.to_string()))?;
-            files.push(path);
+            staged.push(path);
         }
-        let summary_path = out_dir.join("summary.json");
+        let summary_path = dir.join("summary.json");
         write_json(&summary_path, summary)?;
-        files.push(summary_path);
+        staged.push(summary_path);
+        crate::output::fail_point("before-commit")?;
+        let mut files: Vec<PathBuf> = staged.iter().map(|p| staging.final_path(p)).collect();
+        let pending = crate::output::PendingFiles::prepare(&self.extra_files)?;
+        staging.commit()?;
+        files.extend(pending.commit()?);
         Ok(files)
     }
 }
@@ -522,44 +564,65 @@ impl RunReport {
     }
 }
 
+/// Stage names give file names in the out folder: letters, digits, `_` and `-`, not starting with `-`.
+fn stage_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("a stage needs a name".into());
+    }
+    if name.len() > 100 {
+        return Some(format!("the name is {} characters long; at most 100", name.len()));
+    }
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
+        return Some(format!("the name has {c:?}; a stage name names its result files, so it may hold only letters, digits, `_` and `-`"));
+    }
+    if name.starts_with('-') {
+        return Some("a stage name may not start with `-`".into());
+    }
+    None
+}
+
+/// Above this many stages, "did you mean" is not computed for unknown stage names (it compares
+/// every pair, which would make validation quadratic in the file).
+const MAX_HINT_CANDIDATES: usize = 1000;
+
 /// Order nodes so each comes after the nodes it reads (file order among the ready ones); on a
-/// cycle, return its chain of names, first name repeated at the end.
+/// cycle, return its chain of names, first name repeated at the end. Iterative, so a chain of any
+/// length is ordered without deep recursion.
 pub(crate) fn topological_order(nodes: &[(String, Vec<String>)]) -> std::result::Result<Vec<usize>, Vec<String>> {
     let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, (n, _))| (n.as_str(), i)).collect();
     let deps: Vec<Vec<usize>> = nodes.iter().map(|(_, d)| d.iter().filter_map(|t| index.get(t.as_str()).copied()).collect()).collect();
     // 0 = unvisited, 1 = on the stack, 2 = done.
     let mut state = vec![0u8; nodes.len()];
     let mut order = Vec::new();
-    fn visit(
-        i: usize,
-        deps: &[Vec<usize>],
-        state: &mut [u8],
-        order: &mut Vec<usize>,
-        stack: &mut Vec<usize>,
-    ) -> std::result::Result<(), Vec<usize>> {
-        match state[i] {
-            2 => return Ok(()),
-            1 => {
-                let from = stack.iter().position(|&s| s == i).unwrap_or(0);
-                let mut cycle = stack[from..].to_vec();
-                cycle.push(i);
-                return Err(cycle);
+    for root in 0..nodes.len() {
+        if state[root] != 0 {
+            continue;
+        }
+        // (node, index of the next dependency to visit)
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        state[root] = 1;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&d) = deps[node].get(*next) {
+                *next += 1;
+                match state[d] {
+                    0 => {
+                        state[d] = 1;
+                        stack.push((d, 0));
+                    }
+                    1 => {
+                        let from = stack.iter().position(|&(s, _)| s == d).unwrap_or(0);
+                        let mut cycle: Vec<String> = stack[from..].iter().map(|&(s, _)| nodes[s].0.clone()).collect();
+                        cycle.push(nodes[d].0.clone());
+                        return Err(cycle);
+                    }
+                    _ => {}
+                }
+            } else {
+                state[node] = 2;
+                order.push(node);
+                stack.pop();
             }
-            _ => {}
         }
-        state[i] = 1;
-        stack.push(i);
-        for &d in &deps[i] {
-            visit(d, deps, state, order, stack)?;
-        }
-        stack.pop();
-        state[i] = 2;
-        order.push(i);
-        Ok(())
-    }
-    for i in 0..nodes.len() {
-        let mut stack = Vec::new();
-        visit(i, &deps, &mut state, &mut order, &mut stack).map_err(|c| c.into_iter().map(|i| nodes[i].0.clone()).collect::<Vec<_>>())?;
     }
     Ok(order)
 }

@@ -5,25 +5,25 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::error::{ConfigError, ConfigProblem};
-use crate::pipeline::toml_spans::line_col;
+use crate::pipeline::toml_spans::LineIndex;
 
 /// Collects located problems for one pipeline file.
 #[derive(Debug)]
 pub struct Problems {
     file: PathBuf,
-    text: String,
+    lines: LineIndex,
     list: Vec<(usize, ConfigProblem)>,
 }
 
 impl Problems {
     /// A collector for `file` whose text is `text`.
     pub fn new(file: &Path, text: &str) -> Self {
-        Problems { file: file.to_path_buf(), text: text.to_string(), list: Vec::new() }
+        Problems { file: file.to_path_buf(), lines: LineIndex::new(text), list: Vec::new() }
     }
 
-    /// Record a problem at byte range `span`.
+    /// Record a problem at byte range `span` (located in time logarithmic in the file's size).
     pub fn at(&mut self, span: &Range<usize>, message: impl Into<String>) {
-        let (line, col) = line_col(&self.text, span.start);
+        let (line, col) = self.lines.line_col(span.start);
         self.list.push((span.start, ConfigProblem { file: self.file.clone(), line, col, message: message.into() }));
     }
 

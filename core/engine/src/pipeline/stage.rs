@@ -290,7 +290,10 @@ pub trait Stage: Send + Sync {
 /// `domain` with its protected attributes replaced by the columns `names`, when given: one trained
 /// model can be audited for gender in one stage and for race or age in the next.
 pub fn with_protected(domain: &Domain, names: Option<&[String]>) -> Result<Domain> {
-    let Some(names) = names else { return Ok(domain.clone()) };
+    let Some(names) = names else {
+        crate::limits::check_protected_combinations(domain)?;
+        return Ok(domain.clone());
+    };
     let columns: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
     for name in names {
         if !columns.contains(&name.as_str()) {
@@ -305,6 +308,7 @@ pub fn with_protected(domain: &Domain, names: Option<&[String]>) -> Result<Domai
     for a in &mut out.attributes {
         a.protected = names.contains(&a.name);
     }
+    crate::limits::check_protected_combinations(&out)?;
     Ok(out)
 }
 

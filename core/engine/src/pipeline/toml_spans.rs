@@ -111,11 +111,33 @@ fn convert(v: &DeValue<'_>, span: Range<usize>) -> Converted {
     })
 }
 
+/// The line starts of a text, for locating many byte offsets without rescanning the text.
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    text: String,
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    /// Index `text`'s lines.
+    pub fn new(text: &str) -> Self {
+        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        LineIndex { text: text.to_string(), starts }
+    }
+
+    /// 1-based line and column (in characters) of byte offset `at`.
+    pub fn line_col(&self, at: usize) -> (usize, usize) {
+        let mut at = at.min(self.text.len());
+        while !self.text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= at);
+        let start = self.starts[line - 1];
+        (line, self.text[start..at].chars().count() + 1)
+    }
+}
+
 /// 1-based line and column of byte offset `at` in `text`.
 pub fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let at = at.min(text.len());
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rfind('\n').map(|i| before[i + 1..].chars().count() + 1).unwrap_or(before.chars().count() + 1);
-    (line, col)
+    LineIndex::new(text).line_col(at)
 }

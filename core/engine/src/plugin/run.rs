@@ -60,9 +60,15 @@ pub struct RunSpec<'a> {
     pub gamma: Option<f64>,
 }
 
-/// The host's side of one run, behind the callbacks' opaque `ctx`.
-struct HostState<'a> {
-    oracle: &'a Oracle,
+/// Seconds a plugin has to return once it has been asked to stop (its `max_seconds` spent, or
+/// Ctrl-C); past them the run ends with [`PluginError::Unresponsive`] and the plugin's call is
+/// abandoned on its thread.
+pub const GRACE_SECONDS: f64 = 2.0;
+
+/// The host's side of one run, behind the callbacks' opaque `ctx`. Owned (the oracle and the
+/// progress bar are shared handles), so the plugin's thread can outlive a call the host abandons.
+struct HostState {
+    oracle: Oracle,
     width: usize,
     cases: Mutex<Vec<EmittedCase>>,
     report: Mutex<Option<String>>,
@@ -71,10 +77,17 @@ struct HostState<'a> {
     stopped_by_host: AtomicBool,
     max_seconds: f64,
     started: Instant,
-    progress: &'a indicatif::ProgressBar,
+    progress: indicatif::ProgressBar,
 }
 
-impl HostState<'_> {
+impl HostState {
+    /// Whether the host asks the plugin to stop: its wall-time budget is spent or the user
+    /// interrupted the run.
+    fn stop_requested(&self) -> bool {
+        let out_of_time = self.max_seconds > 0.0 && self.started.elapsed().as_secs_f64() >= self.max_seconds;
+        out_of_time || crate::interrupt::requested()
+    }
+
     /// Remember `message` for the plugin's `last_error` call and return `code`.
     fn fail(&self, code: i32, message: impl Into<String>) -> i32 {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = message.into();
@@ -162,8 +175,7 @@ unsafe extern "C" fn host_report(ctx: *mut c_void, json: *const c_char) -> i32 {
 /// `ctx` is the running call's host state.
 unsafe extern "C" fn host_should_stop(ctx: *mut c_void) -> u32 {
     let body = |state: &HostState| {
-        let out_of_time = state.max_seconds > 0.0 && state.started.elapsed().as_secs_f64() >= state.max_seconds;
-        if out_of_time || crate::interrupt::requested() {
+        if state.stop_requested() {
             state.stopped_by_host.store(true, Ordering::Relaxed);
             return 1;
         }
@@ -253,26 +265,21 @@ impl Plugin {
         progress: &indicatif::ProgressBar,
     ) -> Result<GenerateOutput, PluginError> {
         let names: Vec<CString> = domain.attributes.iter().map(|a| CString::new(a.name.replace('\0', " ")).unwrap_or_default()).collect();
-        let attributes: Vec<FfiAttribute> = domain
+        let kinds: Vec<(u32, u32, f64, f64, f64)> = domain
             .attributes
             .iter()
-            .zip(&names)
-            .map(|(a, n)| FfiAttribute {
-                name: n.as_ptr(),
-                kind: match a.kind {
+            .map(|a| {
+                let kind = match a.kind {
                     AttributeKind::Integer => ffi::attribute_kind::INTEGER,
                     AttributeKind::Continuous => ffi::attribute_kind::CONTINUOUS,
                     AttributeKind::Categorical { .. } => ffi::attribute_kind::CATEGORICAL,
-                },
-                protected: u32::from(a.protected),
-                lower: a.lower,
-                upper: a.upper,
-                step: a.step,
+                };
+                (kind, u32::from(a.protected), a.lower, a.upper, a.step)
             })
             .collect();
         let params = CString::new(spec.params.to_string()).unwrap_or_default();
-        let state = HostState {
-            oracle,
+        let state = std::sync::Arc::new(HostState {
+            oracle: oracle.clone(),
             width: domain.width(),
             cases: Mutex::new(Vec::new()),
             report: Mutex::new(None),
@@ -281,35 +288,83 @@ impl Plugin {
             stopped_by_host: AtomicBool::new(false),
             max_seconds: spec.budget.max_seconds,
             started: Instant::now(),
-            progress,
-        };
-        let ctx = FfiContext {
-            struct_size: std::mem::size_of::<FfiContext>(),
-            attributes: attributes.as_ptr(),
-            n_attributes: attributes.len(),
-            seeds: FfiMatrix { data: spec.seeds.as_ptr(), rows: spec.seeds.len() / domain.width().max(1), cols: domain.width() },
-            params_json: params.as_ptr(),
-            rng_seed: spec.rng_seed,
-            budget: spec.budget,
-            gamma: spec.gamma.unwrap_or(f64::NAN),
-            callbacks: FfiCallbacks {
-                ctx: &state as *const HostState as *mut c_void,
-                predict: host_predict,
-                progress: host_progress,
-                should_stop: host_should_stop,
-                emit: host_emit,
-                report: host_report,
-            },
-            last_error: host_last_error,
-        };
+            progress: progress.clone(),
+        });
+        let seeds = spec.seeds.to_vec();
+        let (width, rng_seed, budget, gamma) = (domain.width(), spec.rng_seed, spec.budget, spec.gamma);
         let descriptor = self.descriptor();
-        let mut error: *mut c_char = std::ptr::null_mut();
-        // SAFETY: the context and everything it points at (attributes, names, seeds, parameters,
-        // the host state behind the callbacks) live until this call returns; `error` is a valid
-        // place for the plugin's message.
-        let code = unsafe { (descriptor.generate)(&ctx, &mut error) };
-        // SAFETY: `error` is null or a string the plugin just allocated.
-        let message = unsafe { take_string(descriptor, error) };
+        // The call runs on its own thread, which owns everything the context points at, so a
+        // plugin that does not return when asked to stop can be abandoned.
+        let (tx, rx) = std::sync::mpsc::channel::<(i32, String)>();
+        let thread_state = std::sync::Arc::clone(&state);
+        let spawned = std::thread::Builder::new().name(format!("plugin {}", self.name)).spawn(move || {
+            let attributes: Vec<FfiAttribute> = kinds
+                .iter()
+                .zip(&names)
+                .map(|(&(kind, protected, lower, upper, step), n)| FfiAttribute { name: n.as_ptr(), kind, protected, lower, upper, step })
+                .collect();
+            let ctx = FfiContext {
+                struct_size: std::mem::size_of::<FfiContext>(),
+                attributes: attributes.as_ptr(),
+                n_attributes: attributes.len(),
+                seeds: FfiMatrix { data: seeds.as_ptr(), rows: seeds.len() / width.max(1), cols: width },
+                params_json: params.as_ptr(),
+                rng_seed,
+                budget,
+                gamma: gamma.unwrap_or(f64::NAN),
+                callbacks: FfiCallbacks {
+                    ctx: std::sync::Arc::as_ptr(&thread_state) as *mut c_void,
+                    predict: host_predict,
+                    progress: host_progress,
+                    should_stop: host_should_stop,
+                    emit: host_emit,
+                    report: host_report,
+                },
+                last_error: host_last_error,
+            };
+            let mut error: *mut c_char = std::ptr::null_mut();
+            // SAFETY: the context and everything it points at (attributes, names, seeds,
+            // parameters, the host state behind the callbacks) are owned by this thread and live
+            // until the call returns; `error` is a valid place for the plugin's message.
+            let code = unsafe { (descriptor.generate)(&ctx, &mut error) };
+            // SAFETY: `error` is null or a string the plugin just allocated.
+            let message = unsafe { take_string(descriptor, error) };
+            let _ = tx.send((code, message));
+        });
+        if let Err(e) = spawned {
+            return Err(PluginError::Failed {
+                plugin: self.name.clone(),
+                what: "compute error".into(),
+                message: format!("cannot start its thread: {e}"),
+            });
+        }
+        let mut asked_to_stop: Option<Instant> = None;
+        let (code, message) = loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(25)) {
+                Ok(done) => break done,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(PluginError::Failed {
+                        plugin: self.name.clone(),
+                        what: "panic".into(),
+                        message: "its thread ended without returning".into(),
+                    })
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if !state.stop_requested() {
+                        continue;
+                    }
+                    let since = *asked_to_stop.get_or_insert_with(Instant::now);
+                    if since.elapsed().as_secs_f64() >= GRACE_SECONDS {
+                        let why = if crate::interrupt::requested() {
+                            "the run was interrupted".to_string()
+                        } else {
+                            format!("its max_seconds budget of {} s was spent", state.max_seconds)
+                        };
+                        return Err(PluginError::Unresponsive { plugin: self.name.clone(), why, grace: GRACE_SECONDS });
+                    }
+                }
+            }
+        };
         if crate::interrupt::requested() {
             return Err(PluginError::Interrupted { plugin: self.name.clone() });
         }
@@ -323,8 +378,8 @@ impl Plugin {
             return Err(PluginError::Failed { plugin: self.name.clone(), what: what.into(), message });
         }
         let stopped_by_host = state.stopped_by_host.load(Ordering::Relaxed);
-        let cases = state.cases.into_inner().unwrap_or_else(|e| e.into_inner());
-        let report = match state.report.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        let cases = std::mem::take(&mut *state.cases.lock().unwrap_or_else(|e| e.into_inner()));
+        let report = match state.report.lock().unwrap_or_else(|e| e.into_inner()).take() {
             Some(text) => Some(serde_json::from_str(&text).map_err(|e| PluginError::Failed {
                 plugin: self.name.clone(),
                 what: "invalid report".into(),

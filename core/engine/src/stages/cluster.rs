@@ -69,7 +69,10 @@ impl StageConfig for ClusterConfig {
     fn validate(&self, c: &mut Checks<'_, '_>) {
         c.at_least("k", self.k, 1);
         c.at_least("seeds", self.seeds, 1);
-        c.at_least("max_iterations", self.max_iterations as usize, 1);
+        c.at_least("max_iterations", self.max_iterations.min(usize::MAX as u64) as usize, 1);
+        c.at_most("k", self.k as u128, crate::limits::MAX_CLUSTERS as u128);
+        c.at_most("seeds", self.seeds as u128, crate::limits::MAX_SEEDS as u128);
+        c.at_most("max_iterations", u128::from(self.max_iterations), u128::from(crate::limits::MAX_ITERATIONS));
     }
 
     fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
@@ -92,6 +95,23 @@ impl Stage for ClusterConfig {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
         let x = if self.split == ClusterRows::All { data.x.clone() } else { data.subset(Split::Train).0 };
+        if self.k > x.nrows() {
+            return Err(crate::error::Error::Invalid(format!(
+                "k = {} clusters, but the rows to cluster number only {}; lower `k` to at most {}",
+                self.k,
+                x.nrows(),
+                x.nrows()
+            )));
+        }
+        if self.seeds > x.nrows() {
+            crate::limits::warn(&format!(
+                "stage `{}`: seeds = {} asked, but there are only {} rows; {} seeds are emitted",
+                ctx.name,
+                self.seeds,
+                x.nrows(),
+                x.nrows()
+            ));
+        }
         let seeds = cluster_seeds(&x, self.k, self.seeds, self.max_iterations, ctx.seed)?;
         let figures =
             ClusterFigures { clusters: seeds.cluster_sizes.len(), cluster_sizes: seeds.cluster_sizes.clone(), seeds: seeds.rows.nrows() };

@@ -59,6 +59,8 @@ impl StageConfig for EstimateConfig {
     fn validate(&self, c: &mut Checks<'_, '_>) {
         c.at_least("trials", self.trials, 2);
         c.at_least("samples", self.samples, 1);
+        c.at_most("trials", self.trials as u128, crate::limits::MAX_TRIALS as u128);
+        c.at_most("samples", self.samples as u128, crate::limits::MAX_SAMPLES as u128);
         check_gamma(c, self.gamma);
         check_protected(c, &self.protected);
     }
@@ -94,6 +96,12 @@ impl Stage for EstimateConfig {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
         let domain = &with_protected(&model.data.domain, self.protected.as_deref())?;
+        let combinations = crate::limits::check_protected_combinations(domain)?;
+        let rows = (self.trials as u128).checked_mul(self.samples as u128).and_then(|n| n.checked_mul(combinations));
+        crate::limits::check_model_rows(
+            rows,
+            &format!("trials × samples × protected combinations = {} × {} × {combinations}", self.trials, self.samples),
+        )?;
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();
         let est = estimate(&model.oracle, domain, &checker, self.trials, self.samples, ctx.seed)?;

@@ -114,6 +114,9 @@ impl StageConfig for GenerateConfig {
             c.within("gamma", g, 0.0, 1.0);
         }
         c.at_least("random_seeds", self.random_seeds, 1);
+        c.at_most("random_seeds", self.random_seeds as u128, crate::limits::MAX_SEEDS as u128);
+        c.at_most("max_seeds", u128::from(self.max_seeds), crate::limits::MAX_SEEDS as u128);
+        c.at_most("max_iterations", u128::from(self.max_iterations), u128::from(crate::limits::MAX_ITERATIONS));
         c.within("max_seconds", self.max_seconds, 0.0, 1e9);
         check_protected(c, &self.protected);
     }

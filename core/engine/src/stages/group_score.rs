@@ -196,6 +196,10 @@ pub struct GroupScoreFigures {
     /// The family-wise significance level.
     #[serde(default)]
     pub alpha: f64,
+    /// The budget that cut the audit short (`"max_seconds"`), when the host did: the groups are
+    /// then scored on the samples drawn so far; absent when the auditor finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
     /// Figures the auditor sent of its own (TestSGD: `rule_sets_generated`, `rule_sets_kept`,
     /// `confidence`).
     #[serde(flatten)]
@@ -315,6 +319,7 @@ impl Stage for GroupScore {
             worst_score: groups.first().map(|g| g.score),
             significant_rule_sets: significant.iter().filter(|s| **s).count(),
             alpha: ALPHA,
+            stopped_by: output.stopped_by_host.then(|| "max_seconds".to_string()),
             plugin_figures: Map::new(),
         };
         // The auditor's figures come after plugin and params (and may replace them), before the

@@ -210,6 +210,54 @@ impl LoadConfig {
     }
 }
 
+impl LoadConfig {
+    /// Refuse column roles that make an audit meaningless: the label (or the split column) among
+    /// the features, protected or dropped; a protected column dropped; a column named twice.
+    fn check_roles(&self, checks: &mut Checks<'_, '_>) {
+        let label = &self.label;
+        for (i, c) in self.features.iter().flatten().enumerate() {
+            let span = checks.item_span("features", i);
+            if c == label {
+                checks.at(&span, format!("the label `{label}` is listed among the features; a model trained on its own label leaks it (remove it from `features`)"));
+            }
+            if self.split_column.as_ref() == Some(c) {
+                checks.at(&span, format!("the split column `{c}` is listed among the features; remove it from `features`"));
+            }
+            if self.features.iter().flatten().take(i).any(|f| f == c) {
+                checks.at(&span, format!("feature `{c}` is listed twice"));
+            }
+        }
+        for (i, c) in self.protected.iter().enumerate() {
+            let span = checks.item_span("protected", i);
+            if c == label {
+                checks.at(&span, format!("the label `{label}` cannot be a protected attribute; name the columns of sex, race, age…"));
+            }
+            if self.drop.contains(c) {
+                checks.at(&span, format!("protected attribute `{c}` is also in `drop`; an audited attribute must stay a feature"));
+            }
+            if self.features.as_ref().is_some_and(|f| !f.contains(c)) {
+                checks.at(&span, format!("protected attribute `{c}` is not among the listed `features`; add it there"));
+            }
+            if self.protected.iter().take(i).any(|p| p == c) {
+                checks.at(&span, format!("protected attribute `{c}` is listed twice"));
+            }
+        }
+        for (i, c) in self.drop.iter().enumerate() {
+            let span = checks.item_span("drop", i);
+            if c == label {
+                checks.at(&span, format!("the label `{label}` is in `drop`; the label is never a feature, so remove it from `drop`"));
+            }
+            if self.features.as_ref().is_some_and(|f| f.contains(c)) {
+                checks.at(&span, format!("column `{c}` is both dropped and listed in `features`; keep it in one"));
+            }
+        }
+        if self.split_column.as_ref() == Some(label) {
+            let span = checks.span("split_column");
+            checks.at(&span, format!("the split column is the label `{label}`; name the column holding train / test"));
+        }
+    }
+}
+
 impl StageConfig for LoadConfig {
     fn kind() -> &'static StageKind {
         &KIND
@@ -225,20 +273,53 @@ impl StageConfig for LoadConfig {
             checks.problem("separator", format!("`separator` must be one character, found {s:?}"));
         }
         for (name, c) in &self.columns {
-            if c.step.is_some_and(|s| s <= 0.0) {
-                let span = checks.nested_key_span("columns", name);
-                checks.at(&span, format!("columns.{name}.step: expected a positive number"));
+            let span = checks.nested_key_span("columns", name);
+            if c.step.is_some_and(|s| !s.is_finite() || s <= 0.0) {
+                checks.at(&span, format!("columns.{name}.step: expected a positive finite number"));
+            }
+            for (key, bound) in [("min", c.min), ("max", c.max)] {
+                if bound.is_some_and(|b| !b.is_finite()) {
+                    checks.at(&span, format!("columns.{name}.{key}: expected a finite number"));
+                }
+            }
+            if let (Some(min), Some(max)) = (c.min, c.max) {
+                if min > max {
+                    checks.at(&span, format!("columns.{name}: min {min} is greater than max {max}"));
+                }
+            }
+            if let Some(levels) = &c.levels {
+                let texts: Vec<String> = levels.iter().map(LabelValue::text).collect();
+                if texts.is_empty() {
+                    checks.at(&span, format!("columns.{name}.levels: list at least one level"));
+                }
+                let mut seen = std::collections::BTreeSet::new();
+                if let Some(dup) = texts.iter().find(|t| !seen.insert(t.as_str())) {
+                    checks.at(&span, format!("columns.{name}.levels: level {dup:?} is listed twice"));
+                }
+                if c.kind.is_some_and(|k| k != ColumnKind::Categorical) {
+                    checks.at(&span, format!("columns.{name}: `levels` belong to a categorical column, but kind is not categorical"));
+                }
+                if c.min.is_some() || c.max.is_some() || c.step.is_some() {
+                    checks.at(&span, format!("columns.{name}: a categorical column takes `levels`, not min/max/step"));
+                }
             }
         }
+        self.check_roles(checks);
         // The columns named must exist: checked against the file's header now, so `validate`
         // catches typos.
         let (names, source): (Vec<String>, String) = match (&self.frame, &self.path) {
             (Some(frame), _) => (frame.get_column_names().iter().map(|s| s.to_string()).collect(), "the data frame".into()),
             (None, Some(path)) => {
                 let resolved = checks.existing_file("path", path);
+                if !resolved.is_file() {
+                    return;
+                }
                 match data::column_names(&resolved, self.separator_byte().unwrap_or(b',')) {
-                    Ok(names) if resolved.exists() => (names, resolved.display().to_string()),
-                    _ => return,
+                    Ok(names) => (names, resolved.display().to_string()),
+                    Err(e) => {
+                        checks.problem("path", e);
+                        return;
+                    }
                 }
             }
             (None, None) => {
@@ -334,6 +415,7 @@ impl Stage for Load {
             Some(frame) => data::load_frame(frame.clone(), &self.spec)?,
             None => data::load(&self.spec)?,
         };
+        crate::limits::check_protected_combinations(&data.domain)?;
         let figures = LoadFigures {
             rows: data.len(),
             rows_train: data.rows_in(Split::Train).len(),

@@ -225,17 +225,22 @@ impl StageConfig for TrainConfig {
     }
 
     fn validate(&self, c: &mut Checks<'_, '_>) {
+        if let Some(save) = &self.save {
+            c.writable_file("save", save);
+        }
         match &self.algorithm {
             Algorithm::Mlp(p) => {
                 if p.hidden.contains(&0) {
                     c.problem("hidden", "`hidden` must be a list of positive integers");
                 }
                 c.at_least("epochs", p.epochs, 1);
+                c.at_most("epochs", p.epochs as u128, u128::from(crate::limits::MAX_ITERATIONS));
                 c.at_least("batch_size", p.batch_size, 1);
                 c.within("learning_rate", p.learning_rate, 1e-9, 10.0);
             }
             Algorithm::Logistic(p) => {
-                c.at_least("max_iterations", p.max_iterations as usize, 1);
+                c.at_least("max_iterations", p.max_iterations.min(usize::MAX as u64) as usize, 1);
+                c.at_most("max_iterations", u128::from(p.max_iterations), u128::from(crate::limits::MAX_ITERATIONS));
                 c.within("alpha", p.alpha, 0.0, 1e9);
             }
             Algorithm::Tree(p) => c.at_least("max_depth", p.max_depth, 1),
@@ -282,6 +287,15 @@ struct Train {
 impl Stage for Train {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
+        if let Recipe::Forest { max_features: Some(m), .. } = &self.recipe {
+            if *m > data.domain.width() {
+                return Err(crate::error::Error::Invalid(format!(
+                    "max_features = {m}, but the data has only {} features; lower it to at most {}",
+                    data.domain.width(),
+                    data.domain.width()
+                )));
+            }
+        }
         let (x, y) = data.subset(Split::Train);
         let started = Instant::now();
         let fitted = self.recipe.fit(&x, &y)?;
