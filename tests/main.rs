@@ -16,7 +16,7 @@ mod model_zoo;
 mod onnx_outputs;
 mod pipelines;
 mod planted_bias;
-mod remote_models;
 mod plugins_planted;
+mod remote_models;
 mod report_browser;
 mod retrain;

@@ -209,11 +209,13 @@ fn run(text: &str) -> (serde_json::Value, Vec<f64>) {
 fn audit_figures(summary: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
     let stages = &summary["stages"];
     let mut figures = vec![
-        ("model.train_accuracy".to_string(), stages["model"]["train_accuracy"].clone()),
-        ("model.test_accuracy".to_string(), stages["model"]["test_accuracy"].clone()),
+        ("model.accuracy_train".to_string(), stages["model"]["accuracy_train"].clone()),
+        ("model.accuracy_test".to_string(), stages["model"]["accuracy_test"].clone()),
         ("estimate.rate".to_string(), stages["estimate"]["rate"].clone()),
         ("search.generated".to_string(), stages["search"]["generated"].clone()),
-        ("verified.verified".to_string(), stages["verified"]["verified"].clone()),
+        ("search.emitted".to_string(), stages["search"]["emitted"].clone()),
+        ("verified.confirmed".to_string(), stages["verified"]["confirmed"].clone()),
+        ("verified.discriminatory".to_string(), stages["verified"]["discriminatory"].clone()),
     ];
     for (name, value) in &figures {
         assert!(!value.is_null(), "{name} missing from the summary: {stages}");
@@ -240,7 +242,7 @@ fn a_model_served_by_mlserver_is_audited_as_the_same_model_in_process() {
     assert_eq!(audit_figures(&remote), audit_figures(&local), "same seed, same model: same audit");
     let model = &remote["stages"]["model"];
     assert_eq!(model["output"], "predict_proba");
-    assert_eq!(model["input_contract"], "one float64 input [N,12] (encoded features)", "{model}");
+    assert_eq!(model["input_contract"], "one float64 input input-0[N,12] (encoded features)", "{model}");
     assert!(model["remote_inputs"].as_str().unwrap().contains("lists no inputs"), "{model}");
     // Traffic over the whole run: load_model scores every row for its accuracy, so predict's test
     // rows are all answered from the cache; nothing is sent twice.

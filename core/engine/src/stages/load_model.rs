@@ -29,7 +29,7 @@ use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage,
 /// The `load_model` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "load_model",
-    doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
+    doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
     keys: &[
