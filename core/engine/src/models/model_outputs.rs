@@ -459,4 +459,3 @@ pub fn choose_output(
         if refusals.is_empty() { "it has no output fairpipe can read".into() } else { refusals.join("; ") }
     )))
 }
-

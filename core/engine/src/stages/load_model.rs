@@ -221,10 +221,19 @@ impl StageConfig for LoadModelConfig {
     }
 
     fn validate(&self, checks: &mut Checks<'_, '_>) {
-        let given: Vec<&str> =
-            [("path", self.path.is_some()), ("url", self.url.is_some()), ("command", self.command.is_some())].iter().filter(|(_, g)| *g).map(|(k, _)| *k).collect();
+        let given: Vec<&str> = [("path", self.path.is_some()), ("url", self.url.is_some()), ("command", self.command.is_some())]
+            .iter()
+            .filter(|(_, g)| *g)
+            .map(|(k, _)| *k)
+            .collect();
         if given.len() > 1 {
-            checks.problem(given[1], format!("give one of `path` (a model file), `url` (a model server) and `command` (a program), not both {}", given.join(" and ")));
+            checks.problem(
+                given[1],
+                format!(
+                    "give one of `path` (a model file), `url` (a model server) and `command` (a program), not both {}",
+                    given.join(" and ")
+                ),
+            );
         } else if let Some(path) = &self.path {
             checks.existing_file("path", path);
         } else if let Some(url) = &self.url {
@@ -251,7 +260,8 @@ impl StageConfig for LoadModelConfig {
         let remote = match (&self.url, &self.command) {
             (Some(url), _) => Some(Remote {
                 place: Place::Server {
-                    endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(|message| ModelError::Remote { url: url.clone(), message })?,
+                    endpoint: V2Endpoint::parse(url, self.model.as_deref())
+                        .map_err(|message| ModelError::Remote { url: url.clone(), message })?,
                     settings: self.http_settings().map_err(|message| ModelError::Remote { url: url.clone(), message })?,
                     outputs: self.outputs.clone(),
                 },
@@ -468,7 +478,10 @@ impl LoadModel {
         } else if matches!(remote.place, Place::Program { .. }) {
             format!("a JSON line of the encoded rows ({} columns) per batch", data.domain.width())
         } else {
-            format!("the server's metadata lists no inputs: one FP64 input \"input-0\" [N,{}] assumed (the encoded features)", data.domain.width())
+            format!(
+                "the server's metadata lists no inputs: one FP64 input \"input-0\" [N,{}] assumed (the encoded features)",
+                data.domain.width()
+            )
         });
         figures.executor = Some(model.executor());
         Ok(Arc::new(model))

@@ -43,7 +43,8 @@ impl CommandBackend {
     /// Start `argv` in `dir` (the pipeline's folder); rows have the feature `columns`.
     pub fn start(argv: &[String], dir: &Path, columns: Vec<String>) -> Result<Self, ModelError> {
         let shown = argv.join(" ");
-        let (program, args) = argv.split_first().ok_or_else(|| ModelError::Remote { url: "command".into(), message: "`command` is empty".into() })?;
+        let (program, args) =
+            argv.split_first().ok_or_else(|| ModelError::Remote { url: "command".into(), message: "`command` is empty".into() })?;
         let mut child = Command::new(program)
             .args(args)
             .current_dir(dir)
@@ -177,14 +178,17 @@ fn read_output(name: &str, values: &Value, rows: usize) -> Result<(String, Eleme
             let columns = first.len().max(1);
             let mut flat = Vec::with_capacity(rows * columns);
             for row in list {
-                let row = row.as_array().filter(|r| r.len() == columns).ok_or_else(|| format!("output {name:?}: rows of different lengths"))?;
+                let row =
+                    row.as_array().filter(|r| r.len() == columns).ok_or_else(|| format!("output {name:?}: rows of different lengths"))?;
                 for v in row {
                     flat.push(number(v)?);
                 }
             }
             RawOutput::Floats { values: flat, columns }
         }
-        Some(Value::String(_)) => RawOutput::TextLabels(list.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect()),
+        Some(Value::String(_)) => {
+            RawOutput::TextLabels(list.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect())
+        }
         _ if list.iter().all(|v| v.is_i64()) => RawOutput::IntLabels(list.iter().filter_map(Value::as_i64).collect()),
         _ => RawOutput::Floats { values: list.iter().map(number).collect::<Result<_, _>>()?, columns: 1 },
     };

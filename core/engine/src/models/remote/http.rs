@@ -50,7 +50,11 @@ pub struct Http {
 impl std::fmt::Debug for Http {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The token is left out on purpose.
-        write!(f, "Http(connect {:?}, request {:?}, {} retries)", self.settings.connect_timeout, self.settings.request_timeout, self.settings.retries)
+        write!(
+            f,
+            "Http(connect {:?}, request {:?}, {} retries)",
+            self.settings.connect_timeout, self.settings.request_timeout, self.settings.retries
+        )
     }
 }
 

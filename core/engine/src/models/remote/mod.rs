@@ -137,7 +137,9 @@ impl RemoteModel {
                 let names: Vec<&str> = returned.iter().map(|(n, _, _)| n.as_str()).collect();
                 return Err(ModelError::Remote {
                     url,
-                    message: format!("no output named {wanted:?} in the answer (it returned {names:?}); ask for it with `outputs = [{wanted:?}]`"),
+                    message: format!(
+                        "no output named {wanted:?} in the answer (it returned {names:?}); ask for it with `outputs = [{wanted:?}]`"
+                    ),
                 });
             }
         }

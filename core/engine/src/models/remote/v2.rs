@@ -75,7 +75,8 @@ impl V2Endpoint {
                         message: format!("metadata: an entry of \"{key}\" has no name: {t}"),
                     })?;
                     let ty = t.get("datatype").and_then(Value::as_str).map(element_type).unwrap_or(ElementType::Float32);
-                    let shape = t.get("shape").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_i64).collect()).unwrap_or_default();
+                    let shape =
+                        t.get("shape").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_i64).collect()).unwrap_or_default();
                     Ok((name.to_string(), ty, shape))
                 })
                 .collect()
@@ -95,12 +96,19 @@ impl V2Endpoint {
         }
         let answer = http.post_json(&url, &body)?;
         let bad = |message: String| ModelError::Remote { url: url.clone(), message };
-        let list = answer.get("outputs").and_then(Value::as_array).ok_or_else(|| bad(format!("the answer has no \"outputs\" list: {}", start(&answer))))?;
+        let list = answer
+            .get("outputs")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad(format!("the answer has no \"outputs\" list: {}", start(&answer))))?;
         let mut result = Vec::with_capacity(list.len());
         for t in list {
             let name = t.get("name").and_then(Value::as_str).unwrap_or("").to_string();
             let datatype = t.get("datatype").and_then(Value::as_str).unwrap_or("");
-            let shape: Vec<usize> = t.get("shape").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_u64).map(|d| d as usize).collect()).unwrap_or_default();
+            let shape: Vec<usize> = t
+                .get("shape")
+                .and_then(Value::as_array)
+                .map(|s| s.iter().filter_map(Value::as_u64).map(|d| d as usize).collect())
+                .unwrap_or_default();
             let mut flat = Vec::new();
             flatten(t.get("data").unwrap_or(&Value::Null), &mut flat);
             let columns = if shape.len() >= 2 { shape[1..].iter().product::<usize>().max(1) } else { 1 };
@@ -110,14 +118,23 @@ impl V2Endpoint {
             let ty = element_type(datatype);
             let raw = match &ty {
                 ElementType::Float32 | ElementType::Float64 => RawOutput::Floats {
-                    values: flat.iter().map(|v| v.as_f64().ok_or_else(|| bad(format!("output {name:?}: {v} is not a number")))).collect::<Result<_, _>>()?,
+                    values: flat
+                        .iter()
+                        .map(|v| v.as_f64().ok_or_else(|| bad(format!("output {name:?}: {v} is not a number"))))
+                        .collect::<Result<_, _>>()?,
                     columns,
                 },
                 ElementType::Int64 | ElementType::Int32 => RawOutput::IntLabels(
-                    flat.iter().map(|v| v.as_i64().ok_or_else(|| bad(format!("output {name:?}: {v} is not an integer")))).collect::<Result<_, _>>()?,
+                    flat.iter()
+                        .map(|v| v.as_i64().ok_or_else(|| bad(format!("output {name:?}: {v} is not an integer"))))
+                        .collect::<Result<_, _>>()?,
                 ),
-                ElementType::String => RawOutput::TextLabels(flat.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect()),
-                ElementType::Other(other) => return Err(bad(format!("output {name:?} has datatype {other}, which fairpipe does not read"))),
+                ElementType::String => {
+                    RawOutput::TextLabels(flat.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect())
+                }
+                ElementType::Other(other) => {
+                    return Err(bad(format!("output {name:?} has datatype {other}, which fairpipe does not read")))
+                }
             };
             result.push((name, ty, raw));
         }
