@@ -21,6 +21,7 @@ mod pipelines;
 mod planted_bias;
 mod plugins_planted;
 mod properties;
+mod remote_models;
 mod report_browser;
 mod retrain;
 mod robust_output;

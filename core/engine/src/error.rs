@@ -170,6 +170,15 @@ pub enum ModelError {
     /// Running the model failed.
     #[error("model inference failed: {0}")]
     Inference(String),
+    /// A model behind a URL could not be reached, refused a request or answered in a form
+    /// fairpipe cannot read.
+    #[error("{url}: {message}")]
+    Remote {
+        /// The endpoint (never with a token).
+        url: String,
+        /// What went wrong: the status and the start of the response body, or the transport error.
+        message: String,
+    },
     /// Training failed.
     #[error("training failed: {0}")]
     Train(String),

@@ -65,8 +65,8 @@ pub mod pipeline;
 pub mod plugin;
 pub mod report;
 pub mod stages;
-pub mod stats;
 pub mod staging;
+pub mod stats;
 pub mod suggest;
 
 pub use error::{Error, Result};

@@ -17,6 +17,11 @@ pub trait Model: Send + Sync {
     fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError>;
     /// Short description for summaries ("mlp 12-64-32-16-8-4-2", "onnx census.onnx").
     fn describe(&self) -> String;
+    /// What a model behind a server sent and how fast it was answered; `None` for a model run in
+    /// this process.
+    fn remote_usage(&self) -> Option<crate::models::remote::RemoteUsage> {
+        None
+    }
 }
 
 /// Rows per chunk when a large batch is spread over threads.

@@ -381,3 +381,81 @@ mod tests {
         assert_eq!(out, [0.9]);
     }
 }
+
+/// What to read from the model and how.
+#[derive(Debug, Clone)]
+pub struct OutputChoice<'a> {
+    /// The output to read (`output = "…"`), or `None` to find the probabilities.
+    pub name: Option<&'a str>,
+    /// `output_transform`.
+    pub transform: OutputTransform,
+    /// The favourable label.
+    pub favourable: Favourable,
+    /// The model's classes in its own order, when the graph names them.
+    pub classes: Vec<ClassKey>,
+}
+
+/// Choose the output holding P(favourable): the one named, else the first output (outputs whose
+/// name mentions "prob" first, labels last) that reads as probabilities on the probe rows.
+///
+/// Shared by every executor that lists its outputs (ONNX Runtime, a remote server): `source` names
+/// the model in a NaN error, `fail` turns a refusal into the executor's own error.
+pub fn choose_output(
+    source: &str,
+    outputs: &[(String, ElementType)],
+    raw: &[Option<RawOutput>],
+    choice: &OutputChoice<'_>,
+    probe_rows: usize,
+    fail: &dyn Fn(String) -> ModelError,
+) -> Result<OutputReader, ModelError> {
+    let rank = |i: usize| -> u8 {
+        let name = outputs[i].0.to_lowercase();
+        match &raw[i] {
+            Some(RawOutput::IntLabels(_) | RawOutput::TextLabels(_)) => 3,
+            _ if name.contains("prob") => 0,
+            Some(RawOutput::Maps(_)) => 1,
+            _ => 2,
+        }
+    };
+    let mut order: Vec<usize> = match choice.name {
+        Some(name) => outputs.iter().position(|(n, _)| n == name).into_iter().collect(),
+        None => (0..outputs.len()).collect(),
+    };
+    order.sort_by_key(|&i| rank(i));
+    // Classes: the graph's own list, else the labels any label output returned.
+    let mut classes = choice.classes.clone();
+    if classes.is_empty() {
+        for value in raw.iter().flatten() {
+            if matches!(value, RawOutput::IntLabels(_) | RawOutput::TextLabels(_)) {
+                classes.extend(value.classes());
+            }
+        }
+        classes.sort();
+        classes.dedup();
+    }
+    let mut refusals = Vec::new();
+    for i in order {
+        let (name, ty) = &outputs[i];
+        let Some(value) = &raw[i] else { continue };
+        let reader = match reader_for(name, ty, value, &choice.favourable, choice.transform, &classes) {
+            Ok(reader) => reader,
+            Err(why) => {
+                refusals.push(why);
+                continue;
+            }
+        };
+        let mut out = vec![0.0; probe_rows];
+        match reader.read(value.clone(), &mut out, 0) {
+            Ok(()) => return Ok(reader),
+            Err(ModelError::NotFinite { output, row, value, features }) => {
+                return Err(ModelError::NotFinite { output: format!("{output} of {source}"), row, value, features });
+            }
+            Err(e) if choice.name.is_some() => return Err(fail(e.to_string())),
+            Err(e) => refusals.push(e.to_string()),
+        }
+    }
+    Err(fail(format!(
+        "no output reads as the probability of the favourable class: {}",
+        if refusals.is_empty() { "it has no output fairpipe can read".into() } else { refusals.join("; ") }
+    )))
+}

@@ -14,7 +14,8 @@ use ort::session::Session;
 use ort::value::{DynMapValueType, DynValue, Tensor, TensorElementType, ValueType};
 
 use super::model_inputs::{fixed_batch, plan, DeclaredInput, ElementType, InputBatch, InputPlan, InputValues};
-use super::model_outputs::{reader_for, ClassKey, Favourable, OutputReader, OutputTransform, RawOutput};
+pub use super::model_outputs::OutputChoice;
+use super::model_outputs::{choose_output, ClassKey, OutputReader, RawOutput};
 use super::onnx_runtime::Runtime;
 use crate::error::ModelError;
 use crate::oracle::Model;
@@ -39,19 +40,6 @@ impl std::fmt::Debug for OrtModel {
     }
 }
 
-/// What to read from the model and how.
-#[derive(Debug, Clone)]
-pub struct OutputChoice<'a> {
-    /// The output to read (`output = "…"`), or `None` to find the probabilities.
-    pub name: Option<&'a str>,
-    /// `output_transform`.
-    pub transform: OutputTransform,
-    /// The favourable label.
-    pub favourable: Favourable,
-    /// The model's classes in its own order, when the graph names them.
-    pub classes: Vec<ClassKey>,
-}
-
 impl OrtModel {
     /// Load `path` under `runtime` for rows of `domain`, choose the output (checked on up to 256 of
     /// `probe` rows, row-major) and build one session per rayon worker.
@@ -74,6 +62,10 @@ impl OrtModel {
         }
         let probe = &probe[..probe_rows * width];
         let outputs: Vec<(String, ValueType)> = first.outputs().iter().map(|o| (o.name().to_string(), o.dtype().clone())).collect();
+        let typed: Vec<(String, ElementType)> = outputs
+            .iter()
+            .map(|(n, t)| (n.clone(), if let ValueType::Tensor { ty, .. } = t { element_type(*ty) } else { ElementType::Float32 }))
+            .collect();
         let names: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
         if let Some(wanted) = choice.name {
             if !names.contains(&wanted) {
@@ -95,7 +87,8 @@ impl OrtModel {
             }
         }
         let raw: Vec<Option<RawOutput>> = raw_by_output.into_iter().map(concat).collect();
-        let reader = choose_output(path, &outputs, &raw, &choice, probe_rows)?;
+        let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let reader = choose_output(&file, &typed, &raw, &choice, probe_rows, &|message| err(message))?;
         let threads = rayon::current_num_threads().max(1);
         let mut sessions = vec![Mutex::new(first)];
         for _ in 1..threads {
@@ -333,75 +326,6 @@ fn concat(parts: Vec<RawOutput>) -> Option<RawOutput> {
         };
     }
     Some(joined)
-}
-
-/// Choose the output holding P(favourable): the one named, else the first output (outputs whose
-/// name mentions "prob" first, labels last) that reads as probabilities on the probe rows.
-fn choose_output(
-    path: &Path,
-    outputs: &[(String, ValueType)],
-    raw: &[Option<RawOutput>],
-    choice: &OutputChoice<'_>,
-    probe_rows: usize,
-) -> Result<OutputReader, ModelError> {
-    let rank = |i: usize| -> u8 {
-        let name = outputs[i].0.to_lowercase();
-        match &raw[i] {
-            Some(RawOutput::IntLabels(_) | RawOutput::TextLabels(_)) => 3,
-            _ if name.contains("prob") => 0,
-            Some(RawOutput::Maps(_)) => 1,
-            _ => 2,
-        }
-    };
-    let mut order: Vec<usize> = match choice.name {
-        Some(name) => outputs.iter().position(|(n, _)| n == name).into_iter().collect(),
-        None => (0..outputs.len()).collect(),
-    };
-    order.sort_by_key(|&i| rank(i));
-    // Classes: the graph's own list, else the labels any label output returned.
-    let mut classes = choice.classes.clone();
-    if classes.is_empty() {
-        for value in raw.iter().flatten() {
-            if matches!(value, RawOutput::IntLabels(_) | RawOutput::TextLabels(_)) {
-                classes.extend(value.classes());
-            }
-        }
-        classes.sort();
-        classes.dedup();
-    }
-    let mut refusals = Vec::new();
-    for i in order {
-        let (name, ty) = &outputs[i];
-        let Some(value) = &raw[i] else { continue };
-        let element = match ty {
-            ValueType::Tensor { ty, .. } => element_type(*ty),
-            _ => ElementType::Float32,
-        };
-        let reader = match reader_for(name, &element, value, &choice.favourable, choice.transform, &classes) {
-            Ok(reader) => reader,
-            Err(why) => {
-                refusals.push(why);
-                continue;
-            }
-        };
-        let mut out = vec![0.0; probe_rows];
-        match reader.read(value.clone(), &mut out, 0) {
-            Ok(()) => return Ok(reader),
-            Err(ModelError::NotFinite { output, row, value, features }) => {
-                let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-                return Err(ModelError::NotFinite { output: format!("{output} of {file}"), row, value, features });
-            }
-            Err(e) if choice.name.is_some() => return Err(ModelError::Onnx { path: path.to_path_buf(), message: e.to_string() }),
-            Err(e) => refusals.push(e.to_string()),
-        }
-    }
-    Err(ModelError::Onnx {
-        path: path.to_path_buf(),
-        message: format!(
-            "no output reads as the probability of the favourable class: {}",
-            if refusals.is_empty() { "it has no output fairpipe can read".into() } else { refusals.join("; ") }
-        ),
-    })
 }
 
 fn declared(name: &str, ty: &ValueType) -> DeclaredInput {

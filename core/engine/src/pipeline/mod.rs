@@ -445,6 +445,14 @@ impl Pipeline {
             extra_files.extend(ctx.files.into_inner().unwrap_or_else(|e| e.into_inner()));
             artifacts.insert(planned.name.clone(), output.artifact);
         }
+        // A model behind a server: its traffic over the whole run, under the stage that loaded it.
+        for (name, artifact) in &artifacts {
+            if let (Artifact::Model(model), Some(Value::Object(figures))) = (artifact, stage_figures.get_mut(name)) {
+                if let Some(usage) = model.oracle.model().remote_usage() {
+                    figures.insert("remote".into(), serde_json::to_value(usage).unwrap_or(Value::Null));
+                }
+            }
+        }
         let mut summary = json!({
             "pipeline": self.name,
             "file": self.file.file_name().map(|f| f.to_string_lossy().into_owned()),

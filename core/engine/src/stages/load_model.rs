@@ -1,8 +1,9 @@
 //! `load_model`: load a model under test from an ONNX file (run natively, by tract or by ONNX
-//! Runtime) or from a model file saved by `train`.
+//! Runtime), from a model file saved by `train`, or behind an inference server (KServe V2).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +16,10 @@ use crate::models::model_outputs::{Favourable, OutputTransform};
 use crate::models::onnx_graph::{graph_facts, GraphFacts};
 use crate::models::onnx_runtime::{install_advice, runtime};
 use crate::models::ort_model::OutputChoice;
+use crate::models::remote::command::CommandBackend;
+use crate::models::remote::http::{Http, HttpSettings};
+use crate::models::remote::v2::{V2Backend, V2Endpoint};
+use crate::models::remote::{Backend, RemoteModel, Traffic};
 use crate::models::{Complement, ModelFile, OnnxModel, OrtModel};
 use crate::oracle::Model;
 use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
@@ -24,11 +29,38 @@ use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage,
 /// The `load_model` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "load_model",
-    doc: "Load a model under test from an ONNX file or from a model file saved by a train stage (which can be retrained). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
+    doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
     keys: &[
-        KeyDoc::new("path", "path", "required", "an .onnx file, or a .json model saved by a train stage, relative to the pipeline file"),
+        KeyDoc::new("path", "path", "one of path, url and command", "an .onnx file, or a .json model saved by a train stage, relative to the pipeline file"),
+        KeyDoc::new(
+            "url",
+            "string",
+            "one of path, url and command",
+            "a model behind an Open Inference Protocol (KServe V2) server: http(s)://host:port, or …/v2/models/NAME",
+        ),
+        KeyDoc::new(
+            "command",
+            "[string]",
+            "one of path, url and command",
+            "a model run as a program, e.g. [\"python3\", \"model.py\"] (in the pipeline's folder): started once, a JSON line per batch on stdin, a JSON line of outputs back (README)",
+        ),
+        KeyDoc::new("protocol", "\"v2\"", "\"v2\"", "the server's protocol (KServe V2, as KServe, MLServer and Triton speak it)"),
+        KeyDoc::new("model", "string", "the name in the URL", "the model's name on the server"),
+        KeyDoc::new(
+            "outputs",
+            "[string]",
+            "[] (the server's default outputs)",
+            "outputs to ask the server for, e.g. [\"predict_proba\"] (MLServer's scikit-learn runtime returns labels unless asked)",
+        ),
+        KeyDoc::new("batch_size", "integer", "1024", "rows per request"),
+        KeyDoc::new("concurrency", "integer", "4", "requests in flight at once (a command: one)"),
+        KeyDoc::new("connect_timeout_s", "number", "5", "seconds allowed to connect"),
+        KeyDoc::new("timeout_s", "number", "60", "seconds allowed for one request"),
+        KeyDoc::new("retries", "integer", "3", "tries after the first on a connection error, 429 or 5xx (exponential backoff with jitter)"),
+        KeyDoc::new("token_env", "string", "no token", "environment variable holding a bearer token (the token itself never goes in the pipeline)"),
+        KeyDoc::new("max_queries", "integer", "no cap", "most rows the run may send to the server; the run fails rather than send more"),
         KeyDoc::new(
             "output",
             "string",
@@ -76,12 +108,74 @@ pub enum Executor {
     Onnxruntime,
 }
 
+/// `protocol = "v2"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// The Open Inference Protocol (KServe V2).
+    #[default]
+    V2,
+}
+
+fn default_batch_size() -> usize {
+    1024
+}
+fn default_concurrency() -> usize {
+    4
+}
+fn default_connect_timeout() -> f64 {
+    5.0
+}
+fn default_timeout() -> f64 {
+    60.0
+}
+fn default_retries() -> u32 {
+    3
+}
+
 /// The `load_model` stage's config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoadModelConfig {
     /// An `.onnx` file or a `.json` model saved by a train stage, relative to the pipeline file.
-    pub path: PathBuf,
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// A model behind a KServe V2 server.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// A model run as a program: its argv, run in the pipeline's folder.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// The server's protocol.
+    #[serde(default)]
+    pub protocol: Protocol,
+    /// The model's name on the server (else taken from the URL).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Outputs to ask the server for.
+    #[serde(default)]
+    pub outputs: Vec<String>,
+    /// Rows per request.
+    #[serde(default = "default_batch_size")]
+    pub batch_size: usize,
+    /// Requests in flight at once.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// Seconds allowed to connect.
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_s: f64,
+    /// Seconds allowed for one request.
+    #[serde(default = "default_timeout")]
+    pub timeout_s: f64,
+    /// Tries after the first on a connection error, 429 or 5xx.
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+    /// Environment variable holding a bearer token.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// Most rows the run may send to the server.
+    #[serde(default)]
+    pub max_queries: Option<u64>,
     /// Name of the output holding the probabilities.
     #[serde(default)]
     pub output: Option<String>,
@@ -100,7 +194,19 @@ impl LoadModelConfig {
     /// A config loading `path` with the default output and executor.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         LoadModelConfig {
-            path: path.into(),
+            path: Some(path.into()),
+            url: None,
+            command: None,
+            protocol: Protocol::V2,
+            model: None,
+            outputs: Vec::new(),
+            batch_size: default_batch_size(),
+            concurrency: default_concurrency(),
+            connect_timeout_s: default_connect_timeout(),
+            timeout_s: default_timeout(),
+            retries: default_retries(),
+            token_env: None,
+            max_queries: None,
             output: None,
             output_transform: OutputTransform::None,
             executor: Executor::Auto,
@@ -115,7 +221,34 @@ impl StageConfig for LoadModelConfig {
     }
 
     fn validate(&self, checks: &mut Checks<'_, '_>) {
-        let path = checks.existing_file("path", &self.path);
+        let mut resolved = None;
+        let given: Vec<&str> = [("path", self.path.is_some()), ("url", self.url.is_some()), ("command", self.command.is_some())]
+            .iter()
+            .filter(|(_, g)| *g)
+            .map(|(k, _)| *k)
+            .collect();
+        if given.len() > 1 {
+            checks.problem(
+                given[1],
+                format!(
+                    "give one of `path` (a model file), `url` (a model server) and `command` (a program), not both {}",
+                    given.join(" and ")
+                ),
+            );
+        } else if let Some(path) = &self.path {
+            resolved = Some(checks.existing_file("path", path));
+        } else if let Some(url) = &self.url {
+            self.validate_remote(url, checks);
+        } else if let Some(argv) = &self.command {
+            if argv.is_empty() {
+                checks.problem("command", "`command` is empty: give the program and its arguments, e.g. [\"python3\", \"model.py\"]");
+            }
+        } else {
+            checks.problem(
+                "path",
+                "say where the model is: `path = \"model.onnx\"` (a file), `url = \"http://…\"` (a KServe V2 server) or `command = [\"python3\", \"model.py\"]` (a program)",
+            );
+        }
         if let Some(lib) = &self.onnxruntime {
             if !checks.dir().join(lib).exists() {
                 checks.problem("onnxruntime", format!("{} does not exist; {}", lib.display(), install_advice()));
@@ -124,6 +257,7 @@ impl StageConfig for LoadModelConfig {
         }
         // A model that only ONNX Runtime runs is refused here, before any stage runs, when the
         // runtime cannot be found.
+        let Some(path) = resolved else { return };
         if !path.is_file() || path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
             return;
         }
@@ -142,19 +276,83 @@ impl StageConfig for LoadModelConfig {
         if let Err(e) = runtime(self.onnxruntime.as_ref().map(|p| checks.dir().join(p)).as_deref()) {
             checks.problem(
                 "path",
-                format!("{}: {} needs ONNX Runtime, which is not available: {}", self.path.display(), needs.join(", "), e.message),
+                format!("{}: {} needs ONNX Runtime, which is not available: {}", path.display(), needs.join(", "), e.message),
             );
         }
     }
 
     fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+        let traffic = Traffic { batch_size: self.batch_size, concurrency: self.concurrency, max_rows: self.max_queries };
+        let remote = match (&self.url, &self.command) {
+            (Some(url), _) => Some(Remote {
+                place: Place::Server {
+                    endpoint: V2Endpoint::parse(url, self.model.as_deref())
+                        .map_err(|message| ModelError::Remote { url: url.clone(), message })?,
+                    settings: self.http_settings().map_err(|message| ModelError::Remote { url: url.clone(), message })?,
+                    outputs: self.outputs.clone(),
+                },
+                traffic,
+            }),
+            (None, Some(argv)) => Some(Remote { place: Place::Program { argv: argv.clone(), dir: env.dir.clone() }, traffic }),
+            (None, None) => None,
+        };
         Ok(Box::new(LoadModel {
-            path: env.dir.join(&self.path),
+            path: env.dir.join(self.path.as_deref().unwrap_or(Path::new(""))),
+            remote,
             output: self.output,
             transform: self.output_transform,
             executor: self.executor,
             onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
         }))
+    }
+}
+
+impl LoadModelConfig {
+    /// The HTTP settings, the token read from `token_env` (an error names the variable, never a
+    /// value).
+    fn http_settings(&self) -> std::result::Result<HttpSettings, String> {
+        let seconds = |key: &str, s: f64| {
+            if s.is_finite() && s > 0.0 {
+                Ok(Duration::from_secs_f64(s))
+            } else {
+                Err(format!("`{key}` must be a positive number of seconds, not {s}"))
+            }
+        };
+        let token = match &self.token_env {
+            Some(var) => Some(std::env::var(var).map_err(|_| format!("`token_env`: the environment variable {var} is not set"))?),
+            None => None,
+        };
+        Ok(HttpSettings {
+            connect_timeout: seconds("connect_timeout_s", self.connect_timeout_s)?,
+            request_timeout: seconds("timeout_s", self.timeout_s)?,
+            retries: self.retries,
+            token,
+            ..HttpSettings::default()
+        })
+    }
+
+    /// The keys of a model server, and the server itself: an unreachable server or a model that is
+    /// not ready is found here, before any search.
+    fn validate_remote(&self, url: &str, checks: &mut Checks<'_, '_>) {
+        if self.batch_size == 0 {
+            checks.problem("batch_size", "`batch_size` must be at least 1");
+        }
+        if self.concurrency == 0 {
+            checks.problem("concurrency", "`concurrency` must be at least 1");
+        }
+        let endpoint = match V2Endpoint::parse(url, self.model.as_deref()) {
+            Ok(endpoint) => endpoint,
+            Err(message) => return checks.problem("url", message),
+        };
+        let settings = match self.http_settings() {
+            Ok(settings) => settings,
+            Err(message) => return checks.problem("url", message),
+        };
+        // One try: validation says whether the server is there, without waiting through retries.
+        let ready = Http::new(HttpSettings { retries: 0, ..settings }).and_then(|http| endpoint.ready(&http));
+        if let Err(e) = ready {
+            checks.problem("url", format!("the model server does not answer as ready: {e}"));
+        }
     }
 }
 
@@ -211,6 +409,13 @@ pub struct LoadModelFigures {
     /// The ONNX Runtime library loaded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub onnxruntime_path: Option<String>,
+    /// A model server's inputs: "listed by the server's metadata", or what was assumed when the
+    /// metadata lists none (MLServer's scikit-learn runtime).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_inputs: Option<String>,
+    /// A model server's traffic over the whole run (filled in when the run ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<crate::models::remote::RemoteUsage>,
     /// The model's accuracy.
     #[serde(flatten)]
     pub model: ModelFigures,
@@ -222,8 +427,23 @@ const REFERENCE_CHECK_ROWS: usize = 20_000;
 /// Largest probability difference accepted between an executor and onnxruntime.
 const REFERENCE_TOLERANCE: f64 = 1e-5;
 
+/// Where a remote model runs.
+enum Place {
+    /// A KServe V2 server.
+    Server { endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String> },
+    /// A program started in the pipeline's folder.
+    Program { argv: Vec<String>, dir: PathBuf },
+}
+
+/// A model run outside fairpipe, and how rows are sent to it.
+struct Remote {
+    place: Place,
+    traffic: Traffic,
+}
+
 struct LoadModel {
     path: PathBuf,
+    remote: Option<Remote>,
     output: Option<String>,
     transform: OutputTransform,
     executor: Executor,
@@ -234,7 +454,9 @@ impl Stage for LoadModel {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
         let mut figures = LoadModelFigures::default();
-        let (model, recipe): (Arc<dyn Model>, _) = if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+        let (model, recipe): (Arc<dyn Model>, _) = if let Some(remote) = &self.remote {
+            (self.load_remote(remote, &data, &mut figures)?, None)
+        } else if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
             let file = ModelFile::load(&self.path, &data.domain)?;
             figures.algorithm = Some(file.recipe.name().to_string());
             let model = file.model.into_model();
@@ -250,6 +472,47 @@ impl Stage for LoadModel {
 }
 
 impl LoadModel {
+    /// Connect to the model server and choose its output on the data's first rows.
+    fn load_remote(&self, remote: &Remote, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
+        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped };
+        let rows: Vec<f64> = data.x.iter().take(256 * data.domain.width()).copied().collect();
+        let choice = OutputChoice { name: self.output.as_deref(), transform: self.transform, favourable, classes: Vec::new() };
+        let (backend, declared): (Box<dyn Backend>, _) = match &remote.place {
+            Place::Server { endpoint, settings, outputs } => {
+                let (backend, metadata) = V2Backend::connect(endpoint.clone(), settings.clone(), outputs.clone())?;
+                (Box::new(backend) as Box<dyn Backend>, metadata.inputs)
+            }
+            Place::Program { argv, dir } => {
+                let columns = data.domain.attributes.iter().map(|a| a.name.clone()).collect();
+                (Box::new(CommandBackend::start(argv, dir, columns)?) as Box<dyn Backend>, Vec::new())
+            }
+        };
+        let location = backend.location();
+        let model = RemoteModel::load(backend, declared, remote.traffic.clone(), &data.domain, choice, &rows)?;
+        let read = model.input_plan().attributes_read(data.domain.width());
+        check_protected_read(Path::new(&location), data, &read).map_err(|e| match e {
+            ModelError::Onnx { message, .. } => ModelError::Remote { url: location.clone(), message },
+            other => other,
+        })?;
+        figures.output = Some(model.output_name().to_string());
+        figures.output_read = Some(model.reader().describe());
+        figures.labels_only = Some(model.reader().labels_only());
+        figures.favourable_class_assumed = Some(model.reader().assumed_class);
+        figures.input_contract = Some(model.input_plan().describe());
+        figures.remote_inputs = Some(if model.metadata_lists_inputs() {
+            "listed by the server's metadata".into()
+        } else if matches!(remote.place, Place::Program { .. }) {
+            format!("a JSON line of the encoded rows ({} columns) per batch", data.domain.width())
+        } else {
+            format!(
+                "the server's metadata lists no inputs: one FP64 input \"input-0\" [N,{}] assumed (the encoded features)",
+                data.domain.width()
+            )
+        });
+        figures.executor = Some(model.executor());
+        Ok(Arc::new(model))
+    }
+
     /// Load the ONNX model with the executor chosen (see [`Executor`]).
     fn load_onnx(&self, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
         let facts = graph_facts(&self.path)?;

@@ -1,0 +1,169 @@
+//! A blocking HTTP client for model servers: connect and request timeouts, retries with
+//! exponential backoff and jitter on connection errors, 429 and 5xx, and errors that name the URL,
+//! the status and the start of the response body (never the token).
+
+use std::time::Duration;
+
+use rand::Rng;
+use reqwest::blocking::{Client, RequestBuilder};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::error::ModelError;
+
+/// How the client talks to a server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSettings {
+    /// Time allowed to open a connection.
+    pub connect_timeout: Duration,
+    /// Time allowed for one request, answer included.
+    pub request_timeout: Duration,
+    /// Tries after the first one on a connection error, 429 or 5xx.
+    pub retries: u32,
+    /// Wait before the first retry; doubled each time, with up to 50% jitter added.
+    pub backoff: Duration,
+    /// A bearer token (read from the environment variable the pipeline names).
+    pub token: Option<String>,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(60),
+            retries: 3,
+            backoff: Duration::from_millis(200),
+            token: None,
+        }
+    }
+}
+
+/// Characters of a response body quoted in an error.
+const BODY_QUOTE: usize = 300;
+
+/// A client bound to one server's settings.
+pub struct Http {
+    client: Client,
+    settings: HttpSettings,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is left out on purpose.
+        write!(
+            f,
+            "Http(connect {:?}, request {:?}, {} retries)",
+            self.settings.connect_timeout, self.settings.request_timeout, self.settings.retries
+        )
+    }
+}
+
+impl Http {
+    /// A client with `settings`.
+    pub fn new(settings: HttpSettings) -> Result<Self, ModelError> {
+        let client = Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            .timeout(settings.request_timeout)
+            .build()
+            .map_err(|e| ModelError::Inference(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Http { client, settings })
+    }
+
+    /// `GET url`, its JSON body.
+    pub fn get_json(&self, url: &str) -> Result<Value, ModelError> {
+        self.send(url, || self.client.get(url))
+    }
+
+    /// `GET url`: whether it answers 200 (after retries on connection errors, 429 and 5xx).
+    pub fn get_ok(&self, url: &str) -> Result<(), ModelError> {
+        self.send(url, || self.client.get(url)).map(|_| ())
+    }
+
+    /// `POST url` with a JSON body, its JSON answer.
+    pub fn post_json(&self, url: &str, body: &Value) -> Result<Value, ModelError> {
+        self.send(url, || self.client.post(url).json(body))
+    }
+
+    fn send(&self, url: &str, request: impl Fn() -> RequestBuilder) -> Result<Value, ModelError> {
+        let err = |message: String| ModelError::Remote { url: url.to_string(), message };
+        let mut attempt = 0u32;
+        loop {
+            let mut builder = request();
+            if let Some(token) = &self.settings.token {
+                builder = builder.bearer_auth(token);
+            }
+            let failure = match builder.send() {
+                Ok(response) => {
+                    let status = response.status();
+                    let text = response.text().map_err(|e| err(format!("cannot read the response ({status}): {}", transport(&e))))?;
+                    if status.is_success() {
+                        if text.trim().is_empty() {
+                            return Ok(Value::Null);
+                        }
+                        return serde_json::from_str(&text)
+                            .map_err(|e| err(format!("the response is not JSON ({e}); it starts {:?}", quote(&text))));
+                    }
+                    let message = format!("HTTP {status}; the response starts {:?}", quote(&text));
+                    if !retryable(status) {
+                        return Err(err(message));
+                    }
+                    message
+                }
+                Err(e) => transport(&e),
+            };
+            if attempt >= self.settings.retries {
+                let tries = attempt + 1;
+                return Err(err(format!("{failure} (after {tries} tr{})", if tries == 1 { "y" } else { "ies" })));
+            }
+            std::thread::sleep(self.backoff(attempt));
+            attempt += 1;
+        }
+    }
+
+    /// Exponential backoff with up to 50% jitter.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let base = self.settings.backoff.saturating_mul(1u32 << attempt.min(16));
+        let jitter = rand::thread_rng().gen_range(0.0..0.5);
+        base + base.mul_f64(jitter)
+    }
+}
+
+/// Connection errors, 429 and 5xx are retried; other statuses are the server's final word.
+fn retryable(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+}
+
+/// A transport error, said plainly (reqwest's own text repeats the URL; the chain holds the cause).
+fn transport(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "cannot connect"
+    } else {
+        "request failed"
+    };
+    let mut cause = String::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        cause = s.to_string();
+        source = s.source();
+    }
+    if cause.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}: {cause}")
+    }
+}
+
+/// The start of a response body.
+fn quote(text: &str) -> String {
+    let mut end = text.len().min(BODY_QUOTE);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() {
+        format!("{}…", &text[..end])
+    } else {
+        text.to_string()
+    }
+}

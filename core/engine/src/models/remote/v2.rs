@@ -1,0 +1,232 @@
+//! The Open Inference Protocol (KServe V2) over HTTP, as KServe, MLServer and Triton speak it:
+//! readiness, model metadata, and `infer` requests built from the model-input contract.
+
+use serde_json::{json, Value};
+
+use super::http::{Http, HttpSettings};
+use super::{Backend, Returned};
+use crate::error::ModelError;
+use crate::models::model_inputs::{DeclaredInput, ElementType, InputBatch, InputValues};
+use crate::models::model_outputs::RawOutput;
+
+/// One model on a V2 server.
+#[derive(Debug, Clone)]
+pub struct V2Endpoint {
+    /// The server's base URL, without a trailing slash (`http://host:8080`).
+    pub base: String,
+    /// The model's name.
+    pub model: String,
+}
+
+/// What the metadata endpoint says about a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct V2Metadata {
+    /// Declared inputs (MLServer's scikit-learn runtime lists none).
+    pub inputs: Vec<DeclaredInput>,
+    /// Declared outputs with their element types.
+    pub outputs: Vec<(String, ElementType)>,
+}
+
+impl V2Endpoint {
+    /// From `url` and an optional model name: `http://host:port/v2/models/NAME` names the model
+    /// itself; a bare server URL needs `model`.
+    pub fn parse(url: &str, model: Option<&str>) -> Result<Self, String> {
+        let trimmed = url.trim_end_matches('/');
+        if !(trimmed.starts_with("http://") || trimmed.starts_with("https://")) {
+            return Err(format!("{url:?} is not an http:// or https:// URL"));
+        }
+        let (base, from_url) = match trimmed.find("/v2/models/") {
+            Some(at) => {
+                let rest = &trimmed[at + "/v2/models/".len()..];
+                let name = rest.split('/').next().unwrap_or_default();
+                (trimmed[..at].to_string(), (!name.is_empty()).then(|| name.to_string()))
+            }
+            None => (trimmed.to_string(), None),
+        };
+        let model = match (model, from_url) {
+            (Some(m), Some(u)) if m != u => return Err(format!("`model = {m:?}` differs from the model named in the URL ({u:?})")),
+            (Some(m), _) => m.to_string(),
+            (None, Some(u)) => u,
+            (None, None) => return Err("name the model: `model = \"NAME\"`, or a URL ending /v2/models/NAME".into()),
+        };
+        Ok(V2Endpoint { base, model })
+    }
+
+    /// The model's own URL.
+    pub fn model_url(&self) -> String {
+        format!("{}/v2/models/{}", self.base, self.model)
+    }
+
+    /// Wait for nothing: ask whether the model is ready (`GET /v2/models/NAME/ready`).
+    pub fn ready(&self, http: &Http) -> Result<(), ModelError> {
+        http.get_ok(&format!("{}/ready", self.model_url()))
+    }
+
+    /// The model's metadata (`GET /v2/models/NAME`).
+    pub fn metadata(&self, http: &Http) -> Result<V2Metadata, ModelError> {
+        let url = self.model_url();
+        let value = http.get_json(&url)?;
+        let tensors = |key: &str| -> Result<Vec<(String, ElementType, Vec<i64>)>, ModelError> {
+            let Some(list) = value.get(key).and_then(Value::as_array) else { return Ok(Vec::new()) };
+            list.iter()
+                .map(|t| {
+                    let name = t.get("name").and_then(Value::as_str).ok_or_else(|| ModelError::Remote {
+                        url: url.clone(),
+                        message: format!("metadata: an entry of \"{key}\" has no name: {t}"),
+                    })?;
+                    let ty = t.get("datatype").and_then(Value::as_str).map(element_type).unwrap_or(ElementType::Float32);
+                    let shape =
+                        t.get("shape").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_i64).collect()).unwrap_or_default();
+                    Ok((name.to_string(), ty, shape))
+                })
+                .collect()
+        };
+        let inputs = tensors("inputs")?.into_iter().map(|(name, ty, shape)| DeclaredInput { name, ty, shape }).collect();
+        let outputs = tensors("outputs")?.into_iter().map(|(name, ty, _)| (name, ty)).collect();
+        Ok(V2Metadata { inputs, outputs })
+    }
+
+    /// Score one batch: `POST /v2/models/NAME/infer` with `inputs`, asking for `outputs` (the
+    /// server's default outputs when empty). Returns every output returned, by name.
+    pub fn infer(&self, http: &Http, inputs: Vec<InputBatch>, outputs: &[String], rows: usize) -> Result<Returned, ModelError> {
+        let url = format!("{}/infer", self.model_url());
+        let mut body = json!({ "inputs": inputs.into_iter().map(tensor_json).collect::<Vec<_>>() });
+        if !outputs.is_empty() {
+            body["outputs"] = Value::Array(outputs.iter().map(|n| json!({ "name": n })).collect());
+        }
+        let answer = http.post_json(&url, &body)?;
+        let bad = |message: String| ModelError::Remote { url: url.clone(), message };
+        let list = answer
+            .get("outputs")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad(format!("the answer has no \"outputs\" list: {}", start(&answer))))?;
+        let mut result = Vec::with_capacity(list.len());
+        for t in list {
+            let name = t.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+            let datatype = t.get("datatype").and_then(Value::as_str).unwrap_or("");
+            let shape: Vec<usize> = t
+                .get("shape")
+                .and_then(Value::as_array)
+                .map(|s| s.iter().filter_map(Value::as_u64).map(|d| d as usize).collect())
+                .unwrap_or_default();
+            let mut flat = Vec::new();
+            flatten(t.get("data").unwrap_or(&Value::Null), &mut flat);
+            let columns = if shape.len() >= 2 { shape[1..].iter().product::<usize>().max(1) } else { 1 };
+            if flat.len() != rows * columns {
+                return Err(bad(format!("output {name:?} holds {} values for {rows} rows (shape {shape:?})", flat.len())));
+            }
+            let ty = element_type(datatype);
+            let raw = match &ty {
+                ElementType::Float32 | ElementType::Float64 => RawOutput::Floats {
+                    values: flat
+                        .iter()
+                        .map(|v| v.as_f64().ok_or_else(|| bad(format!("output {name:?}: {v} is not a number"))))
+                        .collect::<Result<_, _>>()?,
+                    columns,
+                },
+                ElementType::Int64 | ElementType::Int32 => RawOutput::IntLabels(
+                    flat.iter()
+                        .map(|v| v.as_i64().ok_or_else(|| bad(format!("output {name:?}: {v} is not an integer"))))
+                        .collect::<Result<_, _>>()?,
+                ),
+                ElementType::String => {
+                    RawOutput::TextLabels(flat.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect())
+                }
+                ElementType::Other(other) => {
+                    return Err(bad(format!("output {name:?} has datatype {other}, which fairpipe does not read")))
+                }
+            };
+            result.push((name, ty, raw));
+        }
+        Ok(result)
+    }
+}
+
+/// A model on a V2 server, connected: the [`Backend`] of a `url` model.
+pub struct V2Backend {
+    endpoint: V2Endpoint,
+    http: Http,
+    outputs: Vec<String>,
+}
+
+impl V2Backend {
+    /// Connect: check that the model is ready (an error naming the URL otherwise) and read its
+    /// metadata. `outputs` are the outputs every request asks for (empty: the server's default).
+    pub fn connect(endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String>) -> Result<(Self, V2Metadata), ModelError> {
+        let http = Http::new(settings)?;
+        endpoint.ready(&http).map_err(|e| match e {
+            ModelError::Remote { url, message } => ModelError::Remote { url, message: format!("the model is not ready: {message}") },
+            other => other,
+        })?;
+        let metadata = endpoint.metadata(&http)?;
+        Ok((V2Backend { endpoint, http, outputs }, metadata))
+    }
+}
+
+impl Backend for V2Backend {
+    fn location(&self) -> String {
+        self.endpoint.model_url()
+    }
+
+    fn executor(&self) -> String {
+        format!("kserve v2 {}", self.endpoint.model_url())
+    }
+
+    fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError> {
+        self.endpoint.infer(&self.http, inputs, &self.outputs, rows)
+    }
+}
+
+/// A V2 datatype as an element type.
+pub fn element_type(datatype: &str) -> ElementType {
+    match datatype.to_ascii_uppercase().as_str() {
+        "FP32" | "FP16" => ElementType::Float32,
+        "FP64" => ElementType::Float64,
+        "INT64" | "UINT64" => ElementType::Int64,
+        "INT32" | "INT16" | "INT8" | "UINT32" | "UINT16" | "UINT8" | "BOOL" => ElementType::Int32,
+        "BYTES" => ElementType::String,
+        other => ElementType::Other(other.to_string()),
+    }
+}
+
+/// One input batch as a V2 request tensor.
+fn tensor_json(batch: InputBatch) -> Value {
+    let (datatype, data) = match batch.values {
+        InputValues::Float32(v) => ("FP32", json!(v)),
+        InputValues::Float64(v) => ("FP64", json!(v)),
+        InputValues::Int64(v) => ("INT64", json!(v)),
+        InputValues::Int32(v) => ("INT32", json!(v)),
+        InputValues::String(v) => ("BYTES", json!(v)),
+    };
+    json!({ "name": batch.name, "shape": batch.shape, "datatype": datatype, "data": data })
+}
+
+/// V2 servers may send `data` flat or nested by row.
+fn flatten(value: &Value, out: &mut Vec<Value>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| flatten(v, out)),
+        Value::Null => {}
+        other => out.push(other.clone()),
+    }
+}
+
+fn start(value: &Value) -> String {
+    let text = value.to_string();
+    text.chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_name_comes_from_the_url_or_the_key() {
+        let e = V2Endpoint::parse("http://127.0.0.1:8080/v2/models/census-lr/", None).unwrap();
+        assert_eq!((e.base.as_str(), e.model.as_str()), ("http://127.0.0.1:8080", "census-lr"));
+        let e = V2Endpoint::parse("https://host", Some("m")).unwrap();
+        assert_eq!(e.model_url(), "https://host/v2/models/m");
+        assert!(V2Endpoint::parse("http://host", None).unwrap_err().contains("name the model"));
+        assert!(V2Endpoint::parse("http://host/v2/models/a", Some("b")).unwrap_err().contains("differs"));
+        assert!(V2Endpoint::parse("ftp://host", Some("b")).unwrap_err().contains("not an http"));
+    }
+}
