@@ -11,14 +11,7 @@ fn good() -> String {
         r#"[pipeline]
 seed = 1
 
-[stages.data]
-kind = "load"
-path = "{data}"
-label = "income"
-protected = ["gender"]
-drop = ["row"]
-split_column = "split"
-
+{data_stage}
 [stages.model]
 kind = "load_model"
 data = "data"
@@ -30,7 +23,7 @@ model = "model"
 trials = 10
 samples = 100
 "#,
-        data = bundled("data/census.csv"),
+        data_stage = census_data_stage(),
         model = bundled("models/census.onnx")
     )
 }

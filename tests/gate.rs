@@ -14,14 +14,7 @@ fn pipeline(gate: &str) -> String {
         r#"[pipeline]
 seed = 1
 
-[stages.data]
-kind = "load"
-path = "{data}"
-label = "income"
-protected = ["gender"]
-drop = ["row"]
-split_column = "split"
-
+{data_stage}
 [stages.model]
 kind = "load_model"
 data = "data"
@@ -35,7 +28,7 @@ bootstrap = 50
 
 {gate}
 "#,
-        data = bundled("data/census.csv"),
+        data_stage = census_data_stage(),
         model = bundled("models/census.onnx")
     )
 }

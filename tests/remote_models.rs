@@ -134,14 +134,7 @@ fn pipeline(model_keys: &str, stages: &str) -> String {
 name = "remote"
 seed = 11
 
-[stages.data]
-kind = "load"
-path = "{data}"
-label = "income"
-protected = ["gender"]
-drop = ["row"]
-split_column = "split"
-
+{data_stage}
 [stages.model]
 kind = "load_model"
 data = "data"
@@ -153,7 +146,7 @@ model = "model"
 split = "test"
 {stages}
 "#,
-        data = bundled("data/census.csv"),
+        data_stage = census_data_stage(),
     )
 }
 

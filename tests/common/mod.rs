@@ -61,3 +61,12 @@ pub fn library(name: &str) -> &'static fairpipe_core::plugin::Plugin {
     let path = plugin_dir().join(fairpipe_core::plugin::library_file_name(name));
     fairpipe_core::plugin::load_path(&path).unwrap_or_else(|e| panic!("{name}: {e} (run cargo build --workspace first)"))
 }
+
+/// The `[stages.data]` table that loads the bundled census data (absolute path; protected
+/// `gender`, the papers' split column), for pipelines written by the tests.
+pub fn census_data_stage() -> String {
+    format!(
+        "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n",
+        bundled("data/census.csv")
+    )
+}

@@ -130,6 +130,13 @@ pub struct OutputReader {
 const PROBABILITY_SLACK: f64 = 1e-4;
 
 impl OutputReader {
+    /// Whether P(favourable) is 1 − P(class 1) of the output (column 0 of two, or a complemented
+    /// sigmoid): how an executor that computes P(class 1) itself, as the native dense one does,
+    /// reads its result.
+    pub fn favourable_is_complement(&self) -> bool {
+        matches!(self.rule, ReadRule::Column { column: 0 } | ReadRule::Sigmoid { complement: true })
+    }
+
     /// Whether the model gives labels only.
     pub fn labels_only(&self) -> bool {
         matches!(self.rule, ReadRule::Label(_))

@@ -168,7 +168,7 @@ impl OnnxModel {
         self.predict_tract(rows, &mut by_tract)?;
         let mut by_native = vec![0.0; n];
         candidate.predict_into(rows, &mut by_native);
-        if matches!(self.reader.rule, ReadRule::Column { column: 0 } | ReadRule::Sigmoid { complement: true }) {
+        if self.reader.favourable_is_complement() {
             by_native.iter_mut().for_each(|p| *p = 1.0 - *p);
         }
         let max_abs_diff = by_tract.iter().zip(&by_native).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
@@ -226,7 +226,7 @@ impl Model for OnnxModel {
         match &self.native {
             Some(net) => {
                 net.predict_into(x, out);
-                if matches!(self.reader.rule, ReadRule::Column { column: 0 } | ReadRule::Sigmoid { complement: true }) {
+                if self.reader.favourable_is_complement() {
                     out.iter_mut().for_each(|p| *p = 1.0 - *p);
                 }
                 Ok(())
