@@ -253,7 +253,12 @@ fn cases() -> Vec<Case> {
             pipeline: small_pipeline("columns.x = { kind = \"continuous\", step = 1e-12 }\n", "protected = [\"s\", \"x\"]\n"),
             run: true,
             exit: 1,
-            fragments: &["the protected attributes x (6000000000001) × s (2) give 12000000000002 combinations", "coarser `step`"],
+            fragments: &[
+                // Found once the data is loaded, before the model is trained.
+                "stage `estimate` (estimate) failed: checked as soon as `data` was loaded, before it runs:",
+                "the protected attributes x (6000000000001) × s (2) give 12000000000002 combinations",
+                "coarser `step`",
+            ],
         },
         // Silently wrong.
         Case {
@@ -346,6 +351,7 @@ fn cases() -> Vec<Case> {
             run: true,
             exit: 1,
             fragments: &[
+                "checked as soon as `data` was loaded, before it runs",
                 "this audit needs 20000000000 model rows (trials × samples × protected combinations = 100000 × 100000 × 2)",
                 "lower `trials`/`samples`",
             ],

@@ -62,7 +62,7 @@ fn run(model: Planted, config: GroupMetricsConfig) -> GroupMetricsFigures {
     let artifact = ModelArtifact { oracle: Oracle::new(Arc::new(model)), data, recipe: None };
     let mut inputs = Inputs::default();
     inputs.by_role.insert("model".into(), Artifact::Model(Arc::new(artifact)));
-    let ctx = StageContext { name: "metrics".into(), seed: 7, progress: indicatif::ProgressBar::hidden(), files: Default::default() };
+    let ctx = StageContext::new("metrics", 7);
     let out = config.run(&ctx, &inputs).unwrap();
     serde_json::from_value(serde_json::Value::Object(out.figures)).unwrap()
 }

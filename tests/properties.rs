@@ -8,6 +8,7 @@ use std::path::Path;
 use fairpipe_core::data::{self, LoadSpec, SplitSpec};
 use fairpipe_core::domain::{Attribute, AttributeKind, Domain};
 use fairpipe_core::pipeline::Pipeline;
+use fairpipe_core::warnings::Warnings;
 use proptest::prelude::*;
 use rand::SeedableRng;
 
@@ -74,7 +75,14 @@ fn check_located(text: &str, result: Result<Pipeline, fairpipe_core::error::Conf
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        // A long run (a million cases) meets proportionally more filtered-out domains.
+        max_local_rejects: cases().saturating_mul(4).max(65_536),
+        max_global_rejects: cases().saturating_mul(4).max(1024),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn the_pipeline_reader_locates_every_problem_and_never_panics(text in mutated_pipeline()) {
@@ -123,7 +131,7 @@ proptest! {
                 }
             }
             let count = d.domain.protected_combination_count();
-            let refused = fairpipe_core::limits::check_protected_combinations(&d.domain).is_err();
+            let refused = fairpipe_core::limits::check_protected_combinations(&d.domain, &Warnings::default()).is_err();
             prop_assert_eq!(refused, count.is_none_or(|n| n > fairpipe_core::limits::MAX_PROTECTED_COMBINATIONS));
         }
     }
@@ -146,7 +154,7 @@ proptest! {
         // The limit refuses exactly the domains past it (or whose count overflows), before anything
         // enumerates them; below it the enumeration has the counted size.
         let count = domain.protected_combination_count();
-        let refused = fairpipe_core::limits::check_protected_combinations(&domain).is_err();
+        let refused = fairpipe_core::limits::check_protected_combinations(&domain, &Warnings::default()).is_err();
         prop_assert_eq!(refused, count.is_none_or(|n| n > fairpipe_core::limits::MAX_PROTECTED_COMBINATIONS));
         if let Some(n) = count.filter(|&n| n <= 10_000) {
             prop_assert_eq!(domain.protected_combinations().len() as u128, n);

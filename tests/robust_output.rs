@@ -205,3 +205,33 @@ fn ctrl_c_ends_a_plugin_that_ignores_should_stop_after_the_grace_period() {
     );
     assert_eq!(names(&out), vec!["previous.json"]);
 }
+
+#[test]
+fn a_value_the_run_adjusts_is_stated_in_the_summary_and_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..12).map(|i| format!("{},{},{}\n", i % 7, i % 2, (i / 3) % 2)).collect();
+    common::write(dir.path(), "small.csv", &format!("x,s,y\n{rows}"));
+    // 50 seeds asked of a dozen rows: fewer are emitted, and the run says so where its results are read.
+    let pipeline = common::write(
+        dir.path(),
+        "p.toml",
+        "[pipeline]\nseed = 1\n\n[stages.data]\nkind = \"load\"\npath = \"small.csv\"\nlabel = \"y\"\nprotected = [\"s\"]\n\n[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 2\nseeds = 50\n",
+    );
+    let out = dir.path().join("out");
+    let (ok, _, stderr) = common::fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(ok, "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    // The seeds are drawn from the training rows.
+    let train = summary["stages"]["data"]["rows_train"].as_u64().unwrap();
+    assert!(train < 50);
+    assert!(stderr.contains(&format!("warning: stage `seeds`: seeds = 50 asked, but there are only {train} rows")), "{stderr}");
+    assert_eq!(summary["stages"]["seeds"]["seeds"], train);
+    let stated = &summary["stages"]["seeds"]["warnings"];
+    assert_eq!(stated.as_array().map(Vec::len), Some(1), "{stated}");
+    assert!(stated[0].as_str().unwrap().contains(&format!("{train} seeds are emitted")), "{stated}");
+    assert_eq!(summary["warnings"][0]["stage"], "seeds");
+    assert_eq!(summary["warnings"][0]["message"], stated[0]);
+    assert!(summary["stages"]["data"].get("warnings").is_none(), "a stage without warnings lists none");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("<h2>Warnings</h2>") && report.contains(&format!("{train} seeds are emitted")));
+}

@@ -1,10 +1,12 @@
 //! Upper bounds on the work a pipeline may ask for, checked before the work starts: budgets read
 //! from the TOML (at validation), the protected combinations a domain implies and the model rows an
 //! audit will need (before the stage runs). Past a bound the run stops with the figure and the fix;
-//! past a tenth of it a warning says so. The README's "Limits" table lists these constants.
+//! past a tenth of it a warning says so (on standard error and in `summary.json`). The README's
+//! "Limits" table lists these constants.
 
 use crate::domain::Domain;
 use crate::error::Error;
+use crate::warnings::Warnings;
 
 /// `estimate`: trials K at most.
 pub const MAX_TRIALS: usize = 100_000;
@@ -22,11 +24,6 @@ pub const MAX_PROTECTED_COMBINATIONS: u128 = 100_000;
 /// combinations).
 pub const MAX_MODEL_ROWS: u128 = 2_000_000_000;
 
-/// Print a warning on standard error (the run goes on).
-pub fn warn(message: &str) {
-    eprintln!("warning: {message}");
-}
-
 /// The protected attributes of `domain` with their grid sizes, as "sex (2) × age (45000)".
 fn describe_protected(domain: &Domain) -> String {
     domain
@@ -38,14 +35,15 @@ fn describe_protected(domain: &Domain) -> String {
 }
 
 /// The number of protected combinations of `domain`, refused past
-/// [`MAX_PROTECTED_COMBINATIONS`] with the figure and the fix; a warning past a tenth of it.
-pub fn check_protected_combinations(domain: &Domain) -> Result<u128, Error> {
+/// [`MAX_PROTECTED_COMBINATIONS`] with the figure and the fix; a warning in `warnings` past a tenth
+/// of it.
+pub fn check_protected_combinations(domain: &Domain, warnings: &Warnings) -> Result<u128, Error> {
     let count = domain.protected_combination_count();
     let fix = "use a coarser `step` (columns.NAME.step on the load stage; it bins a continuous attribute) or fewer levels";
     match count {
         Some(n) if n <= MAX_PROTECTED_COMBINATIONS => {
             if n > MAX_PROTECTED_COMBINATIONS / 10 {
-                warn(&format!(
+                warnings.warn(format!(
                     "the protected attributes {} give {n} combinations, each a model row per audited input; {fix} to make the audit faster",
                     describe_protected(domain)
                 ));
@@ -61,13 +59,14 @@ pub fn check_protected_combinations(domain: &Domain) -> Result<u128, Error> {
 }
 
 /// Refuse an audit needing more than [`MAX_MODEL_ROWS`] model rows (`rows`, as `formula`, e.g.
-/// "trials × samples × combinations = 400 × 1000 × 90000"); a warning past a tenth of it.
-pub fn check_model_rows(rows: Option<u128>, formula: &str) -> Result<(), Error> {
+/// "trials × samples × combinations = 400 × 1000 × 90000"); a warning in `warnings` past a tenth
+/// of it.
+pub fn check_model_rows(rows: Option<u128>, formula: &str, warnings: &Warnings) -> Result<(), Error> {
     let fix = "lower `trials`/`samples`, or reduce the protected combinations (a coarser columns.NAME.step, fewer levels)";
     match rows {
         Some(n) if n <= MAX_MODEL_ROWS => {
             if n > MAX_MODEL_ROWS / 10 {
-                warn(&format!("this audit needs {n} model rows ({formula}); it will take long — {fix}"));
+                warnings.warn(format!("this audit needs {n} model rows ({formula}); it will take long — {fix}"));
             }
             Ok(())
         }

@@ -183,6 +183,7 @@ pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
         num(&summary["fairpipe_version"])
     );
     gate_section(&mut h, &summary["gate"]);
+    warnings_section(&mut h, &summary["warnings"]);
     let stages = Stages::new(summary);
     let loads = stages.of_kind::<LoadFigures>(&mut h, &["load"]);
     data_section(&mut h, &loads);
@@ -457,6 +458,17 @@ fn cell(frame: &DataFrame, col: &str, row: usize) -> String {
         Some(v) => v.to_string(),
         None => String::new(),
     }
+}
+
+/// What the run warned of (a value it adjusted, an audit that will be slow), near the top: a
+/// reader of the report should not have to find it on a terminal.
+fn warnings_section(h: &mut String, warnings: &Value) {
+    let Some(list) = warnings.as_array().filter(|l| !l.is_empty()) else { return };
+    h.push_str("<h2>Warnings</h2><ul class=\"warnings\">");
+    for w in list {
+        let _ = write!(h, "<li><b>{}</b>: {}</li>", esc(w["stage"].as_str().unwrap_or("?")), esc(w["message"].as_str().unwrap_or("")));
+    }
+    h.push_str("</ul>");
 }
 
 /// The gate's verdict and every condition with its value, at the top of the page.

@@ -1,5 +1,6 @@
 //! All-or-nothing output. A run writes its results into a staging folder beside the target
-//! (`.NAME.staging-PID`) and moves it into place with one rename at the end, so the previous result
+//! (`.NAME.staging-PID`) and moves it into place at the end — one atomic exchange of the two folders
+//! on Linux (`renameat2`), one rename where there was none before — so the previous result
 //! stays whole until then and a failure — a stage error, a full disk, an unwritable file, Ctrl-C —
 //! leaves no partial or mixed result. A lock file beside the target (`.NAME.lock`, holding the
 //! process id) keeps a second run out of the same folder; a lock left by a process that no longer
@@ -165,6 +166,15 @@ impl Staging {
         let result = crate::interrupt::while_not_interrupted(|| {
             let previous = sibling(&self.target, &format!("previous-{}", std::process::id()));
             let had_previous = self.target.exists();
+            if had_previous && exchange(&self.dir, &self.target) {
+                // One atomic step: the new result is in place and the staging folder holds the
+                // previous one, removed now.
+                self.committed = true;
+                let _ = std::fs::remove_dir_all(&self.dir);
+                return Ok(());
+            }
+            // No previous result (one rename), or a file system without the exchange: the
+            // previous result is moved aside, the new one moved in (a short gap between the two).
             if had_previous {
                 let _ = std::fs::remove_dir_all(&previous);
                 std::fs::rename(&self.target, &previous).map_err(|e| err(format!("cannot move the previous result aside: {e}")))?;
@@ -189,6 +199,19 @@ impl Staging {
             None => Err(err("interrupted while writing; the previous result is unchanged".into())),
         }
     }
+}
+
+/// Swap the folders `a` and `b` in one atomic step (Linux `renameat2` with `RENAME_EXCHANGE`);
+/// false where the file system or the platform cannot, and nothing changed.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> bool {
+    rustix::fs::renameat_with(rustix::fs::CWD, a, rustix::fs::CWD, b, rustix::fs::RenameFlags::EXCHANGE).is_ok()
+}
+
+/// Swap the folders `a` and `b` in one atomic step; false where the platform cannot.
+#[cfg(not(target_os = "linux"))]
+fn exchange(_a: &Path, _b: &Path) -> bool {
+    false
 }
 
 impl Drop for Staging {
@@ -219,6 +242,21 @@ mod tests {
         assert!(!target.join("old.csv").exists(), "the previous result is replaced, not mixed");
         let left: Vec<_> = std::fs::read_dir(root.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left, vec![std::ffi::OsString::from("out")], "no staging or previous folder is left");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_exchange_swaps_two_folders_in_one_step() {
+        let root = tempfile::tempdir().unwrap();
+        let (a, b) = (root.path().join("a"), root.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        std::fs::write(a.join("new"), "").unwrap();
+        std::fs::write(b.join("old"), "").unwrap();
+        assert!(exchange(&a, &b), "renameat2(RENAME_EXCHANGE) is refused on this file system");
+        assert!(b.join("new").exists() && a.join("old").exists());
+        assert!(!exchange(&a, &root.path().join("missing")), "nothing to swap with: refused, nothing moved");
+        assert!(a.join("old").exists());
     }
 
     #[test]

@@ -397,8 +397,14 @@ impl Pipeline {
         let mut stage_figures = Map::new();
         let mut tables: Vec<(String, Table)> = Vec::new();
         let mut extra_files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+        // Every stage's warnings, in run order, as {"stage", "message"}.
+        let mut warnings: Vec<Value> = Vec::new();
         let show = show_progress && std::io::stdout().is_terminal();
-        for planned in &self.stages {
+        let ancestors = self.ancestors();
+        // Warnings of the checks made before a stage runs (`Stage::preflight`), by stage name;
+        // the stage keeps them when it runs.
+        let mut early_warnings: BTreeMap<String, crate::warnings::Warnings> = BTreeMap::new();
+        for (position, planned) in self.stages.iter().enumerate() {
             let mut inputs = Inputs::default();
             for (role, target) in &planned.inputs {
                 let artifact =
@@ -417,12 +423,11 @@ impl Pipeline {
             } else {
                 ProgressBar::hidden()
             };
-            let ctx = StageContext {
-                name: planned.name.clone(),
-                seed: stage_seed(self.seed, &planned.name),
-                progress,
-                files: Default::default(),
-            };
+            let mut ctx = StageContext::new(&planned.name, stage_seed(self.seed, &planned.name));
+            ctx.progress = progress;
+            if let Some(early) = early_warnings.remove(&planned.name) {
+                ctx.warnings = early;
+            }
             let started = Instant::now();
             let output = planned.stage.run(&ctx, &inputs).map_err(|e| Error::Stage {
                 stage: planned.name.clone(),
@@ -438,11 +443,19 @@ impl Pipeline {
             for (k, v) in output.figures {
                 figures.insert(k, v);
             }
+            let stage_warnings = ctx.warnings.take();
+            if !stage_warnings.is_empty() {
+                figures.insert("warnings".into(), json!(stage_warnings));
+            }
+            warnings.extend(stage_warnings.into_iter().map(|message| json!({ "stage": planned.name, "message": message })));
             stage_figures.insert(planned.name.clone(), Value::Object(figures));
             for t in output.tables {
                 tables.push((planned.name.clone(), t));
             }
             extra_files.extend(ctx.files.into_inner().unwrap_or_else(|e| e.into_inner()));
+            if let Artifact::Dataset(data) = &output.artifact {
+                self.preflight_after(position, data, &ancestors, &mut early_warnings)?;
+            }
             artifacts.insert(planned.name.clone(), output.artifact);
         }
         // A model behind a server: its traffic over the whole run, under the stage that loaded it.
@@ -460,11 +473,60 @@ impl Pipeline {
             "fairpipe_version": env!("CARGO_PKG_VERSION"),
             "stage_order": self.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
             "stages": Value::Object(stage_figures),
+            "warnings": warnings,
         });
         if !self.gate.is_empty() {
             summary["gate"] = crate::gate::section(&crate::gate::evaluate(&self.gate, &summary));
         }
         Ok(Run { summary, tables, extra_files, artifacts })
+    }
+}
+
+impl Pipeline {
+    /// For each stage (by position), the names of every stage it reads, directly or through
+    /// others.
+    fn ancestors(&self) -> Vec<std::collections::BTreeSet<String>> {
+        let mut out: Vec<std::collections::BTreeSet<String>> = Vec::with_capacity(self.stages.len());
+        for planned in &self.stages {
+            let mut set = std::collections::BTreeSet::new();
+            for target in planned.inputs.values() {
+                set.insert(target.clone());
+                // Stages are in execution order: a stage read is earlier and already done.
+                if let Some(i) = self.stages.iter().position(|s| &s.name == target) {
+                    if let Some(theirs) = out.get(i) {
+                        set.extend(theirs.iter().cloned());
+                    }
+                }
+            }
+            out.push(set);
+        }
+        out
+    }
+
+    /// Once the stage at `position` has loaded `data`, run the checks of every later stage whose
+    /// audit descends from it and that no earlier dataset has checked: a limit the audit would
+    /// pass stops the run now, before the stages in between (training, say) take their time.
+    fn preflight_after(
+        &self,
+        position: usize,
+        data: &crate::data::Dataset,
+        ancestors: &[std::collections::BTreeSet<String>],
+        early_warnings: &mut BTreeMap<String, crate::warnings::Warnings>,
+    ) -> Result<()> {
+        let source = &self.stages[position].name;
+        for (later, planned) in self.stages.iter().enumerate().skip(position + 1) {
+            if !ancestors[later].contains(source) || early_warnings.contains_key(&planned.name) {
+                continue;
+            }
+            let warnings = crate::warnings::Warnings::with_prefix(format!("stage `{}`: ", planned.name));
+            planned.stage.preflight(data, &warnings).map_err(|e| Error::Stage {
+                stage: planned.name.clone(),
+                kind: planned.kind.name.to_string(),
+                source: Box::new(Error::Invalid(format!("checked as soon as `{source}` was loaded, before it runs: {e}"))),
+            })?;
+            early_warnings.insert(planned.name.clone(), warnings);
+        }
+        Ok(())
     }
 }
 

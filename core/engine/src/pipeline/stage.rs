@@ -260,9 +260,28 @@ pub struct StageContext {
     /// Files the stage asks to be written (path, contents) — written with the results, atomically,
     /// only when the whole run succeeds.
     pub files: std::sync::Mutex<Vec<(std::path::PathBuf, Vec<u8>)>>,
+    /// What the stage warned of (printed at once, and kept for `summary.json`).
+    pub warnings: crate::warnings::Warnings,
 }
 
 impl StageContext {
+    /// The context of stage `name` with its `seed`, no progress display, no files asked for and
+    /// no warnings yet (for running a stage from code).
+    pub fn new(name: &str, seed: u64) -> Self {
+        StageContext {
+            name: name.to_string(),
+            seed,
+            progress: ProgressBar::hidden(),
+            files: Default::default(),
+            warnings: crate::warnings::Warnings::with_prefix(format!("stage `{name}`: ")),
+        }
+    }
+
+    /// State a warning: printed on standard error now, and in `summary.json` with the stage.
+    pub fn warn(&self, message: impl Into<String>) {
+        self.warnings.warn(message);
+    }
+
     /// Ask for `contents` to be written to `path` when the run succeeds.
     pub fn write_later(&self, path: std::path::PathBuf, contents: Vec<u8>) {
         self.files.lock().unwrap_or_else(|e| e.into_inner()).push((path, contents));
@@ -285,13 +304,22 @@ pub struct StageOutput {
 pub trait Stage: Send + Sync {
     /// Run on the given inputs.
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput>;
+
+    /// Checks made as soon as the dataset this stage's audit descends from is loaded, before the
+    /// stages in between (training, say) run: the protected combinations and the model rows the
+    /// audit will need, refused past their limits with the figure and the fix, warned of past a
+    /// tenth (into `warnings`, which the stage keeps when it runs). None by default.
+    fn preflight(&self, _data: &Dataset, _warnings: &crate::warnings::Warnings) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// `domain` with its protected attributes replaced by the columns `names`, when given: one trained
 /// model can be audited for gender in one stage and for race or age in the next.
-pub fn with_protected(domain: &Domain, names: Option<&[String]>) -> Result<Domain> {
+/// Past a tenth of the limit on protected combinations a warning goes to `warnings`.
+pub fn with_protected(domain: &Domain, names: Option<&[String]>, warnings: &crate::warnings::Warnings) -> Result<Domain> {
     let Some(names) = names else {
-        crate::limits::check_protected_combinations(domain)?;
+        crate::limits::check_protected_combinations(domain, warnings)?;
         return Ok(domain.clone());
     };
     let columns: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
@@ -308,14 +336,20 @@ pub fn with_protected(domain: &Domain, names: Option<&[String]>) -> Result<Domai
     for a in &mut out.attributes {
         a.protected = names.contains(&a.name);
     }
-    crate::limits::check_protected_combinations(&out)?;
+    crate::limits::check_protected_combinations(&out, warnings)?;
     Ok(out)
 }
 
 /// The model's domain (with the `protected` override) and the rows of `split` (all when `None`),
 /// row-major: what an auditing stage looks at.
-pub fn audited_rows(model: &ModelArtifact, protected: Option<&[String]>, split: Option<crate::data::Split>) -> Result<(Domain, Vec<f64>)> {
-    let domain = with_protected(&model.data.domain, protected)?;
+/// Warnings go to `warnings` (see [`with_protected`]).
+pub fn audited_rows(
+    model: &ModelArtifact,
+    protected: Option<&[String]>,
+    split: Option<crate::data::Split>,
+    warnings: &crate::warnings::Warnings,
+) -> Result<(Domain, Vec<f64>)> {
+    let domain = with_protected(&model.data.domain, protected, warnings)?;
     let x = match split {
         Some(s) => model.data.subset(s).0,
         None => model.data.x.clone(),

@@ -77,9 +77,13 @@ pub struct CheckFigures {
 }
 
 impl Stage for CheckConfig {
-    fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+    fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
+        crate::pipeline::stage::with_protected(&data.domain, self.protected.as_deref(), warnings).map(|_| ())
+    }
+
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
-        let (domain, rows) = audited_rows(&model, self.protected.as_deref(), self.split.split())?;
+        let (domain, rows) = audited_rows(&model, self.protected.as_deref(), self.split.split(), &ctx.warnings)?;
         let domain = &domain;
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();

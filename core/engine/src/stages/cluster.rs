@@ -104,13 +104,7 @@ impl Stage for ClusterConfig {
             )));
         }
         if self.seeds > x.nrows() {
-            crate::limits::warn(&format!(
-                "stage `{}`: seeds = {} asked, but there are only {} rows; {} seeds are emitted",
-                ctx.name,
-                self.seeds,
-                x.nrows(),
-                x.nrows()
-            ));
+            ctx.warn(format!("seeds = {} asked, but there are only {} rows; {} seeds are emitted", self.seeds, x.nrows(), x.nrows()));
         }
         let seeds = cluster_seeds(&x, self.k, self.seeds, self.max_iterations, ctx.seed)?;
         let figures =

@@ -7,12 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{check_gamma, check_protected, GAMMA, PROTECTED};
 use crate::check::Checker;
+use crate::domain::Domain;
 use crate::error::Result;
 use crate::estimate::estimate;
 use crate::output::TableBuilder;
 use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
 use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::pipeline::stage::{figures_map, nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::warnings::Warnings;
 
 /// The input of the auditing stages: the model under test.
 pub(crate) const MODEL_INPUT: &[InputDoc] =
@@ -92,16 +94,31 @@ pub struct EstimateFigures {
     pub variants_per_input: usize,
 }
 
-impl Stage for EstimateConfig {
-    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
-        let model = inputs.model("model")?;
-        let domain = &with_protected(&model.data.domain, self.protected.as_deref())?;
-        let combinations = crate::limits::check_protected_combinations(domain)?;
+impl EstimateConfig {
+    /// The audited domain (`data_domain` with the `protected` override), its protected
+    /// combinations and the model rows the estimate needs, each checked against its limit.
+    fn audited_domain(&self, data_domain: &Domain, warnings: &Warnings) -> Result<Domain> {
+        let domain = with_protected(data_domain, self.protected.as_deref(), warnings)?;
+        // `with_protected` has refused a count past the limit (or one that overflows).
+        let combinations = domain.protected_combination_count().unwrap_or(crate::limits::MAX_PROTECTED_COMBINATIONS);
         let rows = (self.trials as u128).checked_mul(self.samples as u128).and_then(|n| n.checked_mul(combinations));
         crate::limits::check_model_rows(
             rows,
             &format!("trials × samples × protected combinations = {} × {} × {combinations}", self.trials, self.samples),
+            warnings,
         )?;
+        Ok(domain)
+    }
+}
+
+impl Stage for EstimateConfig {
+    fn preflight(&self, data: &crate::data::Dataset, warnings: &Warnings) -> Result<()> {
+        self.audited_domain(&data.domain, warnings).map(|_| ())
+    }
+
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let model = inputs.model("model")?;
+        let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();
         let est = estimate(&model.oracle, domain, &checker, self.trials, self.samples, ctx.seed)?;

@@ -163,9 +163,13 @@ struct Generate {
 }
 
 impl Stage for Generate {
+    fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
+        with_protected(&data.domain, self.config.protected.as_deref(), warnings).map(|_| ())
+    }
+
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
-        let domain = &with_protected(&model.data.domain, self.config.protected.as_deref())?;
+        let domain = &with_protected(&model.data.domain, self.config.protected.as_deref(), &ctx.warnings)?;
         let (seeds, seed_source): (Vec<f64>, String) = match inputs.seeds("seeds")? {
             Some(s) => (s.seeds.rows.iter().copied().collect(), format!("{} seeds from the seeds input", s.seeds.rows.nrows())),
             None => {

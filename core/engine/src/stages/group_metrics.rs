@@ -453,9 +453,13 @@ fn rate_with_ci(c: &Confusion, m: Metric) -> (f64, [f64; 2]) {
 }
 
 impl Stage for GroupMetricsConfig {
+    fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
+        crate::pipeline::stage::with_protected(&data.domain, self.protected.as_deref(), warnings).map(|_| ())
+    }
+
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
-        let (domain, rows) = audited_rows(&model, self.protected.as_deref(), self.split.split())?;
+        let (domain, rows) = audited_rows(&model, self.protected.as_deref(), self.split.split(), &ctx.warnings)?;
         let labels: Vec<u8> = match self.split.split() {
             Some(s) => model.data.subset(s).1,
             None => model.data.y.clone(),

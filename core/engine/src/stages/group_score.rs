@@ -224,9 +224,13 @@ struct GroupScore {
 }
 
 impl Stage for GroupScore {
+    fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
+        crate::pipeline::stage::with_protected(&data.domain, self.config.protected.as_deref(), warnings).map(|_| ())
+    }
+
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
-        let (domain, rows) = audited_rows(&model, self.config.protected.as_deref(), self.config.split.split())?;
+        let (domain, rows) = audited_rows(&model, self.config.protected.as_deref(), self.config.split.split(), &ctx.warnings)?;
         let before = model.oracle.rows();
         let started = Instant::now();
         let spec = RunSpec {

@@ -410,12 +410,12 @@ struct Load {
 }
 
 impl Stage for Load {
-    fn run(&self, _ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {
+    fn run(&self, ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {
         let data = match &self.frame {
             Some(frame) => data::load_frame(frame.clone(), &self.spec)?,
             None => data::load(&self.spec)?,
         };
-        crate::limits::check_protected_combinations(&data.domain)?;
+        crate::limits::check_protected_combinations(&data.domain, &ctx.warnings)?;
         let figures = LoadFigures {
             rows: data.len(),
             rows_train: data.rows_in(Split::Train).len(),
