@@ -108,4 +108,10 @@ fn keys_that_mlflow_does_not_take_are_refused_at_validate_with_their_place() {
     }
     // The server is looked for at /ping.
     assert!(stderr.contains(&format!("{url}/ping")) && stderr.contains("cannot connect"), "{stderr}");
+    // A protocol without a server.
+    let text = pipeline(&format!("{}\nprotocol = \"mlflow\"", in_process()), "");
+    let file = write(dir.path(), "program.toml", &text);
+    let (ok, _, stderr) = fairpipe(&["validate", file.to_str().unwrap()]);
+    let line = text.lines().position(|l| l.starts_with("protocol")).unwrap() + 1;
+    assert!(!ok && stderr.contains(&format!("program.toml:{line}:")) && stderr.contains("give its `url`"), "{stderr}");
 }

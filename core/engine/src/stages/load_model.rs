@@ -1,5 +1,6 @@
 //! `load_model`: load a model under test from an ONNX file (run natively, by tract or by ONNX
-//! Runtime), from a model file saved by `train`, or behind an inference server (KServe V2).
+//! Runtime), from a model file saved by `train`, behind an inference server (KServe V2, MLflow), or
+//! as a program (`command`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,7 +31,7 @@ use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage,
 /// The `load_model` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "load_model",
-    doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
+    doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`) or MLflow's scoring protocol (`protocol = \"mlflow\"`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
     keys: &[
@@ -256,6 +257,9 @@ impl StageConfig for LoadModelConfig {
                 "path",
                 "say where the model is: `path = \"model.onnx\"` (a file), `url = \"http://…\"` (a KServe V2 server) or `command = [\"python3\", \"model.py\"]` (a program)",
             );
+        }
+        if self.protocol == Protocol::Mlflow && self.url.is_none() {
+            checks.problem("protocol", "`protocol` is the protocol of a model server: give its `url`");
         }
         if let Some(lib) = &self.onnxruntime {
             if !checks.dir().join(lib).exists() {

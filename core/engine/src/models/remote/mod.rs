@@ -498,7 +498,109 @@ pub fn read_output(name: &str, values: &Value, rows: usize) -> Result<(String, E
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::models::model_inputs::InputValues;
+    use crate::models::model_outputs::{Favourable, OutputTransform};
+    use fairpipe_abi::domain::{Attribute, AttributeKind};
     use serde_json::json;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A server that answers p = x0 / 1000 after `delay`, counting requests and the most requests
+    /// it had in flight at once; it holds its second request until `gate` callers have started.
+    struct Slow {
+        delay: Duration,
+        in_flight: AtomicUsize,
+        most: Arc<AtomicUsize>,
+        requests: AtomicUsize,
+        started: Arc<AtomicUsize>,
+        gate: usize,
+    }
+
+    impl Backend for Slow {
+        fn location(&self) -> String {
+            "slow".into()
+        }
+        fn executor(&self) -> String {
+            "slow".into()
+        }
+        fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError> {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            if self.requests.fetch_add(1, Ordering::SeqCst) == 1 {
+                // The first request after the probe: let every caller queue its rows behind it.
+                while self.started.load(Ordering::SeqCst) < self.gate {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            std::thread::sleep(self.delay);
+            let InputValues::Float64(x) = &inputs[0].values else { panic!("FP64 input") };
+            assert_eq!(x.len(), rows * 2);
+            let p: Vec<f64> = x.chunks(2).map(|r| r[0] / 1000.0).collect();
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            Ok(vec![("p".into(), ElementType::Float64, RawOutput::Floats { values: p, columns: 1 })])
+        }
+    }
+
+    #[test]
+    fn concurrent_callers_share_the_concurrency_cap_and_their_rows_are_merged() {
+        let int = |name: &str| Attribute {
+            name: name.into(),
+            kind: AttributeKind::Integer,
+            lower: 0.0,
+            upper: 999.0,
+            step: 1.0,
+            protected: false,
+        };
+        let domain = Domain { attributes: vec![int("a"), int("b")] };
+        let callers = 8;
+        let started = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let slow = Slow {
+            delay: Duration::from_millis(5),
+            in_flight: AtomicUsize::new(0),
+            most: Arc::clone(&most),
+            requests: AtomicUsize::new(0),
+            started: Arc::clone(&started),
+            gate: callers,
+        };
+        let choice = OutputChoice {
+            name: None,
+            transform: OutputTransform::None,
+            favourable: Favourable { label: "1".into(), is_zero: false },
+            classes: Vec::new(),
+        };
+        let traffic = Traffic { batch_size: 1000, concurrency: 1, max_rows: None };
+        let model = RemoteModel::load(Box::new(slow), Vec::new(), traffic, &domain, choice, &[999.0, 0.0]).unwrap();
+        // Each caller asks for 100 rows of its own (x0 = caller * 100 + i).
+        let answers: Vec<Vec<f64>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..callers)
+                .map(|c| {
+                    let (model, started) = (&model, &started);
+                    scope.spawn(move || {
+                        let x: Vec<f64> = (0..100).flat_map(|i| [(c * 100 + i) as f64, 1.0]).collect();
+                        let mut out = vec![0.0; 100];
+                        started.fetch_add(1, Ordering::SeqCst);
+                        model.predict_into(&x, &mut out).unwrap();
+                        out
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (c, out) in answers.iter().enumerate() {
+            for (i, p) in out.iter().enumerate() {
+                assert_eq!(*p, (c * 100 + i) as f64 / 1000.0, "caller {c} row {i}");
+            }
+        }
+        let usage = model.usage();
+        // The probe, the first caller's batch alone, then the seven others merged into one request
+        // of 700 rows (the first sent may belong to any caller).
+        assert_eq!(usage.rows_sent, 1 + 800);
+        assert_eq!(usage.requests, 3, "{usage:?}");
+        assert_eq!(most.load(Ordering::SeqCst), 1, "concurrency = 1 holds across callers");
+    }
 
     #[test]
     fn answers_read_as_probabilities_labels_or_text() {
