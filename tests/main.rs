@@ -21,6 +21,8 @@ mod pipelines;
 mod planted_bias;
 mod plugins_planted;
 mod properties;
+mod remote_faults;
+mod remote_mlflow;
 mod remote_models;
 mod report_browser;
 mod retrain;

@@ -10,51 +10,67 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-const INSTALL: &str = "python3 -m venv ~/.venvs/mlserver && ~/.venvs/mlserver/bin/pip install mlserver==1.7.1 mlserver-sklearn==1.7.1 scikit-learn==1.9.1, then FAIRPIPE_MLSERVER=~/.venvs/mlserver/bin/mlserver";
+pub(crate) const INSTALL: &str = "python3 -m venv ~/.venvs/mlserver && ~/.venvs/mlserver/bin/pip install mlserver==1.7.1 mlserver-sklearn==1.7.1 scikit-learn==1.9.1, then FAIRPIPE_MLSERVER=~/.venvs/mlserver/bin/mlserver";
 
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     root().join("tests/fixtures/remote")
 }
 
 /// A port nothing listens on right now.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A server process, killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
+/// Started in its own process group (MLflow's server runs uvicorn as a child), all of which is
+/// killed when dropped.
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
+    /// MLServer's Prometheus port (0 for the other servers).
+    pub(crate) metrics_port: u16,
+    pub(crate) log: PathBuf,
+    pub(crate) _dir: tempfile::TempDir,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 
 impl Server {
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/v2/models/census-lr", self.port)
     }
 
+    /// Kill the server and everything it started (its process group), now.
+    pub(crate) fn kill(&mut self) {
+        let _ = Command::new("kill").arg("-KILL").arg("--").arg(format!("-{}", self.child.id())).stderr(Stdio::null()).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Wait until `GET …/ready` answers 200 (or the process dies: its log in the panic).
-    fn wait_ready(mut self, limit: Duration) -> Self {
+    pub(crate) fn wait_ready(self, limit: Duration) -> Self {
+        self.wait_for("/v2/models/census-lr/ready", limit)
+    }
+
+    /// Wait until `GET path` answers 200 (or the process dies: its log in the panic).
+    pub(crate) fn wait_for(mut self, path: &str, limit: Duration) -> Self {
         let started = Instant::now();
         while started.elapsed() < limit {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("the server exited ({status}):\n{}", std::fs::read_to_string(&self.log).unwrap_or_default());
             }
-            if http_status(self.port, "/v2/models/census-lr/ready") == Some(200) {
+            if http_status(self.port, path) == Some(200) {
                 return self;
             }
             std::thread::sleep(Duration::from_millis(250));
@@ -64,16 +80,21 @@ impl Server {
 }
 
 /// The status of `GET path` on 127.0.0.1:`port`, by hand (one request, no client library).
-fn http_status(port: u16, path: &str) -> Option<u16> {
+pub(crate) fn http_status(port: u16, path: &str) -> Option<u16> {
+    http_get(port, path)?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The whole answer (status line, headers, body) to `GET path` on 127.0.0.1:`port`.
+pub(crate) fn http_get(port: u16, path: &str) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer).ok()?;
-    answer.split_whitespace().nth(1)?.parse().ok()
+    Some(answer)
 }
 
-fn mlserver_executable() -> PathBuf {
+pub(crate) fn mlserver_executable() -> PathBuf {
     if let Some(path) = std::env::var_os("FAIRPIPE_MLSERVER") {
         return PathBuf::from(path);
     }
@@ -83,7 +104,7 @@ fn mlserver_executable() -> PathBuf {
 
 /// MLServer 1.7.1 serving census-lr on free ports (`parallel_workers = 0`: its parallel workers
 /// fail to load a scikit-learn model here).
-fn start_mlserver() -> Server {
+pub(crate) fn start_mlserver() -> Server {
     let executable = mlserver_executable();
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("census-lr");
@@ -92,8 +113,9 @@ fn start_mlserver() -> Server {
         std::fs::copy(fixtures().join("census-lr").join(file), model.join(file)).unwrap();
     }
     let port = free_port();
+    let metrics_port = free_port();
     let settings = serde_json::json!({
-        "host": "127.0.0.1", "http_port": port, "grpc_port": free_port(), "metrics_port": free_port(),
+        "host": "127.0.0.1", "http_port": port, "grpc_port": free_port(), "metrics_port": metrics_port,
         "parallel_workers": 0, "debug": false,
     });
     std::fs::write(dir.path().join("settings.json"), settings.to_string()).unwrap();
@@ -104,13 +126,14 @@ fn start_mlserver() -> Server {
         .arg(dir.path())
         .stdout(out.try_clone().unwrap())
         .stderr(out)
+        .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}; {INSTALL}", executable.display()));
-    Server { child, port, log, _dir: dir }.wait_ready(Duration::from_secs(120))
+    Server { child, port, metrics_port, log, _dir: dir }.wait_ready(Duration::from_secs(120))
 }
 
 /// `toy_v2_server.py` in `mode` on a free port.
-fn start_toy(mode: &str) -> Server {
+pub(crate) fn start_toy(mode: &str) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let log = dir.path().join("toy.log");
@@ -122,13 +145,14 @@ fn start_toy(mode: &str) -> Server {
         .stdout(out.try_clone().unwrap())
         .stderr(out)
         .stdin(Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("python3");
-    Server { child, port, log, _dir: dir }.wait_ready(Duration::from_secs(20))
+    Server { child, port, metrics_port: 0, log, _dir: dir }.wait_ready(Duration::from_secs(20))
 }
 
 /// The census data, the model stage's `model_keys`, a predict of the test split and `stages`.
-fn pipeline(model_keys: &str, stages: &str) -> String {
+pub(crate) fn pipeline(model_keys: &str, stages: &str) -> String {
     format!(
         r#"[pipeline]
 name = "remote"
@@ -150,7 +174,7 @@ split = "test"
     )
 }
 
-const AUDIT: &str = r#"
+pub(crate) const AUDIT: &str = r#"
 [stages.estimate]
 kind = "estimate"
 model = "model"
@@ -175,12 +199,12 @@ kind = "verify"
 cases = "search"
 "#;
 
-fn in_process() -> String {
+pub(crate) fn in_process() -> String {
     format!("path = \"{}\"", fixtures().join("census-lr.fairpipe.json").display())
 }
 
 /// `predict`'s probability column, in row order.
-fn probabilities(out: &Path) -> Vec<f64> {
+pub(crate) fn probabilities(out: &Path) -> Vec<f64> {
     let text = std::fs::read_to_string(out.join("scores.csv")).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
@@ -189,7 +213,7 @@ fn probabilities(out: &Path) -> Vec<f64> {
 }
 
 /// Run `pipeline` into a fresh folder: the summary and predict's probabilities.
-fn run(text: &str) -> (serde_json::Value, Vec<f64>) {
+pub(crate) fn run(text: &str) -> (serde_json::Value, Vec<f64>) {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "p.toml", text);
     let out = dir.path().join("out");
@@ -199,7 +223,7 @@ fn run(text: &str) -> (serde_json::Value, Vec<f64>) {
 }
 
 /// The figures that must not depend on where the model runs.
-fn audit_figures(summary: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+pub(crate) fn audit_figures(summary: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
     let stages = &summary["stages"];
     let mut figures = vec![
         ("model.accuracy_train".to_string(), stages["model"]["accuracy_train"].clone()),
@@ -217,7 +241,7 @@ fn audit_figures(summary: &serde_json::Value) -> Vec<(String, serde_json::Value)
     figures
 }
 
-fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len(), "rows");
     a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
 }
@@ -311,7 +335,7 @@ fn path_and_url_together_or_neither_are_refused() {
 }
 
 /// The Python next to MLServer's executable (its venv has scikit-learn and joblib).
-fn mlserver_python() -> PathBuf {
+pub(crate) fn mlserver_python() -> PathBuf {
     let python = mlserver_executable().with_file_name("python");
     assert!(python.exists(), "no python beside {}: {INSTALL}", mlserver_executable().display());
     python

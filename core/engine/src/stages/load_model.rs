@@ -1,5 +1,6 @@
 //! `load_model`: load a model under test from an ONNX file (run natively, by tract or by ONNX
-//! Runtime), from a model file saved by `train`, or behind an inference server (KServe V2).
+//! Runtime), from a model file saved by `train`, behind an inference server (KServe V2, MLflow), or
+//! as a program (`command`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use crate::models::onnx_runtime::{install_advice, runtime};
 use crate::models::ort_model::OutputChoice;
 use crate::models::remote::command::CommandBackend;
 use crate::models::remote::http::{Http, HttpSettings};
+use crate::models::remote::mlflow::{declared_inputs, MlflowBackend, MlflowEndpoint};
 use crate::models::remote::v2::{V2Backend, V2Endpoint};
 use crate::models::remote::{Backend, RemoteModel, Traffic};
 use crate::models::{Complement, ModelFile, OnnxModel, OrtModel};
@@ -29,7 +31,7 @@ use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage,
 /// The `load_model` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "load_model",
-    doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
+    doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`) or MLflow's scoring protocol (`protocol = \"mlflow\"`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
     keys: &[
@@ -38,7 +40,7 @@ pub const KIND: StageKind = StageKind {
             "url",
             "string",
             "one of path, url and command",
-            "a model behind an Open Inference Protocol (KServe V2) server: http(s)://host:port, or …/v2/models/NAME",
+            "a model behind a model server: http(s)://host:port, or …/v2/models/NAME (KServe V2), or …/invocations (MLflow)",
         ),
         KeyDoc::new(
             "command",
@@ -46,7 +48,12 @@ pub const KIND: StageKind = StageKind {
             "one of path, url and command",
             "a model run as a program, e.g. [\"python3\", \"model.py\"] (in the pipeline's folder): started once, a JSON line per batch on stdin, a JSON line of outputs back (README)",
         ),
-        KeyDoc::new("protocol", "\"v2\"", "\"v2\"", "the server's protocol (KServe V2, as KServe, MLServer and Triton speak it)"),
+        KeyDoc::new(
+            "protocol",
+            "\"v2\"|\"mlflow\"",
+            "\"v2\"",
+            "the server's protocol: v2 (the Open Inference Protocol of KServe, MLServer and Triton) or mlflow (MLflow's scoring server: POST /invocations, the data's columns by name)",
+        ),
         KeyDoc::new("model", "string", "the name in the URL", "the model's name on the server"),
         KeyDoc::new(
             "outputs",
@@ -54,8 +61,8 @@ pub const KIND: StageKind = StageKind {
             "[] (the server's default outputs)",
             "outputs to ask the server for, e.g. [\"predict_proba\"] (MLServer's scikit-learn runtime returns labels unless asked)",
         ),
-        KeyDoc::new("batch_size", "integer", "1024", "rows per request"),
-        KeyDoc::new("concurrency", "integer", "4", "requests in flight at once (a command: one)"),
+        KeyDoc::new("batch_size", "integer", "1024", "most rows per request (rows asked for at the same time are merged up to it)"),
+        KeyDoc::new("concurrency", "integer", "4", "requests in flight at once for the whole model, whatever calls it (a command: one)"),
         KeyDoc::new("connect_timeout_s", "number", "5", "seconds allowed to connect"),
         KeyDoc::new("timeout_s", "number", "60", "seconds allowed for one request"),
         KeyDoc::new("retries", "integer", "3", "tries after the first on a connection error, 429 or 5xx (exponential backoff with jitter)"),
@@ -108,13 +115,15 @@ pub enum Executor {
     Onnxruntime,
 }
 
-/// `protocol = "v2"`.
+/// `protocol = "v2" | "mlflow"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     /// The Open Inference Protocol (KServe V2).
     #[default]
     V2,
+    /// MLflow's scoring server (`POST /invocations`, `dataframe_split`).
+    Mlflow,
 }
 
 fn default_batch_size() -> usize {
@@ -249,6 +258,9 @@ impl StageConfig for LoadModelConfig {
                 "say where the model is: `path = \"model.onnx\"` (a file), `url = \"http://…\"` (a KServe V2 server) or `command = [\"python3\", \"model.py\"]` (a program)",
             );
         }
+        if self.protocol == Protocol::Mlflow && self.url.is_none() {
+            checks.problem("protocol", "`protocol` is the protocol of a model server: give its `url`");
+        }
         if let Some(lib) = &self.onnxruntime {
             if !checks.dir().join(lib).exists() {
                 checks.problem("onnxruntime", format!("{} does not exist; {}", lib.display(), install_advice()));
@@ -284,15 +296,19 @@ impl StageConfig for LoadModelConfig {
     fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
         let traffic = Traffic { batch_size: self.batch_size, concurrency: self.concurrency, max_rows: self.max_queries };
         let remote = match (&self.url, &self.command) {
-            (Some(url), _) => Some(Remote {
-                place: Place::Server {
-                    endpoint: V2Endpoint::parse(url, self.model.as_deref())
-                        .map_err(|message| ModelError::Remote { url: url.clone(), message })?,
-                    settings: self.http_settings().map_err(|message| ModelError::Remote { url: url.clone(), message })?,
-                    outputs: self.outputs.clone(),
-                },
-                traffic,
-            }),
+            (Some(url), _) => {
+                let fail = |message: String| ModelError::Remote { url: url.clone(), message };
+                let settings = self.http_settings().map_err(fail)?;
+                let place = match self.protocol {
+                    Protocol::V2 => Place::Server {
+                        endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(fail)?,
+                        settings,
+                        outputs: self.outputs.clone(),
+                    },
+                    Protocol::Mlflow => Place::Mlflow { endpoint: MlflowEndpoint::parse(url).map_err(fail)?, settings },
+                };
+                Some(Remote { place, traffic })
+            }
             (None, Some(argv)) => Some(Remote { place: Place::Program { argv: argv.clone(), dir: env.dir.clone() }, traffic }),
             (None, None) => None,
         };
@@ -340,16 +356,37 @@ impl LoadModelConfig {
         if self.concurrency == 0 {
             checks.problem("concurrency", "`concurrency` must be at least 1");
         }
-        let endpoint = match V2Endpoint::parse(url, self.model.as_deref()) {
-            Ok(endpoint) => endpoint,
-            Err(message) => return checks.problem("url", message),
-        };
+        if self.max_queries == Some(0) {
+            checks.problem("max_queries", "`max_queries` must be at least 1 (leave it out for no cap)");
+        }
+        if self.protocol == Protocol::Mlflow {
+            // MLflow's scoring server serves one model and answers with what its predict returns.
+            if self.model.is_some() {
+                checks.problem("model", "`model` is for protocol = \"v2\"; an MLflow scoring server serves one model at its URL");
+            }
+            if !self.outputs.is_empty() {
+                checks.problem(
+                    "outputs",
+                    "`outputs` is for protocol = \"v2\"; an MLflow server returns what the model's predict returns (save a scikit-learn model with pyfunc_predict_fn=\"predict_proba\" for probabilities)",
+                );
+            }
+        }
         let settings = match self.http_settings() {
             Ok(settings) => settings,
-            Err(message) => return checks.problem("url", message),
+            Err(message) => return checks.problem(if message.starts_with("`token_env`") { "token_env" } else { "url" }, message),
         };
         // One try: validation says whether the server is there, without waiting through retries.
-        let ready = Http::new(HttpSettings { retries: 0, ..settings }).and_then(|http| endpoint.ready(&http));
+        let http = Http::new(HttpSettings { retries: 0, ..settings });
+        let ready = match self.protocol {
+            Protocol::V2 => match V2Endpoint::parse(url, self.model.as_deref()) {
+                Ok(endpoint) => http.and_then(|http| endpoint.ready(&http)),
+                Err(message) => return checks.problem("url", message),
+            },
+            Protocol::Mlflow => match MlflowEndpoint::parse(url) {
+                Ok(endpoint) => http.and_then(|http| endpoint.ready(&http)),
+                Err(message) => return checks.problem("url", message),
+            },
+        };
         if let Err(e) = ready {
             checks.problem("url", format!("the model server does not answer as ready: {e}"));
         }
@@ -431,6 +468,8 @@ const REFERENCE_TOLERANCE: f64 = 1e-5;
 enum Place {
     /// A KServe V2 server.
     Server { endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String> },
+    /// An MLflow scoring server.
+    Mlflow { endpoint: MlflowEndpoint, settings: HttpSettings },
     /// A program started in the pipeline's folder.
     Program { argv: Vec<String>, dir: PathBuf },
 }
@@ -482,6 +521,10 @@ impl LoadModel {
                 let (backend, metadata) = V2Backend::connect(endpoint.clone(), settings.clone(), outputs.clone())?;
                 (Box::new(backend) as Box<dyn Backend>, metadata.inputs)
             }
+            Place::Mlflow { endpoint, settings } => {
+                let backend = MlflowBackend::connect(endpoint.clone(), settings.clone())?;
+                (Box::new(backend) as Box<dyn Backend>, declared_inputs(&data.domain))
+            }
             Place::Program { argv, dir } => {
                 let columns = data.domain.attributes.iter().map(|a| a.name.clone()).collect();
                 (Box::new(CommandBackend::start(argv, dir, columns)?) as Box<dyn Backend>, Vec::new())
@@ -499,7 +542,9 @@ impl LoadModel {
         figures.labels_only = Some(model.reader().labels_only());
         figures.favourable_class_assumed = Some(model.reader().assumed_class);
         figures.input_contract = Some(model.input_plan().describe());
-        figures.remote_inputs = Some(if model.metadata_lists_inputs() {
+        figures.remote_inputs = Some(if matches!(remote.place, Place::Mlflow { .. }) {
+            format!("the data's {} columns by name (dataframe_split)", data.domain.width())
+        } else if model.metadata_lists_inputs() {
             "listed by the server's metadata".into()
         } else if matches!(remote.place, Place::Program { .. }) {
             format!("a JSON line of the encoded rows ({} columns) per batch", data.domain.width())

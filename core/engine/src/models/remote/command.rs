@@ -17,10 +17,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{Backend, Returned};
+use super::{read_output, Backend, Returned};
 use crate::error::ModelError;
-use crate::models::model_inputs::{ElementType, InputBatch, InputValues};
-use crate::models::model_outputs::RawOutput;
+use crate::models::model_inputs::{InputBatch, InputValues};
 
 /// Bytes of the program's stderr kept for error messages.
 const STDERR_KEPT: usize = 4000;
@@ -163,56 +162,5 @@ impl Drop for CommandBackend {
         }
         let _ = child.kill();
         let _ = child.wait();
-    }
-}
-
-/// One output of an answer: a value per row.
-fn read_output(name: &str, values: &Value, rows: usize) -> Result<(String, ElementType, RawOutput), String> {
-    let list = values.as_array().ok_or_else(|| format!("output {name:?} is not a list (one value per row)"))?;
-    if list.len() != rows {
-        return Err(format!("output {name:?} has {} values for a batch of {rows} rows", list.len()));
-    }
-    let number = |v: &Value| v.as_f64().ok_or_else(|| format!("output {name:?}: {v} is not a number"));
-    let raw = match list.first() {
-        Some(Value::Array(first)) => {
-            let columns = first.len().max(1);
-            let mut flat = Vec::with_capacity(rows * columns);
-            for row in list {
-                let row =
-                    row.as_array().filter(|r| r.len() == columns).ok_or_else(|| format!("output {name:?}: rows of different lengths"))?;
-                for v in row {
-                    flat.push(number(v)?);
-                }
-            }
-            RawOutput::Floats { values: flat, columns }
-        }
-        Some(Value::String(_)) => {
-            RawOutput::TextLabels(list.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect())
-        }
-        _ if list.iter().all(|v| v.is_i64()) => RawOutput::IntLabels(list.iter().filter_map(Value::as_i64).collect()),
-        _ => RawOutput::Floats { values: list.iter().map(number).collect::<Result<_, _>>()?, columns: 1 },
-    };
-    let ty = match &raw {
-        RawOutput::IntLabels(_) => ElementType::Int64,
-        RawOutput::TextLabels(_) => ElementType::String,
-        _ => ElementType::Float64,
-    };
-    Ok((name.to_string(), ty, raw))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn answers_read_as_probabilities_labels_or_text() {
-        let (_, _, raw) = read_output("p", &json!([[0.25, 0.75], [1.0, 0.0]]), 2).unwrap();
-        assert_eq!(raw, RawOutput::Floats { values: vec![0.25, 0.75, 1.0, 0.0], columns: 2 });
-        let (_, ty, raw) = read_output("label", &json!([1, 0, 1]), 3).unwrap();
-        assert_eq!((ty, raw), (ElementType::Int64, RawOutput::IntLabels(vec![1, 0, 1])));
-        let (_, ty, _) = read_output("label", &json!(["<=50K", ">50K"]), 2).unwrap();
-        assert_eq!(ty, ElementType::String);
-        assert!(read_output("p", &json!([0.5]), 2).unwrap_err().contains("1 values for a batch of 2"));
-        assert!(read_output("p", &json!([[0.5, 0.5], [1.0]]), 2).unwrap_err().contains("different lengths"));
     }
 }

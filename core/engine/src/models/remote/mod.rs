@@ -2,19 +2,27 @@
 //! (KServe V2: KServe, MLServer, Triton), or as a long-running program reading batches on stdin
 //! (`command`). Rows go in batches with several requests in flight, each row is scored once per run
 //! (a cache keyed by the encoded row), and the traffic is counted.
+//!
+//! Every caller of one model shares one queue: rows asked for at the same time (the oracle's
+//! parallel chunks, or any concurrent callers) go out merged into requests of up to `batch_size`
+//! rows, and at most `concurrency` requests are in flight for the whole model, not per call. A
+//! caller waiting for a free slot sends whatever is queued, its own rows and others', so merging
+//! happens exactly when the server is the bottleneck and adds no wait when it is not.
 
 pub mod command;
 pub mod http;
+pub mod mlflow;
 pub mod v2;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 use fairpipe_abi::domain::Domain;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::model_inputs::{plan, DeclaredInput, ElementType, InputBatch, InputPlan};
 use super::model_outputs::{choose_output, OutputChoice, OutputReader, RawOutput};
@@ -62,6 +70,26 @@ pub struct RemoteModel {
     metadata_inputs: bool,
     cache: Mutex<HashMap<Vec<u64>, f64>>,
     stats: Stats,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+/// Batches waiting to be sent, requests in flight, and answers not yet collected, for all callers.
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Pending>,
+    in_flight: usize,
+    /// Answers by batch id: the probabilities, or the error (`None`: withdrawn unsent after
+    /// another batch of the same call failed).
+    done: HashMap<u64, Result<Vec<f64>, Option<ModelError>>>,
+    next_id: u64,
+}
+
+/// One caller's batch of rows (row-major), waiting to be sent.
+struct Pending {
+    id: u64,
+    rows: usize,
+    x: Vec<f64>,
 }
 
 #[derive(Default)]
@@ -165,6 +193,8 @@ impl RemoteModel {
             metadata_inputs,
             cache: Mutex::new(cache),
             stats: Stats::default(),
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
         };
         model.stats.requests.fetch_add(1, Ordering::Relaxed);
         model.stats.rows_sent.fetch_add(probe_rows as u64, Ordering::Relaxed);
@@ -253,6 +283,125 @@ impl RemoteModel {
     }
 }
 
+impl RemoteModel {
+    /// Score the rows of `x` (row-major) through the shared queue: cut into batches of up to
+    /// `batch_size` rows, queued behind (and merged with) other callers' batches, sent with up to
+    /// `concurrency` requests in flight for the whole model.
+    fn score_rows(&self, x: Vec<f64>) -> Result<Vec<f64>, ModelError> {
+        let width = self.domain.width().max(1);
+        let batch = self.traffic.batch_size.max(1);
+        let limit = self.traffic.concurrency.min(self.backend.max_in_flight()).max(1);
+        let ids: Vec<u64> = {
+            let mut queue = self.lock_queue();
+            let mut ids = Vec::new();
+            for chunk in x.chunks(batch * width) {
+                let id = queue.next_id;
+                queue.next_id += 1;
+                queue.waiting.push_back(Pending { id, rows: chunk.len() / width, x: chunk.to_vec() });
+                ids.push(id);
+            }
+            ids
+        };
+        // This call's own senders: enough to keep `limit` requests busy with its batches.
+        let helpers = limit.min(ids.len());
+        std::thread::scope(|scope| {
+            for _ in 1..helpers {
+                scope.spawn(|| self.pump(&ids, limit));
+            }
+            self.pump(&ids, limit);
+        });
+        let mut queue = self.lock_queue();
+        let mut scored = Vec::with_capacity(x.len() / width);
+        let mut failure: Option<ModelError> = None;
+        let mut withdrawn = false;
+        for id in &ids {
+            match queue.done.remove(id) {
+                Some(Ok(values)) => scored.extend(values),
+                Some(Err(Some(e))) => {
+                    failure.get_or_insert(e);
+                }
+                Some(Err(None)) | None => withdrawn = true,
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None if withdrawn => Err(ModelError::Remote { url: self.backend.location(), message: "a batch was not answered".into() }),
+            None => Ok(scored),
+        }
+    }
+
+    /// Send queued batches (anyone's, oldest first, merged up to `batch_size` rows) while a slot
+    /// is free, until every batch in `ids` is answered; after a failure among them, withdraw the
+    /// ones not sent yet.
+    fn pump(&self, ids: &[u64], limit: usize) {
+        let batch = self.traffic.batch_size.max(1);
+        let width = self.domain.width().max(1);
+        let mut queue = self.lock_queue();
+        loop {
+            if ids.iter().all(|id| queue.done.contains_key(id)) {
+                return;
+            }
+            if ids.iter().any(|id| matches!(queue.done.get(id), Some(Err(_)))) {
+                let unsent: Vec<u64> = queue.waiting.iter().filter(|p| ids.contains(&p.id)).map(|p| p.id).collect();
+                if !unsent.is_empty() {
+                    queue.waiting.retain(|p| !ids.contains(&p.id));
+                    for id in unsent {
+                        queue.done.insert(id, Err(None));
+                    }
+                    self.wake.notify_all();
+                    continue;
+                }
+            }
+            if queue.in_flight >= limit || queue.waiting.is_empty() {
+                queue = self.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            let mut taken: Vec<Pending> = Vec::new();
+            let mut rows = 0;
+            while let Some(next) = queue.waiting.front() {
+                if !taken.is_empty() && rows + next.rows > batch {
+                    break;
+                }
+                rows += next.rows;
+                taken.extend(queue.waiting.pop_front());
+            }
+            queue.in_flight += 1;
+            drop(queue);
+            let x: Vec<f64> =
+                if taken.len() == 1 { std::mem::take(&mut taken[0].x) } else { taken.iter().flat_map(|p| p.x.iter().copied()).collect() };
+            let mut scored = vec![0.0; x.len() / width];
+            let result = self.score_batch(&x, scored.len(), &mut scored);
+            queue = self.lock_queue();
+            queue.in_flight -= 1;
+            match result {
+                Ok(()) => {
+                    let mut at = 0;
+                    for p in &taken {
+                        queue.done.insert(p.id, Ok(scored[at..at + p.rows].to_vec()));
+                        at += p.rows;
+                    }
+                }
+                Err(e) => {
+                    // The first batch gets the error itself, the others a copy of what it says.
+                    let copy = |e: &ModelError| match e {
+                        ModelError::Remote { url, message } => ModelError::Remote { url: url.clone(), message: message.clone() },
+                        other => ModelError::Inference(other.to_string()),
+                    };
+                    for p in taken.iter().skip(1) {
+                        queue.done.insert(p.id, Err(Some(copy(&e))));
+                    }
+                    queue.done.insert(taken[0].id, Err(Some(e)));
+                }
+            }
+            self.wake.notify_all();
+        }
+    }
+
+    fn lock_queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl Model for RemoteModel {
     fn n_features(&self) -> usize {
         self.domain.width()
@@ -290,33 +439,7 @@ impl Model for RemoteModel {
             return Ok(());
         }
         let send: Vec<f64> = missing.iter().flat_map(|&r| x[r * width..(r + 1) * width].iter().copied()).collect();
-        let mut scored = vec![0.0; missing.len()];
-        let batch = self.traffic.batch_size.max(1);
-        let chunks: Vec<(usize, &mut [f64])> = scored.chunks_mut(batch).enumerate().map(|(i, c)| (i * batch, c)).collect();
-        let workers = self.traffic.concurrency.min(self.backend.max_in_flight()).max(1).min(chunks.len());
-        let queue = Mutex::new(chunks);
-        let failed: Mutex<Option<ModelError>> = Mutex::new(None);
-        let stop = AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| loop {
-                    if stop.load(Ordering::Relaxed) > 0 {
-                        return;
-                    }
-                    let Some((start, chunk)) = queue.lock().unwrap_or_else(|p| p.into_inner()).pop() else { return };
-                    let n = chunk.len();
-                    if let Err(e) = self.score_batch(&send[start * width..(start + n) * width], n, chunk) {
-                        stop.fetch_add(1, Ordering::Relaxed);
-                        failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
-                        return;
-                    }
-                });
-            }
-        });
-        drop(queue);
-        if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            return Err(e);
-        }
+        let scored = self.score_rows(send)?;
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         for (i, &r) in missing.iter().enumerate() {
             cache.insert(key(r), scored[i]);
@@ -334,5 +457,160 @@ impl Model for RemoteModel {
 
     fn remote_usage(&self) -> Option<RemoteUsage> {
         Some(self.usage())
+    }
+}
+
+/// One output of a JSON answer (a program's line, MLflow's `predictions`): a value per row, each a
+/// number, a list of numbers (probabilities), an integer label or a text label.
+pub fn read_output(name: &str, values: &Value, rows: usize) -> Result<(String, ElementType, RawOutput), String> {
+    let list = values.as_array().ok_or_else(|| format!("output {name:?} is not a list (one value per row)"))?;
+    if list.len() != rows {
+        return Err(format!("output {name:?} has {} values for a batch of {rows} rows", list.len()));
+    }
+    let number = |v: &Value| v.as_f64().ok_or_else(|| format!("output {name:?}: {v} is not a number"));
+    let raw = match list.first() {
+        Some(Value::Array(first)) => {
+            let columns = first.len().max(1);
+            let mut flat = Vec::with_capacity(rows * columns);
+            for row in list {
+                let row =
+                    row.as_array().filter(|r| r.len() == columns).ok_or_else(|| format!("output {name:?}: rows of different lengths"))?;
+                for v in row {
+                    flat.push(number(v)?);
+                }
+            }
+            RawOutput::Floats { values: flat, columns }
+        }
+        Some(Value::String(_)) => {
+            RawOutput::TextLabels(list.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect())
+        }
+        _ if list.iter().all(|v| v.is_i64()) => RawOutput::IntLabels(list.iter().filter_map(Value::as_i64).collect()),
+        _ => RawOutput::Floats { values: list.iter().map(number).collect::<Result<_, _>>()?, columns: 1 },
+    };
+    let ty = match &raw {
+        RawOutput::IntLabels(_) => ElementType::Int64,
+        RawOutput::TextLabels(_) => ElementType::String,
+        _ => ElementType::Float64,
+    };
+    Ok((name.to_string(), ty, raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::model_inputs::InputValues;
+    use crate::models::model_outputs::{Favourable, OutputTransform};
+    use fairpipe_abi::domain::{Attribute, AttributeKind};
+    use serde_json::json;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A server that answers p = x0 / 1000 after `delay`, counting requests and the most requests
+    /// it had in flight at once; it holds its second request until `gate` callers have started.
+    struct Slow {
+        delay: Duration,
+        in_flight: AtomicUsize,
+        most: Arc<AtomicUsize>,
+        requests: AtomicUsize,
+        started: Arc<AtomicUsize>,
+        gate: usize,
+    }
+
+    impl Backend for Slow {
+        fn location(&self) -> String {
+            "slow".into()
+        }
+        fn executor(&self) -> String {
+            "slow".into()
+        }
+        fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError> {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            if self.requests.fetch_add(1, Ordering::SeqCst) == 1 {
+                // The first request after the probe: let every caller queue its rows behind it.
+                while self.started.load(Ordering::SeqCst) < self.gate {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            std::thread::sleep(self.delay);
+            let InputValues::Float64(x) = &inputs[0].values else { panic!("FP64 input") };
+            assert_eq!(x.len(), rows * 2);
+            let p: Vec<f64> = x.chunks(2).map(|r| r[0] / 1000.0).collect();
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            Ok(vec![("p".into(), ElementType::Float64, RawOutput::Floats { values: p, columns: 1 })])
+        }
+    }
+
+    #[test]
+    fn concurrent_callers_share_the_concurrency_cap_and_their_rows_are_merged() {
+        let int = |name: &str| Attribute {
+            name: name.into(),
+            kind: AttributeKind::Integer,
+            lower: 0.0,
+            upper: 999.0,
+            step: 1.0,
+            protected: false,
+        };
+        let domain = Domain { attributes: vec![int("a"), int("b")] };
+        let callers = 8;
+        let started = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let slow = Slow {
+            delay: Duration::from_millis(5),
+            in_flight: AtomicUsize::new(0),
+            most: Arc::clone(&most),
+            requests: AtomicUsize::new(0),
+            started: Arc::clone(&started),
+            gate: callers,
+        };
+        let choice = OutputChoice {
+            name: None,
+            transform: OutputTransform::None,
+            favourable: Favourable { label: "1".into(), is_zero: false },
+            classes: Vec::new(),
+        };
+        let traffic = Traffic { batch_size: 1000, concurrency: 1, max_rows: None };
+        let model = RemoteModel::load(Box::new(slow), Vec::new(), traffic, &domain, choice, &[999.0, 0.0]).unwrap();
+        // Each caller asks for 100 rows of its own (x0 = caller * 100 + i).
+        let answers: Vec<Vec<f64>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..callers)
+                .map(|c| {
+                    let (model, started) = (&model, &started);
+                    scope.spawn(move || {
+                        let x: Vec<f64> = (0..100).flat_map(|i| [(c * 100 + i) as f64, 1.0]).collect();
+                        let mut out = vec![0.0; 100];
+                        started.fetch_add(1, Ordering::SeqCst);
+                        model.predict_into(&x, &mut out).unwrap();
+                        out
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (c, out) in answers.iter().enumerate() {
+            for (i, p) in out.iter().enumerate() {
+                assert_eq!(*p, (c * 100 + i) as f64 / 1000.0, "caller {c} row {i}");
+            }
+        }
+        let usage = model.usage();
+        // The probe, the first caller's batch alone, then the seven others merged into one request
+        // of 700 rows (the first sent may belong to any caller).
+        assert_eq!(usage.rows_sent, 1 + 800);
+        assert_eq!(usage.requests, 3, "{usage:?}");
+        assert_eq!(most.load(Ordering::SeqCst), 1, "concurrency = 1 holds across callers");
+    }
+
+    #[test]
+    fn answers_read_as_probabilities_labels_or_text() {
+        let (_, _, raw) = read_output("p", &json!([[0.25, 0.75], [1.0, 0.0]]), 2).unwrap();
+        assert_eq!(raw, RawOutput::Floats { values: vec![0.25, 0.75, 1.0, 0.0], columns: 2 });
+        let (_, ty, raw) = read_output("label", &json!([1, 0, 1]), 3).unwrap();
+        assert_eq!((ty, raw), (ElementType::Int64, RawOutput::IntLabels(vec![1, 0, 1])));
+        let (_, ty, _) = read_output("label", &json!(["<=50K", ">50K"]), 2).unwrap();
+        assert_eq!(ty, ElementType::String);
+        assert!(read_output("p", &json!([0.5]), 2).unwrap_err().contains("1 values for a batch of 2"));
+        assert!(read_output("p", &json!([[0.5, 0.5], [1.0]]), 2).unwrap_err().contains("different lengths"));
     }
 }
