@@ -25,7 +25,9 @@ for mode in jobs1 jobs2 shards4; do
             jobs2) "$fairpipe" run "$pipeline" --out "$out/$mode/$p" --quiet --jobs 2 >/dev/null ;;
             shards4) "$root/scripts/simulate-indexed-job.sh" "$pipeline" 4 "$out/$mode/$p" >/dev/null ;;
         esac
-        n=$(($(wc -l <"$out/$mode/$p/matrix.csv" 2>/dev/null || wc -l <"$out/$mode/$p/merged/matrix.csv") - 1))
+        csv=$out/$mode/$p/matrix.csv
+        [ -f "$csv" ] || csv=$out/$mode/$p/merged/matrix.csv
+        n=$(($(wc -l <"$csv") - 1))
         units=$((units + n))
     done
     end=$(now)

@@ -208,8 +208,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Validate { pipeline } => {
             let sweep = Sweep::load(&pipeline, None, Vec::new(), None)?;
             let stages = sweep.stage_names();
-            let combinations =
-                if sweep.info.matrix { format!(", {} matrix combinations", sweep.info.units.len()) } else { String::new() };
+            let combinations = if sweep.info.matrix { format!(", {} matrix combinations", sweep.info.units.len()) } else { String::new() };
             say!("{}: ok ({} stages: {}{combinations})", pipeline.display(), stages.len(), stages.join(" → "));
         }
         Command::NewPlugin { name, dir, sdk } => {
@@ -251,7 +250,12 @@ fn gate_outcome(passed: Option<bool>) -> Outcome {
 
 /// One line per combination of a sweep with its key figures, and the best one.
 fn print_sweep(summary: &serde_json::Value) {
-    say!("sweep {} (seed {}): {} combinations", summary["pipeline"].as_str().unwrap_or("?"), summary["seed"], summary["matrix"]["combinations"]);
+    say!(
+        "sweep {} (seed {}): {} combinations",
+        summary["pipeline"].as_str().unwrap_or("?"),
+        summary["seed"],
+        summary["matrix"]["combinations"]
+    );
     for c in summary["combinations"].as_array().into_iter().flatten() {
         let figures: Vec<String> = c["figures"]
             .as_object()

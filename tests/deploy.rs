@@ -100,7 +100,11 @@ fn the_kubernetes_indexed_job_and_its_merge_agree_and_their_commands_merge_to_th
     std::fs::create_dir_all(&volume).unwrap();
     let map = |cmd: &str| cmd.replace("/pipelines/", &format!("{}/", pipelines.display())).replace("/parts", &volume.display().to_string());
     for k in 0..completions {
-        let env = env.iter().map(|e| (s(&e["name"]), s(&e["value"]).to_string())).chain([("JOB_COMPLETION_INDEX", k.to_string())]).collect::<Vec<_>>();
+        let env = env
+            .iter()
+            .map(|e| (s(&e["name"]), s(&e["value"]).to_string()))
+            .chain([("JOB_COMPLETION_INDEX", k.to_string())])
+            .collect::<Vec<_>>();
         sh(&map(&shard_cmd), dir.path(), &env);
     }
     sh(&map(&merge_cmd), dir.path(), &[]);
@@ -125,7 +129,8 @@ fn the_github_actions_matrix_workflow_runs_every_shard_and_merges_them() {
     assert_eq!(s(&upload["with"]["name"]), "part-${{ matrix.shard }}");
     let merge = &wf["jobs"]["merge"];
     assert_eq!(s(&merge["needs"]), "shard");
-    let merge_run = merge["steps"].as_sequence().unwrap().iter().filter_map(|st| st["run"].as_str()).find(|r| r.contains("fairpipe merge")).unwrap();
+    let merge_run =
+        merge["steps"].as_sequence().unwrap().iter().filter_map(|st| st["run"].as_str()).find(|r| r.contains("fairpipe merge")).unwrap();
     let parts: Vec<String> = (0..n).map(|k| format!("part-{k}")).collect();
     assert!(merge_run.contains(&format!("fairpipe merge {} --out merged", parts.join(" "))), "{merge_run}");
 
@@ -152,8 +157,9 @@ fn the_indexed_job_simulation_runs_n_processes_and_merges_them() {
         .output()
         .unwrap();
     assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
-    let manifests: Vec<serde_json::Value> =
-        (0..2).map(|k| serde_json::from_str(&std::fs::read_to_string(out.join(format!("parts/part-{k}/manifest.json"))).unwrap()).unwrap()).collect();
+    let manifests: Vec<serde_json::Value> = (0..2)
+        .map(|k| serde_json::from_str(&std::fs::read_to_string(out.join(format!("parts/part-{k}/manifest.json"))).unwrap()).unwrap())
+        .collect();
     assert_eq!(manifests[0]["units_here"].as_array().unwrap().len() + manifests[1]["units_here"].as_array().unwrap().len(), 3);
     assert_eq!(manifests[1]["shard"]["index"], 1);
     let reference = unsharded(&pipeline, &dir.path().join("unsharded"));

@@ -152,7 +152,10 @@ fn a_matrix_runs_each_combination_as_written_out_by_hand_and_picks_the_best() {
     for (row, name) in rows.iter().zip(&names) {
         let own = read_json(&out.join(name).join("summary.json"));
         assert_eq!(rate_of(row), own["stages"]["estimate"]["rate"].as_f64().unwrap(), "{name}");
-        assert_eq!(row[header.iter().position(|h| *h == "estimate.ci95_high").unwrap()].parse::<f64>().unwrap(), own["stages"]["estimate"]["ci95"][1].as_f64().unwrap());
+        assert_eq!(
+            row[header.iter().position(|h| *h == "estimate.ci95_high").unwrap()].parse::<f64>().unwrap(),
+            own["stages"]["estimate"]["ci95"][1].as_f64().unwrap()
+        );
     }
     let highest = rows.iter().max_by(|a, b| rate_of(a).total_cmp(&rate_of(b))).unwrap();
     assert_eq!(summary["matrix"]["best_combination"].as_str(), Some(highest[0].as_str()));
@@ -234,7 +237,13 @@ fn the_shard_can_come_from_a_kubernetes_indexed_job_environment() {
 #[test]
 fn merging_refuses_missing_duplicated_and_foreign_parts() {
     let dir = tempfile::tempdir().unwrap();
-    let sweep = census_audit(dir.path(), "sweep.toml", "[\"gender\"]", 42, "[matrix]\n\"estimate.protected\" = [[\"gender\"], [\"race\"], [\"age\"]]\n");
+    let sweep = census_audit(
+        dir.path(),
+        "sweep.toml",
+        "[\"gender\"]",
+        42,
+        "[matrix]\n\"estimate.protected\" = [[\"gender\"], [\"race\"], [\"age\"]]\n",
+    );
     let part = |k: usize, extra: &[&str]| {
         let p = dir.path().join(format!("p{k}{}", extra.join("")));
         let mut args = vec!["run", sweep.to_str().unwrap(), "--out", p.to_str().unwrap(), "--quiet"];
@@ -256,7 +265,10 @@ fn merging_refuses_missing_duplicated_and_foreign_parts() {
         stderr
     };
     let e = merge(&[&p0]);
-    assert!(e.contains("do not cover the run's 3 units exactly once") && e.contains("unit `01_protected=race` is missing (shard 1/2 runs it"), "{e}");
+    assert!(
+        e.contains("do not cover the run's 3 units exactly once") && e.contains("unit `01_protected=race` is missing (shard 1/2 runs it"),
+        "{e}"
+    );
     let e = merge(&[&p0, &p1, &p0]);
     assert!(e.contains("unit `00_protected=gender` is duplicated") && e.contains("unit `02_protected=age` is duplicated"), "{e}");
     let other_seed = part(1, &["--seed", "7"]);
@@ -289,15 +301,27 @@ fn a_bad_matrix_is_reported_at_its_place_before_anything_runs() {
     let line_of = |needle: &str| text.lines().position(|l| l.starts_with(needle)).unwrap() + 1;
     assert!(stderr.contains(&format!("{file}:{}:1: [matrix] `estimat.trials`: no stage `estimat`", line_of("\"estimat."))), "{stderr}");
     assert!(stderr.contains("did you mean `estimate`"), "{stderr}");
-    assert!(stderr.contains(&format!("{file}:{}:1: [matrix] `estimate.trails`: stage `estimate` (estimate) has no key `trails`", line_of("\"estimate.trails"))), "{stderr}");
-    assert!(stderr.contains(&format!("{file}:{}:19: [matrix] `pipeline.seed` must list the values", line_of("\"pipeline.seed"))), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{file}:{}:1: [matrix] `estimate.trails`: stage `estimate` (estimate) has no key `trails`",
+            line_of("\"estimate.trails")
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{file}:{}:19: [matrix] `pipeline.seed` must list the values", line_of("\"pipeline.seed"))),
+        "{stderr}"
+    );
     // A value of the wrong type is reported by the stage, at the value in [matrix].
     let sweep = census_audit(dir.path(), "bad2.toml", "[\"gender\"]", 42, "[matrix]\n\"estimate.samples\" = [100, \"many\"]\n");
     let (ok, _, stderr) = common::fairpipe(&["validate", sweep.to_str().unwrap()]);
     assert!(!ok);
     let text = std::fs::read_to_string(&sweep).unwrap();
     let line = text.lines().position(|l| l.starts_with("\"estimate.samples")).unwrap() + 1;
-    assert!(stderr.contains(&format!("{}:{line}:28: stage `estimate`: `samples` must be an integer, found a string", sweep.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:{line}:28: stage `estimate`: `samples` must be an integer, found a string", sweep.display())),
+        "{stderr}"
+    );
     assert!(stderr.contains("1 problem(s)"), "reported once: {stderr}");
     // A good one validates, naming the combinations.
     let good = census_audit(dir.path(), "good.toml", "[\"gender\"]", 42, MATRIX);

@@ -484,7 +484,7 @@ pub(crate) fn read_text(file: &Path) -> Result<String, ConfigError> {
             ));
         }
     };
-Ok(text)
+    Ok(text)
 }
 
 /// Phase one of reading a pipeline: the TOML text as spanned values (a syntax error located as

@@ -129,8 +129,11 @@ impl Comparison {
     /// the figure columns.
     pub fn to_csv(&self) -> String {
         let mut out = String::new();
-        let header: Vec<String> =
-            ["combination".to_string(), "seed".into()].into_iter().chain(self.keys.iter().cloned()).chain(self.columns.iter().cloned()).collect();
+        let header: Vec<String> = ["combination".to_string(), "seed".into()]
+            .into_iter()
+            .chain(self.keys.iter().cloned())
+            .chain(self.columns.iter().cloned())
+            .collect();
         out.push_str(&header.iter().map(|h| csv_field(h)).collect::<Vec<_>>().join(","));
         out.push('\n');
         for r in &self.rows {

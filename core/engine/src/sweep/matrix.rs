@@ -100,7 +100,7 @@ impl Matrix {
             }
         }
         let mut leaves = Vec::new();
-        flatten(entries, &mut Vec::new(), &mut leaves);
+        flatten(entries, &[], &mut leaves);
         for (path, key_span, value) in leaves {
             let key = path.join(".");
             if path.len() == 1 && path[0] == "best" {
@@ -114,7 +114,10 @@ impl Matrix {
                         }
                         Err(e) => p.at(&value.span, format!("[matrix] best {e}")),
                     },
-                    other => p.at(&value.span, format!("[matrix] `best` must be a string like \"min estimate.rate\", found {}", other.type_name())),
+                    other => p.at(
+                        &value.span,
+                        format!("[matrix] `best` must be a string like \"min estimate.rate\", found {}", other.type_name()),
+                    ),
                 }
                 continue;
             }
@@ -206,13 +209,13 @@ impl Matrix {
 }
 
 /// `[matrix]` leaves: (path, span of the key, value); dotted TOML keys become paths.
-fn flatten<'a>(entries: &'a [(Sp<String>, Sp<Val>)], prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, Range<usize>, &'a Sp<Val>)>) {
+fn flatten<'a>(entries: &'a [(Sp<String>, Sp<Val>)], prefix: &[String], out: &mut Vec<(Vec<String>, Range<usize>, &'a Sp<Val>)>) {
     for (k, v) in entries {
-        let mut path = prefix.clone();
+        let mut path = prefix.to_vec();
         path.extend(k.v.split('.').map(str::to_string));
         match &v.v {
             Val::Table(inner) if path.len() < 2 || (path.len() == 2 && path[1] == "params") => {
-                flatten(inner, &mut path.clone(), out);
+                flatten(inner, &path, out);
             }
             _ => out.push((path, k.span.clone(), v)),
         }
@@ -264,7 +267,8 @@ fn best_problem(best: &Best, stages: &BTreeMap<&str, Option<&str>>) -> Option<St
     if figures.is_empty() {
         return Some(format!("`{}`: the comparison has no figure of a `{}` stage", best.column, kind.unwrap_or("?")));
     }
-    (!figures.contains(&figure)).then(|| format!("`{}`: a `{}` stage's figures are {}", best.column, kind.unwrap_or("?"), figures.join(", ")))
+    (!figures.contains(&figure))
+        .then(|| format!("`{}`: a `{}` stage's figures are {}", best.column, kind.unwrap_or("?"), figures.join(", ")))
 }
 
 /// Put `value` at `rest` inside the table at `at` (tables created as needed, spanned at the value).
@@ -301,7 +305,15 @@ fn label(v: &Val) -> String {
         Val::Str(s) => {
             let base = s.rsplit(['/', '\\']).next().unwrap_or(s);
             match base.rsplit_once('.') {
-                Some((stem, ext)) if !stem.is_empty() && ext.chars().all(|c| c.is_ascii_alphanumeric()) && ext.len() <= 8 && s.contains(['/', '.']) && !ext.chars().all(|c| c.is_ascii_digit()) => stem.to_string(),
+                Some((stem, ext))
+                    if !stem.is_empty()
+                        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                        && ext.len() <= 8
+                        && s.contains(['/', '.'])
+                        && !ext.chars().all(|c| c.is_ascii_digit()) =>
+                {
+                    stem.to_string()
+                }
                 _ => base.to_string(),
             }
         }
@@ -330,7 +342,11 @@ mod tests {
         let root = toml_spans::parse(text).unwrap();
         let mut p = Problems::new(std::path::Path::new("p.toml"), text);
         let m = Matrix::read(&root, &mut p);
-        let problems = p.into_result().err().map(|e| e.problems.into_iter().map(|q| format!("{}:{}: {}", q.line, q.col, q.message)).collect()).unwrap_or_default();
+        let problems = p
+            .into_result()
+            .err()
+            .map(|e| e.problems.into_iter().map(|q| format!("{}:{}: {}", q.line, q.col, q.message)).collect())
+            .unwrap_or_default();
         (m, problems)
     }
 
@@ -352,8 +368,14 @@ mod tests {
     fn unknown_stages_keys_and_non_lists_are_located() {
         let (_, p) = read(&format!("[matrix]\n\"modl.path\" = [1]\n\"est.trails\" = [1]\n\"est.trials\" = 5\n\"pipeline.name\" = [\"a\"]\nbest = \"lowest est.rate\"\n{STAGES}"));
         assert_eq!(p.len(), 5, "{p:?}");
-        assert!(p[0].starts_with("2:1: [matrix] `modl.path`: no stage `modl` in [stages]") && p[0].contains("did you mean `model`"), "{p:?}");
-        assert!(p[1].starts_with("3:1: [matrix] `est.trails`: stage `est` (estimate) has no key `trails`") && p[1].contains("`trials`"), "{p:?}");
+        assert!(
+            p[0].starts_with("2:1: [matrix] `modl.path`: no stage `modl` in [stages]") && p[0].contains("did you mean `model`"),
+            "{p:?}"
+        );
+        assert!(
+            p[1].starts_with("3:1: [matrix] `est.trails`: stage `est` (estimate) has no key `trails`") && p[1].contains("`trials`"),
+            "{p:?}"
+        );
         assert!(p[2].starts_with("4:16: [matrix] `est.trials` must list the values"), "{p:?}");
         assert!(p[3].starts_with("5:1: [matrix] `pipeline.name`: of [pipeline], only `seed`"), "{p:?}");
         assert!(p[4].starts_with("6:8: [matrix] best `lowest est.rate`: expected `min STAGE.FIGURE`"), "{p:?}");

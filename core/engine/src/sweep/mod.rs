@@ -362,7 +362,9 @@ fn report(info: &SweepInfo, comparison: &Comparison, gate: Option<bool>) -> Stri
     }
     h.push_str("</table>");
     comparison.html_section(&mut h);
-    h.push_str("<p class=\"muted\">Each combination's own report: follow its name. The same table: matrix.csv, matrix.json.</p></body></html>\n");
+    h.push_str(
+        "<p class=\"muted\">Each combination's own report: follow its name. The same table: matrix.csv, matrix.json.</p></body></html>\n",
+    );
     h
 }
 

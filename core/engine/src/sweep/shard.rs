@@ -165,9 +165,13 @@ pub fn read_manifest(part: &Path) -> std::result::Result<Manifest, MergeError> {
     let path = part.join(MANIFEST);
     let err = |message: String| MergeError::Manifest { path: path.clone(), message };
     if !part.is_dir() {
-        return Err(MergeError::Manifest { path: part.to_path_buf(), message: "is not a folder; give the out folders of `fairpipe run --shard`".into() });
+        return Err(MergeError::Manifest {
+            path: part.to_path_buf(),
+            message: "is not a folder; give the out folders of `fairpipe run --shard`".into(),
+        });
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read ({e}); not a part written by `fairpipe run --shard`")))?;
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read ({e}); not a part written by `fairpipe run --shard`")))?;
     let m: Manifest = serde_json::from_str(&text).map_err(|e| err(format!("not a part manifest: {e}")))?;
     if m.format != FORMAT || m.format_version != 1 {
         return Err(err(format!("format {} version {}; this fairpipe reads {FORMAT} version 1", m.format, m.format_version)));
