@@ -16,7 +16,7 @@ macro_rules! say {
     }};
 }
 use fairpipe_core::pipeline::registry::stage_reference;
-use fairpipe_core::pipeline::Pipeline;
+use fairpipe_core::sweep::Sweep;
 
 /// Test machine-learning classifiers for discrimination with TOML audit pipelines.
 #[derive(Parser)]
@@ -45,6 +45,27 @@ enum Command {
         /// `[gate]`): the run writes its results, then exits 3 when a condition fails.
         #[arg(long = "gate", value_name = "CONDITION")]
         gate: Vec<fairpipe_core::gate::Condition>,
+        /// Combinations of a `[matrix]` run at once (each also uses every core for its searches).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: u16,
+        /// Run only shard K of N (K from 0): the units whose number is K modulo N, written as a
+        /// part for `fairpipe merge`; `env` reads K from JOB_COMPLETION_INDEX and N from
+        /// FAIRPIPE_SHARD_COUNT (a Kubernetes Indexed Job).
+        #[arg(long, value_name = "K/N|env")]
+        shard: Option<fairpipe_core::sweep::shard::ShardSpec>,
+        /// The best combination of a `[matrix]`: `min STAGE.FIGURE` or `max STAGE.FIGURE`
+        /// (overrides `[matrix] best`).
+        #[arg(long, value_name = "min|max COLUMN")]
+        best: Option<fairpipe_core::sweep::matrix::Best>,
+    },
+    /// Merge the parts of a sharded run (`run --shard`) into the result the unsharded run writes.
+    Merge {
+        /// The parts' folders (every shard's out folder).
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        /// Output folder for the merged result.
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Check a pipeline completely (files, columns, keys, graph) without running it.
     Validate {
@@ -136,12 +157,28 @@ enum Outcome {
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
-        Command::Run { pipeline, out, seed, quiet, gate } => {
-            let mut p = Pipeline::load(&pipeline, seed)?;
-            for c in gate {
-                p.add_gate(c).map_err(anyhow::Error::msg)?;
+        Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best } => {
+            let sweep = Sweep::load(&pipeline, seed, gate, best)?;
+            let out = out.or_else(|| sweep.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(&sweep.info.pipeline));
+            if let Some(shard) = shard {
+                let part = sweep.run_shard(&out, shard, usize::from(jobs), !quiet)?;
+                say!(
+                    "shard {shard}: {} of {} units ({}) → {}",
+                    part.manifest.units_here.len(),
+                    sweep.info.units.len(),
+                    part.manifest.units_here.join(", "),
+                    out.display()
+                );
+                say!("merge every shard's folder with: fairpipe merge PART... --out DIR");
+                return Ok(if part.gate_passed == Some(false) { Outcome::GateFailed } else { Outcome::Done });
             }
-            let out = out.or_else(|| p.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(&p.name));
+            if sweep.info.matrix {
+                let report = sweep.run(&out, usize::from(jobs), !quiet)?;
+                print_sweep(&report.summary);
+                say!("\nresults: {} (matrix.csv, matrix.json, report.html, one folder per combination)", out.display());
+                return Ok(gate_outcome(report.gate_passed));
+            }
+            let p = sweep.pipeline(0)?;
             let report = p.run(&out, !quiet)?;
             print_summary(&report.summary);
             say!("\nresults: {}", out.display());
@@ -158,14 +195,21 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 }
             }
         }
+        Command::Merge { parts, out } => {
+            let report = fairpipe_core::sweep::shard::merge(&parts, &out)?;
+            if report.summary.get("matrix").is_some_and(|m| m.is_object()) {
+                print_sweep(&report.summary);
+            } else {
+                print_summary(&report.summary);
+            }
+            say!("\nmerged {} parts into {}", parts.len(), out.display());
+            return Ok(gate_outcome(report.gate_passed));
+        }
         Command::Validate { pipeline } => {
-            let p = Pipeline::load(&pipeline, None)?;
-            say!(
-                "{}: ok ({} stages: {})",
-                pipeline.display(),
-                p.stages.len(),
-                p.stages.iter().map(|s| format!("{} ({})", s.name, s.kind.name)).collect::<Vec<_>>().join(" → ")
-            );
+            let sweep = Sweep::load(&pipeline, None, Vec::new(), None)?;
+            let stages = sweep.stage_names();
+            let combinations = if sweep.info.matrix { format!(", {} matrix combinations", sweep.info.units.len()) } else { String::new() };
+            say!("{}: ok ({} stages: {}{combinations})", pipeline.display(), stages.len(), stages.join(" → "));
         }
         Command::NewPlugin { name, dir, sdk } => {
             let sdk = sdk.unwrap_or_else(fairpipe::scaffold::default_sdk_path);
@@ -187,6 +231,46 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Done)
+}
+
+/// The outcome of a run with gate verdict `passed` (`None`: no gate).
+fn gate_outcome(passed: Option<bool>) -> Outcome {
+    match passed {
+        Some(false) => {
+            say!("\ngate: FAILED in at least one combination (exit code 3)");
+            Outcome::GateFailed
+        }
+        Some(true) => {
+            say!("\ngate: passed");
+            Outcome::Done
+        }
+        None => Outcome::Done,
+    }
+}
+
+/// One line per combination of a sweep with its key figures, and the best one.
+fn print_sweep(summary: &serde_json::Value) {
+    say!(
+        "sweep {} (seed {}): {} combinations",
+        summary["pipeline"].as_str().unwrap_or("?"),
+        summary["seed"],
+        summary["matrix"]["combinations"]
+    );
+    for c in summary["combinations"].as_array().into_iter().flatten() {
+        let figures: Vec<String> = c["figures"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| match v.as_f64() {
+                Some(f) if v.is_f64() => format!("{k} {f:.4}"),
+                _ => format!("{k} {v}"),
+            })
+            .collect();
+        say!("  {}  {}", c["name"].as_str().unwrap_or("?"), figures.join(", "));
+    }
+    if let Some(best) = summary["matrix"]["best"].as_str() {
+        say!("best by {best}: {}", summary["matrix"]["best_combination"].as_str().unwrap_or("— (no combination has this figure)"));
+    }
 }
 
 /// One line per stage with its headline figures.

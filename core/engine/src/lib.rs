@@ -68,6 +68,7 @@ pub mod stages;
 pub mod staging;
 pub mod stats;
 pub mod suggest;
+pub mod sweep;
 pub mod warnings;
 
 pub use error::{Error, Result};

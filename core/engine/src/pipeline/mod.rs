@@ -90,41 +90,27 @@ pub fn stage_seed(seed: u64, name: &str) -> u64 {
 impl Pipeline {
     /// Read and validate `file`; `seed` overrides `[pipeline] seed`.
     pub fn load(file: &Path, seed: Option<u64>) -> Result<Pipeline, ConfigError> {
-        let problem = |line: usize, col: usize, message: String| ConfigError {
-            problems: vec![ConfigProblem { file: file.to_path_buf(), line, col, message }],
-        };
-        if file.is_dir() {
-            return Err(problem(1, 1, "is a folder, not a pipeline file; name a .toml file".into()));
-        }
-        let bytes = std::fs::read(file).map_err(|e| problem(1, 1, format!("cannot read the pipeline file: {e}")))?;
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => {
-                // Locate the first invalid byte in the valid text before it.
-                let at = e.utf8_error().valid_up_to();
-                let bytes = e.as_bytes();
-                let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
-                let (line, col) = toml_spans::line_col(valid, at);
-                return Err(problem(
-                    line,
-                    col,
-                    format!("invalid UTF-8 (byte 0x{:02x} at byte offset {at}); a pipeline file must be UTF-8 text", bytes[at]),
-                ));
-            }
-        };
+        let text = read_text(file)?;
         Self::parse(file, &text, seed)
     }
 
     /// Validate pipeline `text` as if read from `file`.
     pub fn parse(file: &Path, text: &str, seed_override: Option<u64>) -> Result<Pipeline, ConfigError> {
+        let root = parse_root(file, text)?;
+        Self::from_root(file, text, &root, seed_override, false)
+    }
+
+    /// Validate the parsed pipeline `root` (of `text`, read from `file`). `in_sweep`: the caller
+    /// has taken the `[matrix]` table out and applied one of its combinations
+    /// ([`crate::sweep`]); otherwise a `[matrix]` table is refused here.
+    pub(crate) fn from_root(
+        file: &Path,
+        text: &str,
+        root: &Sp<Val>,
+        seed_override: Option<u64>,
+        in_sweep: bool,
+    ) -> Result<Pipeline, ConfigError> {
         let mut p = Problems::new(file, text);
-        let root = match toml_spans::parse(text) {
-            Ok(r) => r,
-            Err((message, span)) => {
-                p.at(&span, format!("invalid TOML: {message}"));
-                return p.into_result().map(|_| unreachable!());
-            }
-        };
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let Val::Table(top) = &root.v else { unreachable!("a TOML document is a table") };
 
@@ -186,11 +172,16 @@ impl Pipeline {
                 },
                 "stages" => stage_entries = Some(v),
                 "gate" => gate = gate_conditions(v, &mut p),
+                "matrix" if in_sweep => {}
+                "matrix" => p.at(
+                    &k.span,
+                    "[matrix] makes this file a sweep: run it with `fairpipe run` (or load it with fairpipe_core::sweep::Sweep)",
+                ),
                 other => p.at(
                     &k.span,
                     format!(
-                        "unknown top-level key `{other}`{}; a pipeline has [pipeline], [stages.NAME] and [gate] tables",
-                        hint(other, &["pipeline", "stages", "gate"])
+                        "unknown top-level key `{other}`{}; a pipeline has [pipeline], [stages.NAME], [gate] and [matrix] tables",
+                        hint(other, &["pipeline", "stages", "gate", "matrix"])
                     ),
                 ),
             }
@@ -530,6 +521,44 @@ impl Pipeline {
     }
 }
 
+/// The text of pipeline file `file` (a folder, an unreadable file or invalid UTF-8 is an error at
+/// `file:line:col`).
+pub(crate) fn read_text(file: &Path) -> Result<String, ConfigError> {
+    let problem = |line: usize, col: usize, message: String| ConfigError {
+        problems: vec![ConfigProblem { file: file.to_path_buf(), line, col, message }],
+    };
+    if file.is_dir() {
+        return Err(problem(1, 1, "is a folder, not a pipeline file; name a .toml file".into()));
+    }
+    let bytes = std::fs::read(file).map_err(|e| problem(1, 1, format!("cannot read the pipeline file: {e}")))?;
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            // Locate the first invalid byte in the valid text before it.
+            let at = e.utf8_error().valid_up_to();
+            let bytes = e.as_bytes();
+            let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+            let (line, col) = toml_spans::line_col(valid, at);
+            return Err(problem(
+                line,
+                col,
+                format!("invalid UTF-8 (byte 0x{:02x} at byte offset {at}); a pipeline file must be UTF-8 text", bytes[at]),
+            ));
+        }
+    };
+    Ok(text)
+}
+
+/// Phase one of reading a pipeline: the TOML text as spanned values (a syntax error located as
+/// `file:line:col`).
+pub(crate) fn parse_root(file: &Path, text: &str) -> Result<Sp<Val>, ConfigError> {
+    toml_spans::parse(text).map_err(|(message, span)| {
+        let mut p = Problems::new(file, text);
+        p.at(&span, format!("invalid TOML: {message}"));
+        p.into_result().err().unwrap_or(ConfigError { problems: Vec::new() })
+    })
+}
+
 /// The conditions of a `[gate]` table (`conditions = ["STAGE.FIELD OP NUMBER", …]`), each with
 /// its span; problems are recorded.
 fn gate_conditions(v: &Sp<Val>, p: &mut Problems) -> Vec<(crate::gate::Condition, std::ops::Range<usize>)> {
@@ -600,7 +629,7 @@ impl Run {
     /// the files stages asked for into temporary files beside their places; then the staging
     /// folder is moved into place and the temporary files renamed. A failure (or Ctrl-C) before
     /// that leaves the previous result and files untouched.
-    fn write_unlocked(&self, out_dir: &Path, report: bool) -> Result<Vec<PathBuf>> {
+    pub(crate) fn write_unlocked(&self, out_dir: &Path, report: bool) -> Result<Vec<PathBuf>> {
         let (summary, tables) = (&self.summary, &self.tables);
         let staging = crate::staging::Staging::begin(out_dir)?;
         let dir = staging.dir().to_path_buf();

@@ -1,0 +1,267 @@
+//! The comparison across a sweep's combinations: per combination its matrix values and key
+//! figures — accuracy, estimated rate with its interval, IDIs per search, worst impact ratio,
+//! worst group score, gate verdict — as `matrix.csv`, `matrix.json`, a section of the sweep's
+//! `report.html`, and the best combination by a chosen figure.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value};
+
+use super::matrix::Best;
+
+/// The comparison figures of a stage kind: column `STAGE.FIGURE` for each figure named here.
+pub fn figures_of_kind(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "load_model" | "train" => &["accuracy_test"],
+        "estimate" => &["rate", "ci95_low", "ci95_high"],
+        "verify" => &["idis", "idis_full"],
+        "check" => &["discriminatory"],
+        "group_metrics" => &["min_impact_ratio"],
+        "group_score" => &["worst_score"],
+        _ => &[],
+    }
+}
+
+/// Figure `figure` of a stage's summary entry `f` (as [`figures_of_kind`] names them).
+fn figure(f: &Value, figure: &str) -> Value {
+    match figure {
+        "ci95_low" => f["ci95"][0].clone(),
+        "ci95_high" => f["ci95"][1].clone(),
+        "idis" => f["discriminatory"].clone(),
+        "idis_full" => f["discriminatory_full"].clone(),
+        "min_impact_ratio" => {
+            // The worst (lowest) impact ratio over the attribute sets.
+            let lowest = f["min_impact_ratio"].as_object().into_iter().flatten().filter_map(|(_, v)| v.as_f64()).reduce(f64::min);
+            lowest.map(Value::from).unwrap_or(Value::Null)
+        }
+        other => f.get(other).cloned().unwrap_or(Value::Null),
+    }
+}
+
+/// One combination's row: name, seed, matrix values and figures by column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The combination's folder name (its unit id).
+    pub name: String,
+    /// Matrix key → value.
+    pub values: Map<String, Value>,
+    /// Its run's seed.
+    pub seed: Value,
+    /// Column (`STAGE.FIGURE`, `gate.passed`) → value.
+    pub figures: Vec<(String, Value)>,
+}
+
+impl Row {
+    /// The row of combination `name` with matrix `values`, from its run's `summary.json`.
+    pub fn from_summary(name: &str, values: Map<String, Value>, summary: &Value) -> Row {
+        let mut figures = Vec::new();
+        for stage in summary["stage_order"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            let f = &summary["stages"][stage];
+            for fig in figures_of_kind(f["kind"].as_str().unwrap_or("")) {
+                figures.push((format!("{stage}.{fig}"), figure(f, fig)));
+            }
+        }
+        if let Some(passed) = summary.get("gate").and_then(|g| g.get("passed")) {
+            figures.push(("gate.passed".into(), passed.clone()));
+        }
+        Row { name: name.to_string(), values, seed: summary["seed"].clone(), figures }
+    }
+
+    /// The value of `column` (`null` when the row lacks it).
+    pub fn get(&self, column: &str) -> Option<&Value> {
+        self.figures.iter().find(|(c, _)| c == column).map(|(_, v)| v)
+    }
+}
+
+/// The comparison: its rows in combination order, the figure columns, and the best row.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// Matrix keys, in file order.
+    pub keys: Vec<String>,
+    /// Figure columns, in first-seen order.
+    pub columns: Vec<String>,
+    /// One row per combination.
+    pub rows: Vec<Row>,
+    /// How the best row is chosen, if asked.
+    pub best: Option<Best>,
+    /// The best row's name (`None` when not asked or when no row has the figure).
+    pub best_row: Option<String>,
+}
+
+impl Comparison {
+    /// Compare `rows` (in combination order) by `best`.
+    pub fn new(keys: Vec<String>, rows: Vec<Row>, best: Option<Best>) -> Comparison {
+        let mut columns: Vec<String> = Vec::new();
+        for r in &rows {
+            for (c, _) in &r.figures {
+                if !columns.contains(c) {
+                    columns.push(c.clone());
+                }
+            }
+        }
+        let best_row = best.as_ref().and_then(|b| {
+            let key = |r: &&Row| r.get(&b.column).and_then(|v| v.as_f64().or_else(|| v.as_bool().map(f64::from)));
+            let scored: Vec<(&Row, f64)> = rows.iter().filter_map(|r| key(&r).filter(|x| x.is_finite()).map(|x| (r, x))).collect();
+            // The first row wins a tie (combination order).
+            scored
+                .iter()
+                .copied()
+                .reduce(|a, c| if (b.highest && c.1 > a.1) || (!b.highest && c.1 < a.1) { c } else { a })
+                .map(|(r, _)| r.name.clone())
+        });
+        Comparison { keys, columns, rows, best, best_row }
+    }
+
+    /// `matrix.json` / the sweep summary's `combinations`: one object per row.
+    pub fn to_json(&self) -> Value {
+        Value::Array(
+            self.rows
+                .iter()
+                .map(|r| {
+                    let figures: Map<String, Value> = r.figures.iter().cloned().collect();
+                    json!({"name": r.name, "values": r.values, "seed": r.seed, "figures": figures})
+                })
+                .collect(),
+        )
+    }
+
+    /// `matrix.csv`: `combination`, `seed`, one column per matrix key (values as JSON text), then
+    /// the figure columns.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::new();
+        let header: Vec<String> = ["combination".to_string(), "seed".into()]
+            .into_iter()
+            .chain(self.keys.iter().cloned())
+            .chain(self.columns.iter().cloned())
+            .collect();
+        out.push_str(&header.iter().map(|h| csv_field(h)).collect::<Vec<_>>().join(","));
+        out.push('\n');
+        for r in &self.rows {
+            let mut cells = vec![csv_field(&r.name), cell(&r.seed)];
+            for k in &self.keys {
+                cells.push(csv_field(&match r.values.get(k) {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(v) => v.to_string(),
+                    None => String::new(),
+                }));
+            }
+            for c in &self.columns {
+                cells.push(r.get(c).map(cell).unwrap_or_default());
+            }
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The comparison as an HTML section: rows ordered best first when a figure is chosen (else in
+    /// combination order), the best highlighted, each name linking to its run's report.
+    pub fn html_section(&self, h: &mut String) {
+        h.push_str("<h2>Comparison across the matrix</h2>");
+        if let Some(b) = &self.best {
+            let _ = write!(
+                h,
+                "<p>Best by <code>{}</code>: <b>{}</b></p>",
+                esc(&b.to_string()),
+                esc(self.best_row.as_deref().unwrap_or("— (no combination has this figure)"))
+            );
+        }
+        h.push_str("<table><tr><th>combination</th><th>seed</th>");
+        for k in self.keys.iter().chain(&self.columns) {
+            let _ = write!(h, "<th>{}</th>", esc(k));
+        }
+        h.push_str("</tr>");
+        for r in self.ordered() {
+            let class = if self.best_row.as_deref() == Some(r.name.as_str()) { " class=\"ok\"" } else { "" };
+            let _ = write!(h, "<tr{class}><td><a href=\"{0}/report.html\">{0}</a></td><td>{1}</td>", esc(&r.name), esc(&cell(&r.seed)));
+            for k in &self.keys {
+                let v = r.values.get(k).map(|v| if let Value::String(s) = v { s.clone() } else { v.to_string() }).unwrap_or_default();
+                let _ = write!(h, "<td>{}</td>", esc(&v));
+            }
+            for c in &self.columns {
+                let _ = write!(h, "<td>{}</td>", esc(&r.get(c).map(display).unwrap_or_else(|| "—".into())));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</table>");
+    }
+
+    /// Rows best first by the chosen figure (rows without it last), else in combination order.
+    pub fn ordered(&self) -> Vec<&Row> {
+        let mut rows: Vec<&Row> = self.rows.iter().collect();
+        if let Some(b) = &self.best {
+            let key = |r: &Row| r.get(&b.column).and_then(|v| v.as_f64().or_else(|| v.as_bool().map(f64::from))).filter(|x| x.is_finite());
+            rows.sort_by(|x, y| match (key(x), key(y)) {
+                (Some(a), Some(c)) => {
+                    let o = a.total_cmp(&c);
+                    if b.highest {
+                        o.reverse()
+                    } else {
+                        o
+                    }
+                }
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => std::cmp::Ordering::Equal,
+            });
+        }
+        rows
+    }
+}
+
+/// A JSON figure as a CSV cell (`null`: empty).
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => csv_field(s),
+        other => other.to_string(),
+    }
+}
+
+/// A figure for the HTML table: four decimals for fractions.
+fn display(v: &Value) -> String {
+    match v {
+        Value::Number(n) if n.is_f64() => format!("{:.4}", n.as_f64().unwrap_or(f64::NAN)),
+        Value::Null => "—".into(),
+        Value::Bool(true) => "passed".into(),
+        Value::Bool(false) => "FAILED".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Quote a CSV field when it needs it.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Escape text for HTML.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, rate: Value) -> Row {
+        let summary = json!({"seed": 1, "stage_order": ["model", "est"], "stages": {
+            "model": {"kind": "load_model", "accuracy_test": 0.8},
+            "est": {"kind": "estimate", "rate": rate, "ci95": [0.01, 0.03]}}});
+        Row::from_summary(name, Map::new(), &summary)
+    }
+
+    #[test]
+    fn the_lowest_rate_is_best_and_a_missing_figure_never_wins() {
+        let rows = vec![row("a", json!(0.02)), row("b", Value::Null), row("c", json!(0.01)), row("d", json!(0.01))];
+        let c = Comparison::new(vec![], rows, Some("min est.rate".parse().unwrap()));
+        assert_eq!(c.best_row.as_deref(), Some("c"), "first of the tied lowest");
+        assert_eq!(c.ordered().iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["c", "d", "a", "b"]);
+        assert_eq!(c.columns, ["model.accuracy_test", "est.rate", "est.ci95_low", "est.ci95_high"]);
+        let csv = c.to_csv();
+        assert_eq!(csv.lines().nth(2), Some("b,1,0.8,,0.01,0.03"));
+    }
+}

@@ -1,0 +1,391 @@
+//! The `[matrix]` table of a pipeline: lists of values for stage parameters, whose cartesian
+//! product is the sweep's combinations.
+//!
+//! A key names what it replaces as `STAGE.KEY` (or deeper, `STAGE.params.NAME`), or
+//! `pipeline.seed`; written quoted (`"model.path" = [...]`) or as TOML dotted keys
+//! (`model.path = [...]`), both read the same. Each combination is the pipeline with those values
+//! put in place (a key the stage does not set is added), validated like any pipeline: a wrong
+//! value is reported at the value's own place in `[matrix]`.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use crate::pipeline::problems::Problems;
+use crate::pipeline::registry;
+use crate::pipeline::toml_spans::{Sp, Val};
+use crate::suggest::hint;
+
+/// At most this many combinations in one sweep.
+pub const MAX_COMBINATIONS: usize = 10_000;
+
+/// One swept key: its path and the values it takes.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    /// The key as written, e.g. `model.path`.
+    pub key: String,
+    /// Its segments, e.g. `["model", "path"]`.
+    pub path: Vec<String>,
+    /// The values, in the order listed.
+    pub values: Vec<Sp<Val>>,
+}
+
+/// How the best combination is chosen: `"min STAGE.FIGURE"` or `"max STAGE.FIGURE"`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Best {
+    /// `true`: the highest value is best.
+    pub highest: bool,
+    /// The comparison column, e.g. `estimate.rate`.
+    pub column: String,
+}
+
+impl std::str::FromStr for Best {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut words = s.split_whitespace();
+        let (order, column) = (words.next(), words.next());
+        let highest = match order {
+            Some("max") => true,
+            Some("min") => false,
+            _ => return Err(format!("`{s}`: expected `min STAGE.FIGURE` or `max STAGE.FIGURE`, e.g. \"min estimate.rate\"")),
+        };
+        match (column, words.next()) {
+            (Some(c), None) if c.contains('.') => Ok(Best { highest, column: c.to_string() }),
+            _ => Err(format!("`{s}`: expected `min STAGE.FIGURE` or `max STAGE.FIGURE`, e.g. \"min estimate.rate\"")),
+        }
+    }
+}
+
+impl std::fmt::Display for Best {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", if self.highest { "max" } else { "min" }, self.column)
+    }
+}
+
+/// The `[matrix]` table, read and checked.
+#[derive(Debug, Clone, Default)]
+pub struct Matrix {
+    /// The swept keys, in file order.
+    pub axes: Vec<Axis>,
+    /// `best = "min|max STAGE.FIGURE"`, with its span.
+    pub best: Option<(Best, Range<usize>)>,
+}
+
+/// A combination: one value per axis (indices into each axis's values).
+pub type Combination = Vec<usize>;
+
+impl Matrix {
+    /// Read `[matrix]` from the document `root` (absent: no axes), recording problems: keys must
+    /// name a stage of the file and a key its kind accepts (or `pipeline.seed`), values must be
+    /// non-empty lists without repeats.
+    pub fn read(root: &Sp<Val>, p: &mut Problems) -> Matrix {
+        let mut matrix = Matrix::default();
+        let Val::Table(top) = &root.v else { return matrix };
+        let Some((_, table)) = top.iter().find(|(k, _)| k.v == "matrix") else { return matrix };
+        let Val::Table(entries) = &table.v else {
+            p.at(&table.span, format!("`matrix` must be a table of lists (`\"STAGE.KEY\" = [...]`), found {}", table.v.type_name()));
+            return matrix;
+        };
+        // Stage name → kind name, as written (broken stages are judged by the pipeline reader).
+        let mut stages: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+        if let Some((_, Sp { v: Val::Table(st), .. })) = top.iter().find(|(k, _)| k.v == "stages") {
+            for (name, body) in st {
+                let kind = match &body.v {
+                    Val::Table(e) => e.iter().find(|(k, _)| k.v == "kind").and_then(|(_, v)| match &v.v {
+                        Val::Str(s) => Some(s.as_str()),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                stages.insert(name.v.as_str(), kind);
+            }
+        }
+        let mut leaves = Vec::new();
+        flatten(entries, &[], &mut leaves);
+        for (path, key_span, value) in leaves {
+            let key = path.join(".");
+            if path.len() == 1 && path[0] == "best" {
+                match &value.v {
+                    Val::Str(s) => match s.parse::<Best>() {
+                        Ok(b) => {
+                            if let Some(problem) = best_problem(&b, &stages) {
+                                p.at(&value.span, format!("[matrix] best {problem}"));
+                            }
+                            matrix.best = Some((b, value.span.clone()));
+                        }
+                        Err(e) => p.at(&value.span, format!("[matrix] best {e}")),
+                    },
+                    other => p.at(
+                        &value.span,
+                        format!("[matrix] `best` must be a string like \"min estimate.rate\", found {}", other.type_name()),
+                    ),
+                }
+                continue;
+            }
+            if let Some(problem) = key_problem(&path, &stages) {
+                p.at(&key_span, format!("[matrix] `{key}`: {problem}"));
+                continue;
+            }
+            let Val::Array(values) = &value.v else {
+                p.at(&value.span, format!("[matrix] `{key}` must list the values to sweep (`[a, b, …]`), found {}", value.v.type_name()));
+                continue;
+            };
+            if values.is_empty() {
+                p.at(&value.span, format!("[matrix] `{key}` lists no values; give at least one"));
+                continue;
+            }
+            let mut ok = true;
+            for (i, v) in values.iter().enumerate() {
+                if values[..i].iter().any(|w| w.v == v.v) {
+                    p.at(&v.span, format!("[matrix] `{key}` lists this value twice"));
+                    ok = false;
+                }
+            }
+            if matrix.axes.iter().any(|a| a.key == key) {
+                p.at(&key_span, format!("[matrix] `{key}` is listed twice"));
+                ok = false;
+            }
+            if ok {
+                matrix.axes.push(Axis { key, path, values: values.clone() });
+            }
+        }
+        let count = matrix.axes.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
+        match count {
+            Some(n) if n <= MAX_COMBINATIONS => {}
+            _ => p.at(
+                &table.span,
+                format!(
+                    "[matrix] gives {} combinations; at most {MAX_COMBINATIONS} (fewer values, or split the sweep into several files)",
+                    count.map(|n| n.to_string()).unwrap_or_else(|| "more than 2^64".into())
+                ),
+            ),
+        }
+        matrix
+    }
+
+    /// The combinations in a fixed order: the first axis varies slowest.
+    pub fn combinations(&self) -> Vec<Combination> {
+        let mut out: Vec<Combination> = vec![Vec::new()];
+        for axis in &self.axes {
+            out = out.into_iter().flat_map(|c| (0..axis.values.len()).map(move |i| [c.clone(), vec![i]].concat())).collect();
+        }
+        out
+    }
+
+    /// The folder name of combination number `index`: its number (zero-padded to the count's
+    /// width) and, per axis, the key's last segment and a short label of the value, e.g.
+    /// `03_path=census_protected=race_seed=2`; letters, digits, `.`, `-`, `_`, `=` and `+` only.
+    pub fn name(&self, index: usize, combination: &Combination) -> String {
+        let count = self.axes.iter().map(|a| a.values.len()).product::<usize>().max(1);
+        let width = (count - 1).to_string().len().max(2);
+        let mut name = format!("{index:0width$}");
+        for (axis, &i) in self.axes.iter().zip(combination) {
+            let last = axis.path.last().map(String::as_str).unwrap_or("value");
+            name.push_str(&format!("_{}={}", sanitise(last), label(&axis.values[i].v)));
+        }
+        name
+    }
+
+    /// The root document with combination `combination` applied and `[matrix]` left in place
+    /// (the pipeline reader skips it in a sweep).
+    pub fn apply(&self, root: &Sp<Val>, combination: &Combination) -> Sp<Val> {
+        let mut doc = root.clone();
+        for (axis, &i) in self.axes.iter().zip(combination) {
+            let (first, rest) = axis.path.split_first().expect("a key has segments");
+            let Val::Table(top) = &mut doc.v else { break };
+            let value = &axis.values[i];
+            if first == "pipeline" {
+                set(top, &["pipeline".to_string()], rest, value);
+            } else {
+                set(top, &["stages".to_string(), first.clone()], rest, value);
+            }
+        }
+        doc
+    }
+
+    /// The value of every axis in `combination`, as JSON keyed by the axis key.
+    pub fn values_json(&self, combination: &Combination) -> serde_json::Map<String, serde_json::Value> {
+        self.axes.iter().zip(combination).map(|(a, &i)| (a.key.clone(), a.values[i].v.to_json())).collect()
+    }
+}
+
+/// `[matrix]` leaves: (path, span of the key, value); dotted TOML keys become paths.
+fn flatten<'a>(entries: &'a [(Sp<String>, Sp<Val>)], prefix: &[String], out: &mut Vec<(Vec<String>, Range<usize>, &'a Sp<Val>)>) {
+    for (k, v) in entries {
+        let mut path = prefix.to_vec();
+        path.extend(k.v.split('.').map(str::to_string));
+        match &v.v {
+            Val::Table(inner) if path.len() < 2 || (path.len() == 2 && path[1] == "params") => {
+                flatten(inner, &path, out);
+            }
+            _ => out.push((path, k.span.clone(), v)),
+        }
+    }
+}
+
+/// What is wrong with a swept key, if anything.
+fn key_problem(path: &[String], stages: &BTreeMap<&str, Option<&str>>) -> Option<String> {
+    if path.iter().any(String::is_empty) || path.len() < 2 {
+        return Some("expected `STAGE.KEY` (e.g. \"model.path\"), `STAGE.params.NAME` or `pipeline.seed`".into());
+    }
+    if path[0] == "pipeline" {
+        return (path.len() != 2 || path[1] != "seed").then(|| "of [pipeline], only `seed` can be swept".to_string());
+    }
+    let names: Vec<&str> = stages.keys().copied().collect();
+    let Some(kind) = stages.get(path[0].as_str()) else {
+        return Some(format!("no stage `{}` in [stages]{}", path[0], hint(&path[0], &names)));
+    };
+    let kind = registry::find((*kind)?)?;
+    let keys = kind.all_keys();
+    if !keys.contains(&path[1].as_str()) {
+        return Some(format!(
+            "stage `{}` ({}) has no key `{}`{}; keys: {}",
+            path[0],
+            kind.name,
+            path[1],
+            hint(&path[1], &keys),
+            keys.join(", ")
+        ));
+    }
+    if path.len() > 2 && path[1] != "params" {
+        return Some(format!("only `params` has sub-keys (`{}.params.NAME`)", path[0]));
+    }
+    None
+}
+
+/// What is wrong with `best`, if anything: its stage must exist and its figure be one the
+/// comparison table has for that stage's kind.
+fn best_problem(best: &Best, stages: &BTreeMap<&str, Option<&str>>) -> Option<String> {
+    let (stage, figure) = best.column.split_once('.')?;
+    if stage == "gate" {
+        return (figure != "passed").then(|| "`gate` has one figure: `gate.passed`".to_string());
+    }
+    let names: Vec<&str> = stages.keys().copied().collect();
+    let Some(kind) = stages.get(stage) else {
+        return Some(format!("`{}`: no stage `{stage}`{}", best.column, hint(stage, &names)));
+    };
+    let figures = super::compare::figures_of_kind((*kind)?);
+    if figures.is_empty() {
+        return Some(format!("`{}`: the comparison has no figure of a `{}` stage", best.column, kind.unwrap_or("?")));
+    }
+    (!figures.contains(&figure))
+        .then(|| format!("`{}`: a `{}` stage's figures are {}", best.column, kind.unwrap_or("?"), figures.join(", ")))
+}
+
+/// Put `value` at `rest` inside the table at `at` (tables created as needed, spanned at the value).
+fn set(top: &mut Vec<(Sp<String>, Sp<Val>)>, at: &[String], rest: &[String], value: &Sp<Val>) {
+    let full: Vec<&String> = at.iter().chain(rest).collect();
+    let mut table = top;
+    for (depth, seg) in full.iter().enumerate() {
+        let last = depth + 1 == full.len();
+        let pos = table.iter().position(|(k, _)| &k.v == *seg);
+        let pos = match pos {
+            Some(i) => i,
+            None => {
+                let fresh = if last { value.clone() } else { Sp { v: Val::Table(Vec::new()), span: value.span.clone() } };
+                table.push((Sp { v: (*seg).clone(), span: value.span.clone() }, fresh));
+                table.len() - 1
+            }
+        };
+        if last {
+            table[pos].1 = value.clone();
+            return;
+        }
+        if !matches!(table[pos].1.v, Val::Table(_)) {
+            // Not a table where one is needed: the pipeline reader reports the original value.
+            return;
+        }
+        let Val::Table(inner) = &mut table[pos].1.v else { return };
+        table = inner;
+    }
+}
+
+/// A short, file-name-safe label of a value: a path's file stem, a list joined with `+`.
+fn label(v: &Val) -> String {
+    let text = match v {
+        Val::Str(s) => {
+            let base = s.rsplit(['/', '\\']).next().unwrap_or(s);
+            match base.rsplit_once('.') {
+                Some((stem, ext))
+                    if !stem.is_empty()
+                        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                        && ext.len() <= 8
+                        && s.contains(['/', '.'])
+                        && !ext.chars().all(|c| c.is_ascii_digit()) =>
+                {
+                    stem.to_string()
+                }
+                _ => base.to_string(),
+            }
+        }
+        Val::Array(items) => items.iter().map(|i| label(&i.v)).collect::<Vec<_>>().join("+"),
+        Val::Table(entries) => entries.iter().map(|(k, v)| format!("{}-{}", k.v, label(&v.v))).collect::<Vec<_>>().join("+"),
+        other => other.to_json().to_string(),
+    };
+    let mut s = sanitise(&text);
+    if s.len() > 40 {
+        s.truncate(40);
+    }
+    s
+}
+
+/// Keep letters, digits, `.`, `-`, `_`, `+`; anything else becomes `-`.
+fn sanitise(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+') { c } else { '-' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::toml_spans;
+
+    fn read(text: &str) -> (Matrix, Vec<String>) {
+        let root = toml_spans::parse(text).unwrap();
+        let mut p = Problems::new(std::path::Path::new("p.toml"), text);
+        let m = Matrix::read(&root, &mut p);
+        let problems = p
+            .into_result()
+            .err()
+            .map(|e| e.problems.into_iter().map(|q| format!("{}:{}: {}", q.line, q.col, q.message)).collect())
+            .unwrap_or_default();
+        (m, problems)
+    }
+
+    const STAGES: &str = "[stages.model]\nkind = \"load_model\"\n[stages.est]\nkind = \"estimate\"\n";
+
+    #[test]
+    fn dotted_and_quoted_keys_read_the_same_and_combinations_vary_the_last_axis_fastest() {
+        let (a, pa) = read(&format!("[matrix]\n\"model.path\" = [\"m/a.onnx\", \"m/b.onnx\"]\n\"pipeline.seed\" = [1, 2, 3]\n{STAGES}"));
+        let (b, pb) = read(&format!("[matrix]\nmodel.path = [\"m/a.onnx\", \"m/b.onnx\"]\npipeline.seed = [1, 2, 3]\n{STAGES}"));
+        assert!(pa.is_empty() && pb.is_empty(), "{pa:?} {pb:?}");
+        assert_eq!(a.axes.iter().map(|x| &x.key).collect::<Vec<_>>(), b.axes.iter().map(|x| &x.key).collect::<Vec<_>>());
+        let c = a.combinations();
+        assert_eq!(c.len(), 6);
+        assert_eq!(c[1], vec![0, 1]);
+        assert_eq!(a.name(4, &c[4]), "04_path=b_seed=2");
+    }
+
+    #[test]
+    fn unknown_stages_keys_and_non_lists_are_located() {
+        let (_, p) = read(&format!("[matrix]\n\"modl.path\" = [1]\n\"est.trails\" = [1]\n\"est.trials\" = 5\n\"pipeline.name\" = [\"a\"]\nbest = \"lowest est.rate\"\n{STAGES}"));
+        assert_eq!(p.len(), 5, "{p:?}");
+        assert!(
+            p[0].starts_with("2:1: [matrix] `modl.path`: no stage `modl` in [stages]") && p[0].contains("did you mean `model`"),
+            "{p:?}"
+        );
+        assert!(
+            p[1].starts_with("3:1: [matrix] `est.trails`: stage `est` (estimate) has no key `trails`") && p[1].contains("`trials`"),
+            "{p:?}"
+        );
+        assert!(p[2].starts_with("4:16: [matrix] `est.trials` must list the values"), "{p:?}");
+        assert!(p[3].starts_with("5:1: [matrix] `pipeline.name`: of [pipeline], only `seed`"), "{p:?}");
+        assert!(p[4].starts_with("6:8: [matrix] best `lowest est.rate`: expected `min STAGE.FIGURE`"), "{p:?}");
+    }
+
+    #[test]
+    fn repeated_values_and_an_unknown_best_figure_are_refused() {
+        let (_, p) = read(&format!("[matrix]\n\"est.trials\" = [10, 10]\nbest = \"max est.accuracy\"\n{STAGES}"));
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p[0].starts_with("2:21: [matrix] `est.trials` lists this value twice"), "{p:?}");
+        assert!(p[1].contains("a `estimate` stage's figures are rate, ci95_low, ci95_high"), "{p:?}");
+    }
+}

@@ -1,0 +1,387 @@
+//! Sweeps: a pipeline with a `[matrix]` runs once per combination of the matrix's values, each in
+//! its own subfolder, in parallel up to `jobs`, and compares them ([`compare`]). A run — sweep or
+//! plain pipeline — is made of **units**: one per matrix combination (a plain pipeline is one
+//! unit, `run`). A unit's results depend on the pipeline file and its own combination alone (its
+//! seed is the pipeline seed, or the combination's `pipeline.seed`; every stage derives its
+//! stream from that seed and its name, and estimate trials from (stage seed, trial index)), never
+//! on which other units run beside it, in which order or on which machine. That is what makes a
+//! sharded run ([`shard`]) merge into exactly the unsharded result.
+
+pub mod compare;
+pub mod matrix;
+pub mod shard;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::error::{ConfigError, Error, Result};
+use crate::output::{write_atomic, write_json};
+use crate::pipeline::problems::Problems;
+use crate::pipeline::toml_spans::{Sp, Val};
+use crate::pipeline::{parse_root, read_text, Pipeline};
+use compare::{Comparison, Row};
+use matrix::{Best, Combination, Matrix};
+
+/// The unit id of a plain pipeline (no `[matrix]`): its one unit.
+pub const PLAIN_UNIT: &str = "run";
+
+/// A unit of work: one matrix combination (or the whole plain pipeline).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitInfo {
+    /// Its id: the combination's folder name (`run` for a plain pipeline).
+    pub id: String,
+    /// Matrix key → the combination's value.
+    pub values: Map<String, Value>,
+}
+
+/// What identifies a sweep and everything needed to write its combined result: kept in a part's
+/// manifest, so `fairpipe merge` needs nothing but the parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepInfo {
+    /// `[pipeline] name`.
+    pub pipeline: String,
+    /// The pipeline file's name.
+    pub file: Option<String>,
+    /// The run seed (`--seed`, else `[pipeline] seed`).
+    pub seed: u64,
+    /// FNV-1a 64 of the pipeline text and the `--gate` conditions, as 16 hex digits.
+    pub pipeline_hash: String,
+    /// The fairpipe version that ran it.
+    pub fairpipe_version: String,
+    /// Whether the pipeline has a `[matrix]` (the result is a sweep folder) or not (one run).
+    pub matrix: bool,
+    /// The matrix keys in file order.
+    pub keys: Vec<String>,
+    /// How the best combination is chosen.
+    pub best: Option<Best>,
+    /// `[pipeline] report`.
+    pub report: bool,
+    /// Every unit, in order.
+    pub units: Vec<UnitInfo>,
+}
+
+/// A pipeline file read as a sweep: its matrix (possibly empty) and its units, every combination
+/// validated.
+pub struct Sweep {
+    /// The pipeline file.
+    pub file: PathBuf,
+    /// `[pipeline] out`, resolved, if given.
+    pub out: Option<PathBuf>,
+    /// Identity and units.
+    pub info: SweepInfo,
+    /// The matrix.
+    pub matrix: Matrix,
+    text: String,
+    root: Sp<Val>,
+    combinations: Vec<Combination>,
+    seed_override: Option<u64>,
+    gates: Vec<crate::gate::Condition>,
+}
+
+/// What a sweep run (or a merge) produced.
+#[derive(Debug, Clone)]
+pub struct SweepReport {
+    /// The top-level `summary.json`.
+    pub summary: Value,
+    /// Whether every gate passed (`None`: no gate).
+    pub gate_passed: Option<bool>,
+}
+
+impl Sweep {
+    /// Read `file`, its `[matrix]` and every combination (all problems at once, each once, as
+    /// `file:line:col`); `seed` overrides `[pipeline] seed` (a swept `pipeline.seed` still wins);
+    /// `gates` are `--gate` conditions added to every combination; `best` overrides
+    /// `[matrix] best`.
+    pub fn load(file: &Path, seed: Option<u64>, gates: Vec<crate::gate::Condition>, best: Option<Best>) -> Result<Sweep, ConfigError> {
+        let text = read_text(file)?;
+        let root = parse_root(file, &text)?;
+        let mut p = Problems::new(file, &text);
+        let matrix = Matrix::read(&root, &mut p);
+        if let Err(e) = p.into_result() {
+            // The stages' own problems too, so one pass shows everything.
+            let mut problems = e.problems;
+            if let Err(more) = Pipeline::from_root(file, &text, &root, seed, true) {
+                problems.extend(more.problems);
+            }
+            return Err(ConfigError { problems: dedup(problems) });
+        }
+        let combinations = matrix.combinations();
+        let mut sweep = Sweep {
+            file: file.to_path_buf(),
+            out: None,
+            info: SweepInfo {
+                pipeline: String::new(),
+                file: file.file_name().map(|f| f.to_string_lossy().into_owned()),
+                seed: 0,
+                pipeline_hash: String::new(),
+                fairpipe_version: env!("CARGO_PKG_VERSION").to_string(),
+                matrix: !matrix.axes.is_empty(),
+                keys: matrix.axes.iter().map(|a| a.key.clone()).collect(),
+                best: best.or_else(|| matrix.best.as_ref().map(|(b, _)| b.clone())),
+                report: true,
+                units: Vec::new(),
+            },
+            matrix,
+            text,
+            root,
+            combinations,
+            seed_override: seed,
+            gates,
+        };
+        let mut problems = Vec::new();
+        for i in 0..sweep.combinations.len() {
+            match sweep.pipeline(i) {
+                Ok(p) => {
+                    if i == 0 {
+                        sweep.info.pipeline = p.name.clone();
+                        sweep.info.report = p.report;
+                        sweep.out = p.out.clone();
+                    }
+                }
+                Err(e) => problems.extend(e.problems),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(ConfigError { problems: dedup(problems) });
+        }
+        let base = Pipeline::from_root(file, &sweep.text, &sweep.root, seed, true)?;
+        sweep.info.seed = base.seed;
+        sweep.info.units = sweep
+            .combinations
+            .iter()
+            .enumerate()
+            .map(|(i, c)| UnitInfo {
+                id: if sweep.info.matrix { sweep.matrix.name(i, c) } else { PLAIN_UNIT.to_string() },
+                values: sweep.matrix.values_json(c),
+            })
+            .collect();
+        let mut hashed = sweep.text.clone();
+        for g in &sweep.gates {
+            hashed.push_str(&format!("\n--gate {g}"));
+        }
+        sweep.info.pipeline_hash = format!("{:016x}", fnv1a(hashed.as_bytes()));
+        Ok(sweep)
+    }
+
+    /// The pipeline of unit `index` (its combination applied), validated.
+    pub fn pipeline(&self, index: usize) -> Result<Pipeline, ConfigError> {
+        let combination = &self.combinations[index];
+        let doc = self.matrix.apply(&self.root, combination);
+        let seed_swept = self.matrix.axes.iter().any(|a| a.key == "pipeline.seed");
+        let mut p = Pipeline::from_root(&self.file, &self.text, &doc, if seed_swept { None } else { self.seed_override }, true)?;
+        for g in &self.gates {
+            p.add_gate(g.clone()).map_err(|message| ConfigError {
+                problems: vec![crate::error::ConfigProblem { file: self.file.clone(), line: 1, col: 1, message }],
+            })?;
+        }
+        Ok(p)
+    }
+
+    /// Number of stages of the first combination (for `validate`'s one-line answer).
+    pub fn stage_names(&self) -> Vec<String> {
+        self.pipeline(0).map(|p| p.stages.iter().map(|s| format!("{} ({})", s.name, s.kind.name)).collect()).unwrap_or_default()
+    }
+
+    /// Run every unit into `out` (all or nothing, under its lock): a plain pipeline writes its
+    /// usual result there; a sweep writes one subfolder per combination and, beside them,
+    /// `summary.json`, `matrix.csv`, `matrix.json` and `report.html` comparing them.
+    pub fn run(&self, out: &Path, jobs: usize, show: bool) -> Result<SweepReport> {
+        crate::staging::check_target(out)?;
+        let _lock = crate::staging::Lock::acquire(out)?;
+        if !self.info.matrix {
+            let run = self.pipeline(0)?.execute(show)?;
+            run.write_unlocked(out, self.info.report)?;
+            return Ok(SweepReport { gate_passed: gate_passed(&run.summary), summary: run.summary });
+        }
+        let staging = crate::staging::Staging::begin(out)?;
+        let all: Vec<usize> = (0..self.info.units.len()).collect();
+        let summaries = self.run_units(&all, staging.dir(), jobs, show)?;
+        let report = finish(&self.info, staging.dir(), &summaries)?;
+        staging.commit()?;
+        Ok(report)
+    }
+
+    /// Run units `indices` into subfolders of `dir` (named by unit id), up to `jobs` at once;
+    /// returns each unit's summary by id. Stops taking new units after the first failure.
+    fn run_units(&self, indices: &[usize], dir: &Path, jobs: usize, show: bool) -> Result<BTreeMap<String, Value>> {
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let results: Mutex<BTreeMap<String, Value>> = Mutex::new(BTreeMap::new());
+        let first_error: Mutex<Option<Error>> = Mutex::new(None);
+        let done = AtomicUsize::new(0);
+        let total = indices.len();
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.clamp(1, total.max(1)) {
+                scope.spawn(|| loop {
+                    if failed.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Some(&index) = indices.get(next.fetch_add(1, Ordering::SeqCst)) else { return };
+                    let unit = &self.info.units[index];
+                    let started = Instant::now();
+                    let outcome = (|| -> Result<Value> {
+                        let run = self.pipeline(index)?.execute(false)?;
+                        run.write_unlocked(&dir.join(&unit.id), self.info.report)?;
+                        Ok(run.summary)
+                    })();
+                    match outcome {
+                        Ok(summary) => {
+                            let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                            if show {
+                                eprintln!("[{n}/{total}] {} ({:.1} s)", unit.id, started.elapsed().as_secs_f64());
+                            }
+                            results.lock().unwrap_or_else(|e| e.into_inner()).insert(unit.id.clone(), summary);
+                        }
+                        Err(e) => {
+                            failed.store(true, Ordering::SeqCst);
+                            let mut slot = first_error.lock().unwrap_or_else(|e| e.into_inner());
+                            if slot.is_none() {
+                                *slot = Some(Error::Invalid(format!("combination `{}`: {e}", unit.id)));
+                            }
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(e);
+        }
+        Ok(results.into_inner().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Write the sweep's combined files into `dir` (which holds each unit's subfolder) from the units'
+/// summaries: `summary.json`, `matrix.csv`, `matrix.json` and (when `info.report`) `report.html`.
+/// The same function finishes an unsharded sweep and a merge, so both write the same bytes.
+pub fn finish(info: &SweepInfo, dir: &Path, summaries: &BTreeMap<String, Value>) -> Result<SweepReport> {
+    let rows: Vec<Row> = info
+        .units
+        .iter()
+        .map(|u| {
+            let summary = summaries.get(&u.id).ok_or_else(|| Error::Invalid(format!("unit `{}` has no summary", u.id)))?;
+            Ok(Row::from_summary(&u.id, u.values.clone(), summary))
+        })
+        .collect::<Result<_>>()?;
+    let comparison = Comparison::new(info.keys.clone(), rows, info.best.clone());
+    let gates: Vec<bool> = info.units.iter().filter_map(|u| summaries.get(&u.id).and_then(gate_passed)).collect();
+    let gate_passed = (!gates.is_empty()).then(|| gates.iter().all(|&g| g));
+    let mut values = Map::new();
+    for key in &info.keys {
+        let mut seen: Vec<Value> = Vec::new();
+        for u in &info.units {
+            if let Some(v) = u.values.get(key) {
+                if !seen.contains(v) {
+                    seen.push(v.clone());
+                }
+            }
+        }
+        values.insert(key.clone(), Value::Array(seen));
+    }
+    let mut summary = json!({
+        "pipeline": info.pipeline,
+        "file": info.file,
+        "seed": info.seed,
+        "fairpipe_version": info.fairpipe_version,
+        "pipeline_hash": info.pipeline_hash,
+        "matrix": {
+            "keys": info.keys,
+            "values": values,
+            "combinations": info.units.len(),
+            "best": info.best.as_ref().map(|b| b.to_string()),
+            "best_combination": comparison.best_row,
+        },
+        "combinations": comparison.to_json(),
+    });
+    if let Some(passed) = gate_passed {
+        let failed: Vec<&str> =
+            info.units.iter().filter(|u| summaries.get(&u.id).and_then(gate_passed_of) == Some(false)).map(|u| u.id.as_str()).collect();
+        summary["gate"] = json!({"passed": passed, "failed_combinations": failed});
+    }
+    let csv = dir.join("matrix.csv");
+    write_atomic(&csv, |f| std::io::Write::write_all(f, comparison.to_csv().as_bytes()).map_err(|e| e.to_string()))?;
+    write_json(&dir.join("matrix.json"), &comparison.to_json())?;
+    if info.report {
+        let html = report(info, &comparison, gate_passed);
+        write_atomic(&dir.join("report.html"), |f| std::io::Write::write_all(f, html.as_bytes()).map_err(|e| e.to_string()))?;
+    }
+    write_json(&dir.join("summary.json"), &summary)?;
+    Ok(SweepReport { summary, gate_passed })
+}
+
+/// Whether a run's gate passed (`None`: it has no gate).
+fn gate_passed(summary: &Value) -> Option<bool> {
+    summary.get("gate").and_then(|g| g["passed"].as_bool())
+}
+
+/// [`gate_passed`] for filter_map over references.
+fn gate_passed_of(summary: &Value) -> Option<bool> {
+    gate_passed(summary)
+}
+
+/// The sweep's `report.html`: what was swept, the gate, and the comparison table.
+fn report(info: &SweepInfo, comparison: &Comparison, gate: Option<bool>) -> String {
+    use std::fmt::Write as _;
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>fairpipe sweep: {0}</title><style>{1}</style></head><body>\
+         <h1>Fairness sweep: {0}</h1><p class=\"muted\">file {2} · seed {3} · {4} combinations · fairpipe {5} · pipeline {6}</p>",
+        esc(&info.pipeline),
+        crate::report::STYLE,
+        esc(info.file.as_deref().unwrap_or("")),
+        info.seed,
+        info.units.len(),
+        esc(&info.fairpipe_version),
+        esc(&info.pipeline_hash)
+    );
+    if let Some(passed) = gate {
+        let _ = write!(
+            h,
+            "<p class=\"{}\">Gate: {}</p>",
+            if passed { "ok" } else { "flag" },
+            if passed { "passed in every combination" } else { "FAILED in at least one combination" }
+        );
+    }
+    h.push_str("<h2>Matrix</h2><table>");
+    for key in &info.keys {
+        let vals: Vec<String> = info.units.iter().filter_map(|u| u.values.get(key)).map(|v| v.to_string()).fold(Vec::new(), |mut a, v| {
+            if !a.contains(&v) {
+                a.push(v);
+            }
+            a
+        });
+        let _ = write!(h, "<tr><td><code>{}</code></td><td>{}</td></tr>", esc(key), esc(&vals.join(", ")));
+    }
+    h.push_str("</table>");
+    comparison.html_section(&mut h);
+    h.push_str(
+        "<p class=\"muted\">Each combination's own report: follow its name. The same table: matrix.csv, matrix.json.</p></body></html>\n",
+    );
+    h
+}
+
+/// Problems in file order, each once (combinations repeat the same problem).
+fn dedup(mut problems: Vec<crate::error::ConfigProblem>) -> Vec<crate::error::ConfigProblem> {
+    let mut seen = std::collections::HashSet::new();
+    problems.retain(|p| seen.insert((p.line, p.col, p.message.clone())));
+    problems.sort_by_key(|p| (p.line, p.col));
+    problems
+}
+
+/// FNV-1a, 64 bits: identifies a pipeline text (not a cryptographic hash).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

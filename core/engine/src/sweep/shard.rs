@@ -1,0 +1,305 @@
+//! Sharded runs and their merge. `fairpipe run … --shard K/N` runs the units whose index is K
+//! modulo N (K counts from 0, as a Kubernetes Indexed Job's `JOB_COMPLETION_INDEX` does) into a
+//! **part**: one subfolder per unit and a `manifest.json` naming the pipeline (hash), seed,
+//! fairpipe version, every unit of the run and the ones in this part. [`merge`] checks that parts
+//! belong together and cover every unit exactly once, then writes the result the unsharded run
+//! writes, with the same function ([`super::finish`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{finish, Sweep, SweepInfo, SweepReport};
+use crate::error::{Error, OutputError, Result};
+use crate::output::write_json;
+
+/// The environment variable holding the shard index when `--shard env` is given (Kubernetes sets
+/// it in an Indexed Job).
+pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+/// The environment variable holding the shard count when `--shard env` is given (set it to the
+/// Job's `completions`).
+pub const COUNT_ENV: &str = "FAIRPIPE_SHARD_COUNT";
+/// The file naming a part's contents.
+pub const MANIFEST: &str = "manifest.json";
+/// The manifest's format name.
+const FORMAT: &str = "fairpipe-part";
+
+/// Shard `index` of `count` (index from 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardSpec {
+    /// Which shard, 0 ≤ index < count.
+    pub index: usize,
+    /// How many shards.
+    pub count: usize,
+}
+
+impl std::str::FromStr for ShardSpec {
+    type Err = String;
+    /// `K/N`, or `env`: K from `JOB_COMPLETION_INDEX`, N from `FAIRPIPE_SHARD_COUNT`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "env" {
+            let read = |name: &str| -> std::result::Result<String, String> {
+                std::env::var(name).map_err(|_| format!("--shard env: the environment variable {name} is not set"))
+            };
+            return ShardSpec::new(&read(INDEX_ENV)?, &read(COUNT_ENV)?)
+                .map_err(|e| format!("--shard env ({INDEX_ENV}, {COUNT_ENV}): {e}"));
+        }
+        let (k, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: expected K/N (shard K of N, K from 0), e.g. 0/4, or `env`"))?;
+        ShardSpec::new(k, n).map_err(|e| format!("`{s}`: {e}"))
+    }
+}
+
+impl ShardSpec {
+    /// Shard `k` of `n` from their texts.
+    fn new(k: &str, n: &str) -> std::result::Result<ShardSpec, String> {
+        let index: usize = k.trim().parse().map_err(|_| format!("the shard index `{k}` is not a whole number"))?;
+        let count: usize = n.trim().parse().map_err(|_| format!("the shard count `{n}` is not a whole number"))?;
+        if count == 0 {
+            return Err("the shard count must be at least 1".into());
+        }
+        if index >= count {
+            return Err(format!("shard index {index} is not below the count {count} (indices run from 0 to {})", count - 1));
+        }
+        Ok(ShardSpec { index, count })
+    }
+
+    /// Whether unit number `unit` belongs to this shard.
+    pub fn holds(&self, unit: usize) -> bool {
+        unit % self.count == self.index
+    }
+}
+
+impl std::fmt::Display for ShardSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// A part's `manifest.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    /// `fairpipe-part`.
+    pub format: String,
+    /// The manifest's format version (1).
+    pub format_version: u32,
+    /// Which shard wrote it.
+    pub shard: ShardSpec,
+    /// The ids of the units in this part.
+    pub units_here: Vec<String>,
+    /// The run's identity and every unit.
+    pub sweep: SweepInfo,
+}
+
+/// What a shard run produced.
+#[derive(Debug, Clone)]
+pub struct PartReport {
+    /// The manifest written.
+    pub manifest: Manifest,
+    /// Whether every gate of its units passed (`None`: no gate or no unit).
+    pub gate_passed: Option<bool>,
+}
+
+impl Sweep {
+    /// Run the units of shard `shard` into part folder `out` (all or nothing, under its lock):
+    /// one subfolder per unit and `manifest.json`. A shard with no unit (more shards than units)
+    /// writes only the manifest.
+    pub fn run_shard(&self, out: &Path, shard: ShardSpec, jobs: usize, show: bool) -> Result<PartReport> {
+        crate::staging::check_target(out)?;
+        let _lock = crate::staging::Lock::acquire(out)?;
+        let staging = crate::staging::Staging::begin(out)?;
+        let mine: Vec<usize> = (0..self.info.units.len()).filter(|&i| shard.holds(i)).collect();
+        let summaries = self.run_units(&mine, staging.dir(), jobs, show)?;
+        let gates: Vec<bool> = summaries.values().filter_map(super::gate_passed).collect();
+        let manifest = Manifest {
+            format: FORMAT.into(),
+            format_version: 1,
+            shard,
+            units_here: mine.iter().map(|&i| self.info.units[i].id.clone()).collect(),
+            sweep: self.info.clone(),
+        };
+        write_json(&staging.dir().join(MANIFEST), &serde_json::to_value(&manifest).map_err(|e| Error::Invalid(e.to_string()))?)?;
+        staging.commit()?;
+        Ok(PartReport { manifest, gate_passed: (!gates.is_empty()).then(|| gates.iter().all(|&g| g)) })
+    }
+}
+
+/// Why parts cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// A part's manifest is missing or unreadable.
+    #[error("{path}: {message}")]
+    Manifest {
+        /// The part folder or its manifest.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Two parts come from different runs.
+    #[error("{part} does not belong with {first}: {what} differs ({theirs} here, {ours} in {first}); merge parts of one run only")]
+    Mismatch {
+        /// The part that differs.
+        part: PathBuf,
+        /// The first part.
+        first: PathBuf,
+        /// What differs.
+        what: &'static str,
+        /// Its value in `part`.
+        theirs: String,
+        /// Its value in `first`.
+        ours: String,
+    },
+    /// The parts do not cover every unit exactly once.
+    #[error("the parts do not cover the run's {total} units exactly once:\n{problems}")]
+    Cover {
+        /// Units in the run.
+        total: usize,
+        /// One line per missing or duplicated unit.
+        problems: String,
+    },
+}
+
+/// Read the manifest of part folder `part`.
+pub fn read_manifest(part: &Path) -> std::result::Result<Manifest, MergeError> {
+    let path = part.join(MANIFEST);
+    let err = |message: String| MergeError::Manifest { path: path.clone(), message };
+    if !part.is_dir() {
+        return Err(MergeError::Manifest {
+            path: part.to_path_buf(),
+            message: "is not a folder; give the out folders of `fairpipe run --shard`".into(),
+        });
+    }
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read ({e}); not a part written by `fairpipe run --shard`")))?;
+    let m: Manifest = serde_json::from_str(&text).map_err(|e| err(format!("not a part manifest: {e}")))?;
+    if m.format != FORMAT || m.format_version != 1 {
+        return Err(err(format!("format {} version {}; this fairpipe reads {FORMAT} version 1", m.format, m.format_version)));
+    }
+    Ok(m)
+}
+
+/// Check that `parts` come from one run and cover each unit exactly once; returns their manifests
+/// and, per unit id, the part holding it.
+pub fn check_parts(parts: &[PathBuf]) -> std::result::Result<(Vec<Manifest>, BTreeMap<String, usize>), MergeError> {
+    if parts.is_empty() {
+        return Err(MergeError::Cover { total: 0, problems: "  no parts given".into() });
+    }
+    let manifests: Vec<Manifest> = parts.iter().map(|p| read_manifest(p)).collect::<std::result::Result<_, _>>()?;
+    let first = &manifests[0];
+    for (m, part) in manifests.iter().zip(parts).skip(1) {
+        let checks: [(&'static str, String, String); 5] = [
+            ("the pipeline (hash of its file and --gate conditions)", m.sweep.pipeline_hash.clone(), first.sweep.pipeline_hash.clone()),
+            ("the seed", m.sweep.seed.to_string(), first.sweep.seed.to_string()),
+            ("the fairpipe version", m.sweep.fairpipe_version.clone(), first.sweep.fairpipe_version.clone()),
+            ("the shard count", m.shard.count.to_string(), first.shard.count.to_string()),
+            ("the list of units", m.sweep.units.len().to_string() + " units", first.sweep.units.len().to_string() + " units"),
+        ];
+        for (what, theirs, ours) in checks {
+            if theirs != ours {
+                return Err(MergeError::Mismatch { part: part.clone(), first: parts[0].clone(), what, theirs, ours });
+            }
+        }
+        if m.sweep != first.sweep {
+            return Err(MergeError::Mismatch {
+                part: part.clone(),
+                first: parts[0].clone(),
+                what: "the run's description (units, matrix, best figure)",
+                theirs: "another".into(),
+                ours: "this one".into(),
+            });
+        }
+    }
+    let mut holder: BTreeMap<String, usize> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (p, m) in manifests.iter().enumerate() {
+        for id in &m.units_here {
+            if !first.sweep.units.iter().any(|u| &u.id == id) {
+                problems.push(format!("  unit `{id}` in {} is not a unit of the run", parts[p].display()));
+            } else if let Some(&q) = holder.get(id) {
+                problems.push(format!("  unit `{id}` is duplicated: in {} and in {}", parts[q].display(), parts[p].display()));
+            } else if !parts[p].join(id).is_dir() {
+                problems.push(format!("  unit `{id}`: its folder is missing from {}", parts[p].display()));
+            } else {
+                holder.insert(id.clone(), p);
+            }
+        }
+    }
+    for (i, u) in first.sweep.units.iter().enumerate() {
+        if !holder.contains_key(&u.id) && !problems.iter().any(|l| l.contains(&format!("`{}`", u.id))) {
+            problems.push(format!(
+                "  unit `{}` is missing (shard {}/{} runs it; was its part given?)",
+                u.id,
+                i % first.shard.count,
+                first.shard.count
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(MergeError::Cover { total: first.sweep.units.len(), problems: problems.join("\n") });
+    }
+    Ok((manifests, holder))
+}
+
+/// Merge `parts` into `out` (all or nothing, under its lock): the same `summary.json`, tables and
+/// report the unsharded run writes. Each unit's folder is copied as its shard wrote it (a unit is
+/// computed whole by one shard, so its IDIs, estimate counts and group tables are the unsharded
+/// ones); a sweep's comparison is recomputed from the units' summaries.
+pub fn merge(parts: &[PathBuf], out: &Path) -> Result<SweepReport> {
+    let (manifests, holder) = check_parts(parts).map_err(|e| Error::Invalid(e.to_string()))?;
+    let info = manifests[0].sweep.clone();
+    crate::staging::check_target(out)?;
+    let _lock = crate::staging::Lock::acquire(out)?;
+    let staging = crate::staging::Staging::begin(out)?;
+    let mut summaries = BTreeMap::new();
+    for u in &info.units {
+        let from = parts[holder[&u.id]].join(&u.id);
+        let to = if info.matrix { staging.dir().join(&u.id) } else { staging.dir().to_path_buf() };
+        copy_dir(&from, &to)?;
+        let path = from.join("summary.json");
+        let summary: Value = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+            .map_err(|message| OutputError { path: path.clone(), message })?;
+        summaries.insert(u.id.clone(), summary);
+    }
+    let report = if info.matrix {
+        finish(&info, staging.dir(), &summaries)?
+    } else {
+        let summary = summaries.remove(super::PLAIN_UNIT).unwrap_or(Value::Null);
+        SweepReport { gate_passed: super::gate_passed(&summary), summary }
+    };
+    staging.commit()?;
+    Ok(report)
+}
+
+/// Copy folder `from` into `to` (created), recursively.
+fn copy_dir(from: &Path, to: &Path) -> std::result::Result<(), OutputError> {
+    let err = |path: &Path, e: std::io::Error| OutputError { path: path.to_path_buf(), message: e.to_string() };
+    std::fs::create_dir_all(to).map_err(|e| err(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| err(from, e))? {
+        let entry = entry.map_err(|e| err(from, e))?;
+        let target = to.join(entry.file_name());
+        if entry.file_type().map_err(|e| err(&entry.path(), e))?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target).map_err(|e| err(&target, e))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_specs_are_checked_and_deal_units_round_robin() {
+        let s: ShardSpec = "1/3".parse().unwrap();
+        assert_eq!((0..7).filter(|&i| s.holds(i)).collect::<Vec<_>>(), [1, 4]);
+        assert!("3/3".parse::<ShardSpec>().unwrap_err().contains("not below the count 3"));
+        assert!("0/0".parse::<ShardSpec>().unwrap_err().contains("at least 1"));
+        assert!("a/2".parse::<ShardSpec>().unwrap_err().contains("`a` is not a whole number"));
+        assert!("2".parse::<ShardSpec>().unwrap_err().contains("expected K/N"));
+    }
+}
