@@ -34,11 +34,6 @@ impl Warnings {
     pub fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.messages.lock().unwrap_or_else(|e| e.into_inner()))
     }
-
-    /// The messages stated so far.
-    pub fn messages(&self) -> Vec<String> {
-        self.messages.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
 }
 
 #[cfg(test)]
@@ -51,7 +46,6 @@ mod tests {
         w.warn("first");
         w.warn(String::from("second"));
         w.warn("first");
-        assert_eq!(w.messages(), vec!["first", "second"]);
         assert_eq!(w.take(), vec!["first", "second"]);
         assert!(w.take().is_empty());
     }

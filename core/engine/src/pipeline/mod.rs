@@ -391,7 +391,6 @@ impl Pipeline {
         // Every stage's warnings, in run order, as {"stage", "message"}.
         let mut warnings: Vec<Value> = Vec::new();
         let show = show_progress && std::io::stdout().is_terminal();
-        let ancestors = self.ancestors();
         // Warnings of the checks made before a stage runs (`Stage::preflight`), by stage name;
         // the stage keeps them when it runs.
         let mut early_warnings: BTreeMap<String, crate::warnings::Warnings> = BTreeMap::new();
@@ -445,7 +444,7 @@ impl Pipeline {
             }
             extra_files.extend(ctx.files.into_inner().unwrap_or_else(|e| e.into_inner()));
             if let Artifact::Dataset(data) = &output.artifact {
-                self.preflight_after(position, data, &ancestors, &mut early_warnings)?;
+                self.preflight_after(position, data, &mut early_warnings)?;
             }
             artifacts.insert(planned.name.clone(), output.artifact);
         }
@@ -474,26 +473,6 @@ impl Pipeline {
 }
 
 impl Pipeline {
-    /// For each stage (by position), the names of every stage it reads, directly or through
-    /// others.
-    fn ancestors(&self) -> Vec<std::collections::BTreeSet<String>> {
-        let mut out: Vec<std::collections::BTreeSet<String>> = Vec::with_capacity(self.stages.len());
-        for planned in &self.stages {
-            let mut set = std::collections::BTreeSet::new();
-            for target in planned.inputs.values() {
-                set.insert(target.clone());
-                // Stages are in execution order: a stage read is earlier and already done.
-                if let Some(i) = self.stages.iter().position(|s| &s.name == target) {
-                    if let Some(theirs) = out.get(i) {
-                        set.extend(theirs.iter().cloned());
-                    }
-                }
-            }
-            out.push(set);
-        }
-        out
-    }
-
     /// Once the stage at `position` has loaded `data`, run the checks of every later stage whose
     /// audit descends from it and that no earlier dataset has checked: a limit the audit would
     /// pass stops the run now, before the stages in between (training, say) take their time.
@@ -501,12 +480,18 @@ impl Pipeline {
         &self,
         position: usize,
         data: &crate::data::Dataset,
-        ancestors: &[std::collections::BTreeSet<String>],
         early_warnings: &mut BTreeMap<String, crate::warnings::Warnings>,
     ) -> Result<()> {
         let source = &self.stages[position].name;
-        for (later, planned) in self.stages.iter().enumerate().skip(position + 1) {
-            if !ancestors[later].contains(source) || early_warnings.contains_key(&planned.name) {
+        // The stages that read `source`, directly or through others: stages are in execution
+        // order, so one forward pass finds them all.
+        let mut descendants: std::collections::BTreeSet<&str> = std::collections::BTreeSet::from([source.as_str()]);
+        for planned in &self.stages[position + 1..] {
+            if !planned.inputs.values().any(|target| descendants.contains(target.as_str())) {
+                continue;
+            }
+            descendants.insert(&planned.name);
+            if early_warnings.contains_key(&planned.name) {
                 continue;
             }
             let warnings = crate::warnings::Warnings::with_prefix(format!("stage `{}`: ", planned.name));
