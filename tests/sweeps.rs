@@ -234,6 +234,17 @@ fn the_shard_can_come_from_a_kubernetes_indexed_job_environment() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("FAIRPIPE_SHARD_COUNT is not set"));
 }
 
+/// `fairpipe merge PARTS --out merged`, which must fail and write nothing: its stderr.
+fn refused_merge(parts: &[&str], merged: &str) -> String {
+    let mut args = vec!["merge"];
+    args.extend_from_slice(parts);
+    args.extend(["--out", merged]);
+    let (ok, _, stderr) = common::fairpipe(&args);
+    assert!(!ok, "merge {parts:?} passed");
+    assert!(!Path::new(merged).exists(), "a refused merge writes nothing");
+    stderr
+}
+
 #[test]
 fn merging_refuses_missing_duplicated_and_foreign_parts() {
     let dir = tempfile::tempdir().unwrap();
@@ -255,15 +266,7 @@ fn merging_refuses_missing_duplicated_and_foreign_parts() {
     };
     let (p0, p1) = (part(0, &[]), part(1, &[]));
     let merged = dir.path().join("merged").to_string_lossy().into_owned();
-    let merge = |parts: &[&str]| {
-        let mut args = vec!["merge"];
-        args.extend_from_slice(parts);
-        args.extend(["--out", merged.as_str()]);
-        let (ok, _, stderr) = common::fairpipe(&args);
-        assert!(!ok, "merge {parts:?} passed");
-        assert!(!Path::new(&merged).exists(), "a refused merge writes nothing");
-        stderr
-    };
+    let merge = |parts: &[&str]| refused_merge(parts, &merged);
     let e = merge(&[&p0]);
     assert!(
         e.contains("do not cover the run's 3 units exactly once") && e.contains("unit `01_protected=race` is missing (shard 1/2 runs it"),
@@ -327,4 +330,84 @@ fn a_bad_matrix_is_reported_at_its_place_before_anything_runs() {
     let good = census_audit(dir.path(), "good.toml", "[\"gender\"]", 42, MATRIX);
     let stdout = run_ok(&["validate", good.to_str().unwrap()]);
     assert!(stdout.contains("6 matrix combinations"), "{stdout}");
+}
+
+/// A census audit whose search splits into seed blocks: k-means seeds, MAFT over `units = 4`
+/// blocks, verify, an estimate in 5 blocks of trials and group metrics over the verified cases'
+/// model.
+fn pieces_pipeline(dir: &Path) -> PathBuf {
+    let text = format!(
+        "[pipeline]\nname = \"pieces\"\nseed = 5\n\n{}\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 4\nseeds = 200\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nseeds = \"seeds\"\nplugin = \"maft\"\nparams = {{ global_num = 20, local_num = 100 }}\nunits = 4\n\n[stages.verified]\nkind = \"verify\"\ncases = \"search\"\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 300\nunits = 5\n\n[stages.metrics]\nkind = \"group_metrics\"\nmodel = \"model\"\n",
+        common::census_data_stage(),
+        common::bundled("models/census.onnx")
+    );
+    common::write(dir, "pieces.toml", &text)
+}
+
+#[test]
+fn a_search_split_into_seed_blocks_merges_to_the_unsharded_run_however_the_blocks_are_grouped() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = pieces_pipeline(dir.path());
+    let plain = dir.path().join("plain");
+    let summary = common::run_pipeline(&pipeline, &plain, &[]);
+    let search = &summary["stages"]["search"];
+    assert_eq!(search["units"], 4, "{search}");
+    assert!(search["duplicates_dropped"].is_u64(), "{search}");
+    assert!(summary["stages"]["verified"]["discriminatory"].as_u64().unwrap() > 0, "{}", summary["stages"]["verified"]);
+    for n in [2, 3, 9] {
+        let merged = shard_and_merge(&pipeline, &dir.path().join(format!("n{n}")), n);
+        assert_same_result(&plain, &merged);
+    }
+    // 4 search blocks and 5 estimate blocks: 9 units, dealt round robin.
+    let manifest = read_json(&dir.path().join("n2/part-1/manifest.json"));
+    let here: Vec<&str> = manifest["units_here"].as_array().unwrap().iter().map(|u| u.as_str().unwrap()).collect();
+    assert_eq!(here, ["run/search/1", "run/search/3", "run/estimate/1", "run/estimate/3"]);
+    // One block is not the same search as four: the split is part of the pipeline, not of the
+    // grouping.
+    let whole = common::write(dir.path(), "whole.toml", &std::fs::read_to_string(&pipeline).unwrap().replace("units = 4\n", ""));
+    let whole_summary = common::run_pipeline(&whole, &dir.path().join("whole"), &[]);
+    assert_ne!(timeless(&whole_summary["stages"]["search"]), timeless(search));
+    assert_eq!(
+        timeless(&whole_summary["stages"]["estimate"]),
+        timeless(&summary["stages"]["estimate"]),
+        "the estimate does not depend on its blocks"
+    );
+}
+
+#[test]
+fn merging_pieces_refuses_missing_pieces_and_a_stage_that_differs_in_the_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = PathBuf::from(common::bundled("census-estimate.toml"));
+    let parts: Vec<String> = (0..2)
+        .map(|k| {
+            let part = dir.path().join(format!("part-{k}"));
+            run_ok(&["run", pipeline.to_str().unwrap(), "--out", part.to_str().unwrap(), "--quiet", "--shard", &format!("{k}/2")]);
+            part.to_string_lossy().into_owned()
+        })
+        .collect();
+    let merged = dir.path().join("merged").to_string_lossy().into_owned();
+    let refused = |parts: &[&str]| refused_merge(parts, &merged);
+    let e = refused(&[&parts[0]]);
+    assert!(
+        e.contains("do not cover the run's 16 units exactly once") && e.contains("unit `run/estimate/1` is missing (shard 1/2 runs it"),
+        "{e}"
+    );
+    // A piece computed from another model than the merge's: its recorded upstream figures differ.
+    let piece = Path::new(&parts[1]).join("run/pieces/estimate.3.json");
+    let mut file = read_json(&piece);
+    let accuracy = file["upstream"]["model"]["accuracy_test"].as_f64().unwrap();
+    file["upstream"]["model"]["accuracy_test"] = serde_json::json!(accuracy - 0.01);
+    std::fs::write(&piece, serde_json::to_string(&file).unwrap()).unwrap();
+    let e = refused(&[&parts[0], &parts[1]]);
+    assert!(
+        e.contains("stage `model` did not give the same result in the shards and in the merge") && e.contains("`accuracy_test`"),
+        "{e}"
+    );
+    assert!(e.contains("estimate.3.json"), "{e}");
+    // A piece whose counts were tampered with no longer covers its trials.
+    file["upstream"]["model"]["accuracy_test"] = serde_json::json!(accuracy);
+    file["result"]["counts"].as_array_mut().unwrap().pop();
+    std::fs::write(&piece, serde_json::to_string(&file).unwrap()).unwrap();
+    let e = refused(&[&parts[0], &parts[1]]);
+    assert!(e.contains("piece 3 of the estimate should hold trials 75..100"), "{e}");
 }

@@ -42,31 +42,54 @@ pub fn estimate(
     per_trial: usize,
     seed: u64,
 ) -> Result<Estimate, ModelError> {
-    let counts: Vec<usize> = (0..trials)
+    let counts = trial_counts(oracle, domain, checker, 0..trials, per_trial, seed)?;
+    Ok(Estimate::from_counts(&counts, per_trial))
+}
+
+/// The discriminatory inputs of each trial in `trials` (of `per_trial` uniform inputs each), in
+/// parallel; trial `t` draws from a generator seeded with `(seed, t)` alone, so any split of the
+/// trials into ranges gives the same counts.
+pub fn trial_counts(
+    oracle: &Oracle,
+    domain: &Domain,
+    checker: &Checker,
+    trials: std::ops::Range<usize>,
+    per_trial: usize,
+    seed: u64,
+) -> Result<Vec<usize>, ModelError> {
+    trials
         .into_par_iter()
         .map(|t| {
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let rows = domain.sample_rows(&mut rng, per_trial);
             Ok(checker.check(oracle, &rows)?.iter().filter(|c| c.discriminatory).count())
         })
-        .collect::<Result<_, ModelError>>()?;
-    let trial_rates: Vec<f64> = counts.iter().map(|&c| c as f64 / per_trial.max(1) as f64).collect();
-    let k = trials.max(1) as f64;
-    let rate = trial_rates.iter().sum::<f64>() / k;
-    let var = if trials > 1 { trial_rates.iter().map(|r| (r - rate).powi(2)).sum::<f64>() / (k - 1.0) } else { 0.0 };
-    let half = t_quantile_975(trials.saturating_sub(1)) * (var / k).sqrt();
-    let discriminatory: usize = counts.iter().sum();
-    let samples = trials * per_trial;
-    Ok(Estimate {
-        rate,
-        ci95: [(rate - half).max(0.0), (rate + half).min(1.0)],
-        ci95_wilson: wilson(discriminatory, samples, 1.96),
-        trials,
-        per_trial,
-        samples,
-        discriminatory,
-        trial_rates,
-    })
+        .collect()
+}
+
+impl Estimate {
+    /// The estimate from the discriminatory inputs of each trial (`counts`, in trial order) of
+    /// `per_trial` inputs.
+    pub fn from_counts(counts: &[usize], per_trial: usize) -> Estimate {
+        let trials = counts.len();
+        let trial_rates: Vec<f64> = counts.iter().map(|&c| c as f64 / per_trial.max(1) as f64).collect();
+        let k = trials.max(1) as f64;
+        let rate = trial_rates.iter().sum::<f64>() / k;
+        let var = if trials > 1 { trial_rates.iter().map(|r| (r - rate).powi(2)).sum::<f64>() / (k - 1.0) } else { 0.0 };
+        let half = t_quantile_975(trials.saturating_sub(1)) * (var / k).sqrt();
+        let discriminatory: usize = counts.iter().sum();
+        let samples = trials * per_trial;
+        Estimate {
+            rate,
+            ci95: [(rate - half).max(0.0), (rate + half).min(1.0)],
+            ci95_wilson: wilson(discriminatory, samples, 1.96),
+            trials,
+            per_trial,
+            samples,
+            discriminatory,
+            trial_rates,
+        }
+    }
 }
 
 /// Wilson score interval for `successes` out of `n` at normal quantile `z`.

@@ -61,6 +61,7 @@ pub mod limits;
 pub mod models;
 pub mod oracle;
 pub mod output;
+pub mod pieces;
 pub mod pipeline;
 pub mod plugin;
 pub mod report;

@@ -877,6 +877,9 @@ mod tests {
             model_time_s: 0.1,
             model_time_share: 0.2,
             stopped_by: None,
+            units: None,
+            duplicates_dropped: None,
+            unit_figures: None,
             plugin_figures: Default::default(),
         }
     }

@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{ConfigError, ConfigProblem, Error, Result};
 use crate::output::{write_atomic, write_json, write_table, Table};
+use crate::pieces::Piece;
 use crate::suggest::hint;
 use kind::{StageEnv, StageKind, StageTable};
 use problems::Problems;
@@ -384,6 +385,51 @@ impl Pipeline {
     /// Run every stage in order and keep the results in memory (nothing is written): the
     /// summary, the typed figures through [`Run::figures`], the tables and the artifacts.
     pub fn execute(&self, show_progress: bool) -> Result<Run> {
+        Ok(self.execute_with(show_progress, &mut PieceMode::Whole)?.0)
+    }
+
+    /// The stages whose work splits into pieces and that a sharded run deals out, with their
+    /// piece counts, in order: every stage with [`Stage::pieces`] above 0 that does not read
+    /// (directly or through others) another such stage — one that does runs whole, after the
+    /// merge.
+    pub fn split_stages(&self) -> Vec<(String, usize)> {
+        let mut below_split: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        let mut split = Vec::new();
+        for planned in &self.stages {
+            let upstream = planned.inputs.values().any(|t| below_split.contains(t.as_str()));
+            let pieces = planned.stage.pieces();
+            if pieces > 0 && !upstream {
+                split.push((planned.name.clone(), pieces));
+            }
+            if pieces > 0 || upstream {
+                below_split.insert(&planned.name);
+            }
+        }
+        split
+    }
+
+    /// The stages that `names` read, directly or through others (not `names` themselves).
+    fn ancestors_of(&self, names: &[String]) -> std::collections::BTreeSet<String> {
+        let mut found: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+        for planned in self.stages.iter().rev() {
+            if found.contains(&planned.name) {
+                found.extend(planned.inputs.values().cloned());
+            }
+        }
+        found.retain(|n| !names.contains(n));
+        found
+    }
+
+    /// [`Pipeline::execute`], with the split stages treated as `mode` says. In
+    /// [`PieceMode::Compute`] only the pieces asked for and the stages they read run (the
+    /// returned [`Run`] holds those stages' figures); the pieces come back in stage and piece
+    /// order.
+    pub(crate) fn execute_with(&self, show_progress: bool, mode: &mut PieceMode) -> Result<(Run, Vec<ComputedPiece>)> {
+        let needed = match mode {
+            PieceMode::Compute(held) => Some(self.ancestors_of(&held.keys().cloned().collect::<Vec<_>>())),
+            _ => None,
+        };
+        let mut computed: Vec<ComputedPiece> = Vec::new();
         let mut artifacts: BTreeMap<String, Artifact> = BTreeMap::new();
         let mut stage_figures = Map::new();
         let mut tables: Vec<(String, Table)> = Vec::new();
@@ -395,6 +441,13 @@ impl Pipeline {
         // the stage keeps them when it runs.
         let mut early_warnings: BTreeMap<String, crate::warnings::Warnings> = BTreeMap::new();
         for (position, planned) in self.stages.iter().enumerate() {
+            let held = match mode {
+                PieceMode::Compute(held) => held.get(&planned.name).cloned(),
+                _ => None,
+            };
+            if held.is_none() && needed.as_ref().is_some_and(|n| !n.contains(&planned.name)) {
+                continue;
+            }
             let mut inputs = Inputs::default();
             for (role, target) in &planned.inputs {
                 let artifact =
@@ -419,11 +472,23 @@ impl Pipeline {
                 ctx.warnings = early;
             }
             let started = Instant::now();
-            let output = planned.stage.run(&ctx, &inputs).map_err(|e| Error::Stage {
-                stage: planned.name.clone(),
-                kind: planned.kind.name.to_string(),
-                source: Box::new(e),
-            })?;
+            let in_stage =
+                |e: Error| Error::Stage { stage: planned.name.clone(), kind: planned.kind.name.to_string(), source: Box::new(e) };
+            if let Some(held) = held {
+                for k in held {
+                    computed.push((planned.name.clone(), k, planned.stage.run_piece(&ctx, &inputs, k).map_err(in_stage)?));
+                }
+                ctx.progress.finish_and_clear();
+                continue;
+            }
+            let output = match mode {
+                PieceMode::Combine(pieces) if pieces.contains_key(&planned.name) => {
+                    let mine = pieces.remove(&planned.name).unwrap_or_default();
+                    planned.stage.combine(&ctx, &inputs, mine)
+                }
+                _ => planned.stage.run(&ctx, &inputs),
+            }
+            .map_err(in_stage)?;
             ctx.progress.finish_and_clear();
             let mut figures = Map::new();
             figures.insert("kind".into(), json!(planned.kind.name));
@@ -468,8 +533,21 @@ impl Pipeline {
         if !self.gate.is_empty() {
             summary["gate"] = crate::gate::section(&crate::gate::evaluate(&self.gate, &summary));
         }
-        Ok(Run { summary, tables, extra_files, artifacts })
+        Ok((Run { summary, tables, extra_files, artifacts }, computed))
     }
+}
+
+/// A piece computed by [`Pipeline::execute_with`]: its stage's name, its number and its result.
+pub(crate) type ComputedPiece = (String, usize, Piece);
+
+/// How [`Pipeline::execute_with`] treats the stages that split into pieces.
+pub(crate) enum PieceMode {
+    /// Run every stage whole: the ordinary run.
+    Whole,
+    /// Compute these pieces (stage name → piece numbers) and the stages they read; nothing else.
+    Compute(BTreeMap<String, Vec<usize>>),
+    /// Run every stage, the split ones from all their pieces (stage name → pieces in order).
+    Combine(BTreeMap<String, Vec<Piece>>),
 }
 
 impl Pipeline {

@@ -312,6 +312,23 @@ pub trait Stage: Send + Sync {
     fn preflight(&self, _data: &Dataset, _warnings: &crate::warnings::Warnings) -> Result<()> {
         Ok(())
     }
+
+    /// How many independent pieces the stage's work splits into ([`crate::pieces`]): blocks of
+    /// an estimate's trials, blocks of a search's seeds. 0 (the default): the stage does not
+    /// split, and a sharded run computes it whole.
+    fn pieces(&self) -> usize {
+        0
+    }
+
+    /// Compute piece `piece` (< [`Stage::pieces`]) alone.
+    fn run_piece(&self, _ctx: &StageContext, _inputs: &Inputs, piece: usize) -> Result<crate::pieces::Piece> {
+        Err(Error::Invalid(format!("this stage does not split into pieces (asked for piece {piece})")))
+    }
+
+    /// The stage's output from all its pieces, in piece order: what [`Stage::run`] gives.
+    fn combine(&self, _ctx: &StageContext, _inputs: &Inputs, _pieces: Vec<crate::pieces::Piece>) -> Result<StageOutput> {
+        Err(Error::Invalid("this stage does not split into pieces".into()))
+    }
 }
 
 /// `domain` with its protected attributes replaced by the columns `names`, when given: one trained

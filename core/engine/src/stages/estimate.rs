@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use super::options::{check_gamma, check_protected, GAMMA, PROTECTED};
 use crate::check::Checker;
 use crate::domain::Domain;
-use crate::error::Result;
-use crate::estimate::estimate;
+use crate::error::{Error, Result};
+use crate::estimate::{trial_counts, Estimate};
 use crate::output::TableBuilder;
+use crate::pieces::{block, Piece};
 use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
 use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::pipeline::stage::{figures_map, nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
@@ -26,7 +27,18 @@ pub const KIND: StageKind = StageKind {
     doc: "Aequitas §4.3: K trials of m inputs drawn uniformly from the domain; the mean share of discriminatory inputs with a 95% confidence interval.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Estimate,
-    keys: &[KeyDoc::new("trials", "int", "400", "number of trials K"), KeyDoc::new("samples", "int", "1000", "inputs per trial m"), GAMMA, PROTECTED],
+    keys: &[
+        KeyDoc::new("trials", "int", "400", "number of trials K"),
+        KeyDoc::new("samples", "int", "1000", "inputs per trial m"),
+        GAMMA,
+        PROTECTED,
+        KeyDoc::new(
+            "units",
+            "int",
+            "trials / 25, rounded up",
+            "blocks of trials that a sharded run (`--shard`) deals out; results are the same for any value",
+        ),
+    ],
     tag: None,
     example: "[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 400\nsamples = 1000",
     configure: configure::<EstimateConfig>,
@@ -45,11 +57,17 @@ pub struct EstimateConfig {
     pub gamma: Option<f64>,
     /// Audit these protected attributes instead of the data's.
     pub protected: Option<Vec<String>>,
+    /// Blocks of trials a sharded run deals out (default: one per 25 trials); trial `t` draws
+    /// from its own stream, so the figures do not depend on it.
+    pub units: Option<usize>,
 }
+
+/// Trials per block when `units` is not given.
+const TRIALS_PER_UNIT: usize = 25;
 
 impl Default for EstimateConfig {
     fn default() -> Self {
-        EstimateConfig { trials: 400, samples: 1000, gamma: None, protected: None }
+        EstimateConfig { trials: 400, samples: 1000, gamma: None, protected: None, units: None }
     }
 }
 
@@ -65,6 +83,10 @@ impl StageConfig for EstimateConfig {
         c.at_most("samples", self.samples as u128, crate::limits::MAX_SAMPLES as u128);
         check_gamma(c, self.gamma);
         check_protected(c, &self.protected);
+        if let Some(units) = self.units {
+            c.at_least("units", units, 1);
+            c.at_most("units", units as u128, self.trials.max(1) as u128);
+        }
     }
 
     fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
@@ -121,7 +143,62 @@ impl Stage for EstimateConfig {
         let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();
-        let est = estimate(&model.oracle, domain, &checker, self.trials, self.samples, ctx.seed)?;
+        let counts = trial_counts(&model.oracle, domain, &checker, 0..self.trials, self.samples, ctx.seed)?;
+        self.output(Estimate::from_counts(&counts, self.samples), checker.n_variants(), model.oracle.rows() - before)
+    }
+
+    fn pieces(&self) -> usize {
+        self.units.unwrap_or(self.trials.div_ceil(TRIALS_PER_UNIT)).clamp(1, self.trials.max(1))
+    }
+
+    fn run_piece(&self, ctx: &StageContext, inputs: &Inputs, piece: usize) -> Result<Piece> {
+        let model = inputs.model("model")?;
+        let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
+        let checker = Checker::new(domain, self.gamma);
+        let before = model.oracle.rows();
+        let trials = block(self.trials, self.pieces(), piece);
+        let first = trials.start;
+        let counts = trial_counts(&model.oracle, domain, &checker, trials, self.samples, ctx.seed)?;
+        Ok(Piece::Trials { first, counts, queries: model.oracle.rows() - before })
+    }
+
+    fn combine(&self, ctx: &StageContext, inputs: &Inputs, pieces: Vec<Piece>) -> Result<StageOutput> {
+        let model = inputs.model("model")?;
+        let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
+        let checker = Checker::new(domain, self.gamma);
+        let mut counts = Vec::with_capacity(self.trials);
+        let mut queries = 0;
+        for (k, piece) in pieces.into_iter().enumerate() {
+            let expected = block(self.trials, self.pieces(), k);
+            match piece {
+                Piece::Trials { first, counts: c, queries: q } if first == expected.start && c.len() == expected.len() => {
+                    counts.extend(c);
+                    queries += q;
+                }
+                other => {
+                    return Err(Error::Invalid(format!(
+                        "piece {k} of the estimate should hold trials {}..{}; it holds {}",
+                        expected.start,
+                        expected.end,
+                        match other {
+                            Piece::Trials { first, counts, .. } => format!("trials {first}..{}", first + counts.len()),
+                            Piece::Search(_) => "a search".to_string(),
+                        }
+                    )))
+                }
+            }
+        }
+        if counts.len() != self.trials {
+            return Err(Error::Invalid(format!("the estimate's pieces hold {} of its {} trials", counts.len(), self.trials)));
+        }
+        self.output(Estimate::from_counts(&counts, self.samples), checker.n_variants(), queries)
+    }
+}
+
+impl EstimateConfig {
+    /// The stage's output for estimate `est`, `variants` protected variants per input and
+    /// `model_queries` rows scored.
+    fn output(&self, est: Estimate, variants: usize, model_queries: u64) -> Result<StageOutput> {
         let figures = EstimateFigures {
             rate: est.rate,
             ci95: est.ci95,
@@ -130,10 +207,9 @@ impl Stage for EstimateConfig {
             trials: est.trials,
             per_trial: est.per_trial,
             discriminatory: est.discriminatory,
-            variants_per_input: checker.n_variants(),
+            variants_per_input: variants,
         };
         let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
-        let model_queries = model.oracle.rows() - before;
         Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: figures_map(&figures), tables: vec![table], model_queries })
     }
 }

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::options::{check_protected, PluginChoice, PROTECTED};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::pieces::{block, piece_seed, Piece, SearchPiece};
 use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
 use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::pipeline::stage::{
@@ -44,6 +45,12 @@ pub const KIND: StageKind = StageKind {
         KeyDoc::new("max_seconds", "float", "0 (no limit)", "budget: wall time"),
         KeyDoc::new("gamma", "float", "none (labels)", "probability threshold of Aequitas Def. 4.1"),
         PROTECTED,
+        KeyDoc::new(
+            "units",
+            "int",
+            "1",
+            "split the seeds into this many blocks, each searched by its own run of the plugin (its parameters apply per block; stream from the stage seed and the block's number; budgets shared out; IDIs an earlier block found dropped): the pieces a sharded run (`--shard`) deals out. 1 keeps the method's own search over all seeds",
+        ),
     ],
     tag: None,
     example: "[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nseeds = \"seeds\"\nplugin = \"aequitas\"\nparams = { strategy = \"fully_directed\" }",
@@ -77,6 +84,8 @@ pub struct GenerateConfig {
     pub gamma: Option<f64>,
     /// Audit these protected attributes instead of the data's.
     pub protected: Option<Vec<String>>,
+    /// Blocks of seeds, each searched by its own run of the plugin ([`crate::pieces`]).
+    pub units: usize,
 }
 
 impl Default for GenerateConfig {
@@ -93,6 +102,7 @@ impl Default for GenerateConfig {
             max_seconds: 0.0,
             gamma: None,
             protected: None,
+            units: 1,
         }
     }
 }
@@ -119,6 +129,8 @@ impl StageConfig for GenerateConfig {
         c.at_most("max_iterations", u128::from(self.max_iterations), u128::from(crate::limits::MAX_ITERATIONS));
         c.within("max_seconds", self.max_seconds, 0.0, 1e9);
         check_protected(c, &self.protected);
+        c.at_least("units", self.units, 1);
+        c.at_most("units", self.units as u128, crate::limits::MAX_SEEDS as u128);
     }
 
     fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
@@ -151,6 +163,16 @@ pub struct GenerateFigures {
     /// the plugin ended by itself (or at its own query or iteration count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
+    /// Seed blocks searched one after another (`units`; absent when 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<usize>,
+    /// IDIs dropped because an earlier block had found them (absent when `units` is 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicates_dropped: Option<usize>,
+    /// Each block's own figures from the plugin (absent when `units` is 1; the integer ones are
+    /// also summed at the top level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit_figures: Option<Vec<Value>>,
     /// Figures the plugin sent of its own (SG's per-origin counts and coverage).
     #[serde(flatten)]
     pub plugin_figures: Map<String, Value>,
@@ -168,70 +190,187 @@ impl Stage for Generate {
     }
 
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let pieces = (0..self.config.units).map(|k| self.run_piece(ctx, inputs, k)).collect::<Result<Vec<_>>>()?;
+        self.combine(ctx, inputs, pieces)
+    }
+
+    fn pieces(&self) -> usize {
+        self.config.units
+    }
+
+    fn run_piece(&self, ctx: &StageContext, inputs: &Inputs, piece: usize) -> Result<Piece> {
         let model = inputs.model("model")?;
         let domain = &with_protected(&model.data.domain, self.config.protected.as_deref(), &ctx.warnings)?;
-        let (seeds, seed_source): (Vec<f64>, String) = match inputs.seeds("seeds")? {
-            Some(s) => (s.seeds.rows.iter().copied().collect(), format!("{} seeds from the seeds input", s.seeds.rows.nrows())),
-            None => {
-                let seed = self.config.random_seeds_seed.unwrap_or(ctx.seed ^ 0x5eed);
-                let rows = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(seed), self.config.random_seeds);
-                (rows, format!("{} uniform random seeds (seed {seed})", self.config.random_seeds))
-            }
-        };
-        let before = model.oracle.rows();
-        let busy_before = model.oracle.busy_seconds();
-        let started = Instant::now();
-        let budget = FfiBudget {
+        let (mut seeds, _) = self.seeds(ctx, inputs, domain)?;
+        let units = self.config.units;
+        let width = domain.width().max(1);
+        let mut budget = FfiBudget {
             max_seeds: self.config.max_seeds,
             max_iterations: self.config.max_iterations,
             max_queries: self.config.max_queries,
             max_seconds: self.config.max_seconds,
         };
-        let spec = RunSpec { params: &self.params, seeds: &seeds, rng_seed: ctx.seed, budget, gamma: self.config.gamma };
+        if units > 1 {
+            // The budget is shared out: seeds are cut to `max_seeds` before they are split, the
+            // counts are divided (rounded up) and so is the time.
+            if budget.max_seeds > 0 {
+                seeds.truncate(seeds.len().min(budget.max_seeds as usize * width));
+            }
+            let rows = block(seeds.len() / width, units, piece);
+            seeds = seeds[rows.start * width..rows.end * width].to_vec();
+            let share = |n: u64| if n == 0 { 0 } else { n.div_ceil(units as u64) };
+            budget = FfiBudget {
+                max_seeds: 0,
+                max_iterations: share(budget.max_iterations),
+                max_queries: share(budget.max_queries),
+                max_seconds: budget.max_seconds / units as f64,
+            };
+        }
+        let before = model.oracle.rows();
+        let busy_before = model.oracle.busy_seconds();
+        let started = Instant::now();
+        let spec =
+            RunSpec { params: &self.params, seeds: &seeds, rng_seed: piece_seed(ctx.seed, piece, units), budget, gamma: self.config.gamma };
         let output = self.plugin.generate(&model.oracle, domain, &spec, &ctx.progress)?;
         let elapsed_s = started.elapsed().as_secs_f64();
-        let queries = model.oracle.rows() - before;
-        let model_time_s = model.oracle.busy_seconds() - busy_before;
-        let mut figures = GenerateFigures {
-            plugin: format!("{} {}", self.plugin.name, self.plugin.version),
-            params: self.params.clone(),
-            seed_source,
-            generated: output.generated,
-            emitted: output.cases.len(),
-            run_elapsed_s: elapsed_s,
-            model_time_s,
-            model_time_share: if elapsed_s > 0.0 { model_time_s / elapsed_s } else { 0.0 },
-            stopped_by: output.stopped_by_host.then(|| "max_seconds".to_string()),
-            plugin_figures: Map::new(),
-        };
-        // The host's own figures win over a plugin's of the same name.
-        let own = figures_map(&figures);
-        if let Some(extra) = output.report.as_ref().and_then(|r| r["figures"].as_object()) {
-            figures.plugin_figures = extra.iter().filter(|(k, _)| !own.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        }
-        let width = domain.width();
-        let mut cases = CasesArtifact {
+        let mut result = SearchPiece {
             instances: Vec::with_capacity(output.cases.len() * width),
             counterparts: Vec::with_capacity(output.cases.len() * width),
+            origins: Vec::with_capacity(output.cases.len()),
+            at_s: Vec::with_capacity(output.cases.len()),
+            generated: output.generated,
+            queries: model.oracle.rows() - before,
+            elapsed_s,
+            model_time_s: model.oracle.busy_seconds() - busy_before,
+            stopped_by_host: output.stopped_by_host,
+            seeds: seeds.len() / width,
+            report: output.report,
+        };
+        for c in output.cases {
+            result.instances.extend(c.instance);
+            result.counterparts.extend(c.counterpart);
+            result.origins.push(c.origin);
+            result.at_s.push(c.at_s);
+        }
+        Ok(Piece::Search(result))
+    }
+
+    fn combine(&self, ctx: &StageContext, inputs: &Inputs, pieces: Vec<Piece>) -> Result<StageOutput> {
+        let model = inputs.model("model")?;
+        let domain = &with_protected(&model.data.domain, self.config.protected.as_deref(), &ctx.warnings)?;
+        let (_, seed_source) = self.seeds(ctx, inputs, domain)?;
+        let width = domain.width();
+        if pieces.len() != self.config.units {
+            return Err(Error::Invalid(format!("the search has {} pieces; it was split into {}", pieces.len(), self.config.units)));
+        }
+        let mut searches = Vec::with_capacity(pieces.len());
+        for (k, piece) in pieces.into_iter().enumerate() {
+            match piece {
+                Piece::Search(s) if s.instances.len() == s.origins.len() * width && s.counterparts.len() == s.instances.len() => {
+                    searches.push(s)
+                }
+                _ => return Err(Error::Invalid(format!("piece {k} of the search is not a search over {width}-column rows"))),
+            }
+        }
+        let elapsed_s: f64 = searches.iter().map(|s| s.elapsed_s).sum();
+        let model_time_s: f64 = searches.iter().map(|s| s.model_time_s).sum();
+        let queries: u64 = searches.iter().map(|s| s.queries).sum();
+        let generated: u64 = searches.iter().map(|s| s.generated).sum();
+        let several = searches.len() > 1;
+        let mut cases = CasesArtifact {
+            instances: Vec::new(),
+            counterparts: Vec::new(),
             model: model.clone(),
             domain: domain.clone(),
             origins: Vec::new(),
             at_s: Vec::new(),
-            generated: output.generated,
+            generated,
             elapsed_s,
             queries,
         };
-        for c in output.cases {
-            cases.instances.extend(c.instance);
-            cases.counterparts.extend(c.counterpart);
-            cases.origins.push(c.origin);
-            cases.at_s.push(c.at_s);
+        // Cases in piece order; an instance an earlier piece found is dropped (within one piece
+        // the plugin's own output is kept as it is).
+        let mut earlier: std::collections::HashSet<Vec<u64>> = std::collections::HashSet::new();
+        let mut dropped = 0;
+        let mut offset = 0.0;
+        for s in &searches {
+            let mut mine = Vec::new();
+            for (i, &origin) in s.origins.iter().enumerate() {
+                let row = &s.instances[i * width..(i + 1) * width];
+                if several {
+                    let key: Vec<u64> = row.iter().map(|x| x.to_bits()).collect();
+                    if earlier.contains(&key) {
+                        dropped += 1;
+                        continue;
+                    }
+                    mine.push(key);
+                }
+                cases.instances.extend_from_slice(row);
+                cases.counterparts.extend_from_slice(&s.counterparts[i * width..(i + 1) * width]);
+                cases.origins.push(origin);
+                cases.at_s.push(offset + s.at_s[i]);
+            }
+            earlier.extend(mine);
+            offset += s.elapsed_s;
+        }
+        let mut figures = GenerateFigures {
+            plugin: format!("{} {}", self.plugin.name, self.plugin.version),
+            params: self.params.clone(),
+            seed_source,
+            generated,
+            emitted: cases.origins.len(),
+            run_elapsed_s: elapsed_s,
+            model_time_s,
+            model_time_share: if elapsed_s > 0.0 { model_time_s / elapsed_s } else { 0.0 },
+            stopped_by: searches.iter().any(|s| s.stopped_by_host).then(|| "max_seconds".to_string()),
+            units: several.then_some(searches.len()),
+            duplicates_dropped: several.then_some(dropped),
+            unit_figures: None,
+            plugin_figures: Map::new(),
+        };
+        // The host's own figures win over a plugin's of the same name.
+        let own = figures_map(&figures);
+        let reported: Vec<Map<String, Value>> =
+            searches.iter().map(|s| s.report.as_ref().and_then(|r| r["figures"].as_object()).cloned().unwrap_or_default()).collect();
+        if several {
+            // Integer figures (counts) are summed over the blocks; every block's are kept.
+            let mut summed = Map::new();
+            for (k, v) in &reported[0] {
+                if own.contains_key(k) || !v.is_u64() {
+                    continue;
+                }
+                let values: Option<Vec<u64>> = reported.iter().map(|r| r.get(k).and_then(Value::as_u64)).collect();
+                if let Some(values) = values {
+                    summed.insert(k.clone(), Value::from(values.iter().sum::<u64>()));
+                }
+            }
+            figures.plugin_figures = summed;
+            if reported.iter().any(|r| !r.is_empty()) {
+                figures.unit_figures = Some(reported.into_iter().map(Value::Object).collect());
+            }
+        } else if let Some(extra) = reported.into_iter().next() {
+            figures.plugin_figures = extra.into_iter().filter(|(k, _)| !own.contains_key(k)).collect();
         }
         Ok(StageOutput {
             artifact: Artifact::Cases(Arc::new(cases)),
             figures: figures_map(&figures),
             tables: Vec::new(),
             model_queries: queries,
+        })
+    }
+}
+
+impl Generate {
+    /// The seed rows (row-major) and where they came from: the seeds input, else uniform random
+    /// rows of `domain`.
+    fn seeds(&self, ctx: &StageContext, inputs: &Inputs, domain: &crate::domain::Domain) -> Result<(Vec<f64>, String)> {
+        Ok(match inputs.seeds("seeds")? {
+            Some(s) => (s.seeds.rows.iter().copied().collect(), format!("{} seeds from the seeds input", s.seeds.rows.nrows())),
+            None => {
+                let seed = self.config.random_seeds_seed.unwrap_or(ctx.seed ^ 0x5eed);
+                let rows = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(seed), self.config.random_seeds);
+                (rows, format!("{} uniform random seeds (seed {seed})", self.config.random_seeds))
+            }
         })
     }
 }

@@ -31,13 +31,54 @@ use matrix::{Best, Combination, Matrix};
 /// The unit id of a plain pipeline (no `[matrix]`): its one unit.
 pub const PLAIN_UNIT: &str = "run";
 
-/// A unit of work: one matrix combination (or the whole plain pipeline).
+/// A unit of work: one matrix combination (or the whole plain pipeline), or one piece of a
+/// plain pipeline's split stage ([`crate::pieces`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnitInfo {
-    /// Its id: the combination's folder name (`run` for a plain pipeline).
+    /// Its id: the combination's folder name (`run` for a plain pipeline), or
+    /// `run/STAGE/PIECE` for a piece.
     pub id: String,
     /// Matrix key → the combination's value.
     pub values: Map<String, Value>,
+    /// Which piece of which stage, for a piece.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub piece: Option<PieceOf>,
+}
+
+/// The stage piece a unit is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PieceOf {
+    /// The stage's name.
+    pub stage: String,
+    /// The piece's number, from 0.
+    pub piece: usize,
+    /// The stage's number of pieces.
+    pub pieces: usize,
+}
+
+impl UnitInfo {
+    /// Where a part keeps the unit, relative to the part's folder: the unit's folder, or a
+    /// piece's file.
+    pub fn path_in_part(&self) -> PathBuf {
+        match &self.piece {
+            None => PathBuf::from(&self.id),
+            Some(p) => PathBuf::from(PLAIN_UNIT).join("pieces").join(format!("{}.{}.json", p.stage, p.piece)),
+        }
+    }
+}
+
+/// What `fairpipe merge` needs to run a pipeline's stages again around the pieces: the pipeline
+/// file's path and text as the shards read them, and the run's options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineSource {
+    /// The pipeline file, absolute (its relative paths resolve against its folder).
+    pub path: PathBuf,
+    /// Its text.
+    pub text: String,
+    /// `--seed`, if given.
+    pub seed_override: Option<u64>,
+    /// `--gate` conditions.
+    pub gates: Vec<String>,
 }
 
 /// What identifies a sweep and everything needed to write its combined result: kept in a part's
@@ -64,6 +105,9 @@ pub struct SweepInfo {
     pub report: bool,
     /// Every unit, in order.
     pub units: Vec<UnitInfo>,
+    /// The pipeline itself, when its units are stage pieces (the merge runs it again around them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<PipelineSource>,
 }
 
 /// A pipeline file read as a sweep: its matrix (possibly empty) and its units, every combination
@@ -100,6 +144,17 @@ impl Sweep {
     /// `[matrix] best`.
     pub fn load(file: &Path, seed: Option<u64>, gates: Vec<crate::gate::Condition>, best: Option<Best>) -> Result<Sweep, ConfigError> {
         let text = read_text(file)?;
+        Self::parse(file, text, seed, gates, best)
+    }
+
+    /// [`Sweep::load`] for `text` read from `file`.
+    pub fn parse(
+        file: &Path,
+        text: String,
+        seed: Option<u64>,
+        gates: Vec<crate::gate::Condition>,
+        best: Option<Best>,
+    ) -> Result<Sweep, ConfigError> {
         let root = parse_root(file, &text)?;
         let mut p = Problems::new(file, &text);
         let matrix = Matrix::read(&root, &mut p);
@@ -126,6 +181,7 @@ impl Sweep {
                 best: best.or_else(|| matrix.best.as_ref().map(|(b, _)| b.clone())),
                 report: true,
                 units: Vec::new(),
+                source: None,
             },
             matrix,
             text,
@@ -159,8 +215,30 @@ impl Sweep {
             .map(|(i, c)| UnitInfo {
                 id: if sweep.info.matrix { sweep.matrix.name(i, c) } else { PLAIN_UNIT.to_string() },
                 values: sweep.matrix.values_json(c),
+                piece: None,
             })
             .collect();
+        // A plain pipeline's units are the pieces of its split stages (a sweep's are its
+        // combinations): the shards compute them, the merge runs the rest around them.
+        let split = if sweep.info.matrix { Vec::new() } else { base.split_stages() };
+        if !split.is_empty() {
+            sweep.info.units = split
+                .iter()
+                .flat_map(|(stage, pieces)| {
+                    (0..*pieces).map(move |k| UnitInfo {
+                        id: format!("{PLAIN_UNIT}/{stage}/{k}"),
+                        values: Map::new(),
+                        piece: Some(PieceOf { stage: stage.clone(), piece: k, pieces: *pieces }),
+                    })
+                })
+                .collect();
+            sweep.info.source = Some(PipelineSource {
+                path: std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf()),
+                text: sweep.text.clone(),
+                seed_override: seed,
+                gates: sweep.gates.iter().map(|g| g.to_string()).collect(),
+            });
+        }
         let mut hashed = sweep.text.clone();
         for g in &sweep.gates {
             hashed.push_str(&format!("\n--gate {g}"));

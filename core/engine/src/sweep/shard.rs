@@ -11,9 +11,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{finish, Sweep, SweepInfo, SweepReport};
+use serde_json::Map;
+
+use super::{finish, PipelineSource, Sweep, SweepInfo, SweepReport};
 use crate::error::{Error, OutputError, Result};
 use crate::output::write_json;
+use crate::pieces::Piece;
+use crate::pipeline::PieceMode;
 
 /// The environment variable holding the shard index when `--shard env` is given (Kubernetes sets
 /// it in an Indexed Job).
@@ -110,7 +114,11 @@ impl Sweep {
         let _lock = crate::staging::Lock::acquire(out)?;
         let staging = crate::staging::Staging::begin(out)?;
         let mine: Vec<usize> = (0..self.info.units.len()).filter(|&i| shard.holds(i)).collect();
-        let summaries = self.run_units(&mine, staging.dir(), jobs, show)?;
+        let (pieces, whole): (Vec<usize>, Vec<usize>) = mine.iter().partition(|&&i| self.info.units[i].piece.is_some());
+        let summaries = self.run_units(&whole, staging.dir(), jobs, show)?;
+        if !pieces.is_empty() {
+            self.run_pieces(&pieces, staging.dir(), show)?;
+        }
         let gates: Vec<bool> = summaries.values().filter_map(super::gate_passed).collect();
         let manifest = Manifest {
             format: FORMAT.into(),
@@ -122,6 +130,67 @@ impl Sweep {
         write_json(&staging.dir().join(MANIFEST), &serde_json::to_value(&manifest).map_err(|e| Error::Invalid(e.to_string()))?)?;
         staging.commit()?;
         Ok(PartReport { manifest, gate_passed: (!gates.is_empty()).then(|| gates.iter().all(|&g| g)) })
+    }
+}
+
+impl Sweep {
+    /// Compute the piece units `indices` of the plain pipeline into `dir`: the stages they read
+    /// run once, then each piece; each is written to its file ([`super::UnitInfo::path_in_part`])
+    /// with the figures of the stages it read, which the merge checks against its own run.
+    fn run_pieces(&self, indices: &[usize], dir: &Path, show: bool) -> Result<()> {
+        let mut held: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for &i in indices {
+            if let Some(p) = &self.info.units[i].piece {
+                held.entry(p.stage.clone()).or_default().push(p.piece);
+            }
+        }
+        let started = std::time::Instant::now();
+        let (run, computed) = self.pipeline(0)?.execute_with(false, &mut PieceMode::Compute(held))?;
+        let upstream = fingerprint(&run.summary["stages"]);
+        for (stage, k, piece) in computed {
+            let unit = self
+                .info
+                .units
+                .iter()
+                .find(|u| u.piece.as_ref().is_some_and(|p| p.stage == stage && p.piece == k))
+                .ok_or_else(|| Error::Invalid(format!("stage `{stage}` computed piece {k}, which is not a unit of the run")))?;
+            let path = dir.join(unit.path_in_part());
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| OutputError { path: parent.to_path_buf(), message: e.to_string() })?;
+            }
+            let file = PieceFile { unit: unit.id.clone(), upstream: upstream.clone(), result: piece };
+            write_json(&path, &serde_json::to_value(&file).map_err(|e| Error::Invalid(e.to_string()))?)?;
+        }
+        if show {
+            eprintln!("{} pieces ({:.1} s)", indices.len(), started.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
+}
+
+/// A piece's file in a part.
+#[derive(Debug, Serialize, Deserialize)]
+struct PieceFile {
+    /// The unit id.
+    unit: String,
+    /// The figures (timings aside) of the stages the piece read, as the shard computed them.
+    upstream: Value,
+    /// What the piece computed.
+    result: Piece,
+}
+
+/// Stage figures without what differs between any two runs of the same pipeline: timings and a
+/// remote model's traffic.
+fn fingerprint(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !(k.contains("elapsed") || k.contains("time") || k.contains("per_second") || k.as_str() == "remote"))
+                .map(|(k, v)| (k.clone(), fingerprint(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(fingerprint).collect()),
+        other => other.clone(),
     }
 }
 
@@ -218,8 +287,10 @@ pub fn check_parts(parts: &[PathBuf]) -> std::result::Result<(Vec<Manifest>, BTr
                 problems.push(format!("  unit `{id}` in {} is not a unit of the run", parts[p].display()));
             } else if let Some(&q) = holder.get(id) {
                 problems.push(format!("  unit `{id}` is duplicated: in {} and in {}", parts[q].display(), parts[p].display()));
-            } else if !parts[p].join(id).is_dir() {
-                problems.push(format!("  unit `{id}`: its folder is missing from {}", parts[p].display()));
+            } else if let Some(missing) =
+                first.sweep.units.iter().find(|u| &u.id == id).map(|u| u.path_in_part()).filter(|path| !parts[p].join(path).exists())
+            {
+                problems.push(format!("  unit `{id}`: {} is missing from {}", missing.display(), parts[p].display()));
             } else {
                 holder.insert(id.clone(), p);
             }
@@ -250,6 +321,9 @@ pub fn merge(parts: &[PathBuf], out: &Path) -> Result<SweepReport> {
     let info = manifests[0].sweep.clone();
     crate::staging::check_target(out)?;
     let _lock = crate::staging::Lock::acquire(out)?;
+    if let Some(source) = &info.source {
+        return merge_pieces(&info, source, parts, &holder, out);
+    }
     let staging = crate::staging::Staging::begin(out)?;
     let mut summaries = BTreeMap::new();
     for u in &info.units {
@@ -271,6 +345,81 @@ pub fn merge(parts: &[PathBuf], out: &Path) -> Result<SweepReport> {
     };
     staging.commit()?;
     Ok(report)
+}
+
+/// Merge a plain pipeline's pieces: run it again from `source`, its split stages combined from
+/// the pieces, and write its result into `out` (whose lock the caller holds). The stages the
+/// pieces read must give the figures they gave in every shard: a stage that does not (a model
+/// trained with an unseeded library, say) is named, and nothing is written.
+fn merge_pieces(
+    info: &SweepInfo,
+    source: &PipelineSource,
+    parts: &[PathBuf],
+    holder: &BTreeMap<String, usize>,
+    out: &Path,
+) -> Result<SweepReport> {
+    let gates: Vec<crate::gate::Condition> = source
+        .gates
+        .iter()
+        .map(|g| g.parse().map_err(|e| Error::Invalid(format!("the parts' gate condition `{g}`: {e}"))))
+        .collect::<Result<_>>()?;
+    let sweep = Sweep::parse(&source.path, source.text.clone(), source.seed_override, gates, info.best.clone())?;
+    if sweep.info.units != info.units || sweep.info.pipeline_hash != info.pipeline_hash {
+        return Err(Error::Invalid(format!(
+            "the pipeline recorded in the parts ({}) no longer splits into the same units here (another fairpipe build?); run the shards and the merge with one fairpipe",
+            source.path.display()
+        )));
+    }
+    let mut pieces: BTreeMap<String, Vec<Piece>> = BTreeMap::new();
+    let mut recorded: Vec<(Value, PathBuf)> = Vec::new();
+    for u in &info.units {
+        let path = parts[holder[&u.id]].join(u.path_in_part());
+        let text = std::fs::read_to_string(&path).map_err(|e| OutputError { path: path.clone(), message: e.to_string() })?;
+        let file: PieceFile =
+            serde_json::from_str(&text).map_err(|e| OutputError { path: path.clone(), message: format!("not a piece file: {e}") })?;
+        if file.unit != u.id {
+            return Err(Error::Invalid(format!("{}: holds unit `{}`, expected `{}`", path.display(), file.unit, u.id)));
+        }
+        if !recorded.iter().any(|(v, _)| v == &file.upstream) {
+            recorded.push((file.upstream, path));
+        }
+        let stage = u.piece.as_ref().map(|p| p.stage.clone()).unwrap_or_default();
+        pieces.entry(stage).or_default().push(file.result);
+    }
+    let (run, _) = sweep.pipeline(0)?.execute_with(false, &mut PieceMode::Combine(pieces))?;
+    let here = fingerprint(&run.summary["stages"]);
+    for (upstream, path) in &recorded {
+        check_same_upstream(upstream, path, &here)?;
+    }
+    run.write_unlocked(out, info.report)?;
+    Ok(SweepReport { gate_passed: super::gate_passed(&run.summary), summary: run.summary })
+}
+
+/// Refuse pieces computed from other upstream results than the merge's own run (`here`): name
+/// the first stage whose figures differ, with both values.
+fn check_same_upstream(recorded: &Value, piece: &Path, here: &Value) -> Result<()> {
+    let empty = Map::new();
+    for (stage, figures) in recorded.as_object().unwrap_or(&empty) {
+        let ours = here.get(stage);
+        if ours == Some(figures) {
+            continue;
+        }
+        let differing = figures
+            .as_object()
+            .and_then(|f| f.iter().find(|(k, v)| ours.and_then(|o| o.get(k.as_str())) != Some(*v)))
+            .map(|(k, v)| {
+                format!(
+                    "`{k}` is {v} in {}, {} in the merge",
+                    piece.display(),
+                    ours.and_then(|o| o.get(k.as_str())).unwrap_or(&Value::Null)
+                )
+            })
+            .unwrap_or_else(|| format!("its figures in {} differ from the merge's", piece.display()));
+        return Err(Error::Invalid(format!(
+            "stage `{stage}` did not give the same result in the shards and in the merge ({differing}): the pieces cannot be combined; make it reproducible (a fixed seed for the library that trains it) or run the pipeline unsharded"
+        )));
+    }
+    Ok(())
 }
 
 /// Copy folder `from` into `to` (created), recursively.

@@ -1,0 +1,143 @@
+//! Pieces: the independent units inside one stage. An `estimate` splits into blocks of trials
+//! (trial `t` draws from a stream of its own, so any split gives the same counts), a `generate`
+//! into `units` blocks of its seeds (each block searched by its own run of the plugin, with a
+//! stream derived from the stage seed and the block's number alone). A stage computes each piece
+//! on its own ([`crate::pipeline::stage::Stage::run_piece`]) and combines them in piece order
+//! ([`crate::pipeline::stage::Stage::combine`]); its ordinary run does exactly that, so pieces
+//! computed on other machines (`fairpipe run --shard`) and combined by `fairpipe merge` give the
+//! figures of the unsharded run.
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What one piece of a stage computed, kept to be combined (in the run itself, or by `fairpipe
+/// merge` from a part's files).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Piece {
+    /// Estimate trials `first .. first + counts.len()`: the discriminatory inputs of each trial.
+    Trials {
+        /// The first trial's index.
+        first: usize,
+        /// Discriminatory inputs per trial.
+        counts: Vec<usize>,
+        /// Model rows the piece scored.
+        queries: u64,
+    },
+    /// One search over one block of seeds.
+    Search(SearchPiece),
+}
+
+/// One plugin run over one block of seeds: its cases and counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchPiece {
+    /// Instances, row-major (written as f64 bit patterns, so they read back exactly).
+    #[serde(with = "f64_bits")]
+    pub instances: Vec<f64>,
+    /// Counterparts, row-major (bit patterns likewise).
+    #[serde(with = "f64_bits")]
+    pub counterparts: Vec<f64>,
+    /// Origin code per case.
+    pub origins: Vec<u32>,
+    /// Seconds since the piece's run started, per case.
+    pub at_s: Vec<f64>,
+    /// Unique test inputs the run generated.
+    pub generated: u64,
+    /// Model rows the run scored.
+    pub queries: u64,
+    /// Wall time of the run.
+    pub elapsed_s: f64,
+    /// Seconds spent in the model.
+    pub model_time_s: f64,
+    /// Whether the host's time budget cut the run short.
+    pub stopped_by_host: bool,
+    /// Seed rows in the block.
+    pub seeds: usize,
+    /// The plugin's report (its own figures), if it sent one.
+    pub report: Option<Value>,
+}
+
+/// Block `k` of `n` over `len` items: contiguous, in order, sizes differing by at most one.
+pub fn block(len: usize, n: usize, k: usize) -> Range<usize> {
+    let n = n.max(1) as u128;
+    let at = |i: u128| (len as u128 * i / n) as usize;
+    at(k as u128)..at(k as u128 + 1)
+}
+
+/// The random seed of piece `k` of a stage split into `n` pieces: the stage's own seed when the
+/// stage is one piece (the unsplit run), else a SplitMix64 mix of the stage seed and `k` alone.
+pub fn piece_seed(stage_seed: u64, k: usize, n: usize) -> u64 {
+    if n <= 1 {
+        return stage_seed;
+    }
+    let mut z = stage_seed ^ (k as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Serde for `Vec<f64>` as the values' bit patterns (JSON numbers read back exactly).
+mod f64_bits {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|x| x.to_bits()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Ok(Vec::<u64>::deserialize(d)?.into_iter().map(f64::from_bits).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_every_item_once_in_order() {
+        for len in [0, 1, 7, 400] {
+            for n in [1, 2, 3, 16] {
+                let all: Vec<usize> = (0..n).flat_map(|k| block(len, n, k)).collect();
+                assert_eq!(all, (0..len).collect::<Vec<_>>(), "len {len}, n {n}");
+                let sizes: Vec<usize> = (0..n).map(|k| block(len, n, k).len()).collect();
+                assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_search_piece_reads_back_bit_for_bit() {
+        let piece = Piece::Search(SearchPiece {
+            instances: vec![0.1 + 0.2, -0.0, f64::MIN_POSITIVE, 1e300],
+            counterparts: vec![1.0 / 3.0, 2.0, 3.0, 4.0],
+            origins: vec![1, 2],
+            at_s: vec![0.5, 0.25],
+            generated: 9,
+            queries: 20,
+            elapsed_s: 1.5,
+            model_time_s: 0.5,
+            stopped_by_host: false,
+            seeds: 3,
+            report: None,
+        });
+        let back: Piece = serde_json::from_str(&serde_json::to_string(&piece).unwrap()).unwrap();
+        match (&back, &piece) {
+            (Piece::Search(a), Piece::Search(b)) => {
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a.instances), bits(&b.instances));
+                assert_eq!(bits(&a.counterparts), bits(&b.counterparts));
+            }
+            _ => panic!("{back:?}"),
+        }
+    }
+
+    #[test]
+    fn one_piece_keeps_the_stage_seed_and_several_get_distinct_ones() {
+        assert_eq!(piece_seed(42, 0, 1), 42);
+        let seeds: std::collections::BTreeSet<u64> = (0..100).map(|k| piece_seed(42, k, 100)).collect();
+        assert_eq!(seeds.len(), 100);
+        assert_eq!(piece_seed(42, 3, 10), piece_seed(42, 3, 20), "a piece's seed depends on its number alone");
+    }
+}
