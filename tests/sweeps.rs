@@ -411,3 +411,51 @@ fn merging_pieces_refuses_missing_pieces_and_a_stage_that_differs_in_the_merge()
     let e = refused(&[&parts[0], &parts[1]]);
     assert!(e.contains("piece 3 of the estimate should hold trials 75..100"), "{e}");
 }
+
+#[test]
+fn a_group_axis_changes_a_model_its_data_and_its_attribute_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let credit = format!(
+        "{{ name = \"credit-age\", \"data.path\" = \"{}\", \"data.label\" = \"label_CREDITRATING_eq_1\", \"data.protected\" = [\"AgeInYears\"], \"model.path\" = \"{}\" }}",
+        common::bundled("data/credit.csv"),
+        common::bundled("models/credit.onnx")
+    );
+    let matrix =
+        format!("[matrix]\naudit = [{{ name = \"census-race\", \"data.protected\" = [\"race\"] }}, {credit}]\npipeline.seed = [1, 2]\n");
+    let sweep = census_audit(dir.path(), "group.toml", "[\"gender\"]", 42, &matrix.replace("estimate.protected", ""));
+    // The estimate audits the load stage's attribute here.
+    let sweep_text = std::fs::read_to_string(&sweep).unwrap().replace("protected = [\"gender\"]\n\n[stages.check]", "\n[stages.check]");
+    std::fs::write(&sweep, sweep_text).unwrap();
+    let out = dir.path().join("out");
+    run_ok(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet", "--jobs", "2"]);
+    let summary = read_json(&out.join("summary.json"));
+    let names: Vec<&str> = summary["combinations"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["00_audit=census-race_seed=1", "01_audit=census-race_seed=2", "02_audit=credit-age_seed=1", "03_audit=credit-age_seed=2"]
+    );
+    assert_eq!(summary["combinations"][2]["values"]["audit"], "credit-age");
+    // Combination 03 is the credit pipeline written out by hand, seed 2.
+    let by_hand = common::write(
+        dir.path(),
+        "credit.toml",
+        &format!(
+            "[pipeline]\nname = \"sweep-test\"\nseed = 2\n\n[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"label_CREDITRATING_eq_1\"\nprotected = [\"AgeInYears\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 200\n\n[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"test\"\n",
+            common::bundled("data/credit.csv"),
+            common::bundled("models/credit.onnx")
+        ),
+    );
+    let hand = common::run_pipeline(&by_hand, &dir.path().join("hand"), &[]);
+    let combo = read_json(&out.join("03_audit=credit-age_seed=2/summary.json"));
+    assert_eq!(timeless(&combo["stages"]), timeless(&hand["stages"]));
+    let census = read_json(&out.join("00_audit=census-race_seed=1/summary.json"));
+    assert_ne!(census["stages"]["model"]["accuracy_test"], combo["stages"]["model"]["accuracy_test"], "another model");
+    // A key set by the group and by an axis of its own is refused at validation.
+    let clash = common::write(
+        dir.path(),
+        "clash.toml",
+        &std::fs::read_to_string(&sweep).unwrap().replace("pipeline.seed = [1, 2]", "\"data.protected\" = [[\"age\"]]"),
+    );
+    let (ok, _, stderr) = common::fairpipe(&["validate", clash.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("`data.protected` is set by both `audit` and `data.protected`"), "{stderr}");
+}

@@ -6,6 +6,12 @@
 //! (`model.path = [...]`), both read the same. Each combination is the pipeline with those values
 //! put in place (a key the stage does not set is added), validated like any pipeline: a wrong
 //! value is reported at the value's own place in `[matrix]`.
+//!
+//! Values that must change together (a model with its data and its protected attributes) form a
+//! **group**: a key without a dot whose list holds tables of `STAGE.KEY = value` (and an optional
+//! `name`, the combination folders' label), e.g.
+//! `models = [{ name = "census", "model.path" = "census.onnx", "data.path" = "census.csv" }, …]`;
+//! the group is one axis of the product.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -18,15 +24,19 @@ use crate::suggest::hint;
 /// At most this many combinations in one sweep.
 pub const MAX_COMBINATIONS: usize = 10_000;
 
-/// One swept key: its path and the values it takes.
+/// One axis of the product: a swept key and the values it takes, or a group of keys set together.
 #[derive(Debug, Clone)]
 pub struct Axis {
-    /// The key as written, e.g. `model.path`.
+    /// The key as written, e.g. `model.path` (a group's name, e.g. `models`).
     pub key: String,
-    /// Its segments, e.g. `["model", "path"]`.
+    /// Its segments, e.g. `["model", "path"]` (a group: its name alone).
     pub path: Vec<String>,
-    /// The values, in the order listed.
+    /// The values, in the order listed (a group: its tables).
     pub values: Vec<Sp<Val>>,
+    /// Per value, what it sets: (key path, value) — one pair for a swept key, a group's entries.
+    pub settings: Vec<Vec<(Vec<String>, Sp<Val>)>>,
+    /// Per value, a group entry's `name`, if given.
+    pub names: Vec<Option<String>>,
 }
 
 /// How the best combination is chosen: `"min STAGE.FIGURE"` or `"max STAGE.FIGURE"`.
@@ -121,6 +131,14 @@ impl Matrix {
                 }
                 continue;
             }
+            if path.len() == 1 {
+                if let Val::Array(values) = &value.v {
+                    if let Some(axis) = read_group(&key, &value.span, values, &stages, p) {
+                        matrix.axes.push(axis);
+                    }
+                    continue;
+                }
+            }
             if let Some(problem) = key_problem(&path, &stages) {
                 p.at(&key_span, format!("[matrix] `{key}`: {problem}"));
                 continue;
@@ -145,7 +163,20 @@ impl Matrix {
                 ok = false;
             }
             if ok {
-                matrix.axes.push(Axis { key, path, values: values.clone() });
+                let settings = values.iter().map(|v| vec![(path.clone(), v.clone())]).collect();
+                matrix.axes.push(Axis { key, path, values: values.clone(), settings, names: vec![None; values.len()] });
+            }
+        }
+        // A key set by two axes (a group and a swept key, or two groups) has no single value.
+        let mut setters: BTreeMap<String, &str> = BTreeMap::new();
+        for axis in &matrix.axes {
+            let mut keys: Vec<String> = axis.settings.iter().flatten().map(|(path, _)| path.join(".")).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                if let Some(other) = setters.insert(k.clone(), &axis.key) {
+                    p.at(&table.span, format!("[matrix] `{k}` is set by both `{other}` and `{}`; set each key in one place", axis.key));
+                }
             }
         }
         let count = matrix.axes.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
@@ -180,7 +211,12 @@ impl Matrix {
         let mut name = format!("{index:0width$}");
         for (axis, &i) in self.axes.iter().zip(combination) {
             let last = axis.path.last().map(String::as_str).unwrap_or("value");
-            name.push_str(&format!("_{}={}", sanitise(last), label(&axis.values[i].v)));
+            let value = match (&axis.names[i], axis.path.len()) {
+                (Some(n), _) => sanitise(n),
+                (None, 1) => (i + 1).to_string(),
+                (None, _) => label(&axis.values[i].v),
+            };
+            name.push_str(&format!("_{}={value}", sanitise(last)));
         }
         name
     }
@@ -190,13 +226,14 @@ impl Matrix {
     pub fn apply(&self, root: &Sp<Val>, combination: &Combination) -> Sp<Val> {
         let mut doc = root.clone();
         for (axis, &i) in self.axes.iter().zip(combination) {
-            let (first, rest) = axis.path.split_first().expect("a key has segments");
-            let Val::Table(top) = &mut doc.v else { break };
-            let value = &axis.values[i];
-            if first == "pipeline" {
-                set(top, &["pipeline".to_string()], rest, value);
-            } else {
-                set(top, &["stages".to_string(), first.clone()], rest, value);
+            for (path, value) in &axis.settings[i] {
+                let (first, rest) = path.split_first().expect("a key has segments");
+                let Val::Table(top) = &mut doc.v else { break };
+                if first == "pipeline" {
+                    set(top, &["pipeline".to_string()], rest, value);
+                } else {
+                    set(top, &["stages".to_string(), first.clone()], rest, value);
+                }
             }
         }
         doc
@@ -204,8 +241,88 @@ impl Matrix {
 
     /// The value of every axis in `combination`, as JSON keyed by the axis key.
     pub fn values_json(&self, combination: &Combination) -> serde_json::Map<String, serde_json::Value> {
-        self.axes.iter().zip(combination).map(|(a, &i)| (a.key.clone(), a.values[i].v.to_json())).collect()
+        self.axes
+            .iter()
+            .zip(combination)
+            .map(|(a, &i)| (a.key.clone(), a.names[i].as_ref().map(|n| serde_json::json!(n)).unwrap_or_else(|| a.values[i].v.to_json())))
+            .collect()
     }
+
+    /// The keys (`STAGE.KEY`) that value `value` of axis `axis` sets.
+    pub fn settings_of(&self, axis: usize, value: usize) -> Vec<String> {
+        self.axes[axis].settings[value].iter().map(|(path, _)| path.join(".")).collect()
+    }
+
+    /// Whether some axis sets `pipeline.seed`.
+    pub fn sweeps_seed(&self) -> bool {
+        self.axes.iter().any(|a| a.settings.iter().flatten().any(|(path, _)| path.len() == 2 && path[0] == "pipeline" && path[1] == "seed"))
+    }
+}
+
+/// A group axis `key = [{ name = "…", "STAGE.KEY" = value, … }, …]`, its problems recorded.
+fn read_group(key: &str, span: &Range<usize>, values: &[Sp<Val>], stages: &BTreeMap<&str, Option<&str>>, p: &mut Problems) -> Option<Axis> {
+    let mut ok = !values.is_empty();
+    if values.is_empty() {
+        p.at(span, format!("[matrix] group `{key}` lists no values; give at least one table"));
+    }
+    let mut settings = Vec::new();
+    let mut names = Vec::new();
+    for (i, entry) in values.iter().enumerate() {
+        let Val::Table(entries) = &entry.v else {
+            p.at(
+                &entry.span,
+                format!(
+                    "[matrix] `{key}`: a key without a dot is a group and lists tables of `\"STAGE.KEY\" = value` set together, found {}; to sweep one key write `STAGE.KEY = [...]`",
+                    entry.v.type_name()
+                ),
+            );
+            ok = false;
+            continue;
+        };
+        if values[..i].iter().any(|w| w.v == entry.v) {
+            p.at(&entry.span, format!("[matrix] `{key}` lists this value twice"));
+            ok = false;
+        }
+        let mut leaves = Vec::new();
+        flatten(entries, &[], &mut leaves);
+        let mut set_here = Vec::new();
+        let mut name = None;
+        let mut bad_key = false;
+        for (path, key_span, value) in leaves {
+            if path.len() == 1 && path[0] == "name" {
+                match &value.v {
+                    Val::Str(s) => name = Some(s.clone()),
+                    other => {
+                        p.at(
+                            &value.span,
+                            format!("[matrix] `{key}`: `name` labels the entry and must be a string, found {}", other.type_name()),
+                        );
+                        ok = false;
+                    }
+                }
+                continue;
+            }
+            if let Some(problem) = key_problem(&path, stages) {
+                p.at(&key_span, format!("[matrix] `{key}`: `{}`: {problem}", path.join(".")));
+                ok = false;
+                bad_key = true;
+                continue;
+            }
+            set_here.push((path, value.clone()));
+        }
+        if set_here.is_empty() && !bad_key {
+            p.at(&entry.span, format!("[matrix] `{key}`: this entry sets no `STAGE.KEY`"));
+            ok = false;
+        }
+        settings.push(set_here);
+        names.push(name);
+    }
+    let labels: Vec<&String> = names.iter().flatten().collect();
+    if labels.iter().enumerate().any(|(i, n)| labels[..i].contains(n)) {
+        p.at(span, format!("[matrix] `{key}`: two entries have the same `name`"));
+        ok = false;
+    }
+    ok.then(|| Axis { key: key.to_string(), path: vec![key.to_string()], values: values.to_vec(), settings, names })
 }
 
 /// `[matrix]` leaves: (path, span of the key, value); dotted TOML keys become paths.
@@ -387,5 +504,26 @@ mod tests {
         assert_eq!(p.len(), 2, "{p:?}");
         assert!(p[0].starts_with("2:21: [matrix] `est.trials` lists this value twice"), "{p:?}");
         assert!(p[1].contains("a `estimate` stage's figures are rate, ci95_low, ci95_high"), "{p:?}");
+    }
+
+    #[test]
+    fn a_group_sets_its_keys_together_and_its_problems_are_located() {
+        let (m, p) = read(&format!(
+            "[matrix]\nmodels = [{{ name = \"a\", \"model.path\" = \"m/a.onnx\", \"est.trials\" = 10 }}, {{ \"model.path\" = \"m/b.onnx\" }}]\npipeline.seed = [1, 2]\n{STAGES}"
+        ));
+        assert!(p.is_empty(), "{p:?}");
+        let c = m.combinations();
+        assert_eq!(c.len(), 4);
+        assert_eq!(m.name(0, &c[0]), "00_models=a_seed=1");
+        assert_eq!(m.name(3, &c[3]), "03_models=2_seed=2", "an entry without a name is labelled by its number");
+        assert_eq!(m.settings_of(0, 0), ["model.path", "est.trials"]);
+        assert_eq!(m.values_json(&c[0])["models"], "a");
+        let (_, p) =
+            read(&format!("[matrix]\nmodels = [{{ \"model.pth\" = 1 }}, 3, {{ name = 5, \"est.trials\" = 1 }}]\nestimates = []\n{STAGES}"));
+        assert_eq!(p.len(), 4, "{p:?}");
+        assert!(p[0].starts_with("2:13: [matrix] `models`: `model.pth`: stage `model` (load_model) has no key `pth`"), "{p:?}");
+        assert!(p[1].starts_with("2:32: [matrix] `models`: a key without a dot is a group"), "{p:?}");
+        assert!(p[2].contains("`name` labels the entry and must be a string, found"), "{p:?}");
+        assert!(p[3].contains("group `estimates` lists no values"), "{p:?}");
     }
 }

@@ -251,7 +251,7 @@ impl Sweep {
     pub fn pipeline(&self, index: usize) -> Result<Pipeline, ConfigError> {
         let combination = &self.combinations[index];
         let doc = self.matrix.apply(&self.root, combination);
-        let seed_swept = self.matrix.axes.iter().any(|a| a.key == "pipeline.seed");
+        let seed_swept = self.matrix.sweeps_seed();
         let mut p = Pipeline::from_root(&self.file, &self.text, &doc, if seed_swept { None } else { self.seed_override }, true)?;
         for g in &self.gates {
             p.add_gate(g.clone()).map_err(|message| ConfigError {
