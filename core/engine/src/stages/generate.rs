@@ -216,7 +216,13 @@ impl Stage for Generate {
             if budget.max_seeds > 0 {
                 seeds.truncate(seeds.len().min(budget.max_seeds as usize * width));
             }
-            let rows = block(seeds.len() / width, units, piece);
+            let rows_in_all = seeds.len() / width;
+            if units > rows_in_all {
+                return Err(Error::Invalid(format!(
+                    "units = {units} is more than the {rows_in_all} seed rows the search has; give at most {rows_in_all} (a block needs a seed)"
+                )));
+            }
+            let rows = block(rows_in_all, units, piece);
             seeds = seeds[rows.start * width..rows.end * width].to_vec();
             let share = |n: u64| if n == 0 { 0 } else { n.div_ceil(units as u64) };
             budget = FfiBudget {
