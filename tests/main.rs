@@ -28,4 +28,5 @@ mod remote_models;
 mod report_browser;
 mod retrain;
 mod robust_output;
+mod score_cache;
 mod sweeps;

@@ -65,6 +65,7 @@ pub mod pieces;
 pub mod pipeline;
 pub mod plugin;
 pub mod report;
+pub mod score_cache;
 pub mod stages;
 pub mod staging;
 pub mod stats;

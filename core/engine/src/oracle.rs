@@ -8,6 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::error::ModelError;
+use crate::score_cache::{encode, ScoreCache};
 
 /// A binary classifier: maps encoded rows to the probability of class 1.
 pub trait Model: Send + Sync {
@@ -27,11 +28,34 @@ pub trait Model: Send + Sync {
 /// Rows per chunk when a large batch is spread over threads.
 const PARALLEL_CHUNK: usize = 1024;
 
-/// A model plus counters of how often and with how many rows it was queried.
+/// A model plus counters of how often and with how many rows it was queried, and the shared
+/// cache of scored rows its plugins' queries go through ([`crate::score_cache`]).
 #[derive(Clone)]
 pub struct Oracle {
     model: Arc<dyn Model>,
     counters: Arc<Counters>,
+    cache: Option<Arc<ScoreCache>>,
+}
+
+/// What one call of [`Oracle::predict_proba_cached_into`] did with its rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheTally {
+    /// Rows asked for.
+    pub asked: u64,
+    /// Rows sent to the model.
+    pub scored: u64,
+    /// Rows answered without the model: from the cache, or as a copy of the same row earlier in
+    /// the call (`asked = scored + hits`).
+    pub hits: u64,
+}
+
+impl CacheTally {
+    /// Add `other`'s counts to these.
+    pub fn add(&mut self, other: CacheTally) {
+        self.asked += other.asked;
+        self.scored += other.scored;
+        self.hits += other.hits;
+    }
 }
 
 #[derive(Default)]
@@ -48,9 +72,94 @@ impl std::fmt::Debug for Oracle {
 }
 
 impl Oracle {
-    /// Wrap a model.
+    /// Wrap a model, with a score cache of the capacity `FAIRPIPE_CACHE_ROWS` gives (default
+    /// [`crate::score_cache::DEFAULT_CACHE_ROWS`]; an unreadable value is refused by the stages
+    /// that use the cache, and the default is used here).
     pub fn new(model: Arc<dyn Model>) -> Self {
-        Oracle { model, counters: Arc::default() }
+        let rows = ScoreCache::capacity_from_env().unwrap_or(crate::score_cache::DEFAULT_CACHE_ROWS);
+        Self::with_cache_rows(model, rows)
+    }
+
+    /// Wrap a model with a score cache of at most `rows` rows (`0`: no cache).
+    pub fn with_cache_rows(model: Arc<dyn Model>, rows: usize) -> Self {
+        let cache = (rows > 0).then(|| Arc::new(ScoreCache::new(rows)));
+        Oracle { model, counters: Arc::default(), cache }
+    }
+
+    /// The same model and counters, without the score cache: every row asked for through
+    /// [`Oracle::predict_proba_cached_into`] is sent to the model.
+    pub fn without_cache(&self) -> Self {
+        Oracle { model: Arc::clone(&self.model), counters: Arc::clone(&self.counters), cache: None }
+    }
+
+    /// The score cache, when there is one.
+    pub fn cache(&self) -> Option<&Arc<ScoreCache>> {
+        self.cache.as_ref()
+    }
+
+    /// As [`Oracle::predict_proba_into`], through the score cache: rows already scored (or
+    /// repeated within `x`) are answered from it, the others are scored in one batch and
+    /// remembered. Without a cache every row is scored. Returns what happened to the rows.
+    pub fn predict_proba_cached_into(&self, x: &[f64], out: &mut [f64]) -> Result<CacheTally, ModelError> {
+        let width = self.n_features();
+        let rows = out.len();
+        let Some(cache) = self.cache.as_deref().filter(|_| width > 0 && rows > 0) else {
+            self.predict_proba_into(x, out)?;
+            return Ok(CacheTally { asked: rows as u64, scored: rows as u64, hits: 0 });
+        };
+        if x.len() != rows * width {
+            return Err(ModelError::Width { expected: width, found: x.len() / rows });
+        }
+        let look = |(row, slot): (&[f64], &mut f64)| -> Option<Box<[u64]>> {
+            let key = encode(row);
+            match cache.get(&key) {
+                Some(p) => {
+                    *slot = p;
+                    None
+                }
+                None => Some(key),
+            }
+        };
+        // Keys of the rows the cache did not have, by row (None: answered).
+        let missing: Vec<Option<Box<[u64]>>> = if rows <= 2 * PARALLEL_CHUNK || rayon::current_num_threads() == 1 {
+            x.chunks_exact(width).zip(out.iter_mut()).map(look).collect()
+        } else {
+            x.par_chunks_exact(width).zip(out.par_iter_mut()).map(look).collect()
+        };
+        // Distinct missing rows, in first-seen order; `slot_of[i]` is row i's place among them.
+        let mut first: std::collections::HashMap<&[u64], usize, std::hash::BuildHasherDefault<crate::score_cache::RowHasher>> =
+            Default::default();
+        let mut distinct: Vec<usize> = Vec::new();
+        let mut slot_of: Vec<(usize, usize)> = Vec::new();
+        for (i, key) in missing.iter().enumerate() {
+            if let Some(key) = key {
+                let slot = *first.entry(&key[..]).or_insert_with(|| {
+                    distinct.push(i);
+                    distinct.len() - 1
+                });
+                slot_of.push((i, slot));
+            }
+        }
+        if !distinct.is_empty() {
+            let mut batch = Vec::with_capacity(distinct.len() * width);
+            for &i in &distinct {
+                batch.extend_from_slice(&x[i * width..(i + 1) * width]);
+            }
+            let mut scored = vec![0.0; distinct.len()];
+            self.predict_proba_into(&batch, &mut scored)?;
+            for &(i, slot) in &slot_of {
+                out[i] = scored[slot];
+            }
+            drop(first);
+            let mut missing = missing;
+            for (&i, &p) in distinct.iter().zip(&scored) {
+                if let Some(key) = missing[i].take() {
+                    cache.insert(key, p);
+                }
+            }
+        }
+        let scored = distinct.len() as u64;
+        Ok(CacheTally { asked: rows as u64, scored, hits: rows as u64 - scored })
     }
 
     /// The wrapped model.
@@ -132,4 +241,94 @@ pub fn accuracy(oracle: &Oracle, x: &ndarray::Array2<f64>, y: &[u8]) -> Result<(
     let labels = oracle.predict_labels(&flat)?;
     let correct = labels.iter().zip(y).filter(|(a, b)| a == b).count();
     Ok((correct as f64 / y.len() as f64, correct))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// P(class 1) = (a + 2b) / 100, counting the rows it is given.
+    struct Counting(AtomicU64);
+
+    impl Model for Counting {
+        fn n_features(&self) -> usize {
+            2
+        }
+        fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+            self.0.fetch_add(out.len() as u64, Ordering::Relaxed);
+            for (o, r) in out.iter_mut().zip(x.chunks_exact(2)) {
+                *o = (r[0] + 2.0 * r[1]) / 100.0;
+            }
+            Ok(())
+        }
+        fn describe(&self) -> String {
+            "counting".into()
+        }
+    }
+
+    fn rows(pairs: &[(f64, f64)]) -> Vec<f64> {
+        pairs.iter().flat_map(|&(a, b)| [a, b]).collect()
+    }
+
+    #[test]
+    fn repeated_rows_are_scored_once_and_answered_the_same() {
+        let model = Arc::new(Counting(AtomicU64::new(0)));
+        let oracle = Oracle::with_cache_rows(model.clone(), 1000);
+        let x = rows(&[(1.0, 2.0), (3.0, 4.0), (1.0, 2.0), (1.0, 2.0)]);
+        let mut out = vec![0.0; 4];
+        let tally = oracle.predict_proba_cached_into(&x, &mut out).unwrap();
+        assert_eq!(out, [0.05, 0.11, 0.05, 0.05]);
+        assert_eq!(tally, CacheTally { asked: 4, scored: 2, hits: 2 });
+        assert_eq!(model.0.load(Ordering::Relaxed), 2);
+        let x = rows(&[(3.0, 4.0), (5.0, 6.0)]);
+        let mut out = vec![0.0; 2];
+        let tally = oracle.predict_proba_cached_into(&x, &mut out).unwrap();
+        assert_eq!(out, [0.11, 0.17]);
+        assert_eq!(tally, CacheTally { asked: 2, scored: 1, hits: 1 });
+        assert_eq!(model.0.load(Ordering::Relaxed), 3);
+        assert_eq!(oracle.rows(), 3, "the oracle's row count is the rows the model scored");
+    }
+
+    #[test]
+    fn without_a_cache_every_row_is_scored() {
+        let model = Arc::new(Counting(AtomicU64::new(0)));
+        let oracle = Oracle::with_cache_rows(model.clone(), 1000).without_cache();
+        let x = rows(&[(1.0, 2.0), (1.0, 2.0)]);
+        let mut out = vec![0.0; 2];
+        let tally = oracle.predict_proba_cached_into(&x, &mut out).unwrap();
+        assert_eq!(tally, CacheTally { asked: 2, scored: 2, hits: 0 });
+        assert_eq!(model.0.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn large_batches_under_rayon_give_the_same_answers_and_counts() {
+        let model = Arc::new(Counting(AtomicU64::new(0)));
+        let oracle = Oracle::with_cache_rows(model.clone(), 1 << 20);
+        // 20,000 rows over 5,000 distinct ones, asked from several threads at once.
+        let x: Vec<f64> = (0..20_000).flat_map(|i| [f64::from(i % 100), f64::from((i / 100) % 50)]).collect();
+        let want: Vec<f64> = x.chunks_exact(2).map(|r| (r[0] + 2.0 * r[1]) / 100.0).collect();
+        let tallies: Vec<CacheTally> = (0..4)
+            .into_par_iter()
+            .map(|_| {
+                let mut out = vec![0.0; 20_000];
+                let tally = oracle.predict_proba_cached_into(&x, &mut out).unwrap();
+                assert_eq!(out, want);
+                tally
+            })
+            .collect();
+        let mut total = CacheTally::default();
+        tallies.iter().for_each(|t| total.add(*t));
+        assert_eq!(total.asked, 80_000);
+        assert_eq!(total.scored + total.hits, total.asked);
+        assert_eq!(total.scored, model.0.load(Ordering::Relaxed));
+        // Each distinct row is scored at least once and at most once per concurrent caller.
+        assert!((5_000..=20_000).contains(&total.scored), "{total:?}");
+    }
+
+    #[test]
+    fn a_wrong_width_is_an_error() {
+        let oracle = Oracle::with_cache_rows(Arc::new(Counting(AtomicU64::new(0))), 10);
+        let mut out = vec![0.0; 2];
+        assert!(matches!(oracle.predict_proba_cached_into(&[1.0, 2.0, 3.0], &mut out), Err(ModelError::Width { .. })));
+    }
 }

@@ -47,6 +47,12 @@ pub struct SearchPiece {
     pub generated: u64,
     /// Model rows the run scored.
     pub queries: u64,
+    /// Rows the plugin asked for (scored or answered by the score cache).
+    #[serde(default)]
+    pub asked: u64,
+    /// Rows the score cache answered.
+    #[serde(default)]
+    pub cache_hits: u64,
     /// Wall time of the run.
     pub elapsed_s: f64,
     /// Seconds spent in the model.
@@ -116,6 +122,8 @@ mod tests {
             at_s: vec![0.5, 0.25],
             generated: 9,
             queries: 20,
+            asked: 25,
+            cache_hits: 5,
             elapsed_s: 1.5,
             model_time_s: 0.5,
             stopped_by_host: false,

@@ -43,6 +43,9 @@ pub struct GenerateOutput {
     pub report: Option<serde_json::Value>,
     /// Whether the host told the plugin to stop (its wall-time budget was spent).
     pub stopped_by_host: bool,
+    /// What the plugin's `predict` calls did: rows asked for, rows sent to the model, rows
+    /// answered by the oracle's score cache ([`crate::score_cache`]).
+    pub tally: crate::oracle::CacheTally,
 }
 
 /// Limits and seeds of a run.
@@ -74,6 +77,9 @@ struct HostState {
     report: Mutex<Option<String>>,
     last_error: Mutex<String>,
     generated: AtomicU64,
+    asked: AtomicU64,
+    scored: AtomicU64,
+    hits: AtomicU64,
     stopped_by_host: AtomicBool,
     max_seconds: f64,
     started: Instant,
@@ -109,7 +115,7 @@ unsafe fn with_state(ctx: *mut c_void, f: impl FnOnce(&HostState) -> i32) -> i32
     })
 }
 
-/// The `predict` callback: score rows with the model under test.
+/// The `predict` callback: score rows with the model under test, through its score cache.
 ///
 /// # Safety
 /// `ctx` is the running call's host state; `x` points at `rows * cols` values and `out` at room
@@ -128,8 +134,13 @@ unsafe extern "C" fn host_predict(ctx: *mut c_void, x: *const f64, rows: usize, 
         let Some(len) = rows.checked_mul(cols) else { return state.fail(status::INVALID_INPUT, "predict: rows × cols overflows") };
         // SAFETY: the plugin passes rows*cols readable inputs and room for rows outputs.
         let (input, output) = unsafe { (std::slice::from_raw_parts(x, len), std::slice::from_raw_parts_mut(out, rows)) };
-        match state.oracle.predict_proba_into(input, output) {
-            Ok(()) => status::OK,
+        match state.oracle.predict_proba_cached_into(input, output) {
+            Ok(tally) => {
+                state.asked.fetch_add(tally.asked, Ordering::Relaxed);
+                state.scored.fetch_add(tally.scored, Ordering::Relaxed);
+                state.hits.fetch_add(tally.hits, Ordering::Relaxed);
+                status::OK
+            }
             Err(e) => state.fail(status::COMPUTE, format!("predict: {e}")),
         }
     };
@@ -285,6 +296,9 @@ impl Plugin {
             report: Mutex::new(None),
             last_error: Mutex::new(String::new()),
             generated: AtomicU64::new(0),
+            asked: AtomicU64::new(0),
+            scored: AtomicU64::new(0),
+            hits: AtomicU64::new(0),
             stopped_by_host: AtomicBool::new(false),
             max_seconds: spec.budget.max_seconds,
             started: Instant::now(),
@@ -387,6 +401,11 @@ impl Plugin {
             })?),
             None => None,
         };
-        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed), report, stopped_by_host })
+        let tally = crate::oracle::CacheTally {
+            asked: state.asked.load(Ordering::Relaxed),
+            scored: state.scored.load(Ordering::Relaxed),
+            hits: state.hits.load(Ordering::Relaxed),
+        };
+        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed), report, stopped_by_host, tally })
     }
 }

@@ -41,9 +41,15 @@ pub const KIND: StageKind = StageKind {
         ),
         KeyDoc::new("max_seeds", "int", "0 (all)", "budget: seeds used at most"),
         KeyDoc::new("max_iterations", "int", "0 (no limit)", "budget: plugin iterations"),
-        KeyDoc::new("max_queries", "int", "0 (no limit)", "budget: model rows scored"),
+        KeyDoc::new("max_queries", "int", "0 (no limit)", "budget: rows the plugin asks the model about (answered from the score cache or not)"),
         KeyDoc::new("max_seconds", "float", "0 (no limit)", "budget: wall time"),
         KeyDoc::new("gamma", "float", "none (labels)", "probability threshold of Aequitas Def. 4.1"),
+        KeyDoc::new(
+            "cache",
+            "bool",
+            "true",
+            "answer the plugin's queries from the model's shared cache of scored rows when it has them (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); false sends every row asked for to the model",
+        ),
         PROTECTED,
         KeyDoc::new(
             "units",
@@ -86,6 +92,9 @@ pub struct GenerateConfig {
     pub protected: Option<Vec<String>>,
     /// Blocks of seeds, each searched by its own run of the plugin ([`crate::pieces`]).
     pub units: usize,
+    /// Whether the plugin's queries go through the model's shared score cache
+    /// ([`crate::score_cache`]).
+    pub cache: bool,
 }
 
 impl Default for GenerateConfig {
@@ -103,6 +112,7 @@ impl Default for GenerateConfig {
             gamma: None,
             protected: None,
             units: 1,
+            cache: true,
         }
     }
 }
@@ -159,6 +169,20 @@ pub struct GenerateFigures {
     pub model_time_s: f64,
     /// model_time_s / run_elapsed_s.
     pub model_time_share: f64,
+    /// Rows the plugin asked the model about.
+    #[serde(default)]
+    pub queries_asked: u64,
+    /// Rows actually sent to the model (`queries_asked − cache_hits`; the same as the stage's
+    /// `model_queries`). For a remote model, the rows its own row cache answered are among these
+    /// and are counted in the model stage's `remote` figures.
+    #[serde(default)]
+    pub rows_scored: u64,
+    /// Rows answered by the model's shared score cache (or repeated within one query).
+    #[serde(default)]
+    pub cache_hits: u64,
+    /// Whether the shared score cache was used.
+    #[serde(default)]
+    pub cache: bool,
     /// The budget that cut the search short, when the host did (`"max_seconds"`); absent when
     /// the plugin ended by itself (or at its own query or iteration count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,12 +256,13 @@ impl Stage for Generate {
                 max_seconds: budget.max_seconds / units as f64,
             };
         }
-        let before = model.oracle.rows();
+        crate::score_cache::ScoreCache::capacity_from_env().map_err(Error::Invalid)?;
+        let oracle = if self.config.cache { model.oracle.clone() } else { model.oracle.without_cache() };
         let busy_before = model.oracle.busy_seconds();
         let started = Instant::now();
         let spec =
             RunSpec { params: &self.params, seeds: &seeds, rng_seed: piece_seed(ctx.seed, piece, units), budget, gamma: self.config.gamma };
-        let output = self.plugin.generate(&model.oracle, domain, &spec, &ctx.progress)?;
+        let output = self.plugin.generate(&oracle, domain, &spec, &ctx.progress)?;
         let elapsed_s = started.elapsed().as_secs_f64();
         let mut result = SearchPiece {
             instances: Vec::with_capacity(output.cases.len() * width),
@@ -245,7 +270,9 @@ impl Stage for Generate {
             origins: Vec::with_capacity(output.cases.len()),
             at_s: Vec::with_capacity(output.cases.len()),
             generated: output.generated,
-            queries: model.oracle.rows() - before,
+            queries: output.tally.scored,
+            asked: output.tally.asked,
+            cache_hits: output.tally.hits,
             elapsed_s,
             model_time_s: model.oracle.busy_seconds() - busy_before,
             stopped_by_host: output.stopped_by_host,
@@ -281,6 +308,8 @@ impl Stage for Generate {
         let elapsed_s: f64 = searches.iter().map(|s| s.elapsed_s).sum();
         let model_time_s: f64 = searches.iter().map(|s| s.model_time_s).sum();
         let queries: u64 = searches.iter().map(|s| s.queries).sum();
+        let queries_asked: u64 = searches.iter().map(|s| s.asked).sum();
+        let cache_hits: u64 = searches.iter().map(|s| s.cache_hits).sum();
         let generated: u64 = searches.iter().map(|s| s.generated).sum();
         let several = searches.len() > 1;
         let mut cases = CasesArtifact {
@@ -328,6 +357,10 @@ impl Stage for Generate {
             run_elapsed_s: elapsed_s,
             model_time_s,
             model_time_share: if elapsed_s > 0.0 { model_time_s / elapsed_s } else { 0.0 },
+            queries_asked,
+            rows_scored: queries,
+            cache_hits,
+            cache: self.config.cache,
             stopped_by: searches.iter().any(|s| s.stopped_by_host).then(|| "max_seconds".to_string()),
             units: several.then_some(searches.len()),
             duplicates_dropped: several.then_some(dropped),

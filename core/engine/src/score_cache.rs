@@ -1,0 +1,243 @@
+//! The shared cache of scored rows: P(favourable) of every row a plugin asked the model about,
+//! keyed by the encoded row (the bit patterns of its `f64`s), so that a row asked for again —
+//! Aequitas' fully directed strategy asks for the same rows dozens of times — is answered without
+//! the model.
+//!
+//! One cache belongs to one [`crate::oracle::Oracle`] (and its clones): every plugin run on that
+//! model (every `generate` and `group_score` stage) shares it through the host's `predict`
+//! callback. The host's own checks (`verify`, `estimate`, `check`, accuracy) do not go through it:
+//! they score what they score.
+//!
+//! **Bounded memory.** The cache holds at most [`ScoreCache::capacity`] rows (default
+//! [`DEFAULT_CACHE_ROWS`], set with `FAIRPIPE_CACHE_ROWS`; `0` turns the cache off). A row costs
+//! its key (8 bytes per attribute) plus about 40 bytes of table and allocation overhead: about
+//! 150 bytes on census' 13 attributes, so the default is about 150 MB at most.
+//!
+//! **Eviction: two generations per shard.** The rows are spread over [`SHARDS`] shards by the
+//! hash of their key, each behind its own mutex (rayon threads asking for rows of different shards
+//! do not wait for each other). A shard keeps a *current* and a *previous* table of at most
+//! `capacity / (2 × SHARDS)` rows each; new rows go into the current one, and when it is full the
+//! previous table is dropped and the current one becomes the previous one. A row found in the
+//! previous table is copied back into the current one. This approximates least-recently-used
+//! eviction at O(1) cost per row: a row used at least once per generation stays.
+//!
+//! Results do not depend on the cache: a model gives the same probability for the same row (the
+//! models fairpipe runs score each row independently of the others in its batch), so the cases a
+//! search finds are the same with the cache, without it, or with any capacity; only the number of
+//! rows sent to the model changes.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Mutex;
+
+/// Rows the cache holds at most unless `FAIRPIPE_CACHE_ROWS` says otherwise (about 150 MB on
+/// census' 13 attributes).
+pub const DEFAULT_CACHE_ROWS: usize = 1_000_000;
+
+/// The environment variable that sets the capacity in rows (`0`: no cache).
+pub const CACHE_ROWS_ENV: &str = "FAIRPIPE_CACHE_ROWS";
+
+/// Number of independently locked shards.
+pub const SHARDS: usize = 16;
+
+/// A fast, non-cryptographic hasher of `u64` words (the multiply-rotate scheme of rustc's
+/// FxHash), finished with a SplitMix64 mix so that the top bits choose shards well.
+#[derive(Default, Clone, Copy)]
+pub struct RowHasher(u64);
+
+impl Hasher for RowHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, word: usize) {
+        self.write_u64(word as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        let mut z = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+type Table = HashMap<Box<[u64]>, f64, BuildHasherDefault<RowHasher>>;
+
+#[derive(Default)]
+struct Shard {
+    current: Table,
+    previous: Table,
+}
+
+/// A bounded, sharded map from encoded rows to P(favourable) (see the module documentation).
+pub struct ScoreCache {
+    shards: Box<[Mutex<Shard>]>,
+    capacity: usize,
+    per_generation: usize,
+}
+
+impl std::fmt::Debug for ScoreCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ScoreCache({} of {} rows)", self.len(), self.capacity)
+    }
+}
+
+/// The bit patterns of a row's values: the cache's key (so `0.0` and `-0.0`, or two NaNs with
+/// different payloads, are different rows — the model sees them as they are).
+pub fn encode(row: &[f64]) -> Box<[u64]> {
+    row.iter().map(|v| v.to_bits()).collect()
+}
+
+fn hash_of(key: &[u64]) -> u64 {
+    let mut h = RowHasher::default();
+    for &w in key {
+        h.write_u64(w);
+    }
+    h.finish()
+}
+
+impl ScoreCache {
+    /// A cache of at most `capacity` rows; `0` makes a cache that holds nothing.
+    pub fn new(capacity: usize) -> Self {
+        let shards = (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect();
+        ScoreCache { shards, capacity, per_generation: capacity.div_ceil(2 * SHARDS) }
+    }
+
+    /// The capacity from `FAIRPIPE_CACHE_ROWS` (a whole number of rows), else
+    /// [`DEFAULT_CACHE_ROWS`]; an unreadable value is an error naming the variable.
+    pub fn capacity_from_env() -> Result<usize, String> {
+        match std::env::var(CACHE_ROWS_ENV) {
+            Err(_) => Ok(DEFAULT_CACHE_ROWS),
+            Ok(text) => text
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| format!("{CACHE_ROWS_ENV}={text:?} is not a whole number of rows (0 turns the score cache off)")),
+        }
+    }
+
+    /// Most rows the cache holds (rounded up to a multiple of `2 × SHARDS`).
+    pub fn capacity(&self) -> usize {
+        self.per_generation * 2 * SHARDS
+    }
+
+    /// Whether the cache holds anything at all (capacity above 0).
+    pub fn enabled(&self) -> bool {
+        self.capacity > 0
+    }
+
+    /// Rows held now.
+    pub fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                let s = s.lock().unwrap_or_else(|p| p.into_inner());
+                s.current.len() + s.previous.len()
+            })
+            .sum()
+    }
+
+    /// Whether the cache holds no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shard(&self, key: &[u64]) -> &Mutex<Shard> {
+        &self.shards[(hash_of(key) >> 60) as usize % SHARDS]
+    }
+
+    /// The cached probability of the row encoded as `key`, if any (a row found in the previous
+    /// generation is moved into the current one).
+    pub fn get(&self, key: &[u64]) -> Option<f64> {
+        if !self.enabled() {
+            return None;
+        }
+        let mut shard = self.shard(key).lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&p) = shard.current.get(key) {
+            return Some(p);
+        }
+        let (k, p) = shard.previous.remove_entry(key)?;
+        Self::put(&mut shard, self.per_generation, k, p);
+        Some(p)
+    }
+
+    /// Remember `p` for the row encoded as `key`.
+    pub fn insert(&self, key: Box<[u64]>, p: f64) {
+        if !self.enabled() {
+            return;
+        }
+        let mut shard = self.shard(&key).lock().unwrap_or_else(|p| p.into_inner());
+        Self::put(&mut shard, self.per_generation, key, p);
+    }
+
+    fn put(shard: &mut Shard, per_generation: usize, key: Box<[u64]>, p: f64) {
+        if shard.current.len() >= per_generation && !shard.current.contains_key(&key) {
+            shard.previous = std::mem::take(&mut shard.current);
+        }
+        shard.current.insert(key, p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_what_it_was_given_and_keys_by_bit_pattern() {
+        let cache = ScoreCache::new(1000);
+        cache.insert(encode(&[1.0, 2.0]), 0.25);
+        assert_eq!(cache.get(&encode(&[1.0, 2.0])), Some(0.25));
+        assert_eq!(cache.get(&encode(&[1.0, 2.5])), None);
+        assert_eq!(cache.get(&encode(&[-0.0, 2.0])), None);
+        cache.insert(encode(&[0.0, 2.0]), 0.5);
+        assert_eq!(cache.get(&encode(&[-0.0, 2.0])), None, "-0.0 is not 0.0 here");
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn never_holds_more_than_its_capacity_and_keeps_recently_used_rows() {
+        let cache = ScoreCache::new(640);
+        assert_eq!(cache.capacity(), 640);
+        let hot = encode(&[-1.0]);
+        cache.insert(hot.clone(), 0.75);
+        for i in 0..100_000 {
+            cache.insert(encode(&[i as f64]), i as f64);
+            assert_eq!(cache.get(&hot), Some(0.75), "a row used all the time is kept (row {i})");
+        }
+        assert!(cache.len() <= cache.capacity(), "{} rows in a cache of {}", cache.len(), cache.capacity());
+        assert!(cache.len() >= cache.capacity() / 2, "the cache is used: {} rows", cache.len());
+        assert_eq!(cache.get(&encode(&[0.0])), None, "an old row was evicted");
+        assert_eq!(cache.get(&encode(&[99_999.0])), Some(99_999.0), "the newest row is there");
+    }
+
+    #[test]
+    fn capacity_zero_holds_nothing() {
+        let cache = ScoreCache::new(0);
+        cache.insert(encode(&[1.0]), 0.5);
+        assert_eq!(cache.get(&encode(&[1.0])), None);
+        assert!(cache.is_empty());
+        assert!(!cache.enabled());
+    }
+
+    #[test]
+    fn concurrent_use_agrees_with_sequential_use() {
+        use rayon::prelude::*;
+        let cache = ScoreCache::new(1 << 20);
+        (0..50_000u32).into_par_iter().for_each(|i| {
+            let row = [f64::from(i % 5_000), 1.0];
+            match cache.get(&encode(&row)) {
+                Some(p) => assert_eq!(p, row[0] * 0.5),
+                None => cache.insert(encode(&row), row[0] * 0.5),
+            }
+        });
+        assert_eq!(cache.len(), 5_000);
+    }
+}

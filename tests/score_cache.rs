@@ -1,0 +1,145 @@
+//! The shared cache of scored rows (issue 19, part 2): a search finds exactly the same cases with
+//! and without it, and the per-stage figures (`queries_asked`, `rows_scored`, `cache_hits`) are
+//! what a model that counts its own rows sees.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::common;
+
+use fairpipe_core::domain::{Attribute, AttributeKind, Domain};
+use fairpipe_core::error::ModelError;
+use fairpipe_core::oracle::{Model, Oracle};
+use fairpipe_core::plugin::RunSpec;
+use fairpipe_ffi::FfiBudget;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde_json::json;
+
+/// Favourable when a + b + c + 4·sex ≥ 20 (a smooth score thresholded at 0.5); counts every row
+/// it is asked to score.
+struct Counted {
+    rows: AtomicU64,
+}
+
+impl Model for Counted {
+    fn n_features(&self) -> usize {
+        4
+    }
+    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+        self.rows.fetch_add(out.len() as u64, Ordering::Relaxed);
+        for (o, r) in out.iter_mut().zip(x.chunks_exact(4)) {
+            *o = 1.0 / (1.0 + (-(r[0] + r[1] + r[2] + 4.0 * r[3] - 19.5)).exp());
+        }
+        Ok(())
+    }
+    fn describe(&self) -> String {
+        "counted".into()
+    }
+}
+
+fn domain() -> Domain {
+    let attr = |name: &str, upper: f64, protected: bool| Attribute {
+        name: name.into(),
+        kind: AttributeKind::Integer,
+        lower: 0.0,
+        upper,
+        step: 1.0,
+        protected,
+    };
+    Domain { attributes: vec![attr("a", 10.0, false), attr("b", 10.0, false), attr("c", 10.0, false), attr("sex", 1.0, true)] }
+}
+
+#[test]
+fn every_plugin_finds_the_same_cases_with_and_without_the_cache_and_the_counts_are_the_models() {
+    let domain = domain();
+    let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
+    let plugins = [
+        ("random", json!({ "samples": 2000 })),
+        ("aequitas", json!({ "strategy": "fully_directed", "global_iterations": 200, "local_iterations": 200 })),
+        ("maft", json!({ "global_num": 100, "local_num": 200 })),
+        ("sg", json!({ "sample_limit": 100, "lime_samples": 300 })),
+    ];
+    for (name, params) in plugins {
+        let spec = RunSpec { params: &params, seeds: &seeds, rng_seed: 11, budget: FfiBudget::default(), gamma: None };
+        let plugin = common::plugin(name);
+        let run = |cached: bool| {
+            let model = Arc::new(Counted { rows: AtomicU64::new(0) });
+            let oracle = Oracle::with_cache_rows(model.clone(), 100_000);
+            let oracle = if cached { oracle } else { oracle.without_cache() };
+            let out = plugin.generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+            (out, model.rows.load(Ordering::Relaxed), oracle.rows())
+        };
+        let (with, model_rows_with, oracle_rows_with) = run(true);
+        let (without, model_rows_without, _) = run(false);
+        let cases = |o: &fairpipe_core::plugin::GenerateOutput| {
+            o.cases.iter().map(|c| (c.instance.clone(), c.counterpart.clone(), c.origin)).collect::<Vec<_>>()
+        };
+        assert!(!with.cases.is_empty(), "{name} found nothing");
+        assert_eq!(cases(&with), cases(&without), "{name}: the cache changed the cases");
+        assert_eq!(with.generated, without.generated, "{name}");
+        // The plugin asks for the same rows either way; without the cache all of them reach the model.
+        assert_eq!(with.tally.asked, without.tally.asked, "{name}");
+        assert_eq!((without.tally.scored, without.tally.hits), (without.tally.asked, 0), "{name}");
+        assert_eq!(without.tally.scored, model_rows_without, "{name}");
+        // With it, the rows scored are exactly the rows the model saw, and the rest were hits.
+        assert_eq!(with.tally.scored, model_rows_with, "{name}");
+        assert_eq!(with.tally.scored, oracle_rows_with, "{name}");
+        assert_eq!(with.tally.scored + with.tally.hits, with.tally.asked, "{name}");
+        // On a domain of 1,331 × 2 points every plugin repeats itself: the model sees each row once.
+        assert!(with.tally.hits > 0, "{name}: no hit in {:?}", with.tally);
+        assert!(with.tally.scored <= 11 * 11 * 11 * 2 + 11 * 11 * 11 * 2 * 4, "{name}: {:?}", with.tally);
+    }
+}
+
+#[test]
+fn a_second_search_on_the_same_model_is_answered_from_the_first_ones_rows() {
+    let domain = domain();
+    let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 50);
+    let params = json!({ "strategy": "fully_directed", "global_iterations": 100, "local_iterations": 100 });
+    let spec = RunSpec { params: &params, seeds: &seeds, rng_seed: 3, budget: FfiBudget::default(), gamma: None };
+    let model = Arc::new(Counted { rows: AtomicU64::new(0) });
+    let oracle = Oracle::with_cache_rows(model.clone(), 100_000);
+    let plugin = common::plugin("aequitas");
+    let first = plugin.generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+    let second = plugin.generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+    let cases = |o: &fairpipe_core::plugin::GenerateOutput| o.cases.iter().map(|c| (c.instance.clone(), c.origin)).collect::<Vec<_>>();
+    assert!(!first.cases.is_empty());
+    assert_eq!(cases(&first), cases(&second));
+    assert_eq!(second.tally.scored, 0, "the same search again needs no model row: {:?}", second.tally);
+    assert_eq!(second.tally.hits, second.tally.asked);
+    assert_eq!(model.rows.load(Ordering::Relaxed), first.tally.scored);
+}
+
+/// The census pipeline of the issue: Aequitas fully directed on the reference model, gender.
+fn census_pipeline(dir: &std::path::Path, cache: bool) -> std::path::PathBuf {
+    let text = format!(
+        "[pipeline]\nname = \"cache\"\nseed = 7\n\n{}\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nseeds = 200\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nseeds = \"seeds\"\nplugin = \"aequitas\"\ncache = {cache}\nparams = {{ strategy = \"fully_directed\", global_iterations = 200, local_iterations = 300 }}\n\n[stages.verified]\nkind = \"verify\"\ncases = \"search\"\n",
+        common::census_data_stage(),
+        common::bundled("models/census.onnx"),
+    );
+    common::write(dir, &format!("cache-{cache}.toml"), &text)
+}
+
+#[test]
+fn census_aequitas_finds_the_same_idis_with_far_fewer_model_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = common::run_pipeline(&census_pipeline(dir.path(), true), &dir.path().join("with"), &[]);
+    let without = common::run_pipeline(&census_pipeline(dir.path(), false), &dir.path().join("without"), &[]);
+    let (s_with, s_without) = (&with["stages"]["search"], &without["stages"]["search"]);
+    for key in ["emitted", "generated", "queries_asked"] {
+        assert_eq!(s_with[key], s_without[key], "{key}");
+    }
+    for key in ["discriminatory", "discriminatory_full", "confirmed", "rejected"] {
+        assert_eq!(with["stages"]["verified"][key], without["stages"]["verified"][key], "{key}");
+    }
+    let read = |out: &str| std::fs::read(dir.path().join(out).join("verified.csv")).unwrap();
+    assert_eq!(read("with"), read("without"), "the verified cases differ");
+    let n = |s: &serde_json::Value, k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k} missing in {s}"));
+    assert_eq!(n(s_without, "rows_scored"), n(s_without, "queries_asked"));
+    assert_eq!(n(s_without, "cache_hits"), 0);
+    assert_eq!(n(s_with, "rows_scored") + n(s_with, "cache_hits"), n(s_with, "queries_asked"));
+    assert_eq!(n(s_with, "rows_scored"), n(s_with, "model_queries"));
+    let (asked, scored) = (n(s_with, "queries_asked"), n(s_with, "rows_scored"));
+    assert!(scored * 5 <= asked, "only {asked} / {scored} = {:.1}× fewer model rows", asked as f64 / scored as f64);
+}
