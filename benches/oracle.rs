@@ -2,7 +2,8 @@
 //! tract and ONNX Runtime) and the Rust MLP at batch 1, 64, 4096 and 32768, on one thread and on all
 //! threads; the exports people ship (tests/fixtures/exports: tree ensembles, a scikit-learn
 //! Pipeline with named string inputs) through ONNX Runtime, and a tree ensemble through tract for
-//! comparison; and discrimination-check throughput (rows checked/s).
+//! comparison; discrimination-check throughput (rows checked/s); and the shared score cache's cost
+//! (direct, all misses, all hits).
 //!
 //! `cargo bench --bench oracle` (ONNX Runtime: `pip install onnxruntime`).
 
@@ -142,9 +143,43 @@ fn check_throughput(c: &mut Criterion) {
     group.finish();
 }
 
+/// The shared score cache's cost on the census model (native executor), 4,096 rows per call on
+/// all threads: scoring directly, through the cache when every row is new (lookups, one batch
+/// of the misses, inserts), and when every row is cached (no model call).
+fn cache_overhead(c: &mut Criterion) {
+    let data = census();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut native = OnnxModel::load(&root.join("pipelines/models/census.onnx"), data.domain.width(), None).expect("census onnx");
+    let rows: Vec<f64> = data.x.iter().copied().collect();
+    assert!(native.verify_native(&rows).expect("native check").expect("a dense graph").used);
+    let model: Arc<dyn Model> = Arc::new(native);
+    let batch = 4096;
+    let width = data.domain.width();
+    let x = &rows[..batch * width];
+    let mut group = c.benchmark_group("cache/onnx-native");
+    group.throughput(Throughput::Elements(batch as u64));
+    let direct = Oracle::with_cache_rows(Arc::clone(&model), 0);
+    group.bench_function("direct", |b| {
+        let mut out = vec![0.0; batch];
+        b.iter(|| direct.predict_proba_into(x, &mut out).expect("predict"))
+    });
+    group.bench_function("all-misses", |b| {
+        b.iter_batched(
+            || (Oracle::with_cache_rows(Arc::clone(&model), 1 << 20), vec![0.0; batch]),
+            |(oracle, mut out)| oracle.predict_proba_cached_into(x, &mut out).expect("predict"),
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    let warm = Oracle::with_cache_rows(Arc::clone(&model), 1 << 20);
+    let mut out = vec![0.0; batch];
+    warm.predict_proba_cached_into(x, &mut out).expect("predict");
+    group.bench_function("all-hits", |b| b.iter(|| warm.predict_proba_cached_into(x, &mut out).expect("predict")));
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(3)).warm_up_time(std::time::Duration::from_secs(1));
-    targets = oracle_throughput, exports_throughput, check_throughput
+    targets = oracle_throughput, exports_throughput, check_throughput, cache_overhead
 }
 criterion_main!(benches);

@@ -8,7 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::error::ModelError;
-use crate::score_cache::{encode, ScoreCache};
+use crate::score_cache::ScoreCache;
 
 /// A binary classifier: maps encoded rows to the probability of class 1.
 pub trait Model: Send + Sync {
@@ -110,35 +110,33 @@ impl Oracle {
         if x.len() != rows * width {
             return Err(ModelError::Width { expected: width, found: x.len() / rows });
         }
-        let look = |(row, slot): (&[f64], &mut f64)| -> Option<Box<[u64]>> {
-            let key = encode(row);
-            match cache.get(&key) {
+        // Every row's key, in one buffer (no allocation per row; a key is boxed only when inserted).
+        let keys: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();
+        let look = |(i, slot): (usize, &mut f64)| -> Option<usize> {
+            match cache.get(&keys[i * width..(i + 1) * width]) {
                 Some(p) => {
                     *slot = p;
                     None
                 }
-                None => Some(key),
+                None => Some(i),
             }
         };
-        // Keys of the rows the cache did not have, by row (None: answered).
-        let missing: Vec<Option<Box<[u64]>>> = if rows <= 2 * PARALLEL_CHUNK || rayon::current_num_threads() == 1 {
-            x.chunks_exact(width).zip(out.iter_mut()).map(look).collect()
+        // The rows the cache did not have, in order.
+        let missing: Vec<usize> = if rows <= 2 * PARALLEL_CHUNK || rayon::current_num_threads() == 1 {
+            out.iter_mut().enumerate().filter_map(look).collect()
         } else {
-            x.par_chunks_exact(width).zip(out.par_iter_mut()).map(look).collect()
+            out.par_iter_mut().enumerate().filter_map(look).collect()
         };
-        // Distinct missing rows, in first-seen order; `slot_of[i]` is row i's place among them.
-        let mut first: std::collections::HashMap<&[u64], usize, std::hash::BuildHasherDefault<crate::score_cache::RowHasher>> =
-            Default::default();
+        // Distinct missing rows, in first-seen order, and each missing row's place among them.
+        let mut first: crate::score_cache::RowIndex<'_> = Default::default();
         let mut distinct: Vec<usize> = Vec::new();
-        let mut slot_of: Vec<(usize, usize)> = Vec::new();
-        for (i, key) in missing.iter().enumerate() {
-            if let Some(key) = key {
-                let slot = *first.entry(&key[..]).or_insert_with(|| {
-                    distinct.push(i);
-                    distinct.len() - 1
-                });
-                slot_of.push((i, slot));
-            }
+        let mut slot_of: Vec<usize> = Vec::with_capacity(missing.len());
+        for &i in &missing {
+            let slot = *first.entry(&keys[i * width..(i + 1) * width]).or_insert_with(|| {
+                distinct.push(i);
+                distinct.len() - 1
+            });
+            slot_of.push(slot);
         }
         if !distinct.is_empty() {
             let mut batch = Vec::with_capacity(distinct.len() * width);
@@ -147,15 +145,11 @@ impl Oracle {
             }
             let mut scored = vec![0.0; distinct.len()];
             self.predict_proba_into(&batch, &mut scored)?;
-            for &(i, slot) in &slot_of {
+            for (&i, &slot) in missing.iter().zip(&slot_of) {
                 out[i] = scored[slot];
             }
-            drop(first);
-            let mut missing = missing;
             for (&i, &p) in distinct.iter().zip(&scored) {
-                if let Some(key) = missing[i].take() {
-                    cache.insert(key, p);
-                }
+                cache.insert(keys[i * width..(i + 1) * width].into(), p);
             }
         }
         let scored = distinct.len() as u64;

@@ -72,6 +72,9 @@ impl Hasher for RowHasher {
 
 type Table = HashMap<Box<[u64]>, f64, BuildHasherDefault<RowHasher>>;
 
+/// Encoded rows borrowed from elsewhere, each with a position (the distinct rows of one query).
+pub type RowIndex<'a> = HashMap<&'a [u64], usize, BuildHasherDefault<RowHasher>>;
+
 #[derive(Default)]
 struct Shard {
     current: Table,
