@@ -92,6 +92,18 @@ impl Oracle {
         Oracle { model: Arc::clone(&self.model), counters: Arc::clone(&self.counters), cache: None }
     }
 
+    /// The same model and counters with a new, empty score cache of the same capacity as this
+    /// one's (or, when this one has none, the capacity `FAIRPIPE_CACHE_ROWS` gives). The host gives
+    /// each plugin run its own ([`crate::score_cache`] says why).
+    pub fn with_fresh_cache(&self) -> Self {
+        let rows = match &self.cache {
+            Some(cache) => cache.capacity(),
+            None => ScoreCache::capacity_from_env().unwrap_or(crate::score_cache::DEFAULT_CACHE_ROWS),
+        };
+        let cache = (rows > 0).then(|| Arc::new(ScoreCache::new(rows)));
+        Oracle { model: Arc::clone(&self.model), counters: Arc::clone(&self.counters), cache }
+    }
+
     /// The score cache, when there is one.
     pub fn cache(&self) -> Option<&Arc<ScoreCache>> {
         self.cache.as_ref()

@@ -3,9 +3,12 @@
 //! Aequitas' fully directed strategy asks for the same rows dozens of times — is answered without
 //! the model.
 //!
-//! One cache belongs to one [`crate::oracle::Oracle`] (and its clones): every plugin run on that
-//! model (every `generate` and `group_score` stage) shares it through the host's `predict`
-//! callback. The host's own checks (`verify`, `estimate`, `check`, accuracy) do not go through it:
+//! A cache belongs to an [`crate::oracle::Oracle`] and its clones, and serves every `predict` call
+//! of the plugin runs given that oracle, from any thread. The host gives **each plugin run its own**
+//! (each `generate` block of seeds, each `group_score`; [`crate::oracle::Oracle::with_fresh_cache`]):
+//! a cache shared across stages would make `rows_scored` depend on what ran before and on how a
+//! stage is split into units or shards, and the figures of a sharded run must equal the unsharded
+//! run's. The host's own checks (`verify`, `estimate`, `check`, accuracy) do not go through it:
 //! they score what they score.
 //!
 //! **Bounded memory.** The cache holds at most [`ScoreCache::capacity`] rows (default

@@ -48,7 +48,7 @@ pub const KIND: StageKind = StageKind {
             "cache",
             "bool",
             "true",
-            "answer the plugin's queries from the model's shared cache of scored rows when it has them (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); false sends every row asked for to the model",
+            "answer the plugin's queries from the run's cache of scored rows when it has them (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); false sends every row asked for to the model",
         ),
         PROTECTED,
         KeyDoc::new(
@@ -257,7 +257,9 @@ impl Stage for Generate {
             };
         }
         crate::score_cache::ScoreCache::capacity_from_env().map_err(Error::Invalid)?;
-        let oracle = if self.config.cache { model.oracle.clone() } else { model.oracle.without_cache() };
+        // Each run of the plugin (each block of seeds) has a cache of its own, so that the figures
+        // are the same however the stage is split, sharded or preceded.
+        let oracle = if self.config.cache { model.oracle.with_fresh_cache() } else { model.oracle.without_cache() };
         let busy_before = model.oracle.busy_seconds();
         let started = Instant::now();
         let spec =

@@ -240,7 +240,7 @@ impl Stage for GroupScore {
             budget: FfiBudget { max_seconds: self.config.max_seconds, ..FfiBudget::default() },
             gamma: None,
         };
-        let output = self.plugin.generate(&model.oracle, &domain, &spec, &ctx.progress)?;
+        let output = self.plugin.generate(&model.oracle.with_fresh_cache(), &domain, &spec, &ctx.progress)?;
         let elapsed_s = started.elapsed().as_secs_f64();
         let report = output.report.ok_or_else(|| Error::Invalid(format!("auditor `{}` sent no report", self.plugin.name)))?;
         let mut groups = Vec::new();
