@@ -84,6 +84,11 @@ impl Http {
         self.send(url, || self.client.post(url).json(body))
     }
 
+    /// `POST url` with a JSON body already serialised (`body`: UTF-8 JSON text), its JSON answer.
+    pub fn post_json_text(&self, url: &str, body: &[u8]) -> Result<Value, ModelError> {
+        self.send(url, || self.client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec()))
+    }
+
     fn send(&self, url: &str, request: impl Fn() -> RequestBuilder) -> Result<Value, ModelError> {
         let err = |message: String| ModelError::Remote { url: url.to_string(), message };
         let mut attempt = 0u32;
