@@ -460,6 +460,10 @@ impl Model for RemoteModel {
     fn remote_usage(&self) -> Option<RemoteUsage> {
         Some(self.usage())
     }
+
+    fn wants_thread_chunks(&self) -> bool {
+        false
+    }
 }
 
 /// One output of a JSON answer (a program's line, MLflow's `predictions`): a value per row, each a
