@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Benchmark a model behind a KServe V2 server against the same model in-process (issue 17):
 # the census logistic regression of tests/fixtures/remote, served by MLServer at URL (start it as
-# tests/remote_models.rs does), scored on all 45,222 census rows by load_model (accuracy) and a
-# 20 × 1000 estimate, for several batch sizes and concurrencies. Prints a Markdown table: rows/s
-# of the load_model stage, the audit's wall time, and fairpipe's own CPU time as a share of it
-# (the client's share; the server is the bottleneck when it stays small).
-#   scripts/bench_remote.sh http://127.0.0.1:8080/v2/models/census-lr [target/debug/fairpipe]
+# tests/remote_models.rs does), audited by load_model (accuracy on all 45,222 census rows) and a
+# 200 × 1000 estimate (641,000 model rows asked), for several batch sizes and concurrencies.
+# Prints a Markdown table: rows asked per second over the audit, the audit's wall time, fairpipe's
+# CPU time, the client's share (fairpipe's CPU beyond what the in-process audit of the same
+# pipeline takes — encoding, HTTP, decoding, the row cache — over the wall time) and, when
+# SERVER_PIDS lists the server's processes, the server's CPU time over the same run.
+#   SERVER_PIDS="$(pgrep -f mlserver)" scripts/bench_remote.sh http://127.0.0.1:8080/v2/models/census-lr [target/release/fairpipe]
 set -euo pipefail
 url=$1
-bin=${2:-target/debug/fairpipe}
+bin=${2:-target/release/fairpipe}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -31,30 +33,51 @@ $1
 [stages.estimate]
 kind = "estimate"
 model = "model"
-trials = 20
+trials = 200
 samples = 1000
 TOML
 }
+server_ticks() { # CPU ticks of SERVER_PIDS so far
+  local t=0 p
+  for p in ${SERVER_PIDS:-}; do
+    [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$t"
+}
+baseline_cpu=""
 measure() { # label, model keys
   pipeline "$2" > "$work/p.toml"
   rm -rf "$work/out"
+  local before after
+  before=$(server_ticks)
   /usr/bin/time -f "%e %U %S" -o "$work/time" "$bin" run "$work/p.toml" --out "$work/out" --quiet > /dev/null
-  python3 - "$1" "$work/out/summary.json" "$work/time" <<'PY'
+  after=$(server_ticks)
+  python3 - "$1" "$work/out/summary.json" "$work/time" "$((after - before))" "$(getconf CLK_TCK)" "${baseline_cpu:-}" <<'PY'
 import json, sys
-label, summary, timing = sys.argv[1:]
+label, summary, timing, ticks, hz, baseline = sys.argv[1:]
 s = json.load(open(summary))["stages"]
 wall, user, system = map(float, open(timing).read().split()[-3:])
-model = s["model"]
-rows = 45222
-remote = model.get("remote", {})
-print(f"| {label} | {rows / model['elapsed_s']:,.0f} | {model['elapsed_s']:.2f} | {s['estimate']['elapsed_s']:.2f} | {wall:.2f} | {100 * (user + system) / wall:.0f}% | {remote.get('requests', '–')} | {remote.get('latency_ms_p50', 0):.1f} / {remote.get('latency_ms_p99', 0):.1f} |")
+cpu = user + system
+remote = s["model"].get("remote")
+asked = remote["rows_asked"] if remote else 45222 + 200 * 1000 * 3
+client = f"{100 * (cpu - float(baseline)) / wall:.0f}%" if baseline and remote else "–"
+server = f"{int(ticks) / int(hz):.2f}" if remote and int(ticks) > 0 else "–"
+if remote:
+    per_request = remote["rows_sent"] / max(remote["requests"], 1)
+    traffic = f"{remote['requests']} | {per_request:,.0f} | {remote['latency_ms_p50']:.1f} / {remote['latency_ms_p99']:.1f}"
+else:
+    traffic = "– | – | –"
+print(f"| {label} | {asked / wall:,.0f} | {wall:.2f} | {cpu:.2f} | {client} | {server} | {traffic} |")
+with open(timing + ".cpu", "w") as f:
+    f.write(str(cpu))
 PY
+  if [ -z "$baseline_cpu" ]; then baseline_cpu=$(cat "$work/time.cpu"); fi
 }
-echo "| model | load_model rows/s | load_model s | estimate s | audit wall s | client CPU / wall | requests | latency p50 / p99 ms |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| model | rows asked/s | audit wall s | fairpipe CPU s | client share | server CPU s | requests | rows/request | latency p50 / p99 ms |"
+echo "|---|---|---|---|---|---|---|---|---|"
 measure "in-process (fairpipe logistic, same parameters)" "path = \"$repo/tests/fixtures/remote/census-lr.fairpipe.json\""
 for batch in 64 1024 8192; do
-  for conc in 1 4; do
+  for conc in 1 2 4; do
     measure "MLServer, batch $batch, concurrency $conc" "url = \"$url\"
 outputs = [\"predict_proba\"]
 batch_size = $batch

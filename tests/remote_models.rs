@@ -289,13 +289,25 @@ fn named_inputs_from_the_metadata_get_the_columns_by_name() {
 
 #[test]
 fn server_503s_are_retried_with_backoff_and_the_answers_kept() {
-    let server = start_toy("flaky");
-    let keys = format!("url = \"{}\"\nretries = 2\nbatch_size = 4096", server.url());
+    let log = toy_audit_matches_in_process("flaky", 2);
+    assert!(log.matches("\" 503 ").count() >= 2 && log.contains("\" 200 "), "the server saw retries:\n{log}");
+}
+
+#[test]
+fn an_answer_cut_short_is_asked_again_and_the_results_kept() {
+    let log = toy_audit_matches_in_process("cut", 1);
+    assert!(log.contains("cut an answer short"), "the server cut an answer:\n{log}");
+}
+
+/// An audit of the toy server in `mode` (with `retries`) gives the in-process audit's
+/// probabilities; the server's log.
+fn toy_audit_matches_in_process(mode: &str, retries: u32) -> String {
+    let server = start_toy(mode);
+    let keys = format!("url = \"{}\"\nretries = {retries}\nbatch_size = 4096", server.url());
     let (_, remote_p) = run(&pipeline(&keys, ""));
     let (_, local_p) = run(&pipeline(&in_process(), ""));
     assert!(max_abs_diff(&remote_p, &local_p) <= 1e-9);
-    let log = std::fs::read_to_string(&server.log).unwrap();
-    assert!(log.matches("\" 503 ").count() >= 2 && log.contains("\" 200 "), "the server saw retries:\n{log}");
+    std::fs::read_to_string(&server.log).unwrap()
 }
 
 #[test]

@@ -23,6 +23,13 @@ pub trait Model: Send + Sync {
     fn remote_usage(&self) -> Option<crate::models::remote::RemoteUsage> {
         None
     }
+
+    /// Whether a large batch should be cut into chunks scored on several threads (a model run
+    /// here); a model behind a server batches and overlaps its own requests, and wants the whole
+    /// batch in one call.
+    fn wants_thread_chunks(&self) -> bool {
+        true
+    }
 }
 
 /// Rows per chunk when a large batch is spread over threads.
@@ -195,7 +202,7 @@ impl Oracle {
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         self.counters.rows.fetch_add(out.len() as u64, Ordering::Relaxed);
         let started = Instant::now();
-        let result = if out.len() <= 2 * PARALLEL_CHUNK || rayon::current_num_threads() == 1 {
+        let result = if out.len() <= 2 * PARALLEL_CHUNK || rayon::current_num_threads() == 1 || !self.model.wants_thread_chunks() {
             self.model.predict_into(x, out)
         } else {
             x.par_chunks(PARALLEL_CHUNK * width)

@@ -49,6 +49,14 @@ impl Model for Complement {
     fn describe(&self) -> String {
         format!("{}, read as 1 - p (favourable label 0)", self.0.describe())
     }
+
+    fn remote_usage(&self) -> Option<crate::models::remote::RemoteUsage> {
+        self.0.remote_usage()
+    }
+
+    fn wants_thread_chunks(&self) -> bool {
+        self.0.wants_thread_chunks()
+    }
 }
 
 /// How a model was trained: enough to train it again on augmented data (the `retrain` stage).

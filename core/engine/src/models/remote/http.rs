@@ -84,32 +84,20 @@ impl Http {
         self.send(url, || self.client.post(url).json(body))
     }
 
+    /// `POST url` with a JSON body already serialised (`body`: UTF-8 JSON text), its JSON answer.
+    pub fn post_json_text(&self, url: &str, body: &[u8]) -> Result<Value, ModelError> {
+        self.send(url, || self.client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec()))
+    }
+
+    /// `request` sent until it succeeds, fails for good, or the retries are spent.
     fn send(&self, url: &str, request: impl Fn() -> RequestBuilder) -> Result<Value, ModelError> {
         let err = |message: String| ModelError::Remote { url: url.to_string(), message };
         let mut attempt = 0u32;
         loop {
-            let mut builder = request();
-            if let Some(token) = &self.settings.token {
-                builder = builder.bearer_auth(token);
-            }
-            let failure = match builder.send() {
-                Ok(response) => {
-                    let status = response.status();
-                    let text = response.text().map_err(|e| err(format!("cannot read the response ({status}): {}", transport(&e))))?;
-                    if status.is_success() {
-                        if text.trim().is_empty() {
-                            return Ok(Value::Null);
-                        }
-                        return serde_json::from_str(&text)
-                            .map_err(|e| err(format!("the response is not JSON ({e}); it starts {:?}", quote(&text))));
-                    }
-                    let message = format!("HTTP {status}; the response starts {:?}", quote(&text));
-                    if !retryable(status) {
-                        return Err(err(message));
-                    }
-                    message
-                }
-                Err(e) => transport(&e),
+            let failure = match self.try_once(&request) {
+                Ok(value) => return Ok(value),
+                Err(Failure::Final(message)) => return Err(err(message)),
+                Err(Failure::Retryable(message)) => message,
             };
             if attempt >= self.settings.retries {
                 let tries = attempt + 1;
@@ -120,12 +108,40 @@ impl Http {
         }
     }
 
+    /// One request and its answer, read whole.
+    fn try_once(&self, request: &impl Fn() -> RequestBuilder) -> Result<Value, Failure> {
+        let mut builder = request();
+        if let Some(token) = &self.settings.token {
+            builder = builder.bearer_auth(token);
+        }
+        let response = builder.send().map_err(|e| Failure::Retryable(transport(&e)))?;
+        let status = response.status();
+        // A body cut short (the server died while answering) is a connection error: retried.
+        let text = response.text().map_err(|e| Failure::Retryable(format!("cannot read the response ({status}): {}", transport(&e))))?;
+        if !status.is_success() {
+            let message = format!("HTTP {status}; the response starts {:?}", quote(&text));
+            return Err(if retryable(status) { Failure::Retryable(message) } else { Failure::Final(message) });
+        }
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text).map_err(|e| Failure::Final(format!("the response is not JSON ({e}); it starts {:?}", quote(&text))))
+    }
+
     /// Exponential backoff with up to 50% jitter.
     fn backoff(&self, attempt: u32) -> Duration {
         let base = self.settings.backoff.saturating_mul(1u32 << attempt.min(16));
         let jitter = rand::thread_rng().gen_range(0.0..0.5);
         base + base.mul_f64(jitter)
     }
+}
+
+/// Why one try failed.
+enum Failure {
+    /// Worth another try: a connection error, 429 or 5xx.
+    Retryable(String),
+    /// The server's final word.
+    Final(String),
 }
 
 /// Connection errors, 429 and 5xx are retried; other statuses are the server's final word.

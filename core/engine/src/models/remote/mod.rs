@@ -15,6 +15,8 @@ pub mod mlflow;
 pub mod v2;
 
 use std::collections::{HashMap, VecDeque};
+
+use rustc_hash::FxHashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -68,7 +70,7 @@ pub struct RemoteModel {
     reader: OutputReader,
     traffic: Traffic,
     metadata_inputs: bool,
-    cache: Mutex<HashMap<Vec<u64>, f64>>,
+    cache: Mutex<FxHashMap<Vec<u64>, f64>>,
     stats: Stats,
     queue: Mutex<Queue>,
     wake: Condvar,
@@ -176,7 +178,7 @@ impl RemoteModel {
         let fail = |message: String| ModelError::Remote { url: url.clone(), message };
         let reader = choose_output(&url, &typed, &raw, &choice, probe_rows, &fail)?;
         // The probe rows are scored: keep them.
-        let mut cache = HashMap::new();
+        let mut cache = FxHashMap::default();
         if let Some(Some(value)) = typed.iter().position(|(n, _)| *n == reader.name).map(|i| raw[i].clone()) {
             let mut probabilities = vec![0.0; probe_rows];
             reader.read(value, &mut probabilities, 0)?;
@@ -414,7 +416,7 @@ impl Model for RemoteModel {
         let key = |r: usize| -> Vec<u64> { x[r * width..(r + 1) * width].iter().map(|v| v.to_bits()).collect() };
         // Rows not scored yet, each once.
         let mut missing: Vec<usize> = Vec::new();
-        let mut first_of: HashMap<Vec<u64>, usize> = HashMap::new();
+        let mut first_of: FxHashMap<Vec<u64>, usize> = FxHashMap::default();
         let mut pending: Vec<(usize, usize)> = Vec::new(); // (row, index in `missing`)
         {
             let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
@@ -457,6 +459,10 @@ impl Model for RemoteModel {
 
     fn remote_usage(&self) -> Option<RemoteUsage> {
         Some(self.usage())
+    }
+
+    fn wants_thread_chunks(&self) -> bool {
+        false
     }
 }
 

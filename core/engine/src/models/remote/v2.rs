@@ -1,7 +1,7 @@
 //! The Open Inference Protocol (KServe V2) over HTTP, as KServe, MLServer and Triton speak it:
 //! readiness, model metadata, and `infer` requests built from the model-input contract.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::http::{Http, HttpSettings};
 use super::{Backend, Returned};
@@ -90,11 +90,7 @@ impl V2Endpoint {
     /// server's default outputs when empty). Returns every output returned, by name.
     pub fn infer(&self, http: &Http, inputs: Vec<InputBatch>, outputs: &[String], rows: usize) -> Result<Returned, ModelError> {
         let url = format!("{}/infer", self.model_url());
-        let mut body = json!({ "inputs": inputs.into_iter().map(tensor_json).collect::<Vec<_>>() });
-        if !outputs.is_empty() {
-            body["outputs"] = Value::Array(outputs.iter().map(|n| json!({ "name": n })).collect());
-        }
-        let answer = http.post_json(&url, &body)?;
+        let answer = http.post_json_text(&url, &request_body(&inputs, outputs))?;
         let bad = |message: String| ModelError::Remote { url: url.clone(), message };
         let list = answer
             .get("outputs")
@@ -109,7 +105,7 @@ impl V2Endpoint {
                 .and_then(Value::as_array)
                 .map(|s| s.iter().filter_map(Value::as_u64).map(|d| d as usize).collect())
                 .unwrap_or_default();
-            let mut flat = Vec::new();
+            let mut flat: Vec<&Value> = Vec::with_capacity(rows);
             flatten(t.get("data").unwrap_or(&Value::Null), &mut flat);
             let columns = if shape.len() >= 2 { shape[1..].iter().product::<usize>().max(1) } else { 1 };
             if flat.len() != rows * columns {
@@ -189,24 +185,59 @@ pub fn element_type(datatype: &str) -> ElementType {
     }
 }
 
-/// One input batch as a V2 request tensor.
-fn tensor_json(batch: InputBatch) -> Value {
-    let (datatype, data) = match batch.values {
-        InputValues::Float32(v) => ("FP32", json!(v)),
-        InputValues::Float64(v) => ("FP64", json!(v)),
-        InputValues::Int64(v) => ("INT64", json!(v)),
-        InputValues::Int32(v) => ("INT32", json!(v)),
-        InputValues::String(v) => ("BYTES", json!(v)),
-    };
-    json!({ "name": batch.name, "shape": batch.shape, "datatype": datatype, "data": data })
+/// The body of an `infer` request: the input tensors and the outputs asked for, written straight
+/// from the batches (no intermediate JSON tree: this runs once per request over every value).
+fn request_body(inputs: &[InputBatch], outputs: &[String]) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Tensor<'a> {
+        name: &'a str,
+        shape: &'a [usize],
+        datatype: &'static str,
+        data: Data<'a>,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(untagged)]
+    enum Data<'a> {
+        F32(&'a [f32]),
+        F64(&'a [f64]),
+        I64(&'a [i64]),
+        I32(&'a [i32]),
+        Text(&'a [String]),
+    }
+    #[derive(serde::Serialize)]
+    struct Output<'a> {
+        name: &'a str,
+    }
+    #[derive(serde::Serialize)]
+    struct Request<'a> {
+        inputs: Vec<Tensor<'a>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        outputs: Vec<Output<'a>>,
+    }
+    let tensors = inputs
+        .iter()
+        .map(|batch| {
+            let (datatype, data) = match &batch.values {
+                InputValues::Float32(v) => ("FP32", Data::F32(v)),
+                InputValues::Float64(v) => ("FP64", Data::F64(v)),
+                InputValues::Int64(v) => ("INT64", Data::I64(v)),
+                InputValues::Int32(v) => ("INT32", Data::I32(v)),
+                InputValues::String(v) => ("BYTES", Data::Text(v)),
+            };
+            Tensor { name: &batch.name, shape: &batch.shape, datatype, data }
+        })
+        .collect();
+    let request = Request { inputs: tensors, outputs: outputs.iter().map(|n| Output { name: n }).collect() };
+    // Serialising plain slices, strings and numbers cannot fail.
+    serde_json::to_vec(&request).unwrap_or_default()
 }
 
 /// V2 servers may send `data` flat or nested by row.
-fn flatten(value: &Value, out: &mut Vec<Value>) {
+fn flatten<'a>(value: &'a Value, out: &mut Vec<&'a Value>) {
     match value {
         Value::Array(items) => items.iter().for_each(|v| flatten(v, out)),
         Value::Null => {}
-        other => out.push(other.clone()),
+        other => out.push(other),
     }
 }
 
