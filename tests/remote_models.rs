@@ -379,3 +379,56 @@ fn a_program_that_fails_shows_its_stderr() {
     assert!(stderr.contains("boom: no model file here"), "its stderr is shown: {stderr}");
     assert!(!out.join("summary.json").exists());
 }
+
+/// Run `text` with `FAIRPIPE_CACHE_ROWS` set to `rows`; the summary and the probabilities.
+fn run_with_cache_rows(text: &str, rows: &str) -> (bool, String, Option<(serde_json::Value, Vec<f64>)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "p.toml", text);
+    let out = dir.path().join("out");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fairpipe"))
+        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"])
+        .env("FAIRPIPE_CACHE_ROWS", rows)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if !output.status.success() {
+        return (false, stderr, None);
+    }
+    let summary = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    (true, stderr, Some((summary, probabilities(&out))))
+}
+
+#[test]
+fn the_run_cache_of_a_remote_model_is_bounded_by_fairpipe_cache_rows() {
+    let server = start_toy("plain");
+    let keys = format!("url = \"{}\"\nbatch_size = 4096", server.url());
+    let text = pipeline(&keys, AUDIT);
+    let (_, _, default) = run_with_cache_rows(&text, "1000000");
+    let (_, _, small) = run_with_cache_rows(&text, "64");
+    let (_, _, none) = run_with_cache_rows(&text, "0");
+    let (default, default_p) = default.expect("default cache");
+    let (small, small_p) = small.expect("64-row cache");
+    let (none, none_p) = none.expect("no cache");
+    // The cache changes what is sent, never what is found.
+    assert_eq!(default_p, small_p);
+    assert_eq!(default_p, none_p);
+    assert_eq!(audit_figures(&default), audit_figures(&small));
+    assert_eq!(audit_figures(&default), audit_figures(&none));
+    let usage = |s: &serde_json::Value, key: &str| s["stages"]["model"]["remote"][key].as_u64().unwrap();
+    let asked = usage(&default, "rows_asked");
+    assert_eq!(usage(&small, "rows_asked"), asked, "the same rows are asked for");
+    // (Without any cache the search's repeats reach the model too: more rows are asked for.)
+    assert!(usage(&none, "rows_asked") >= asked);
+    // Without a cache every row asked for is sent, besides the 256 rows of the load-time probe.
+    assert_eq!(usage(&none, "rows_sent"), usage(&none, "rows_asked") + 256, "without a cache every row asked for is sent");
+    assert_eq!(usage(&none, "cache_hits"), 0);
+    // predict's 9,769 test rows were all scored by load_model: the full cache answers them, a
+    // 64-row one has forgotten most of them (it still joins rows repeated within one call).
+    let (sent_default, sent_small) = (usage(&default, "rows_sent"), usage(&small, "rows_sent"));
+    assert!(
+        sent_default + 9769 / 2 <= sent_small && sent_small <= asked,
+        "sent: default {sent_default}, 64 rows {sent_small}, asked {asked}"
+    );
+    let (ok, stderr, _) = run_with_cache_rows(&text, "lots");
+    assert!(!ok && stderr.contains("FAIRPIPE_CACHE_ROWS") && stderr.contains("\"lots\""), "{stderr}");
+}

@@ -129,49 +129,7 @@ impl Oracle {
         if x.len() != rows * width {
             return Err(ModelError::Width { expected: width, found: x.len() / rows });
         }
-        // Every row's key, in one buffer (no allocation per row; a key is boxed only when inserted).
-        let keys: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();
-        let look = |(i, slot): (usize, &mut f64)| -> Option<usize> {
-            match cache.get(&keys[i * width..(i + 1) * width]) {
-                Some(p) => {
-                    *slot = p;
-                    None
-                }
-                None => Some(i),
-            }
-        };
-        // The rows the cache did not have, in order.
-        let missing: Vec<usize> = if rows <= 2 * PARALLEL_CHUNK || rayon::current_num_threads() == 1 {
-            out.iter_mut().enumerate().filter_map(look).collect()
-        } else {
-            out.par_iter_mut().enumerate().filter_map(look).collect()
-        };
-        // Distinct missing rows, in first-seen order, and each missing row's place among them.
-        let mut first: crate::score_cache::RowIndex<'_> = Default::default();
-        let mut distinct: Vec<usize> = Vec::new();
-        let mut slot_of: Vec<usize> = Vec::with_capacity(missing.len());
-        for &i in &missing {
-            let slot = *first.entry(&keys[i * width..(i + 1) * width]).or_insert_with(|| {
-                distinct.push(i);
-                distinct.len() - 1
-            });
-            slot_of.push(slot);
-        }
-        if !distinct.is_empty() {
-            let mut batch = Vec::with_capacity(distinct.len() * width);
-            for &i in &distinct {
-                batch.extend_from_slice(&x[i * width..(i + 1) * width]);
-            }
-            let mut scored = vec![0.0; distinct.len()];
-            self.predict_proba_into(&batch, &mut scored)?;
-            for (&i, &slot) in missing.iter().zip(&slot_of) {
-                out[i] = scored[slot];
-            }
-            for (&i, &p) in distinct.iter().zip(&scored) {
-                cache.insert(keys[i * width..(i + 1) * width].into(), p);
-            }
-        }
-        let scored = distinct.len() as u64;
+        let scored = cache.answer(x, width, out, |batch, answers| self.predict_proba_into(batch, answers))? as u64;
         Ok(CacheTally { asked: rows as u64, scored, hits: rows as u64 - scored })
     }
 

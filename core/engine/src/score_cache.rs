@@ -43,6 +43,9 @@ pub const CACHE_ROWS_ENV: &str = "FAIRPIPE_CACHE_ROWS";
 /// Number of independently locked shards.
 pub const SHARDS: usize = 16;
 
+/// Above this many rows, [`ScoreCache::answer`] looks rows up on the rayon pool.
+const PARALLEL_LOOKUP_ROWS: usize = 2048;
+
 /// A fast, non-cryptographic hasher of `u64` words (the multiply-rotate scheme of rustc's
 /// FxHash), finished with a SplitMix64 mix so that the top bits choose shards well.
 #[derive(Default, Clone, Copy)]
@@ -184,6 +187,68 @@ impl ScoreCache {
         Self::put(&mut shard, self.per_generation, key, p);
     }
 
+    /// Answer the `out.len()` rows of `x` (row-major, `width` values each): rows the cache holds
+    /// are answered from it; the others, each distinct row once, in first-seen order, go to
+    /// `score` in one batch, and are remembered. A cache of capacity 0 sends every row. Returns the
+    /// number of rows `score` was given (the rest were hits: cached, or repeated within `x`).
+    pub fn answer<E>(
+        &self,
+        x: &[f64],
+        width: usize,
+        out: &mut [f64],
+        score: impl FnOnce(&[f64], &mut [f64]) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        let rows = out.len();
+        if !self.enabled() || width == 0 || rows == 0 || x.len() != rows * width {
+            score(x, out)?;
+            return Ok(rows);
+        }
+        // Every row's key, in one buffer (no allocation per row; a key is boxed only when inserted).
+        let keys: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();
+        let look = |(i, slot): (usize, &mut f64)| -> Option<usize> {
+            match self.get(&keys[i * width..(i + 1) * width]) {
+                Some(p) => {
+                    *slot = p;
+                    None
+                }
+                None => Some(i),
+            }
+        };
+        // The rows the cache did not have, in order (looked up on the rayon pool when there are many).
+        let missing: Vec<usize> = if rows <= PARALLEL_LOOKUP_ROWS || rayon::current_num_threads() == 1 {
+            out.iter_mut().enumerate().filter_map(look).collect()
+        } else {
+            use rayon::prelude::*;
+            out.par_iter_mut().enumerate().filter_map(look).collect()
+        };
+        // Distinct missing rows, in first-seen order, and each missing row's place among them.
+        let mut first: RowIndex<'_> = Default::default();
+        let mut distinct: Vec<usize> = Vec::new();
+        let mut slot_of: Vec<usize> = Vec::with_capacity(missing.len());
+        for &i in &missing {
+            let slot = *first.entry(&keys[i * width..(i + 1) * width]).or_insert_with(|| {
+                distinct.push(i);
+                distinct.len() - 1
+            });
+            slot_of.push(slot);
+        }
+        if !distinct.is_empty() {
+            let mut batch = Vec::with_capacity(distinct.len() * width);
+            for &i in &distinct {
+                batch.extend_from_slice(&x[i * width..(i + 1) * width]);
+            }
+            let mut scored = vec![0.0; distinct.len()];
+            score(&batch, &mut scored)?;
+            for (&i, &slot) in missing.iter().zip(&slot_of) {
+                out[i] = scored[slot];
+            }
+            for (&i, &p) in distinct.iter().zip(&scored) {
+                self.insert(keys[i * width..(i + 1) * width].into(), p);
+            }
+        }
+        Ok(distinct.len())
+    }
+
     fn put(shard: &mut Shard, per_generation: usize, key: Box<[u64]>, p: f64) {
         if shard.current.len() >= per_generation && !shard.current.contains_key(&key) {
             shard.previous = std::mem::take(&mut shard.current);
@@ -222,6 +287,31 @@ mod tests {
         assert!(cache.len() >= cache.capacity() / 2, "the cache is used: {} rows", cache.len());
         assert_eq!(cache.get(&encode(&[0.0])), None, "an old row was evicted");
         assert_eq!(cache.get(&encode(&[99_999.0])), Some(99_999.0), "the newest row is there");
+    }
+
+    #[test]
+    fn answer_sends_each_new_row_once_and_keeps_the_order() {
+        let cache = ScoreCache::new(1000);
+        fn score(sent: &mut Vec<f64>) -> impl FnOnce(&[f64], &mut [f64]) -> Result<(), &'static str> + '_ {
+            move |x, out| {
+                sent.extend_from_slice(x);
+                x.iter().zip(out.iter_mut()).for_each(|(v, o)| *o = v / 10.0);
+                Ok(())
+            }
+        }
+        let (mut sent, mut out) = (Vec::new(), vec![0.0; 4]);
+        assert_eq!(cache.answer(&[3.0, 1.0, 3.0, 2.0], 1, &mut out, score(&mut sent)), Ok(3));
+        assert_eq!((sent.as_slice(), out.as_slice()), ([3.0, 1.0, 2.0].as_slice(), [0.3, 0.1, 0.3, 0.2].as_slice()));
+        let (mut sent, mut out) = (Vec::new(), vec![0.0; 3]);
+        assert_eq!(cache.answer(&[2.0, 4.0, 1.0], 1, &mut out, score(&mut sent)), Ok(1), "only the new row is sent");
+        assert_eq!((sent.as_slice(), out.as_slice()), ([4.0].as_slice(), [0.2, 0.4, 0.1].as_slice()));
+        let off = ScoreCache::new(0);
+        let (mut sent, mut out) = (Vec::new(), vec![0.0; 2]);
+        assert_eq!(off.answer(&[5.0, 5.0], 1, &mut out, score(&mut sent)), Ok(2), "capacity 0 sends every row");
+        assert_eq!(sent, [5.0, 5.0]);
+        let failed = cache.answer(&[9.0], 1, &mut [0.0], |_: &[f64], _: &mut [f64]| Err("server down"));
+        assert_eq!(failed, Err("server down"));
+        assert_eq!(cache.get(&encode(&[9.0])), None, "a failed row is not remembered");
     }
 
     #[test]

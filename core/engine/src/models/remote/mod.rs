@@ -1,7 +1,9 @@
 //! Models audited where they run: behind an inference server speaking the Open Inference Protocol
 //! (KServe V2: KServe, MLServer, Triton), or as a long-running program reading batches on stdin
-//! (`command`). Rows go in batches with several requests in flight, each row is scored once per run
-//! (a cache keyed by the encoded row), and the traffic is counted.
+//! (`command`). Rows go in batches with several requests in flight, a row is scored once per run
+//! (the run's [`ScoreCache`], keyed by the encoded row and bounded like the plugins' caches:
+//! `FAIRPIPE_CACHE_ROWS`, default 1,000,000 rows — past it the least recently used rows may be
+//! sent again), and the traffic is counted.
 //!
 //! Every caller of one model shares one queue: rows asked for at the same time (the oracle's
 //! parallel chunks, or any concurrent callers) go out merged into requests of up to `batch_size`
@@ -16,7 +18,6 @@ pub mod v2;
 
 use std::collections::{HashMap, VecDeque};
 
-use rustc_hash::FxHashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -30,6 +31,7 @@ use super::model_inputs::{plan, DeclaredInput, ElementType, InputBatch, InputPla
 use super::model_outputs::{choose_output, OutputChoice, OutputReader, RawOutput};
 use crate::error::ModelError;
 use crate::oracle::Model;
+use crate::score_cache::ScoreCache;
 
 /// Rows used at load time to choose and check the output.
 const PROBE_ROWS: usize = 256;
@@ -70,7 +72,7 @@ pub struct RemoteModel {
     reader: OutputReader,
     traffic: Traffic,
     metadata_inputs: bool,
-    cache: Mutex<FxHashMap<Vec<u64>, f64>>,
+    cache: ScoreCache,
     stats: Stats,
     queue: Mutex<Queue>,
     wake: Condvar,
@@ -178,12 +180,13 @@ impl RemoteModel {
         let fail = |message: String| ModelError::Remote { url: url.clone(), message };
         let reader = choose_output(&url, &typed, &raw, &choice, probe_rows, &fail)?;
         // The probe rows are scored: keep them.
-        let mut cache = FxHashMap::default();
+        let cache_rows = ScoreCache::capacity_from_env().map_err(|message| ModelError::Remote { url: url.clone(), message })?;
+        let cache = ScoreCache::new(cache_rows);
         if let Some(Some(value)) = typed.iter().position(|(n, _)| *n == reader.name).map(|i| raw[i].clone()) {
             let mut probabilities = vec![0.0; probe_rows];
             reader.read(value, &mut probabilities, 0)?;
             for (row, p) in probabilities.into_iter().enumerate() {
-                cache.insert(probe[row * width..(row + 1) * width].iter().map(|v| v.to_bits()).collect::<Vec<u64>>(), p);
+                cache.insert(crate::score_cache::encode(&probe[row * width..(row + 1) * width]), p);
             }
         }
         let model = RemoteModel {
@@ -193,7 +196,7 @@ impl RemoteModel {
             reader,
             traffic,
             metadata_inputs,
-            cache: Mutex::new(cache),
+            cache,
             stats: Stats::default(),
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
@@ -413,43 +416,12 @@ impl Model for RemoteModel {
         let width = self.domain.width();
         let rows = out.len();
         self.stats.rows_asked.fetch_add(rows as u64, Ordering::Relaxed);
-        let key = |r: usize| -> Vec<u64> { x[r * width..(r + 1) * width].iter().map(|v| v.to_bits()).collect() };
-        // Rows not scored yet, each once.
-        let mut missing: Vec<usize> = Vec::new();
-        let mut first_of: FxHashMap<Vec<u64>, usize> = FxHashMap::default();
-        let mut pending: Vec<(usize, usize)> = Vec::new(); // (row, index in `missing`)
-        {
-            let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            let mut hits = 0u64;
-            for (r, slot) in out.iter_mut().enumerate() {
-                let k = key(r);
-                if let Some(p) = cache.get(&k) {
-                    *slot = *p;
-                    hits += 1;
-                } else if let Some(&i) = first_of.get(&k) {
-                    pending.push((r, i));
-                    hits += 1;
-                } else {
-                    first_of.insert(k, missing.len());
-                    pending.push((r, missing.len()));
-                    missing.push(r);
-                }
-            }
-            self.stats.cache_hits.fetch_add(hits, Ordering::Relaxed);
-        }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let send: Vec<f64> = missing.iter().flat_map(|&r| x[r * width..(r + 1) * width].iter().copied()).collect();
-        let scored = self.score_rows(send)?;
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        for (i, &r) in missing.iter().enumerate() {
-            cache.insert(key(r), scored[i]);
-        }
-        drop(cache);
-        for (r, i) in pending {
-            out[r] = scored[i];
-        }
+        // Rows already scored in this run, or repeated in `x`, are not sent again.
+        let sent = self.cache.answer(x, width, out, |batch, answers| {
+            answers.copy_from_slice(&self.score_rows(batch.to_vec())?);
+            Ok::<(), ModelError>(())
+        })?;
+        self.stats.cache_hits.fetch_add((rows - sent) as u64, Ordering::Relaxed);
         Ok(())
     }
 
