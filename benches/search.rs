@@ -12,6 +12,13 @@
 //! the table gives means. Seconds are the generate stage's own wall time (the search, not loading
 //! or clustering); IDIs are the verify stage's host-confirmed counts. The table is printed and
 //! written to `target/bench/search.md`.
+//!
+//! The **methods table** (filter `methods`) runs every method on the four benchmarks twice: at the
+//! same budget (50 global seeds × 1,000 local steps, as the MAFT and EIDIG papers; 50,000 inputs
+//! for random; SG's own 1,000-input default) and at the same number of model queries (every method
+//! with a budget it cannot finish, stopped by `max_queries` = `FAIRPIPE_BENCH_QUERIES`, default
+//! 500,000 rows asked). It is written to `target/bench/methods.md`; `scripts/bench-methods.sh` puts
+//! it into the README.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -330,6 +337,161 @@ fn group_table(root: &Path, dir: &Path, filter: Option<&str>) -> String {
     table
 }
 
+/// The benchmarks of the methods table: (dataset, protected attribute, name).
+const BENCHMARKS: &[(&str, &str, &str)] = &[
+    ("census", "gender", "census-gender"),
+    ("census", "age", "census-age"),
+    ("credit", "AgeInYears", "credit-age"),
+    ("bank", "age", "bank-age"),
+];
+
+/// A method of the methods table: its plugin, its parameters at the common budget, and its
+/// parameters with a budget it cannot finish (for the equal-queries run, stopped by `max_queries`).
+struct Method {
+    name: &'static str,
+    plugin: &'static str,
+    budget: &'static str,
+    unbounded: &'static str,
+}
+
+const METHODS: &[Method] = &[
+    Method { name: "random", plugin: "random", budget: "{ samples = 50000 }", unbounded: "{ samples = 100000000 }" },
+    Method {
+        name: "aequitas random",
+        plugin: "aequitas",
+        budget: "{ strategy = \"random\", global_iterations = 50, local_iterations = 1000 }",
+        unbounded: "{ strategy = \"random\", global_iterations = 1000000, local_iterations = 1000 }",
+    },
+    Method {
+        name: "aequitas semi-directed",
+        plugin: "aequitas",
+        budget: "{ strategy = \"semi_directed\", global_iterations = 50, local_iterations = 1000 }",
+        unbounded: "{ strategy = \"semi_directed\", global_iterations = 1000000, local_iterations = 1000 }",
+    },
+    Method {
+        name: "aequitas fully directed",
+        plugin: "aequitas",
+        budget: "{ strategy = \"fully_directed\", global_iterations = 50, local_iterations = 1000 }",
+        unbounded: "{ strategy = \"fully_directed\", global_iterations = 1000000, local_iterations = 1000 }",
+    },
+    Method { name: "sg", plugin: "sg", budget: "{ sample_limit = 1000 }", unbounded: "{ sample_limit = 1000000 }" },
+    Method {
+        name: "maft",
+        plugin: "maft",
+        budget: "{ global_num = 50, local_num = 1000 }",
+        unbounded: "{ global_num = 1000, local_num = 100000 }",
+    },
+    Method { name: "eidig", plugin: "eidig", budget: "{ g_num = 50, l_num = 1000 }", unbounded: "{ g_num = 1000, l_num = 100000 }" },
+];
+
+/// The reference implementations' (IDIs, seconds) at the common budget (50 × 1,000), single runs
+/// on this kind of machine: MAFT's published code, and EIDIG's (Python 3.11, TF 2.15).
+fn reference(method: &str, benchmark: &str) -> Option<(f64, f64)> {
+    match (method, benchmark) {
+        ("maft", "census-gender") => Some((3600.0, 125.0)),
+        ("maft", "census-age") => Some((18082.0, 381.0)),
+        ("maft", "credit-age") => Some((20242.0, 463.0)),
+        ("maft", "bank-age") => Some((14187.0, 330.0)),
+        ("eidig", "census-gender") => Some((2929.0, 110.0)),
+        ("eidig", "census-age") => Some((15867.0, 371.0)),
+        ("eidig", "credit-age") => Some((17914.0, 397.0)),
+        ("eidig", "bank-age") => Some((17198.0, 412.0)),
+        _ => None,
+    }
+}
+
+/// Mean and sample standard deviation.
+fn mean_sd(values: &[f64]) -> (f64, f64) {
+    let n = values.len().max(1) as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let sd = (values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
+    (mean, sd)
+}
+
+/// One row of the methods table: the runs of `method` on `benchmark` over seeds 1..=repeats.
+fn methods_row(
+    method: &Method,
+    benchmark: (&'static str, &'static str, &'static str),
+    params: &'static str,
+    max_queries: u64,
+    root: &Path,
+    repeats: u64,
+    dir: &Path,
+) -> Option<String> {
+    let (dataset, protected, name) = benchmark;
+    let case = Case { name: "methods", dataset, protected, plugin: method.plugin, params, reference: None };
+    let mut text = pipeline_text(&case, root);
+    if max_queries > 0 {
+        text = text.replace("[stages.verified]", &format!("max_queries = {max_queries}\n\n[stages.verified]"));
+    }
+    let file = dir.join("methods.toml");
+    std::fs::write(&file, text).expect("write bench pipeline");
+    let (mut full, mut projection, mut rows, mut seconds, mut to_1000) = (vec![], vec![], vec![], vec![], vec![]);
+    for seed in 1..=repeats {
+        let pipeline = match Pipeline::load(&file, Some(seed)) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("{} {name}: skipped ({e})", method.name);
+                return None;
+            }
+        };
+        let report = pipeline.run(&dir.join("out"), false).unwrap_or_else(|e| panic!("{} {name}: {e}", method.name));
+        let search = &report.summary["stages"]["search"];
+        let verified = &report.summary["stages"]["verified"];
+        assert_eq!(verified["rejected"], 0, "{} {name}: the host rejected cases", method.name);
+        full.push(verified["discriminatory_full"].as_f64().unwrap_or(0.0));
+        projection.push(verified["discriminatory"].as_f64().unwrap_or(0.0));
+        rows.push(search["rows_scored"].as_f64().or_else(|| search["model_queries"].as_f64()).unwrap_or(0.0));
+        seconds.push(search["run_elapsed_s"].as_f64().unwrap_or(0.0));
+        if let Some(t) = verified["seconds_to_1000_idis"].as_f64() {
+            to_1000.push(t);
+        }
+    }
+    let (full_mean, full_sd) = mean_sd(&full);
+    let (projection_mean, projection_sd) = mean_sd(&projection);
+    let (rows_mean, _) = mean_sd(&rows);
+    let (seconds_mean, _) = mean_sd(&seconds);
+    let rate = full_mean / seconds_mean.max(1e-9);
+    let first = if to_1000.len() as u64 == repeats {
+        format!("{:.3}", mean_sd(&to_1000).0)
+    } else {
+        format!("— ({} of {repeats} runs)", to_1000.len())
+    };
+    let reference = if max_queries == 0 { reference(method.name, name) } else { None };
+    let (ref_idis, ref_rate, ratio) = match reference {
+        Some((i, s)) => (format!("{i:.0} in {s:.0} s"), format!("{:.1}", i / s), format!("{:.0}×", rate / (i / s))),
+        None => ("—".into(), "—".into(), "—".into()),
+    };
+    Some(format!(
+        "| {} | {name} | {full_mean:.0} ± {full_sd:.0} | {projection_mean:.0} ± {projection_sd:.0} | {rows_mean:.0} | {:.1} | {first} | {seconds_mean:.3} | {rate:.0} | {ref_idis} | {ref_rate} | {ratio} |\n",
+        method.name,
+        1000.0 * full_mean / rows_mean.max(1.0),
+    ))
+}
+
+/// The methods table: every method × benchmark at the common budget and at equal model queries.
+fn methods_table(root: &Path, dir: &Path, repeats: u64) -> String {
+    let queries: u64 = std::env::var("FAIRPIPE_BENCH_QUERIES").ok().and_then(|v| v.parse().ok()).unwrap_or(500_000);
+    let header = "| method | benchmark | IDIs (full) ± sd | IDIs (projection) ± sd | model rows | IDIs per 1,000 model rows | s to 1,000 IDIs | search s | IDIs/s | reference | reference IDIs/s | IDIs/s ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    let mut out = format!(
+        "**At the same budget** (50 global seeds × 1,000 local steps; random 50,000 inputs; SG its default 1,000 inputs), mean ± sd over {repeats} seeds:\n\n{header}"
+    );
+    for method in METHODS {
+        for &benchmark in BENCHMARKS {
+            out.extend(methods_row(method, benchmark, method.budget, 0, root, repeats, dir));
+            eprintln!("{} {} (budget) done", method.name, benchmark.2);
+        }
+    }
+    let _ = write!(out, "\n**At the same number of model queries** (each stopped by `max_queries = {queries}` rows asked; model rows are those the score cache did not answer), mean ± sd over {repeats} seeds:\n\n{header}");
+    for method in METHODS {
+        for &benchmark in BENCHMARKS {
+            out.extend(methods_row(method, benchmark, method.unbounded, queries, root, repeats, dir));
+            eprintln!("{} {} (queries) done", method.name, benchmark.2);
+        }
+    }
+    out
+}
+
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let repeats: u64 = std::env::var("FAIRPIPE_BENCH_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
@@ -337,6 +499,15 @@ fn main() {
     // The methods are linked in, built with this bench's (release) profile.
     fairpipe::register_builtins().expect("the built-in methods register");
     let dir = tempfile::tempdir().expect("temp dir");
+    if filter.as_deref() == Some("methods") {
+        let table = methods_table(&root, dir.path(), repeats);
+        println!("{table}");
+        let out = root.join("target/bench");
+        if std::fs::create_dir_all(&out).is_ok() {
+            let _ = std::fs::write(out.join("methods.md"), &table);
+        }
+        return;
+    }
     let mut table = String::from(
         "| case | IDIs (full) ± sd | IDIs (projection) | generated | model rows | search s | IDIs/s | model share | reference IDIs | reference s | reference IDIs/s | IDIs/s ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );

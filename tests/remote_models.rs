@@ -416,9 +416,9 @@ fn the_run_cache_of_a_remote_model_is_bounded_by_fairpipe_cache_rows() {
     assert_eq!(audit_figures(&default), audit_figures(&none));
     let usage = |s: &serde_json::Value, key: &str| s["stages"]["model"]["remote"][key].as_u64().unwrap();
     let asked = usage(&default, "rows_asked");
-    assert_eq!(usage(&small, "rows_asked"), asked, "the same rows are asked for");
-    // (Without any cache the search's repeats reach the model too: more rows are asked for.)
-    assert!(usage(&none, "rows_asked") >= asked);
+    // (FAIRPIPE_CACHE_ROWS bounds the plugins' caches too: with a smaller one, or none, more of a
+    // search's repeats reach the model.)
+    assert!(usage(&small, "rows_asked") >= asked && usage(&none, "rows_asked") >= usage(&small, "rows_asked"));
     // Without a cache every row asked for is sent, besides the 256 rows of the load-time probe.
     assert_eq!(usage(&none, "rows_sent"), usage(&none, "rows_asked") + 256, "without a cache every row asked for is sent");
     assert_eq!(usage(&none, "cache_hits"), 0);

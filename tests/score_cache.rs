@@ -135,6 +135,9 @@ fn credit_aequitas_finds_the_same_idis_with_five_times_fewer_model_rows() {
         assert_eq!(with["stages"]["verified"][key], without["stages"]["verified"][key], "{key}");
     }
     assert!(with["stages"]["verified"]["discriminatory_full"].as_u64().unwrap() > 1000, "{}", with["stages"]["verified"]);
+    // More than 1,000 IDIs: the time to the 1,000th is within the search.
+    let to_1000 = with["stages"]["verified"]["seconds_to_1000_idis"].as_f64().expect("seconds_to_1000_idis");
+    assert!(to_1000 > 0.0 && to_1000 <= s_with["run_elapsed_s"].as_f64().unwrap(), "{to_1000} s");
     let read = |out: &str| std::fs::read(dir.path().join(out).join("verified.csv")).unwrap();
     assert_eq!(read("with"), read("without"), "the verified cases differ");
     let n = |s: &serde_json::Value, k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k} missing in {s}"));

@@ -13,8 +13,13 @@
 //!
 //! **Bounded memory.** The cache holds at most [`ScoreCache::capacity`] rows (default
 //! [`DEFAULT_CACHE_ROWS`], set with `FAIRPIPE_CACHE_ROWS`; `0` turns the cache off). A row costs
-//! its key (8 bytes per attribute) plus about 40 bytes of table and allocation overhead: about
-//! 150 bytes on census' 13 attributes, so the default is about 150 MB at most.
+//! its key (8 bytes per attribute) plus its probability, its hash and its table slot (about 21
+//! bytes), stored end to end in a few large vectors per generation (no allocation per row): about
+//! 125 bytes on census' 13 attributes, so the default is about 125 MB at most (more while a
+//! vector grows).
+//!
+//! **One hash per row.** A row's key is hashed once per call; the hash chooses the shard, finds
+//! the row in the tables, joins repeats within the call and files the row when it is remembered.
 //!
 //! **Eviction: two generations per shard.** The rows are spread over [`SHARDS`] shards by the
 //! hash of their key, each behind its own mutex (rayon threads asking for rows of different shards
@@ -29,11 +34,11 @@
 //! search finds are the same with the cache, without it, or with any capacity; only the number of
 //! rows sent to the model changes.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
-/// Rows the cache holds at most unless `FAIRPIPE_CACHE_ROWS` says otherwise (about 150 MB on
+use hashbrown::HashTable;
+
+/// Rows the cache holds at most unless `FAIRPIPE_CACHE_ROWS` says otherwise (about 125 MB on
 /// census' 13 attributes).
 pub const DEFAULT_CACHE_ROWS: usize = 1_000_000;
 
@@ -46,45 +51,72 @@ pub const SHARDS: usize = 16;
 /// Above this many rows, [`ScoreCache::answer`] looks rows up on the rayon pool.
 const PARALLEL_LOOKUP_ROWS: usize = 2048;
 
-/// A fast, non-cryptographic hasher of `u64` words (the multiply-rotate scheme of rustc's
-/// FxHash), finished with a SplitMix64 mix so that the top bits choose shards well.
-#[derive(Default, Clone, Copy)]
-pub struct RowHasher(u64);
+/// The hash of an encoded row: rustc's FxHash multiply-rotate over its words, finished with a
+/// SplitMix64 mix so that every bit is usable (the shard, the table slot and its tag each take
+/// different bits).
+pub fn hash_row(key: &[u64]) -> u64 {
+    let mut h: u64 = 0;
+    for &word in key {
+        h = (h.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    let mut z = h.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
 
-impl Hasher for RowHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
+/// The bit patterns of a row's values: the cache's key (so `0.0` and `-0.0`, or two NaNs with
+/// different payloads, are different rows — the model sees them as they are).
+pub fn encode(row: &[f64]) -> Vec<u64> {
+    row.iter().map(|v| v.to_bits()).collect()
+}
+
+/// The rows of one generation of a shard, stored end to end: row `i` is
+/// `keys[i * width..(i + 1) * width]`, with its probability `values[i]` and its hash `hashes[i]`;
+/// `table` finds a row's index from its hash.
+#[derive(Default)]
+struct Generation {
+    width: usize,
+    keys: Vec<u64>,
+    values: Vec<f64>,
+    hashes: Vec<u64>,
+    table: HashTable<u32>,
+}
+
+impl Generation {
+    fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    fn find(&self, hash: u64, key: &[u64]) -> Option<usize> {
+        if key.len() != self.width {
+            return None;
         }
+        let w = self.width;
+        self.table.find(hash, |&i| &self.keys[i as usize * w..(i as usize + 1) * w] == key).map(|&i| i as usize)
     }
 
-    fn write_u64(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_usize(&mut self, word: usize) {
-        self.write_u64(word as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        let mut z = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+    /// File a row that is not here yet. A generation holds keys of one width (a cache serves one
+    /// model); a key of another width is not filed.
+    fn push(&mut self, hash: u64, key: &[u64], p: f64) {
+        if self.values.is_empty() {
+            self.width = key.len();
+        } else if key.len() != self.width {
+            return;
+        }
+        let index = self.values.len() as u32;
+        self.keys.extend_from_slice(key);
+        self.values.push(p);
+        self.hashes.push(hash);
+        let hashes = &self.hashes;
+        self.table.insert_unique(hash, index, |&i| hashes[i as usize]);
     }
 }
 
-type Table = HashMap<Box<[u64]>, f64, BuildHasherDefault<RowHasher>>;
-
-/// Encoded rows borrowed from elsewhere, each with a position (the distinct rows of one query).
-pub type RowIndex<'a> = HashMap<&'a [u64], usize, BuildHasherDefault<RowHasher>>;
-
 #[derive(Default)]
 struct Shard {
-    current: Table,
-    previous: Table,
+    current: Generation,
+    previous: Generation,
 }
 
 /// A bounded, sharded map from encoded rows to P(favourable) (see the module documentation).
@@ -98,20 +130,6 @@ impl std::fmt::Debug for ScoreCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ScoreCache({} of {} rows)", self.len(), self.capacity)
     }
-}
-
-/// The bit patterns of a row's values: the cache's key (so `0.0` and `-0.0`, or two NaNs with
-/// different payloads, are different rows — the model sees them as they are).
-pub fn encode(row: &[f64]) -> Box<[u64]> {
-    row.iter().map(|v| v.to_bits()).collect()
-}
-
-fn hash_of(key: &[u64]) -> u64 {
-    let mut h = RowHasher::default();
-    for &w in key {
-        h.write_u64(w);
-    }
-    h.finish()
 }
 
 impl ScoreCache {
@@ -159,32 +177,57 @@ impl ScoreCache {
         self.len() == 0
     }
 
-    fn shard(&self, key: &[u64]) -> &Mutex<Shard> {
-        &self.shards[(hash_of(key) >> 60) as usize % SHARDS]
+    /// The shard of a row: bits 32–35 of its hash, which the shard's own table does not use (it
+    /// places rows by the low bits and tags them with the top 7; sharing those would crowd one
+    /// shard's rows into a corner of its table or make their tags collide).
+    fn shard(&self, hash: u64) -> std::sync::MutexGuard<'_, Shard> {
+        self.shards[(hash >> 32) as usize % SHARDS].lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The cached probability of the row encoded as `key`, if any (a row found in the previous
     /// generation is moved into the current one).
     pub fn get(&self, key: &[u64]) -> Option<f64> {
+        self.get_hashed(hash_row(key), key)
+    }
+
+    fn get_hashed(&self, hash: u64, key: &[u64]) -> Option<f64> {
         if !self.enabled() {
             return None;
         }
-        let mut shard = self.shard(key).lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(&p) = shard.current.get(key) {
-            return Some(p);
+        let mut shard = self.shard(hash);
+        if let Some(i) = shard.current.find(hash, key) {
+            return Some(shard.current.values[i]);
         }
-        let (k, p) = shard.previous.remove_entry(key)?;
-        Self::put(&mut shard, self.per_generation, k, p);
+        let i = shard.previous.find(hash, key)?;
+        let p = shard.previous.values[i];
+        // Left in the previous generation too: it is dropped whole when its turn comes.
+        self.put(&mut shard, hash, key, p);
         Some(p)
     }
 
     /// Remember `p` for the row encoded as `key`.
-    pub fn insert(&self, key: Box<[u64]>, p: f64) {
+    pub fn insert(&self, key: &[u64], p: f64) {
+        self.insert_hashed(hash_row(key), key, p);
+    }
+
+    fn insert_hashed(&self, hash: u64, key: &[u64], p: f64) {
         if !self.enabled() {
             return;
         }
-        let mut shard = self.shard(&key).lock().unwrap_or_else(|p| p.into_inner());
-        Self::put(&mut shard, self.per_generation, key, p);
+        let mut shard = self.shard(hash);
+        if let Some(i) = shard.current.find(hash, key) {
+            shard.current.values[i] = p;
+            return;
+        }
+        self.put(&mut shard, hash, key, p);
+    }
+
+    /// File a row absent from the current generation, starting a new generation when it is full.
+    fn put(&self, shard: &mut Shard, hash: u64, key: &[u64], p: f64) {
+        if shard.current.len() >= self.per_generation {
+            shard.previous = std::mem::take(&mut shard.current);
+        }
+        shard.current.push(hash, key, p);
     }
 
     /// Answer the `out.len()` rows of `x` (row-major, `width` values each): rows the cache holds
@@ -203,57 +246,60 @@ impl ScoreCache {
             score(x, out)?;
             return Ok(rows);
         }
-        // Every row's key, in one buffer (no allocation per row; a key is boxed only when inserted).
+        // Every row's key, in one buffer (no allocation per row), and its hash, computed once.
         let keys: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();
-        let look = |(i, slot): (usize, &mut f64)| -> Option<usize> {
-            match self.get(&keys[i * width..(i + 1) * width]) {
+        let key = |i: usize| &keys[i * width..(i + 1) * width];
+        let look = |(i, slot): (usize, &mut f64)| -> Option<(usize, u64)> {
+            let hash = hash_row(key(i));
+            match self.get_hashed(hash, key(i)) {
                 Some(p) => {
                     *slot = p;
                     None
                 }
-                None => Some(i),
+                None => Some((i, hash)),
             }
         };
         // The rows the cache did not have, in order (looked up on the rayon pool when there are many).
-        let missing: Vec<usize> = if rows <= PARALLEL_LOOKUP_ROWS || rayon::current_num_threads() == 1 {
+        let missing: Vec<(usize, u64)> = if rows <= PARALLEL_LOOKUP_ROWS || rayon::current_num_threads() == 1 {
             out.iter_mut().enumerate().filter_map(look).collect()
         } else {
             use rayon::prelude::*;
             out.par_iter_mut().enumerate().filter_map(look).collect()
         };
-        // Distinct missing rows, in first-seen order, and each missing row's place among them.
-        let mut first: RowIndex<'_> = Default::default();
-        let mut distinct: Vec<usize> = Vec::new();
-        let mut slot_of: Vec<usize> = Vec::with_capacity(missing.len());
-        for &i in &missing {
-            let slot = *first.entry(&keys[i * width..(i + 1) * width]).or_insert_with(|| {
-                distinct.push(i);
-                distinct.len() - 1
-            });
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        // Distinct missing rows, in first-seen order (`distinct`: their rows and hashes), and each
+        // missing row's place among them.
+        let mut first: HashTable<u32> = HashTable::with_capacity(missing.len());
+        let mut distinct: Vec<(usize, u64)> = Vec::with_capacity(missing.len());
+        let mut slot_of: Vec<u32> = Vec::with_capacity(missing.len());
+        for &(i, hash) in &missing {
+            let found = first.find(hash, |&d| key(distinct[d as usize].0) == key(i)).copied();
+            let slot = match found {
+                Some(d) => d,
+                None => {
+                    let d = distinct.len() as u32;
+                    distinct.push((i, hash));
+                    first.insert_unique(hash, d, |&d| distinct[d as usize].1);
+                    d
+                }
+            };
             slot_of.push(slot);
         }
-        if !distinct.is_empty() {
-            let mut batch = Vec::with_capacity(distinct.len() * width);
-            for &i in &distinct {
-                batch.extend_from_slice(&x[i * width..(i + 1) * width]);
-            }
-            let mut scored = vec![0.0; distinct.len()];
-            score(&batch, &mut scored)?;
-            for (&i, &slot) in missing.iter().zip(&slot_of) {
-                out[i] = scored[slot];
-            }
-            for (&i, &p) in distinct.iter().zip(&scored) {
-                self.insert(keys[i * width..(i + 1) * width].into(), p);
-            }
+        let mut batch = Vec::with_capacity(distinct.len() * width);
+        for &(i, _) in &distinct {
+            batch.extend_from_slice(&x[i * width..(i + 1) * width]);
+        }
+        let mut scored = vec![0.0; distinct.len()];
+        score(&batch, &mut scored)?;
+        for (&(i, _), &slot) in missing.iter().zip(&slot_of) {
+            out[i] = scored[slot as usize];
+        }
+        for (&(i, hash), &p) in distinct.iter().zip(&scored) {
+            self.insert_hashed(hash, key(i), p);
         }
         Ok(distinct.len())
-    }
-
-    fn put(shard: &mut Shard, per_generation: usize, key: Box<[u64]>, p: f64) {
-        if shard.current.len() >= per_generation && !shard.current.contains_key(&key) {
-            shard.previous = std::mem::take(&mut shard.current);
-        }
-        shard.current.insert(key, p);
     }
 }
 
@@ -264,11 +310,11 @@ mod tests {
     #[test]
     fn holds_what_it_was_given_and_keys_by_bit_pattern() {
         let cache = ScoreCache::new(1000);
-        cache.insert(encode(&[1.0, 2.0]), 0.25);
+        cache.insert(&encode(&[1.0, 2.0]), 0.25);
         assert_eq!(cache.get(&encode(&[1.0, 2.0])), Some(0.25));
         assert_eq!(cache.get(&encode(&[1.0, 2.5])), None);
         assert_eq!(cache.get(&encode(&[-0.0, 2.0])), None);
-        cache.insert(encode(&[0.0, 2.0]), 0.5);
+        cache.insert(&encode(&[0.0, 2.0]), 0.5);
         assert_eq!(cache.get(&encode(&[-0.0, 2.0])), None, "-0.0 is not 0.0 here");
         assert_eq!(cache.len(), 2);
     }
@@ -278,9 +324,9 @@ mod tests {
         let cache = ScoreCache::new(640);
         assert_eq!(cache.capacity(), 640);
         let hot = encode(&[-1.0]);
-        cache.insert(hot.clone(), 0.75);
+        cache.insert(&hot, 0.75);
         for i in 0..100_000 {
-            cache.insert(encode(&[i as f64]), i as f64);
+            cache.insert(&encode(&[i as f64]), i as f64);
             assert_eq!(cache.get(&hot), Some(0.75), "a row used all the time is kept (row {i})");
         }
         assert!(cache.len() <= cache.capacity(), "{} rows in a cache of {}", cache.len(), cache.capacity());
@@ -317,7 +363,7 @@ mod tests {
     #[test]
     fn capacity_zero_holds_nothing() {
         let cache = ScoreCache::new(0);
-        cache.insert(encode(&[1.0]), 0.5);
+        cache.insert(&encode(&[1.0]), 0.5);
         assert_eq!(cache.get(&encode(&[1.0])), None);
         assert!(cache.is_empty());
         assert!(!cache.enabled());
@@ -331,7 +377,7 @@ mod tests {
             let row = [f64::from(i % 5_000), 1.0];
             match cache.get(&encode(&row)) {
                 Some(p) => assert_eq!(p, row[0] * 0.5),
-                None => cache.insert(encode(&row), row[0] * 0.5),
+                None => cache.insert(&encode(&row), row[0] * 0.5),
             }
         });
         assert_eq!(cache.len(), 5_000);

@@ -68,6 +68,9 @@ pub struct VerifyFigures {
     pub per_second: f64,
     /// (seconds, IDIs found so far) along the search, at most ~50 points.
     pub idis_over_time_s: Vec<(f64, usize)>,
+    /// Seconds of search until 1,000 distinct IDIs (full rows) had been found; `None` when fewer
+    /// were found.
+    pub seconds_to_1000_idis: Option<f64>,
 }
 
 fn bits(row: &[f64]) -> Vec<u64> {
@@ -121,6 +124,11 @@ impl Stage for VerifyConfig {
         let discriminatory_full = by_full.len();
         let generated = cases.generated.max(1);
         let step = (timeline.len() / 50).max(1);
+        let seconds_to_1000_idis = {
+            let mut sorted = times.clone();
+            sorted.sort_by(f64::total_cmp);
+            sorted.get(999).copied()
+        };
         let figures = VerifyFigures {
             checked,
             confirmed: checked - rejected,
@@ -134,6 +142,7 @@ impl Stage for VerifyConfig {
             search_elapsed_s: cases.elapsed_s,
             per_second: if cases.elapsed_s > 0.0 { discriminatory as f64 / cases.elapsed_s } else { 0.0 },
             idis_over_time_s: timeline.iter().step_by(step).chain(timeline.last()).copied().collect(),
+            seconds_to_1000_idis,
         };
         let table = TableBuilder::new()
             .decoded(domain, &confirmed_rows, "", None)
