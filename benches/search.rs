@@ -360,19 +360,19 @@ const METHODS: &[Method] = &[
         name: "aequitas random",
         plugin: "aequitas",
         budget: "{ strategy = \"random\", global_iterations = 50, local_iterations = 1000 }",
-        unbounded: "{ strategy = \"random\", global_iterations = 1000000, local_iterations = 1000 }",
+        unbounded: "{ strategy = \"random\", global_iterations = 1000, local_iterations = 1000000 }",
     },
     Method {
         name: "aequitas semi-directed",
         plugin: "aequitas",
         budget: "{ strategy = \"semi_directed\", global_iterations = 50, local_iterations = 1000 }",
-        unbounded: "{ strategy = \"semi_directed\", global_iterations = 1000000, local_iterations = 1000 }",
+        unbounded: "{ strategy = \"semi_directed\", global_iterations = 1000, local_iterations = 1000000 }",
     },
     Method {
         name: "aequitas fully directed",
         plugin: "aequitas",
         budget: "{ strategy = \"fully_directed\", global_iterations = 50, local_iterations = 1000 }",
-        unbounded: "{ strategy = \"fully_directed\", global_iterations = 1000000, local_iterations = 1000 }",
+        unbounded: "{ strategy = \"fully_directed\", global_iterations = 1000, local_iterations = 1000000 }",
     },
     Method { name: "sg", plugin: "sg", budget: "{ sample_limit = 1000 }", unbounded: "{ sample_limit = 1000000 }" },
     Method {
