@@ -3,7 +3,9 @@
 //!
 //! Seeds are independent and the phase draws no random numbers, so all seeds of a chunk advance in
 //! lockstep — two model calls per step for the whole chunk (the check, then every gradient) — and
-//! the result is exactly that of the sequential algorithm.
+//! the result is exactly that of the sequential algorithm: the global IDIs are returned in the order
+//! of their seeds (as the sequential algorithm finds them), whatever the chunk size, because that
+//! order decides which local walk, with which random stream, starts from each.
 
 use fairpipe_abi::sdk::{origin, CaseSink, Host, PluginError};
 
@@ -19,7 +21,8 @@ struct Walker {
 }
 
 /// Run the global phase on `seeds` (row-major); returns the distinct global IDIs with their scores,
-/// in order of discovery.
+/// in the order of the seeds they came from (an IDI reached from several seeds counts for the
+/// first of them).
 pub fn run(
     host: &mut Host,
     settings: &MaftParams,
@@ -28,8 +31,10 @@ pub fn run(
     sink: &mut CaseSink,
 ) -> Result<Vec<(Vec<f64>, Scores)>, PluginError> {
     let width = host.domain.width();
-    let mut idis = Vec::new();
-    for chunk in seeds.chunks(settings.parallel_walks * width) {
+    // (seed index, IDI, its scores) for every seed that ended on an IDI.
+    let mut reached: Vec<(usize, Vec<f64>, Scores)> = Vec::new();
+    for (c, chunk) in seeds.chunks(settings.parallel_walks * width).enumerate() {
+        let first_seed = c * settings.parallel_walks;
         let mut walkers: Vec<Walker> =
             chunk.chunks_exact(width).map(|x| Walker { x: x.to_vec(), grad1: vec![0.0; width], grad2: vec![0.0; width] }).collect();
         let mut active: Vec<usize> = (0..walkers.len()).collect();
@@ -44,11 +49,10 @@ pub fn run(
             let mut moving = Vec::new();
             for (&w, s) in active.iter().zip(scores) {
                 if is_discriminatory(host, &s) {
-                    if found(sink, host, &walkers[w].x, &s, origin::GLOBAL)? {
-                        idis.push((walkers[w].x.clone(), s));
-                    }
+                    found(sink, host, &walkers[w].x, &s, origin::GLOBAL)?;
+                    reached.push((first_seed + w, walkers[w].x.clone(), s));
                     if sink.full() {
-                        return Ok(idis);
+                        return Ok(in_seed_order(reached));
                     }
                 } else {
                     let counterpart = host.variants.variant(&walkers[w].x, max_diff(&s));
@@ -84,5 +88,16 @@ pub fn run(
             host.tick()?;
         }
     }
-    Ok(idis)
+    Ok(in_seed_order(reached))
+}
+
+/// The distinct IDIs of `reached`, in the order of their seeds.
+fn in_seed_order(mut reached: Vec<(usize, Vec<f64>, Scores)>) -> Vec<(Vec<f64>, Scores)> {
+    reached.sort_by_key(|(seed, _, _)| *seed);
+    let mut seen = std::collections::HashSet::new();
+    reached
+        .into_iter()
+        .filter(|(_, x, _)| seen.insert(x.iter().map(|v| v.to_bits()).collect::<Vec<u64>>()))
+        .map(|(_, x, s)| (x, s))
+        .collect()
 }
