@@ -443,7 +443,7 @@ fn methods_row(
         projection.push(verified["discriminatory"].as_f64().unwrap_or(0.0));
         rows.push(search["rows_scored"].as_f64().or_else(|| search["model_queries"].as_f64()).unwrap_or(0.0));
         seconds.push(search["run_elapsed_s"].as_f64().unwrap_or(0.0));
-        if let Some(t) = verified["seconds_to_1000_idis"].as_f64() {
+        if let Some(t) = verified["time_to_1000_idis_s"].as_f64() {
             to_1000.push(t);
         }
     }

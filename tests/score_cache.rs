@@ -136,7 +136,7 @@ fn credit_aequitas_finds_the_same_idis_with_five_times_fewer_model_rows() {
     }
     assert!(with["stages"]["verified"]["discriminatory_full"].as_u64().unwrap() > 1000, "{}", with["stages"]["verified"]);
     // More than 1,000 IDIs: the time to the 1,000th is within the search.
-    let to_1000 = with["stages"]["verified"]["seconds_to_1000_idis"].as_f64().expect("seconds_to_1000_idis");
+    let to_1000 = with["stages"]["verified"]["time_to_1000_idis_s"].as_f64().expect("time_to_1000_idis_s");
     assert!(to_1000 > 0.0 && to_1000 <= s_with["run_elapsed_s"].as_f64().unwrap(), "{to_1000} s");
     let read = |out: &str| std::fs::read(dir.path().join(out).join("verified.csv")).unwrap();
     assert_eq!(read("with"), read("without"), "the verified cases differ");

@@ -859,7 +859,7 @@ mod tests {
             search_elapsed_s: 0.5,
             per_second: 10.0,
             idis_over_time_s: curve,
-            seconds_to_1000_idis: None,
+            time_to_1000_idis_s: None,
         }
     }
 

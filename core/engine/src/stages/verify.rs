@@ -70,7 +70,7 @@ pub struct VerifyFigures {
     pub idis_over_time_s: Vec<(f64, usize)>,
     /// Seconds of search until 1,000 distinct IDIs (full rows) had been found; `None` when fewer
     /// were found.
-    pub seconds_to_1000_idis: Option<f64>,
+    pub time_to_1000_idis_s: Option<f64>,
 }
 
 fn bits(row: &[f64]) -> Vec<u64> {
@@ -124,7 +124,7 @@ impl Stage for VerifyConfig {
         let discriminatory_full = by_full.len();
         let generated = cases.generated.max(1);
         let step = (timeline.len() / 50).max(1);
-        let seconds_to_1000_idis = {
+        let time_to_1000_idis_s = {
             let mut sorted = times.clone();
             sorted.sort_by(f64::total_cmp);
             sorted.get(999).copied()
@@ -142,7 +142,7 @@ impl Stage for VerifyConfig {
             search_elapsed_s: cases.elapsed_s,
             per_second: if cases.elapsed_s > 0.0 { discriminatory as f64 / cases.elapsed_s } else { 0.0 },
             idis_over_time_s: timeline.iter().step_by(step).chain(timeline.last()).copied().collect(),
-            seconds_to_1000_idis,
+            time_to_1000_idis_s,
         };
         let table = TableBuilder::new()
             .decoded(domain, &confirmed_rows, "", None)
