@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use crate::domain::{Attribute, AttributeKind, Domain};
 use crate::ffi::{
-    attribute_kind, status, DescribeFn, DropStringFn, FfiCallbacks, FfiContext, FfiPluginDescriptor, GenerateFn, LastErrorFn, ValidateFn,
+    attribute_kind, status, DescribeFn, DropStringFn, FfiCallbacks, FfiContext, FfiPluginDescriptor, GenerateFn, GradientFn, LastErrorFn,
+    ValidateFn,
 };
 use crate::host::{Backend, Host, RunInput};
 use crate::sdk::{Method, PluginError};
@@ -188,6 +189,12 @@ unsafe fn read_context<'a>(ctx: *const FfiContext) -> Result<(RunInput, FfiBacke
     } else {
         None
     };
+    let gradient = if FfiContext::has_gradient(size) {
+        // SAFETY: `struct_size` covers the field.
+        Some(unsafe { addr_of!((*ctx).gradient).read() })
+    } else {
+        None
+    };
     let attrs = if n_attributes == 0 || attributes.is_null() {
         &[][..]
     } else {
@@ -224,13 +231,14 @@ unsafe fn read_context<'a>(ctx: *const FfiContext) -> Result<(RunInput, FfiBacke
     };
     let gamma = if gamma.is_nan() { None } else { Some(gamma) };
     let input = RunInput { domain, seeds, rng_seed, budget, gamma };
-    Ok((input, FfiBackend { callbacks, last_error, _call: PhantomData }))
+    Ok((input, FfiBackend { callbacks, last_error, gradient, _call: PhantomData }))
 }
 
 /// The real host's callbacks, valid for the run call `'a`.
 struct FfiBackend<'a> {
     callbacks: FfiCallbacks,
     last_error: Option<LastErrorFn>,
+    gradient: Option<GradientFn>,
     _call: PhantomData<&'a FfiContext>,
 }
 
@@ -270,6 +278,20 @@ impl Backend for FfiBackend<'_> {
         // SAFETY: `x` holds `out.len() * cols` values and `out` room for `out.len()`; the host's
         // context and callbacks are valid for the run (`'a`).
         let code = unsafe { (self.callbacks.predict)(self.callbacks.ctx, x.as_ptr(), out.len(), cols, out.as_mut_ptr()) };
+        self.status(code)
+    }
+
+    fn has_gradient(&self) -> bool {
+        self.gradient.is_some()
+    }
+
+    fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), String> {
+        let Some(gradient) = self.gradient else { return Err("the host has no gradient callback (ABI older than 1.3)".into()) };
+        debug_assert_eq!(x.len(), p.len() * cols);
+        debug_assert_eq!(x.len(), grad.len());
+        // SAFETY: `x` holds `p.len() * cols` values, `p` room for `p.len()` and `grad` for
+        // `x.len()`; the host's context and callbacks are valid for the run (`'a`).
+        let code = unsafe { gradient(self.callbacks.ctx, x.as_ptr(), p.len(), cols, p.as_mut_ptr(), grad.as_mut_ptr()) };
         self.status(code)
     }
 
@@ -420,22 +442,28 @@ mod tests {
     use super::*;
     use crate::ffi::{FfiAttribute, FfiBudget, FfiMatrix};
     use crate::sdk::{at_least, origin, Generator, PluginParams};
+    use crate::variants::RowCheck;
 
     #[derive(Debug, Clone, Serialize, Deserialize)]
     #[serde(default, deny_unknown_fields)]
     struct DemoParams {
         samples: usize,
         fail: bool,
+        gradient: bool,
     }
 
     impl Default for DemoParams {
         fn default() -> Self {
-            DemoParams { samples: 20, fail: false }
+            DemoParams { samples: 20, fail: false, gradient: false }
         }
     }
 
     impl PluginParams for DemoParams {
-        const DOCS: &'static [(&'static str, &'static str)] = &[("samples", "inputs to draw"), ("fail", "fail with a compute error")];
+        const DOCS: &'static [(&'static str, &'static str)] = &[
+            ("samples", "inputs to draw"),
+            ("fail", "fail with a compute error"),
+            ("gradient", "ask for the gradients of the samples and emit those whose first component exceeds 0.5"),
+        ];
         fn check(&self) -> Result<(), String> {
             at_least("samples", self.samples, 1)
         }
@@ -452,6 +480,16 @@ mod tests {
                 return Err(PluginError::Compute("asked to fail".into()));
             }
             let rows = host.domain.sample_rows(&mut host.rng, params.samples);
+            if params.gradient {
+                let (p, grad) = host.gradient(&rows)?;
+                let width = host.domain.width();
+                for ((row, &p), g) in rows.chunks_exact(width).zip(&p).zip(grad.chunks_exact(width)) {
+                    if g[0] > 0.5 {
+                        host.emit(row, &RowCheck { discriminatory: true, p, counterpart: 0, p_counterpart: p }, origin::GLOBAL)?;
+                    }
+                }
+                return Ok(());
+            }
             for (row, v) in rows.chunks_exact(host.domain.width()).zip(host.check(&rows)?) {
                 if v.discriminatory {
                     host.emit(row, &v, origin::GLOBAL)?;
@@ -469,6 +507,7 @@ mod tests {
         fail_predict: bool,
         emitted: usize,
         predicted_rows: usize,
+        gradient_rows: usize,
     }
 
     unsafe extern "C" fn predict(ctx: *mut c_void, x: *const f64, rows: usize, cols: usize, out: *mut f64) -> i32 {
@@ -483,6 +522,20 @@ mod tests {
             *o = if r[0] + 2.0 * r[1] >= 6.0 { 0.9 } else { 0.1 };
         }
         host.predicted_rows += rows;
+        status::OK
+    }
+
+    /// An "exact" gradient of (1, 2) at every row, P = 0.5.
+    unsafe extern "C" fn gradient(ctx: *mut c_void, _x: *const f64, rows: usize, cols: usize, p: *mut f64, grad: *mut f64) -> i32 {
+        // SAFETY: as in `predict`.
+        let host = unsafe { &mut *ctx.cast::<TestHost>() };
+        // SAFETY: the plugin passes room for rows probabilities and rows*cols gradients.
+        let (p, grad) = unsafe { (std::slice::from_raw_parts_mut(p, rows), std::slice::from_raw_parts_mut(grad, rows * cols)) };
+        p.fill(0.5);
+        for g in grad.chunks_exact_mut(cols) {
+            g.copy_from_slice(&[1.0, 2.0]);
+        }
+        host.gradient_rows += rows;
         status::OK
     }
 
@@ -555,6 +608,7 @@ mod tests {
             gamma: f64::NAN,
             callbacks: FfiCallbacks { ctx: (&mut host as *mut TestHost).cast(), predict, progress, should_stop, emit, report },
             last_error,
+            gradient,
         };
         let mut error: *mut c_char = std::ptr::null_mut();
         // SAFETY: a complete context, valid for the call; `error` is writable.
@@ -599,7 +653,7 @@ mod tests {
         assert_eq!(check(r#"{"samples": 3, "_inject_panic": true}"#), (status::OK, String::new()));
         assert_eq!(
             check(r#"{"sample": 3}"#),
-            (status::INVALID_PARAMS, "unknown parameter `sample` (did you mean `samples`?); parameters: samples, fail".into())
+            (status::INVALID_PARAMS, "unknown parameter `sample` (did you mean `samples`?); parameters: samples, fail, gradient".into())
         );
         assert_eq!(check(r#"{"samples": 0}"#), (status::INVALID_PARAMS, "parameter `samples` must be ≥ 1, found 0".into()));
         let (code, message) = check("{not json");
@@ -644,6 +698,19 @@ mod tests {
         let (code, message, _) = run(json!({}), failing(), MINOR_1_CONTEXT_SIZE - 8);
         assert_eq!(code, status::INVALID_INPUT);
         assert!(message.contains("older than ABI 1.1"), "{message}");
+    }
+
+    #[test]
+    fn gradients_come_from_the_host_or_from_finite_differences_under_an_older_host() {
+        let (code, message, host) = run(json!({"samples": 30, "gradient": true}), TestHost::default(), std::mem::size_of::<FfiContext>());
+        assert_eq!((code, message.as_str()), (status::OK, ""));
+        assert_eq!((host.gradient_rows, host.predicted_rows, host.emitted), (30, 0, 30), "one gradient call, every row's (1, 2) seen");
+        // An ABI 1.2 host's context ends before `gradient`: the SDK scores x and x ± h·e_i.
+        let minor_2 = std::mem::offset_of!(FfiContext, gradient);
+        let (code, message, host) = run(json!({"samples": 30, "gradient": true}), TestHost::default(), minor_2);
+        assert_eq!((code, message.as_str()), (status::OK, ""));
+        assert_eq!((host.gradient_rows, host.predicted_rows), (0, 30 * 5));
+        assert!(host.emitted < 30, "the step model is flat almost everywhere: {} rows with a slope", host.emitted);
     }
 
     #[test]

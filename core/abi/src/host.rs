@@ -17,6 +17,11 @@ use crate::variants::{RowCheck, Variants};
 pub(crate) trait Backend {
     /// Score the rows of `x` (`cols` wide) into `out`, one P(class 1) per row.
     fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), String>;
+    /// Whether the host has the `gradient` callback (ABI ≥ 1.3).
+    fn has_gradient(&self) -> bool;
+    /// P(class 1) of the rows of `x` into `p` and its gradient into `grad` (as `x`); only called
+    /// when [`Backend::has_gradient`].
+    fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), String>;
     /// Take one case.
     fn emit(&mut self, instance: &[f64], counterpart: &[f64], p: f64, p_counterpart: f64, origin: u32) -> Result<(), String>;
     /// Take an auditor's report (a JSON document).
@@ -123,6 +128,36 @@ impl<'a> Host<'a> {
             .map_err(|m| PluginError::Compute(format!("the host's predict failed: {m}")))?;
         self.queries += rows as u64;
         Ok(out)
+    }
+
+    /// P(class 1) of each row of `x` and its gradient with respect to every attribute (row-major,
+    /// as `x`), in one call: for white-box methods. The host computes the gradient exactly when
+    /// the model allows it and by central finite differences otherwise (its stage summary says
+    /// which); under a host older than ABI 1.3 the SDK takes the same central differences through
+    /// [`Host::predict`] ([`crate::gradient`]). Each row counts as one query against the budget
+    /// (under an old host, the 1 + 2·width rows scored count instead).
+    pub fn gradient(&mut self, x: &[f64]) -> Result<(Vec<f64>, Vec<f64>), PluginError> {
+        let cols = self.domain.width();
+        let rows = x.len() / cols;
+        let x = &x[..rows * cols];
+        let (mut p, mut grad) = (vec![0.0; rows], vec![0.0; rows * cols]);
+        if rows == 0 {
+            return Ok((p, grad));
+        }
+        if !self.backend.has_gradient() {
+            let mut probes = Vec::new();
+            crate::gradient::push_difference_rows(x, cols, &mut probes);
+            let scores = self.predict(&probes)?;
+            crate::gradient::differences_to_gradient(x, cols, &scores, &mut p, &mut grad);
+            return Ok((p, grad));
+        }
+        let max = self.budget.max_queries;
+        if max > 0 && self.queries + rows as u64 > max {
+            return Err(PluginError::Stopped);
+        }
+        self.backend.gradient(x, cols, &mut p, &mut grad).map_err(|m| PluginError::Compute(format!("the host's gradient failed: {m}")))?;
+        self.queries += rows as u64;
+        Ok((p, grad))
     }
 
     /// Check rows (row-major) for discrimination in one batched model call.
@@ -306,6 +341,32 @@ mod tests {
         unprotected.attributes[1].protected = false;
         let err = MockHost::new(unprotected, planted).host().err();
         assert_eq!(err, Some(PluginError::InvalidInput("the domain has no protected attribute".into())));
+    }
+
+    #[test]
+    fn gradients_agree_exact_or_by_differences_and_count_against_the_budget() {
+        let rows = [3.0, 4.0, 2.0, 1.0, 9.0, 9.0, 0.0, 0.0];
+        let exact = MockHost::planted(3, 4.0, 20.0);
+        let (p, g) = exact.host().unwrap().gradient(&rows).unwrap();
+        assert_eq!(exact.take_run().gradient_rows, 2);
+        // The same model without its exact gradient: the host's central differences.
+        let model = |r: &[f64]| 1.0 / (1.0 + (20.0 - 0.5 - r[0] - r[1] - r[2] - 4.0 * r[3]).exp());
+        for (mock, via_predict) in
+            [(MockHost::new(planted_domain(3), model), false), (MockHost::new(planted_domain(3), model).without_gradient_callback(), true)]
+        {
+            let (q, h) = mock.host().unwrap().gradient(&rows).unwrap();
+            assert_eq!(p, q);
+            for (a, b) in g.iter().zip(&h) {
+                assert!((a - b).abs() < 1e-5 * a.abs(), "{g:?} against {h:?}");
+            }
+            let run = mock.take_run();
+            assert_eq!((run.gradient_rows, run.rows), if via_predict { (0, 2 * 9) } else { (2, 0) });
+        }
+        let capped = MockHost::planted(3, 4.0, 20.0).with_budget(FfiBudget { max_queries: 3, ..Default::default() });
+        let mut host = capped.host().unwrap();
+        host.gradient(&rows).unwrap();
+        assert_eq!(host.queries(), 2);
+        assert_eq!(host.gradient(&rows), Err(PluginError::Stopped));
     }
 
     #[test]

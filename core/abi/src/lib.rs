@@ -52,7 +52,8 @@
 //! ```
 //!
 //! Modules: [`sdk`] (what an author uses), [`domain`] and [`variants`] (the input domain and the
-//! discrimination verdict, shared with the host), [`testing`] (the mock host), [`export`] (the C
+//! discrimination verdict, shared with the host), [`gradient`] (finite differences for models
+//! without an exact gradient), [`testing`] (the mock host), [`export`] (the C
 //! boundary: the only module with `unsafe` code).
 #![deny(missing_docs)]
 
@@ -61,6 +62,7 @@ pub use fairpipe_ffi as ffi;
 
 pub mod domain;
 pub mod export;
+pub mod gradient;
 mod host;
 mod params;
 pub mod sdk;

@@ -65,10 +65,14 @@ pub struct Run {
     pub rows: u64,
     /// Model calls.
     pub calls: u64,
+    /// Rows whose gradient the plugin asked the host for.
+    pub gradient_rows: u64,
 }
 
 /// A model: one row to P(class 1).
 type Model = dyn Fn(&[f64]) -> f64;
+/// A model's exact gradient: one row to ∂P(class 1)/∂x.
+type ModelGradient = dyn Fn(&[f64]) -> Vec<f64>;
 
 /// A host for unit tests: a domain, seeds, a budget and a closure as the model.
 pub struct MockHost {
@@ -78,6 +82,8 @@ pub struct MockHost {
     budget: FfiBudget,
     gamma: Option<f64>,
     model: Box<Model>,
+    exact_gradient: Option<Box<ModelGradient>>,
+    gradient_callback: bool,
     stop_after_calls: Option<u64>,
     fail_predict: Option<String>,
     recorded: RefCell<Run>,
@@ -94,6 +100,8 @@ impl MockHost {
             budget: FfiBudget::default(),
             gamma: None,
             model: Box::new(model),
+            exact_gradient: None,
+            gradient_callback: true,
             stop_after_calls: None,
             fail_predict: None,
             recorded: RefCell::new(Run::default()),
@@ -104,11 +112,33 @@ impl MockHost {
     /// the free attributes plus `weight`·sex reaches `threshold` (a smooth logistic score, so that
     /// gradient estimates see a slope): an input is discriminatory exactly when that sum is in
     /// `threshold − weight ..= threshold − 1`.
+    /// Its exact gradient is known to the host ([`MockHost::with_exact_gradient`]).
     pub fn planted(free: usize, weight: f64, threshold: f64) -> Self {
-        MockHost::new(planted_domain(free), move |r| {
+        let p = move |r: &[f64]| {
             let (sex, rest) = r.split_last().expect("a row");
             1.0 / (1.0 + (threshold - 0.5 - rest.iter().sum::<f64>() - weight * sex).exp())
+        };
+        MockHost::new(planted_domain(free), p).with_exact_gradient(move |r| {
+            let slope = p(r) * (1.0 - p(r));
+            let mut g = vec![slope; r.len()];
+            g[r.len() - 1] = weight * slope;
+            g
         })
+    }
+
+    /// The host knows the model's exact gradient (`gradient`: one row to ∂P(class 1)/∂x);
+    /// without it the host's `gradient` takes central finite differences of the model, as the
+    /// real host does for a model it cannot differentiate.
+    pub fn with_exact_gradient(mut self, gradient: impl Fn(&[f64]) -> Vec<f64> + 'static) -> Self {
+        self.exact_gradient = Some(Box::new(gradient));
+        self
+    }
+
+    /// A host older than ABI 1.3, without the `gradient` callback: the SDK's
+    /// [`Host::gradient`] then takes finite differences through `predict`.
+    pub fn without_gradient_callback(mut self) -> Self {
+        self.gradient_callback = false;
+        self
     }
 
     /// With these seed rows (row-major).
@@ -229,6 +259,32 @@ impl Backend for MockBackend<'_> {
             *o = (self.mock.model)(row);
         }
         run.rows += out.len() as u64;
+        Ok(())
+    }
+
+    fn has_gradient(&self) -> bool {
+        self.mock.gradient_callback
+    }
+
+    fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), String> {
+        if let Some(m) = &self.mock.fail_predict {
+            return Err(m.clone());
+        }
+        match &self.mock.exact_gradient {
+            Some(exact) => {
+                for ((row, p), g) in x.chunks_exact(cols).zip(p.iter_mut()).zip(grad.chunks_exact_mut(cols)) {
+                    *p = (self.mock.model)(row);
+                    g.copy_from_slice(&exact(row));
+                }
+            }
+            None => {
+                let mut probes = Vec::new();
+                crate::gradient::push_difference_rows(x, cols, &mut probes);
+                let scores: Vec<f64> = probes.chunks_exact(cols).map(|r| (self.mock.model)(r)).collect();
+                crate::gradient::differences_to_gradient(x, cols, &scores, p, grad);
+            }
+        }
+        self.mock.recorded.borrow_mut().gradient_rows += p.len() as u64;
         Ok(())
     }
 

@@ -105,6 +105,50 @@ unsafe extern "C" fn predict(ctx: *mut c_void, x: *const f64, rows: usize, cols:
 }
 
 /// # Safety
+/// The ABI's contract for `gradient`: central differences of the model (the suite's models have no
+/// exact gradient), steps of 10⁻³·max(1, |x|).
+unsafe extern "C" fn gradient(ctx: *mut c_void, x: *const f64, rows: usize, cols: usize, p: *mut f64, grad: *mut f64) -> i32 {
+    // SAFETY: `ctx` is this run's state.
+    let s = unsafe { state(ctx) };
+    if s.policy == StopPolicy::FailPredict {
+        *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = PREDICT_FAILURE.into();
+        return status::COMPUTE;
+    }
+    if cols != s.setup.attributes.len() || (rows > 0 && (x.is_null() || p.is_null() || grad.is_null())) {
+        *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = format!("gradient: {rows} rows of {cols} values");
+        return status::INVALID_INPUT;
+    }
+    if rows == 0 {
+        return status::OK;
+    }
+    // SAFETY: the plugin passes rows*cols readable values, room for rows probabilities and for
+    // rows*cols gradients.
+    let (input, p, grad) = unsafe {
+        (
+            std::slice::from_raw_parts(x, rows * cols),
+            std::slice::from_raw_parts_mut(p, rows),
+            std::slice::from_raw_parts_mut(grad, rows * cols),
+        )
+    };
+    let model = &s.setup.model;
+    for ((row, p), g) in input.chunks_exact(cols).zip(p.iter_mut()).zip(grad.chunks_exact_mut(cols)) {
+        *p = model(row);
+        let mut probe = row.to_vec();
+        for (i, gi) in g.iter_mut().enumerate() {
+            let h = 1e-3 * row[i].abs().max(1.0);
+            probe[i] = row[i] + h;
+            let up = model(&probe);
+            probe[i] = row[i] - h;
+            let down = model(&probe);
+            probe[i] = row[i];
+            *gi = (up - down) / (2.0 * h);
+        }
+    }
+    s.rows.fetch_add((rows * (1 + 2 * cols)) as u64, Ordering::Relaxed);
+    status::OK
+}
+
+/// # Safety
 /// The ABI's contract for `progress`.
 unsafe extern "C" fn progress(_ctx: *mut c_void, _done: u64, _total: u64) {}
 
@@ -198,6 +242,7 @@ pub(crate) fn run(descriptor: &'static FfiPluginDescriptor, setup: &Setup, param
         gamma: setup.gamma.unwrap_or(f64::NAN),
         callbacks: FfiCallbacks { ctx: &state as *const State as *mut c_void, predict, progress, should_stop, emit, report },
         last_error,
+        gradient,
     };
     let mut error: *mut c_char = std::ptr::null_mut();
     // SAFETY: the context and everything it points at live until the call returns.

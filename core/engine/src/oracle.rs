@@ -24,11 +24,43 @@ pub trait Model: Send + Sync {
         None
     }
 
+    /// Whether [`Model::gradient_into`] computes the exact gradient (a network or a linear model
+    /// run in this process); the oracle takes finite differences of any other model.
+    fn has_exact_gradient(&self) -> bool {
+        false
+    }
+
+    /// P(class 1) of each row of `x` into `out` and its exact gradient with respect to each input
+    /// into `grad` (row-major, as `x`). Called only when [`Model::has_exact_gradient`].
+    fn gradient_into(&self, _x: &[f64], _out: &mut [f64], _grad: &mut [f64]) -> Result<(), ModelError> {
+        Err(ModelError::Inference(format!("{} has no exact gradient", self.describe())))
+    }
+
     /// Whether a large batch should be cut into chunks scored on several threads (a model run
     /// here); a model behind a server batches and overlaps its own requests, and wants the whole
     /// batch in one call.
     fn wants_thread_chunks(&self) -> bool {
         true
+    }
+}
+
+/// How the oracle computes a model's gradient for white-box methods (the generate stage's
+/// `gradient` figure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GradientMethod {
+    /// Back-propagated through a network or a linear model run in this process.
+    Exact,
+    /// Central finite differences of P(class 1) ([`fairpipe_abi::gradient`]).
+    FiniteDifferences,
+}
+
+impl GradientMethod {
+    /// `"exact"` or `"finite_differences"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GradientMethod::Exact => "exact",
+            GradientMethod::FiniteDifferences => "finite_differences",
+        }
     }
 }
 
@@ -182,6 +214,58 @@ impl Oracle {
         Ok(())
     }
 
+    /// How [`Oracle::gradient_into`] computes the gradient of this model.
+    pub fn gradient_method(&self) -> GradientMethod {
+        if self.model.has_exact_gradient() {
+            GradientMethod::Exact
+        } else {
+            GradientMethod::FiniteDifferences
+        }
+    }
+
+    /// P(class 1) of each row of `x` into `out` and its gradient with respect to each input into
+    /// `grad` (row-major, as `x`): exact when the model allows it ([`Model::has_exact_gradient`]),
+    /// otherwise central finite differences ([`fairpipe_abi::gradient`]: 1 + 2·width rows scored per
+    /// row). Large batches are spread over the rayon pool. Returns the model rows evaluated (one
+    /// forward and backward pass per row counts as one); a value that is not finite is refused.
+    pub fn gradient_into(&self, x: &[f64], out: &mut [f64], grad: &mut [f64]) -> Result<u64, ModelError> {
+        let width = self.n_features();
+        if x.len() != out.len() * width || grad.len() != x.len() {
+            return Err(ModelError::Width { expected: width, found: if out.is_empty() { 0 } else { x.len() / out.len() } });
+        }
+        if !self.model.has_exact_gradient() {
+            let mut probes = Vec::new();
+            fairpipe_abi::gradient::push_difference_rows(x, width, &mut probes);
+            let scores = self.predict_proba(&probes)?;
+            fairpipe_abi::gradient::differences_to_gradient(x, width, &scores, out, grad);
+            return Ok(scores.len() as u64);
+        }
+        self.counters.calls.fetch_add(1, Ordering::Relaxed);
+        self.counters.rows.fetch_add(out.len() as u64, Ordering::Relaxed);
+        let started = Instant::now();
+        let result = if out.len() <= 2 * PARALLEL_CHUNK || rayon::current_num_threads() == 1 {
+            self.model.gradient_into(x, out, grad)
+        } else {
+            x.par_chunks(PARALLEL_CHUNK * width)
+                .zip(out.par_chunks_mut(PARALLEL_CHUNK))
+                .zip(grad.par_chunks_mut(PARALLEL_CHUNK * width))
+                .try_for_each(|((xc, oc), gc)| self.model.gradient_into(xc, oc, gc))
+        };
+        self.counters.busy_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        result?;
+        let bad = out.iter().position(|p| !p.is_finite()).map(|row| (row, out[row]));
+        let bad = bad.or_else(|| grad.iter().position(|g| !g.is_finite()).map(|i| (i / width.max(1), grad[i])));
+        if let Some((row, value)) = bad {
+            return Err(ModelError::NotFinite {
+                output: "P(favourable) or its gradient".into(),
+                row,
+                value,
+                features: x[row * width..(row + 1) * width].to_vec(),
+            });
+        }
+        Ok(out.len() as u64)
+    }
+
     /// Predicted class (P > 0.5) of each row.
     pub fn predict_labels(&self, x: &[f64]) -> Result<Vec<u8>, ModelError> {
         Ok(self.predict_proba(x)?.into_iter().map(|p| u8::from(p > 0.5)).collect())
@@ -294,6 +378,58 @@ mod tests {
         assert_eq!(total.scored, model.0.load(Ordering::Relaxed));
         // Each distinct row is scored at least once and at most once per concurrent caller.
         assert!((5_000..=20_000).contains(&total.scored), "{total:?}");
+    }
+
+    /// A logistic model over two inputs, with its gradient known in closed form.
+    struct Linear {
+        exact: bool,
+    }
+
+    impl Model for Linear {
+        fn n_features(&self) -> usize {
+            2
+        }
+        fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+            for (o, r) in out.iter_mut().zip(x.chunks_exact(2)) {
+                *o = 1.0 / (1.0 + (-(0.5 * r[0] - 2.0 * r[1] + 1.0)).exp());
+            }
+            Ok(())
+        }
+        fn describe(&self) -> String {
+            "linear".into()
+        }
+        fn has_exact_gradient(&self) -> bool {
+            self.exact
+        }
+        fn gradient_into(&self, x: &[f64], out: &mut [f64], grad: &mut [f64]) -> Result<(), ModelError> {
+            self.predict_into(x, out)?;
+            for (g, &p) in grad.chunks_exact_mut(2).zip(out.iter()) {
+                g.copy_from_slice(&[0.5 * p * (1.0 - p), -2.0 * p * (1.0 - p)]);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn gradients_are_exact_when_the_model_allows_and_finite_differences_otherwise() {
+        let x: Vec<f64> = (0..6000).map(|i| (i % 17) as f64 / 5.0 - 1.5).collect();
+        let rows = x.len() / 2;
+        let mut results = Vec::new();
+        for exact in [true, false] {
+            let oracle = Oracle::with_cache_rows(Arc::new(Linear { exact }), 0);
+            assert_eq!(oracle.gradient_method(), if exact { GradientMethod::Exact } else { GradientMethod::FiniteDifferences });
+            let (mut p, mut g) = (vec![0.0; rows], vec![0.0; x.len()]);
+            let evaluated = oracle.gradient_into(&x, &mut p, &mut g).unwrap();
+            assert_eq!(evaluated, if exact { rows as u64 } else { (rows * 5) as u64 });
+            assert_eq!(oracle.rows(), evaluated);
+            results.push((p, g));
+        }
+        assert_eq!(results[0].0, results[1].0);
+        for (a, b) in results[0].1.iter().zip(&results[1].1) {
+            assert!((a - b).abs() < 1e-6, "{a} against {b}");
+        }
+        let oracle = Oracle::with_cache_rows(Arc::new(Linear { exact: true }), 0);
+        assert!(oracle.gradient_into(&x[..4], &mut [0.0; 2], &mut [0.0; 3]).is_err(), "a gradient buffer of the wrong size");
     }
 
     #[test]

@@ -53,6 +53,16 @@ pub struct SearchPiece {
     /// Rows the score cache answered.
     #[serde(default)]
     pub cache_hits: u64,
+    /// How the gradients the plugin asked for were computed (`"exact"`, `"finite_differences"`;
+    /// absent when it asked for none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gradient: Option<String>,
+    /// Rows whose gradient the plugin asked for.
+    #[serde(default)]
+    pub gradient_rows: u64,
+    /// Model rows evaluated for those gradients (also counted in `queries` and `asked`).
+    #[serde(default)]
+    pub gradient_model_rows: u64,
     /// Wall time of the run.
     pub elapsed_s: f64,
     /// Seconds spent in the model.
@@ -124,6 +134,9 @@ mod tests {
             queries: 20,
             asked: 25,
             cache_hits: 5,
+            gradient: Some("exact".into()),
+            gradient_rows: 3,
+            gradient_model_rows: 3,
             elapsed_s: 1.5,
             model_time_s: 0.5,
             stopped_by_host: false,

@@ -25,6 +25,7 @@
 //! | 0 | descriptor, context, callbacks `predict`, `progress`, `should_stop`, `emit` |
 //! | 1 | [`FfiCallbacks::report`] and the auditor kind |
 //! | 2 | [`FfiContext::last_error`]: the text of the host's last failed callback; per-crate entry symbols; `should_stop` answers the host's budget and interrupts |
+//! | 3 | [`FfiContext::gradient`]: P(class 1) and its gradient with respect to every input, for white-box methods |
 //!
 //! ## Ownership
 //! Whoever allocates, frees: strings a plugin returns through `*mut *mut c_char` out-parameters are
@@ -37,7 +38,7 @@ use std::ffi::{c_char, c_void};
 /// Major version of the ABI: bumped on any incompatible change. Not the crate version.
 pub const ABI_MAJOR: u32 = 1;
 /// Minor version: bumped when fields are appended (see the table in the crate docs).
-pub const ABI_MINOR: u32 = 2;
+pub const ABI_MINOR: u32 = 3;
 /// The plain entry symbol (`extern "C" fn() -> *const FfiPluginDescriptor`), as exported by
 /// plugins built for ABI 1.0 and 1.1 and by hand-written plugins.
 pub const ENTRY_SYMBOL: &str = "fairpipe_plugin_entry";
@@ -153,6 +154,16 @@ pub type ReportFn = unsafe extern "C" fn(ctx: *mut c_void, json: *const c_char) 
 /// A plugin calls it with a larger buffer when the length exceeds `capacity`. Since minor 2.
 pub type LastErrorFn = unsafe extern "C" fn(ctx: *mut c_void, out: *mut u8, capacity: usize) -> usize;
 
+/// Writes, for each of `rows` rows of `cols` features at `x`, P(class 1) into `p` (`rows` values)
+/// and its gradient with respect to each feature into `grad` (`rows * cols` values, row-major).
+/// The host computes the gradient exactly when the model under test allows it (a dense network
+/// run natively, logistic regression) and by central finite differences otherwise. Returns a
+/// status; on failure the message is available through [`FfiContext::last_error`]. Since minor 3.
+///
+/// The caller passes `rows * cols` readable values at `x`, room for `rows` values at `p` and for
+/// `rows * cols` values at `grad`.
+pub type GradientFn = unsafe extern "C" fn(ctx: *mut c_void, x: *const f64, rows: usize, cols: usize, p: *mut f64, grad: *mut f64) -> i32;
+
 /// Host functions a plugin may call, with the host's opaque context.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -196,12 +207,20 @@ pub struct FfiContext {
     /// The message of the host's last failed callback (since minor 2; called with
     /// `callbacks.ctx`). Present when `struct_size` covers it.
     pub last_error: LastErrorFn,
+    /// The model's gradient (since minor 3; called with `callbacks.ctx`). Present when
+    /// `struct_size` covers it.
+    pub gradient: GradientFn,
 }
 
 impl FfiContext {
     /// Whether a context of `struct_size` bytes has the [`FfiContext::last_error`] field.
     pub fn has_last_error(struct_size: usize) -> bool {
         struct_size >= std::mem::offset_of!(FfiContext, last_error) + std::mem::size_of::<LastErrorFn>()
+    }
+
+    /// Whether a context of `struct_size` bytes has the [`FfiContext::gradient`] field.
+    pub fn has_gradient(struct_size: usize) -> bool {
+        struct_size >= std::mem::offset_of!(FfiContext, gradient) + std::mem::size_of::<GradientFn>()
     }
 }
 
@@ -402,7 +421,7 @@ mod layout {
     }
 
     #[test]
-    fn context_appends_last_error_after_the_minor_1_fields() {
+    fn context_appends_last_error_and_gradient_after_the_minor_1_fields() {
         assert_eq!(offset_of!(FfiContext, struct_size), 0);
         assert_eq!(offset_of!(FfiContext, attributes), 8);
         assert_eq!(offset_of!(FfiContext, n_attributes), 16);
@@ -414,9 +433,13 @@ mod layout {
         assert_eq!(offset_of!(FfiContext, callbacks), 104);
         // Minor 1 ended here (152 bytes); minor 2 appends one function pointer.
         assert_eq!(offset_of!(FfiContext, last_error), 152);
-        assert_eq!(size_of::<FfiContext>(), 160);
         assert!(!FfiContext::has_last_error(152));
         assert!(FfiContext::has_last_error(160));
+        // Minor 2 ended here (160 bytes); minor 3 appends the gradient.
+        assert_eq!(offset_of!(FfiContext, gradient), 160);
+        assert_eq!(size_of::<FfiContext>(), 168);
+        assert!(!FfiContext::has_gradient(160));
+        assert!(FfiContext::has_gradient(168));
     }
 
     #[test]

@@ -56,6 +56,26 @@ impl Model for Logistic {
         Ok(())
     }
 
+    fn has_exact_gradient(&self) -> bool {
+        true
+    }
+
+    /// ∂p/∂xᵢ = p(1 − p)·wᵢ / scaleᵢ.
+    fn gradient_into(&self, x: &[f64], out: &mut [f64], grad: &mut [f64]) -> Result<(), ModelError> {
+        let width = self.weights.len();
+        if grad.len() != x.len() {
+            return Err(ModelError::Width { expected: width, found: grad.len() / out.len().max(1) });
+        }
+        self.predict_into(x, out)?;
+        let slope_per_unit: Vec<f64> = self.weights.iter().zip(self.standardiser.scale()).map(|(w, s)| w / s).collect();
+        for (g, &p) in grad.chunks_exact_mut(width).zip(out.iter()) {
+            for (gi, &w) in g.iter_mut().zip(&slope_per_unit) {
+                *gi = p * (1.0 - p) * w;
+            }
+        }
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         format!("logistic regression ({} features)", self.weights.len())
     }

@@ -232,6 +232,25 @@ impl Model for Mlp {
         Ok(())
     }
 
+    fn has_exact_gradient(&self) -> bool {
+        true
+    }
+
+    fn gradient_into(&self, x: &[f64], out: &mut [f64], grad: &mut [f64]) -> Result<(), ModelError> {
+        let width = self.sizes[0];
+        if x.len() != out.len() * width || grad.len() != x.len() {
+            return Err(ModelError::Width { expected: width, found: x.len() / out.len().max(1) });
+        }
+        let view = ArrayView2::from_shape((out.len(), width), x).map_err(|e| ModelError::Inference(e.to_string()))?;
+        for (o, p) in out.iter_mut().zip(self.predict(view)) {
+            *o = p;
+        }
+        for (g, v) in grad.iter_mut().zip(self.input_gradient(view).iter()) {
+            *g = *v;
+        }
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         format!("mlp {}", self.sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join("-"))
     }

@@ -57,6 +57,17 @@ impl Model for Complement {
     fn wants_thread_chunks(&self) -> bool {
         self.0.wants_thread_chunks()
     }
+
+    fn has_exact_gradient(&self) -> bool {
+        self.0.has_exact_gradient()
+    }
+
+    fn gradient_into(&self, x: &[f64], out: &mut [f64], grad: &mut [f64]) -> Result<(), ModelError> {
+        self.0.gradient_into(x, out, grad)?;
+        out.iter_mut().for_each(|p| *p = 1.0 - *p);
+        grad.iter_mut().for_each(|g| *g = -*g);
+        Ok(())
+    }
 }
 
 /// How a model was trained: enough to train it again on augmented data (the `retrain` stage).

@@ -235,6 +235,25 @@ impl Model for OnnxModel {
         }
     }
 
+    fn has_exact_gradient(&self) -> bool {
+        self.native.is_some()
+    }
+
+    fn gradient_into(&self, x: &[f64], out: &mut [f64], grad: &mut [f64]) -> Result<(), ModelError> {
+        let Some(net) = &self.native else {
+            return Err(ModelError::Inference(format!("{} has no exact gradient: tract runs it", self.describe())));
+        };
+        if x.len() != out.len() * self.n_features || grad.len() != x.len() {
+            return Err(ModelError::Width { expected: self.n_features, found: x.len() / out.len().max(1) });
+        }
+        net.gradient_into(x, out, grad);
+        if self.reader.favourable_is_complement() {
+            out.iter_mut().for_each(|p| *p = 1.0 - *p);
+            grad.iter_mut().for_each(|g| *g = -*g);
+        }
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         format!(
             "onnx {} (output {}, {})",

@@ -21,7 +21,7 @@ use std::sync::{Mutex, OnceLock};
 use fairpipe_ffi::{self as ffi, status, DescriptorError, EntryFn, FfiPluginDescriptor};
 
 pub use crate::error::PluginError;
-pub use run::{EmittedCase, GenerateOutput, RunSpec, GRACE_SECONDS};
+pub use run::{EmittedCase, GenerateOutput, GradientUse, RunSpec, GRACE_SECONDS};
 pub use search::{discover, library_file_name, search_dirs};
 
 /// Where a plugin came from.

@@ -46,6 +46,20 @@ pub struct GenerateOutput {
     /// What the plugin's `predict` calls did: rows asked for, rows sent to the model, rows
     /// answered by the oracle's score cache ([`crate::score_cache`]).
     pub tally: crate::oracle::CacheTally,
+    /// What the plugin's `gradient` calls did, when it made any.
+    pub gradient: Option<GradientUse>,
+}
+
+/// A plugin's use of the `gradient` callback (ABI 1.3) in one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GradientUse {
+    /// How the gradients were computed.
+    pub method: crate::oracle::GradientMethod,
+    /// Rows whose gradient the plugin asked for.
+    pub rows: u64,
+    /// Model rows evaluated for them (the rows themselves when exact; 1 + 2·width per row by
+    /// finite differences).
+    pub model_rows: u64,
 }
 
 /// Limits and seeds of a run.
@@ -80,6 +94,8 @@ struct HostState {
     asked: AtomicU64,
     scored: AtomicU64,
     hits: AtomicU64,
+    gradient_rows: AtomicU64,
+    gradient_model_rows: AtomicU64,
     stopped_by_host: AtomicBool,
     max_seconds: f64,
     started: Instant,
@@ -142,6 +158,43 @@ unsafe extern "C" fn host_predict(ctx: *mut c_void, x: *const f64, rows: usize, 
                 status::OK
             }
             Err(e) => state.fail(status::COMPUTE, format!("predict: {e}")),
+        }
+    };
+    // SAFETY: `ctx` is the running call's state (the ABI's contract).
+    unsafe { with_state(ctx, body) }
+}
+
+/// The `gradient` callback (ABI 1.3): P(class 1) and its gradient, exact or by finite differences
+/// ([`Oracle::gradient_into`]); not through the score cache.
+///
+/// # Safety
+/// `ctx` is the running call's host state; `x` points at `rows * cols` values, `p` at room for
+/// `rows` values and `grad` at room for `rows * cols` (the ABI's contract for [`ffi::GradientFn`]).
+unsafe extern "C" fn host_gradient(ctx: *mut c_void, x: *const f64, rows: usize, cols: usize, p: *mut f64, grad: *mut f64) -> i32 {
+    let body = |state: &HostState| {
+        if cols != state.width {
+            return state
+                .fail(status::INVALID_INPUT, format!("gradient: rows of {cols} values for a domain of {} attributes", state.width));
+        }
+        if rows == 0 {
+            return status::OK;
+        }
+        if x.is_null() || p.is_null() || grad.is_null() {
+            return state.fail(status::INVALID_INPUT, "gradient: null buffer");
+        }
+        let Some(len) = rows.checked_mul(cols) else { return state.fail(status::INVALID_INPUT, "gradient: rows × cols overflows") };
+        // SAFETY: the plugin passes rows*cols readable inputs, room for rows probabilities and
+        // for rows*cols gradients.
+        let (input, p, grad) = unsafe {
+            (std::slice::from_raw_parts(x, len), std::slice::from_raw_parts_mut(p, rows), std::slice::from_raw_parts_mut(grad, len))
+        };
+        match state.oracle.gradient_into(input, p, grad) {
+            Ok(model_rows) => {
+                state.gradient_rows.fetch_add(rows as u64, Ordering::Relaxed);
+                state.gradient_model_rows.fetch_add(model_rows, Ordering::Relaxed);
+                status::OK
+            }
+            Err(e) => state.fail(status::COMPUTE, format!("gradient: {e}")),
         }
     };
     // SAFETY: `ctx` is the running call's state (the ABI's contract).
@@ -299,6 +352,8 @@ impl Plugin {
             asked: AtomicU64::new(0),
             scored: AtomicU64::new(0),
             hits: AtomicU64::new(0),
+            gradient_rows: AtomicU64::new(0),
+            gradient_model_rows: AtomicU64::new(0),
             stopped_by_host: AtomicBool::new(false),
             max_seconds: spec.budget.max_seconds,
             started: Instant::now(),
@@ -335,6 +390,7 @@ impl Plugin {
                     report: host_report,
                 },
                 last_error: host_last_error,
+                gradient: host_gradient,
             };
             let mut error: *mut c_char = std::ptr::null_mut();
             // SAFETY: the context and everything it points at (attributes, names, seeds,
@@ -406,6 +462,12 @@ impl Plugin {
             scored: state.scored.load(Ordering::Relaxed),
             hits: state.hits.load(Ordering::Relaxed),
         };
-        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed), report, stopped_by_host, tally })
+        let gradient_rows = state.gradient_rows.load(Ordering::Relaxed);
+        let gradient = (gradient_rows > 0).then(|| GradientUse {
+            method: oracle.gradient_method(),
+            rows: gradient_rows,
+            model_rows: state.gradient_model_rows.load(Ordering::Relaxed),
+        });
+        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed), report, stopped_by_host, tally, gradient })
     }
 }

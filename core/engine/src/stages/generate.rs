@@ -183,6 +183,18 @@ pub struct GenerateFigures {
     /// Whether the shared score cache was used.
     #[serde(default)]
     pub cache: bool,
+    /// How the model's gradients were computed for a white-box method: `"exact"` (a network or
+    /// linear model run in this process) or `"finite_differences"`; absent when the plugin asked
+    /// for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gradient: Option<String>,
+    /// Rows whose gradient the plugin asked for (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gradient_rows: Option<u64>,
+    /// Model rows evaluated for those gradients, included in `queries_asked` and `rows_scored`
+    /// (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gradient_model_rows: Option<u64>,
     /// The budget that cut the search short, when the host did (`"max_seconds"`); absent when
     /// the plugin ended by itself (or at its own query or iteration count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -272,9 +284,12 @@ impl Stage for Generate {
             origins: Vec::with_capacity(output.cases.len()),
             at_s: Vec::with_capacity(output.cases.len()),
             generated: output.generated,
-            queries: output.tally.scored,
-            asked: output.tally.asked,
+            queries: output.tally.scored + output.gradient.map_or(0, |g| g.model_rows),
+            asked: output.tally.asked + output.gradient.map_or(0, |g| g.model_rows),
             cache_hits: output.tally.hits,
+            gradient: output.gradient.map(|g| g.method.name().to_string()),
+            gradient_rows: output.gradient.map_or(0, |g| g.rows),
+            gradient_model_rows: output.gradient.map_or(0, |g| g.model_rows),
             elapsed_s,
             model_time_s: model.oracle.busy_seconds() - busy_before,
             stopped_by_host: output.stopped_by_host,
@@ -363,6 +378,12 @@ impl Stage for Generate {
             rows_scored: queries,
             cache_hits,
             cache: self.config.cache,
+            gradient: searches.iter().find_map(|s| s.gradient.clone()),
+            gradient_rows: searches.iter().any(|s| s.gradient.is_some()).then(|| searches.iter().map(|s| s.gradient_rows).sum()),
+            gradient_model_rows: searches
+                .iter()
+                .any(|s| s.gradient.is_some())
+                .then(|| searches.iter().map(|s| s.gradient_model_rows).sum()),
             stopped_by: searches.iter().any(|s| s.stopped_by_host).then(|| "max_seconds".to_string()),
             units: several.then_some(searches.len()),
             duplicates_dropped: several.then_some(dropped),
