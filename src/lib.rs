@@ -14,6 +14,7 @@ use fairpipe_ffi::EntryFn;
 /// The methods linked into this package: name and entry function.
 pub const BUILTINS: &[(&str, EntryFn)] = &[
     ("aequitas", fairpipe_plugin_aequitas::fairpipe_plugin_entry),
+    ("eidig", fairpipe_plugin_eidig::fairpipe_plugin_entry),
     ("maft", fairpipe_plugin_maft::fairpipe_plugin_entry),
     ("random", fairpipe_plugin_random::fairpipe_plugin_entry),
     ("sg", fairpipe_plugin_sg::fairpipe_plugin_entry),

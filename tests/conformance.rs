@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use fairpipe_core::check::Checker;
-use fairpipe_core::data::{load, Dataset, LoadSpec, SplitSpec};
+use fairpipe_core::data::Dataset;
 use fairpipe_core::models::OnnxModel;
 use fairpipe_core::oracle::Oracle;
 use fairpipe_core::plugin::{self, Plugin, PluginError, RunSpec};
@@ -34,13 +34,8 @@ fn plugin_names() -> Vec<String> {
 }
 
 fn census() -> (Dataset, Oracle) {
-    let root = common::root();
-    let mut spec = LoadSpec::new(root.join("pipelines/data/census.csv"), "income");
-    spec.protected = vec!["gender".into()];
-    spec.drop = vec!["row".into()];
-    spec.split = SplitSpec::Column("split".into());
-    let data = load(&spec).unwrap();
-    let model = OnnxModel::load(&root.join("pipelines/models/census.onnx"), data.domain.width(), None).unwrap();
+    let data = common::census_data();
+    let model = OnnxModel::load(&common::root().join("pipelines/models/census.onnx"), data.domain.width(), None).unwrap();
     (data, Oracle::new(Arc::new(model)))
 }
 
@@ -205,20 +200,29 @@ fn a_plugin_built_for_another_abi_major_is_refused_naming_both_versions() {
 }
 
 #[test]
-fn a_plugin_built_for_the_previous_minor_still_loads_and_runs() {
-    let plugin = plugin::load_path(&fixture("fixture_abi_1_1")).unwrap();
-    assert_eq!(plugin.abi, (fairpipe_ffi::ABI_MAJOR, fairpipe_ffi::ABI_MINOR - 1));
-    assert_eq!(plugin.name, "fixture_abi_1_1");
-    plugin.validate(&json!({})).unwrap();
+fn plugins_built_for_earlier_minors_still_load_and_run() {
+    // 1.2 is the minor before the host's 1.3 (no `gradient`), 1.1 the one before (no `last_error`,
+    // the plain entry symbol).
+    assert_eq!(fairpipe_ffi::ABI_MINOR, 3);
     let (data, oracle) = census();
-    let seeds: Vec<f64> = data.x.iter().copied().take(2000 * data.domain.width()).collect();
-    let spec = RunSpec { params: &json!({}), seeds: &seeds, rng_seed: 1, budget: FfiBudget::default(), gamma: None };
-    let out = plugin.generate(&oracle, &data.domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
-    assert_eq!(out.generated, 2000, "progress reached the host");
-    assert!(!out.cases.is_empty(), "the census model treats some of 2000 rows differently by gender");
-    let checker = Checker::new(&data.domain, None);
-    let rows: Vec<f64> = out.cases.iter().flat_map(|c| c.instance.clone()).collect();
-    assert!(checker.check(&oracle, &rows).unwrap().iter().all(|v| v.discriminatory), "every case the old plugin emitted is real");
+    for (name, minor) in [("fixture_abi_1_2", 2), ("fixture_abi_1_1", 1)] {
+        let plugin = plugin::load_path(&fixture(name)).unwrap();
+        assert_eq!(plugin.abi, (fairpipe_ffi::ABI_MAJOR, minor));
+        assert_eq!(plugin.name, name);
+        plugin.validate(&json!({})).unwrap();
+        let seeds: Vec<f64> = data.x.iter().copied().take(2000 * data.domain.width()).collect();
+        let spec = RunSpec { params: &json!({}), seeds: &seeds, rng_seed: 1, budget: FfiBudget::default(), gamma: None };
+        let out = plugin.generate(&oracle, &data.domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+        assert_eq!(out.generated, 2000, "{name}: progress reached the host");
+        assert!(!out.cases.is_empty(), "{name}: the census model treats some of 2000 rows differently by gender");
+        assert!(out.gradient.is_none(), "{name} knows no gradient");
+        let checker = Checker::new(&data.domain, None);
+        let rows: Vec<f64> = out.cases.iter().flat_map(|c| c.instance.clone()).collect();
+        assert!(
+            checker.check(&oracle, &rows).unwrap().iter().all(|v| v.discriminatory),
+            "{name}: every case the old plugin emitted is real"
+        );
+    }
 }
 
 /// Validate a pipeline of the bundled census data and model (lines 1–12) followed by `stages`

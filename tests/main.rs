@@ -30,3 +30,4 @@ mod retrain;
 mod robust_output;
 mod score_cache;
 mod sweeps;
+mod white_box;

@@ -12,7 +12,7 @@ use crate::common;
 use fairpipe_core::check::Checker;
 use fairpipe_core::domain::{Attribute, AttributeKind, Domain};
 use fairpipe_core::error::ModelError;
-use fairpipe_core::oracle::{Model, Oracle};
+use fairpipe_core::oracle::{GradientMethod, Model, Oracle};
 use fairpipe_core::plugin::RunSpec;
 use fairpipe_ffi::FfiBudget;
 use rand::SeedableRng;
@@ -20,8 +20,24 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::json;
 
 /// Favourable when a + b + c + 4·sex ≥ 20 (sex = 1 favoured) — or, for the fair model, a + b + c ≥ 18.
+/// A logistic of that margin, with its exact gradient.
 struct Threshold {
     planted: bool,
+}
+
+/// [`Threshold`] without its exact gradient: the host takes finite differences.
+struct BlackBox(Threshold);
+
+impl Model for BlackBox {
+    fn n_features(&self) -> usize {
+        4
+    }
+    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+        self.0.predict_into(x, out)
+    }
+    fn describe(&self) -> String {
+        "threshold, black box".into()
+    }
 }
 
 impl Threshold {
@@ -43,12 +59,25 @@ impl Model for Threshold {
             // A smooth score, so that gradient estimates see a slope, thresholded at 0.5.
             let margin = if self.planted { r[0] + r[1] + r[2] + 4.0 * r[3] - 19.5 } else { r[0] + r[1] + r[2] - 17.5 };
             *o = 1.0 / (1.0 + (-margin).exp());
-            debug_assert_eq!(*o > 0.5, self.favourable(r));
+            debug_assert!(r.iter().any(|v| v.fract() != 0.0) || (*o > 0.5) == self.favourable(r), "on the grid");
         }
         Ok(())
     }
     fn describe(&self) -> String {
         "threshold".into()
+    }
+    fn has_exact_gradient(&self) -> bool {
+        true
+    }
+    fn gradient_into(&self, x: &[f64], out: &mut [f64], grad: &mut [f64]) -> Result<(), ModelError> {
+        self.predict_into(x, out)?;
+        let weights = if self.planted { [1.0, 1.0, 1.0, 4.0] } else { [1.0, 1.0, 1.0, 0.0] };
+        for (g, &p) in grad.chunks_exact_mut(4).zip(out.iter()) {
+            for (gi, w) in g.iter_mut().zip(weights) {
+                *gi = p * (1.0 - p) * w;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -72,6 +101,7 @@ fn plugins() -> Vec<(&'static str, serde_json::Value)> {
         ("random", json!({ "samples": 2000 })),
         ("aequitas", json!({ "global_iterations": 200, "local_iterations": 200 })),
         ("maft", json!({ "global_num": 100, "local_num": 200 })),
+        ("eidig", json!({ "global_num": 100, "local_num": 200 })),
         ("sg", json!({ "sample_limit": 200, "lime_samples": 500 })),
     ]
 }
@@ -110,6 +140,37 @@ fn no_plugin_reports_anything_on_a_model_blind_to_the_protected_attribute() {
         assert!(found.is_empty(), "{name} reported {} cases on a fair model", found.len());
         assert!(oracle.rows() > 0, "{name} never queried the model");
     }
+}
+
+#[test]
+fn eidig_uses_the_exact_gradient_when_the_model_has_one_and_finite_differences_otherwise() {
+    let domain = domain();
+    let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
+    let params = json!({ "global_num": 100, "local_num": 300 });
+    let spec = RunSpec { params: &params, seeds: &seeds, rng_seed: 11, budget: FfiBudget::default(), gamma: None };
+    let plugin = common::plugin("eidig");
+    let mut found = Vec::new();
+    for exact in [true, false] {
+        let model: Arc<dyn Model> =
+            if exact { Arc::new(Threshold { planted: true }) } else { Arc::new(BlackBox(Threshold { planted: true })) };
+        let oracle = Oracle::new(model);
+        let out = plugin.generate(&oracle, &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+        let used = out.gradient.expect("eidig asked for gradients");
+        assert!(used.rows > 100, "{used:?}");
+        if exact {
+            assert_eq!((used.method, used.model_rows), (GradientMethod::Exact, used.rows));
+        } else {
+            assert_eq!((used.method, used.model_rows), (GradientMethod::FiniteDifferences, used.rows * 9), "x and x ± h·e_i for 4 inputs");
+        }
+        assert!(out.cases.iter().all(|c| truly_discriminatory(&c.instance)));
+        let mut idis: Vec<Vec<u64>> = out.cases.iter().map(|c| c.instance.iter().map(|v| v.to_bits()).collect()).collect();
+        idis.sort();
+        found.push(idis);
+    }
+    assert!(found[0].len() > 200, "{} IDIs", found[0].len());
+    // Central differences of a logistic agree with its gradient to about 1e-7: every sign the
+    // search reads is the same, and so is the search.
+    assert_eq!(found[0], found[1], "the same IDIs with exact and finite-difference gradients");
 }
 
 #[test]

@@ -70,3 +70,13 @@ pub fn census_data_stage() -> String {
         bundled("data/census.csv")
     )
 }
+
+/// The bundled census data as the papers split it, `gender` protected.
+pub fn census_data() -> fairpipe_core::data::Dataset {
+    use fairpipe_core::data::{load, LoadSpec, SplitSpec};
+    let mut spec = LoadSpec::new(root().join("pipelines/data/census.csv"), "income");
+    spec.protected = vec!["gender".into()];
+    spec.drop = vec!["row".into()];
+    spec.split = SplitSpec::Column("split".into());
+    load(&spec).unwrap()
+}

@@ -9,9 +9,9 @@
 
 use fairpipe_abi::sdk::{origin, CaseSink, Host, PluginError};
 
-use crate::gradient::{sign, Perturbation};
+use crate::gradient::{sign, GradientSource};
 use crate::scored::{found, is_discriminatory, max_diff, score, Scores};
-use crate::MaftParams;
+use crate::SearchSettings;
 
 /// A seed's search state.
 struct Walker {
@@ -25,8 +25,8 @@ struct Walker {
 /// first of them).
 pub fn run(
     host: &mut Host,
-    settings: &MaftParams,
-    pert: &Perturbation,
+    settings: &SearchSettings,
+    grads: &impl GradientSource,
     seeds: &[f64],
     sink: &mut CaseSink,
 ) -> Result<Vec<(Vec<f64>, Scores)>, PluginError> {
@@ -60,23 +60,23 @@ pub fn run(
                 }
             }
             // Lines 14–15: both gradients of every moving seed in one call.
-            let mut grad_rows = Vec::with_capacity(moving.len() * 2 * pert.rows_per_gradient() * width);
-            for (w, _, counterpart) in &moving {
-                pert.push_rows(&walkers[*w].x, &mut grad_rows);
-                pert.push_rows(counterpart, &mut grad_rows);
+            let mut grad_rows = Vec::with_capacity(moving.len() * 2 * width);
+            let mut grad_ps = Vec::with_capacity(moving.len() * 2);
+            for (w, s, counterpart) in &moving {
+                grad_rows.extend_from_slice(&walkers[*w].x);
+                grad_rows.extend_from_slice(counterpart);
+                grad_ps.extend([s[0], s[1 + max_diff(s)]]);
             }
-            let grad_scores = if grad_rows.is_empty() { Vec::new() } else { host.predict(&grad_rows)? };
-            let per = pert.rows_per_gradient();
+            let gradients = grads.gradients(host, &grad_rows, &grad_ps)?;
             // Lines 16–25: momentum, agreeing signs, step against the gradient, clip.
-            for (k, (w, s, _)) in moving.iter().enumerate() {
-                let own = pert.gradient(s[0], &grad_scores[2 * k * per..(2 * k + 1) * per], width);
-                let other = pert.gradient(s[1 + max_diff(s)], &grad_scores[(2 * k + 1) * per..(2 * k + 2) * per], width);
+            for (k, (w, _, _)) in moving.iter().enumerate() {
+                let (own, other) = (&gradients[2 * k], &gradients[2 * k + 1]);
                 let walker = &mut walkers[*w];
                 for a in 0..width {
                     walker.grad1[a] = settings.decay * walker.grad1[a] + own[a];
                     walker.grad2[a] = settings.decay * walker.grad2[a] + other[a];
                 }
-                for &a in &pert.attrs {
+                for &a in grads.attrs() {
                     let (s1, s2) = (sign(walker.grad1[a]), sign(walker.grad2[a]));
                     if s1 == s2 && s1 != 0.0 {
                         let attr = &host.domain.attributes[a];

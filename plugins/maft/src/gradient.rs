@@ -9,6 +9,40 @@
 //! Only the attributes listed in `attrs` are perturbed: MAFT never reads the gradient of a protected
 //! attribute (its direction and selection probability are zero), so those rows would be wasted.
 
+use fairpipe_abi::sdk::{Host, PluginError};
+
+/// Where the two-phase search's gradients come from: MAFT's zero-order estimate ([`Perturbation`])
+/// or, for a white-box method such as EIDIG, the model's own gradient from the host.
+pub trait GradientSource {
+    /// The attributes the search moves and reads gradients of (the non-protected ones).
+    fn attrs(&self) -> &[usize];
+
+    /// The gradient of the predicted class's probability (that of class 1 when f(x) > 0.5,
+    /// negated otherwise) at each row of `xs` (row-major, `width` wide), whose f(x) is `ps[i]`;
+    /// one vector over all `width` attributes per row, in one batched host call.
+    fn gradients(&self, host: &mut Host, xs: &[f64], ps: &[f64]) -> Result<Vec<Vec<f64>>, PluginError>;
+}
+
+impl GradientSource for Perturbation {
+    fn attrs(&self) -> &[usize] {
+        &self.attrs
+    }
+
+    fn gradients(&self, host: &mut Host, xs: &[f64], ps: &[f64]) -> Result<Vec<Vec<f64>>, PluginError> {
+        let width = host.domain.width();
+        if ps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut rows = Vec::with_capacity(ps.len() * self.rows_per_gradient() * width);
+        for x in xs.chunks_exact(width) {
+            self.push_rows(x, &mut rows);
+        }
+        let scores = if rows.is_empty() { Vec::new() } else { host.predict(&rows)? };
+        let per = self.rows_per_gradient();
+        Ok(ps.iter().enumerate().map(|(k, &p)| self.gradient(p, &scores[k * per..(k + 1) * per], width)).collect())
+    }
+}
+
 /// Which attributes are perturbed and by how much.
 #[derive(Debug, Clone)]
 pub struct Perturbation {

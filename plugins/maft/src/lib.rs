@@ -106,6 +106,44 @@ pub struct MaftParams {
     pub max_idis: usize,
 }
 
+/// What the global and local phases read from a method's parameters (MAFT's, or another
+/// method's that shares the two phases, such as EIDIG).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchSettings {
+    /// Iterations of the local phase per global IDI.
+    pub local_num: usize,
+    /// Iterations per seed in the global phase.
+    pub max_iter: usize,
+    /// Global move, in attribute steps.
+    pub global_step: f64,
+    /// Local move, in attribute steps.
+    pub local_step: f64,
+    /// Momentum decay.
+    pub decay: f64,
+    /// Consecutive successful local iterations between probability updates (`usize::MAX`: never).
+    pub update_interval: usize,
+    /// ε of the selection probabilities.
+    pub epsilon: f64,
+    /// Seeds or walks advanced in lockstep.
+    pub parallel_walks: usize,
+}
+
+impl MaftParams {
+    /// The settings of the two phases.
+    pub fn search(&self) -> SearchSettings {
+        SearchSettings {
+            local_num: self.local_num,
+            max_iter: self.max_iter,
+            global_step: self.global_step,
+            local_step: self.local_step,
+            decay: self.decay,
+            update_interval: self.update_interval,
+            epsilon: self.epsilon,
+            parallel_walks: self.parallel_walks,
+        }
+    }
+}
+
 impl Default for MaftParams {
     fn default() -> Self {
         MaftParams {
@@ -165,11 +203,12 @@ impl Generator for Maft {
         let pert = Perturbation::new(host.domain.free_indices(), &steps, settings.perturbation_size);
         let seeds = host.seed_rows(settings.global_num).to_vec();
         let mut sink = CaseSink::new(settings.max_idis);
-        let idis = global::run(host, settings, &pert, &seeds, &mut sink)?;
+        let search = settings.search();
+        let idis = global::run(host, &search, &pert, &seeds, &mut sink)?;
         if sink.full() {
             return Ok(());
         }
-        local::run(host, settings, &pert, idis, &mut sink)
+        local::run(host, &search, &pert, idis, &mut sink)
     }
 }
 

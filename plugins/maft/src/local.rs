@@ -12,9 +12,9 @@ use fairpipe_abi::sdk::{origin, CaseSink, Host, PluginError};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::gradient::{selection_probabilities, Perturbation};
+use crate::gradient::{selection_probabilities, GradientSource};
 use crate::scored::{find_pair, found, is_discriminatory, max_diff, random_pick, score, Scores};
-use crate::MaftParams;
+use crate::SearchSettings;
 
 /// One local walk.
 struct Walk {
@@ -34,12 +34,12 @@ struct Walk {
 /// Run the local phase from `starts` (global IDIs with their scores).
 pub fn run(
     host: &mut Host,
-    settings: &MaftParams,
-    pert: &Perturbation,
+    settings: &SearchSettings,
+    grads: &impl GradientSource,
     starts: Vec<(Vec<f64>, Scores)>,
     sink: &mut CaseSink,
 ) -> Result<(), PluginError> {
-    if pert.attrs.is_empty() || settings.local_num == 0 {
+    if grads.attrs().is_empty() || settings.local_num == 0 {
         return Ok(());
     }
     let base: u64 = host.rng.gen();
@@ -64,8 +64,8 @@ pub fn run(
             })
             .collect();
         for step in 0..settings.local_num {
-            update_probabilities(host, settings, pert, &mut walks, step == 0)?;
-            perturb_and_check(host, settings, pert, &mut walks, sink)?;
+            update_probabilities(host, settings, grads, &mut walks, step == 0)?;
+            perturb_and_check(host, settings, grads.attrs(), &mut walks, sink)?;
             if sink.full() {
                 return Ok(());
             }
@@ -80,8 +80,8 @@ pub fn run(
 /// (`max_diff`); later a random label-flipping one (`FindPair`).
 fn update_probabilities(
     host: &mut Host,
-    settings: &MaftParams,
-    pert: &Perturbation,
+    settings: &SearchSettings,
+    grads: &impl GradientSource,
     walks: &mut [Walk],
     initial: bool,
 ) -> Result<(), PluginError> {
@@ -90,22 +90,19 @@ fn update_probabilities(
     if due.is_empty() {
         return Ok(());
     }
-    let mut rows = Vec::with_capacity(due.len() * 2 * pert.rows_per_gradient() * width);
-    let mut counterparts = Vec::with_capacity(due.len());
+    let mut rows = Vec::with_capacity(due.len() * 2 * width);
+    let mut ps = Vec::with_capacity(due.len() * 2);
     for &w in &due {
         let walk = &mut walks[w];
         let combo = if initial { max_diff(&walk.s) } else { find_pair(host, &walk.s, &mut walk.rng) };
-        pert.push_rows(&walk.x, &mut rows);
-        pert.push_rows(&host.variants.variant(&walk.x, combo), &mut rows);
-        counterparts.push(walk.s[1 + combo]);
+        rows.extend_from_slice(&walk.x);
+        rows.extend_from_slice(&host.variants.variant(&walk.x, combo));
+        ps.extend([walk.s[0], walk.s[1 + combo]]);
     }
-    let scores = host.predict(&rows)?;
-    let per = pert.rows_per_gradient();
+    let gradients = grads.gradients(host, &rows, &ps)?;
     for (k, &w) in due.iter().enumerate() {
         let walk = &mut walks[w];
-        let g1 = pert.gradient(walk.s[0], &scores[2 * k * per..(2 * k + 1) * per], width);
-        let g2 = pert.gradient(counterparts[k], &scores[(2 * k + 1) * per..(2 * k + 2) * per], width);
-        walk.p = selection_probabilities(&g1, &g2, &pert.attrs, settings.epsilon);
+        walk.p = selection_probabilities(&gradients[2 * k], &gradients[2 * k + 1], grads.attrs(), settings.epsilon);
         if initial {
             walk.p0 = walk.p.clone();
         }
@@ -117,8 +114,8 @@ fn update_probabilities(
 /// Lines 14–28: one step of every walk, all checks in one model call.
 fn perturb_and_check(
     host: &mut Host,
-    settings: &MaftParams,
-    pert: &Perturbation,
+    settings: &SearchSettings,
+    attrs: &[usize],
     walks: &mut [Walk],
     sink: &mut CaseSink,
 ) -> Result<(), PluginError> {
@@ -126,7 +123,7 @@ fn perturb_and_check(
     let mut rows = Vec::with_capacity(walks.len() * width);
     for walk in walks.iter_mut() {
         walk.suc_iter += 1;
-        let a = pert.attrs[random_pick(&walk.p, &mut walk.rng)];
+        let a = attrs[random_pick(&walk.p, &mut walk.rng)];
         let direction = if random_pick(&[0.5, 0.5], &mut walk.rng) == 0 { -1.0 } else { 1.0 };
         let attr = &host.domain.attributes[a];
         walk.x[a] = attr.clip(walk.x[a] + direction * settings.local_step * attr.step);
