@@ -381,7 +381,7 @@ const METHODS: &[Method] = &[
         budget: "{ global_num = 50, local_num = 1000 }",
         unbounded: "{ global_num = 1000, local_num = 100000 }",
     },
-    Method { name: "eidig", plugin: "eidig", budget: "{ g_num = 50, l_num = 1000 }", unbounded: "{ g_num = 1000, l_num = 100000 }" },
+    Method { name: "eidig", plugin: "eidig", budget: "{ global_num = 50, local_num = 1000 }", unbounded: "{ global_num = 1000, local_num = 100000 }" },
 ];
 
 /// The reference implementations' (IDIs, seconds) at the common budget (50 × 1,000), single runs
