@@ -381,7 +381,12 @@ const METHODS: &[Method] = &[
         budget: "{ global_num = 50, local_num = 1000 }",
         unbounded: "{ global_num = 1000, local_num = 100000 }",
     },
-    Method { name: "eidig", plugin: "eidig", budget: "{ global_num = 50, local_num = 1000 }", unbounded: "{ global_num = 1000, local_num = 100000 }" },
+    Method {
+        name: "eidig",
+        plugin: "eidig",
+        budget: "{ global_num = 50, local_num = 1000 }",
+        unbounded: "{ global_num = 1000, local_num = 100000 }",
+    },
 ];
 
 /// The reference implementations' (IDIs, seconds) at the common budget (50 × 1,000), single runs
