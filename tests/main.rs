@@ -30,4 +30,5 @@ mod retrain;
 mod robust_output;
 mod score_cache;
 mod sweeps;
+mod text_audit;
 mod white_box;

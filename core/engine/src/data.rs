@@ -169,7 +169,7 @@ pub fn column_names(path: &Path, separator: u8) -> Result<Vec<String>, DataError
 }
 
 /// Read a file's columns as text cells (`None` for nulls).
-fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataFrame, DataError> {
+pub(crate) fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataFrame, DataError> {
     let err = |e: PolarsError| DataError::Read { path: path.to_path_buf(), message: e.to_string() };
     if !path.exists() {
         return Err(DataError::Read { path: path.to_path_buf(), message: "no such file".into() });
@@ -520,7 +520,12 @@ fn encode_column(
 
 /// Encode the label as class 1 = favourable, 0 = the rest; the names of the two classes; and whether
 /// a 0/1 label was flipped (its favourable value is 0).
-fn encode_label(path: &Path, name: &str, cells: &[&str], favourable: Option<&str>) -> Result<(Vec<u8>, [String; 2], bool), DataError> {
+pub(crate) fn encode_label(
+    path: &Path,
+    name: &str,
+    cells: &[&str],
+    favourable: Option<&str>,
+) -> Result<(Vec<u8>, [String; 2], bool), DataError> {
     let column_err = |message: String| DataError::Column { path: path.to_path_buf(), column: name.to_string(), message };
     let mut distinct: Vec<&str> = cells.to_vec();
     distinct.sort();

@@ -71,6 +71,7 @@ pub mod staging;
 pub mod stats;
 pub mod suggest;
 pub mod sweep;
+pub mod text;
 pub mod warnings;
 
 pub use error::{Error, Result};

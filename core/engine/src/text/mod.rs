@@ -1,0 +1,17 @@
+//! Text audits (TestSGD on text, issue 20): identity terms and where texts mention them
+//! ([`terms`]), TF-IDF features ([`tfidf`]), text classifiers and the native TF-IDF + logistic
+//! regression ([`classifier`]), and the counterfactual term swap ([`counterfactual`]).
+
+pub mod classifier;
+pub mod counterfactual;
+pub mod data;
+pub mod terms;
+pub mod tfidf;
+
+/// A word character as Python's `\w` (scikit-learn's token pattern, the identity terms' word
+/// boundaries): a letter or digit that is not a combining mark, or `_`. (Rust's alphanumeric
+/// property also counts the vowel signs of Indic scripts and some Arabic marks, which would join
+/// words that scikit-learn splits.)
+pub fn is_word_char(c: char) -> bool {
+    c == '_' || (c.is_alphanumeric() && !unicode_normalization::char::is_combining_mark(c))
+}
