@@ -91,3 +91,47 @@ fn identity_terms_are_counted_and_every_swap_case_is_real() {
         assert!(mentions.iter().any(|m| matcher.terms().terms(matcher.terms().category_index(&case.category).unwrap())[m.term] == case.to));
     }
 }
+
+#[test]
+fn gender_terms_swapped_to_gay_are_called_toxic_far_more_often_than_to_straight() {
+    // Of the 231 comments that mention a gender term, scikit-learn's TfidfVectorizer +
+    // LogisticRegression (defaults, all 1,492 comments; measured with the fixture venv, a regular
+    // expression doing the swap) calls 89 toxic when the term is made "gay" and 27 when it is made
+    // "straight". (The issue quoted 57.6% and 48.9% from a model it does not describe; scikit-learn's
+    // defaults do not give those.)
+    let data = comments();
+    let texts = data.text_refs();
+    let model = TfidfLogistic::train(&data.texts, &data.y, &TextLogisticConfig::default()).unwrap();
+    let matcher = IdentityTerms::paper().matcher();
+    let gender = matcher.terms().category_index("gender").unwrap();
+    let term = |t: &str| matcher.terms().terms(gender).iter().position(|x| x == t).unwrap();
+    let toxic = |t: usize| {
+        let swapped: Vec<String> = texts.iter().filter_map(|x| matcher.replace(x, &matcher.mentions(x), gender, t)).collect();
+        let refs: Vec<&str> = swapped.iter().map(String::as_str).collect();
+        let mut p = vec![0.0; refs.len()];
+        model.predict_texts(&refs, &mut p).unwrap();
+        (refs.len(), p.iter().filter(|&&q| q > 0.5).count() as i64)
+    };
+    let (n, gay) = toxic(term("gay"));
+    let (_, straight) = toxic(term("straight"));
+    assert_eq!(n, 231);
+    assert!((gay - 89).abs() <= 1 && (straight - 27).abs() <= 1, "gay {gay}, straight {straight} of 231");
+}
+
+#[test]
+fn the_wikitalk_swaps_pipeline_reports_every_label_changing_swap() {
+    let out = tempfile::tempdir().unwrap();
+    let summary = common::run_pipeline(&common::root().join("pipelines/wikitalk-swaps.toml"), out.path(), &[]);
+    let stages = &summary["stages"];
+    assert_eq!(stages["comments"]["rows"], 1492);
+    assert_eq!(stages["comments"]["texts_per_category"]["gender"], 231);
+    assert!(stages["model"]["accuracy_test"].as_f64().unwrap() > 0.8);
+    let swaps = &stages["swaps"];
+    let cases = swaps["discriminatory_swaps"].as_u64().unwrap();
+    assert!(cases > 0 && swaps["discriminatory"].as_u64().unwrap() <= swaps["texts_with_terms"].as_u64().unwrap());
+    let table = std::fs::read_to_string(out.path().join("swaps.csv")).unwrap();
+    let mut reader = table.lines();
+    assert_eq!(reader.next().unwrap(), "row,category,term,term_counterpart,probability,probability_counterpart,text,text_counterpart");
+    let per_category: u64 = swaps["per_category"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(per_category, cases);
+}

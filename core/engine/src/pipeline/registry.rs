@@ -19,6 +19,9 @@ pub const STAGE_KINDS: &[StageKind] = &[
     stages::group_score::KIND,
     stages::group_metrics::KIND,
     stages::retrain::KIND,
+    stages::load_text::KIND,
+    stages::train_text::KIND,
+    stages::check_text::KIND,
 ];
 
 /// The kind called `name`.

@@ -31,6 +31,10 @@ pub enum ArtifactKind {
     Groups,
     /// Selection rates and impact ratios per protected group.
     GroupMetrics,
+    /// Texts with labels and identity terms.
+    Texts,
+    /// A text classifier.
+    TextModel,
 }
 
 impl ArtifactKind {
@@ -44,6 +48,8 @@ impl ArtifactKind {
             ArtifactKind::Cases => "cases",
             ArtifactKind::Groups => "group scores",
             ArtifactKind::GroupMetrics => "group metrics",
+            ArtifactKind::Texts => "texts",
+            ArtifactKind::TextModel => "a text model",
         }
     }
 }
@@ -92,6 +98,22 @@ pub struct CasesArtifact {
 }
 
 impl Inputs {
+    /// The texts connected as `role`.
+    pub fn texts(&self, role: &str) -> Result<Arc<TextsArtifact>> {
+        match self.get(role)? {
+            Artifact::Texts(t) => Ok(t.clone()),
+            other => Err(Error::Invalid(format!("input `{role}` is {}, not texts", other.kind().name()))),
+        }
+    }
+
+    /// The text model connected as `role`.
+    pub fn text_model(&self, role: &str) -> Result<Arc<TextModelArtifact>> {
+        match self.get(role)? {
+            Artifact::TextModel(m) => Ok(m.clone()),
+            other => Err(Error::Invalid(format!("input `{role}` is {}, not a text model", other.kind().name()))),
+        }
+    }
+
     /// The cases connected as `role`.
     pub fn cases(&self, role: &str) -> Result<Arc<CasesArtifact>> {
         match self.get(role)? {
@@ -118,6 +140,43 @@ pub enum Artifact {
     Groups(Arc<GroupsArtifact>),
     /// Group metrics.
     GroupMetrics(Arc<GroupMetricsArtifact>),
+    /// Texts.
+    Texts(Arc<TextsArtifact>),
+    /// A text model.
+    TextModel(Arc<TextModelArtifact>),
+}
+
+/// Texts with their labels, split and identity terms (`load_text`).
+#[derive(Debug, Clone)]
+pub struct TextsArtifact {
+    /// The texts and classes.
+    pub data: crate::text::data::TextData,
+    /// Split per text.
+    pub split: Vec<crate::data::Split>,
+    /// The identity terms audited.
+    pub terms: crate::text::terms::IdentityTerms,
+}
+
+impl TextsArtifact {
+    /// Indices of the texts in `split` (`None`: all).
+    pub fn rows(&self, split: Option<crate::data::Split>) -> Vec<usize> {
+        (0..self.split.len()).filter(|&i| split.is_none_or(|s| self.split[i] == s)).collect()
+    }
+}
+
+/// A text classifier with the texts it was trained or evaluated on.
+#[derive(Clone)]
+pub struct TextModelArtifact {
+    /// The classifier.
+    pub model: Arc<dyn crate::text::classifier::TextClassifier>,
+    /// Its texts.
+    pub texts: Arc<TextsArtifact>,
+}
+
+impl std::fmt::Debug for TextModelArtifact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextModelArtifact").field("model", &self.model.describe()).finish()
+    }
 }
 
 /// Ranked group fairness scores from an auditor plugin.
@@ -189,6 +248,8 @@ impl Artifact {
             Artifact::Cases(_) => ArtifactKind::Cases,
             Artifact::Groups(_) => ArtifactKind::Groups,
             Artifact::GroupMetrics(_) => ArtifactKind::GroupMetrics,
+            Artifact::Texts(_) => ArtifactKind::Texts,
+            Artifact::TextModel(_) => ArtifactKind::TextModel,
         }
     }
 }

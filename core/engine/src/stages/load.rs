@@ -54,7 +54,7 @@ pub enum LabelValue {
 }
 
 impl LabelValue {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             LabelValue::Text(s) => s.clone(),
             LabelValue::Int(i) => i.to_string(),

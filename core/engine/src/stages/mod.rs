@@ -3,6 +3,7 @@
 //! reports) and [`mitigate`] (TestSGD's mitigation, used by `retrain`).
 
 pub mod check;
+pub mod check_text;
 pub mod cluster;
 pub mod estimate;
 pub mod generate;
@@ -10,10 +11,12 @@ pub mod group_metrics;
 pub mod group_score;
 pub mod load;
 pub mod load_model;
+pub mod load_text;
 pub mod mitigate;
 pub mod model_output;
 pub mod options;
 pub mod predict;
 pub mod retrain;
 pub mod train;
+pub mod train_text;
 pub mod verify;

@@ -1,0 +1,124 @@
+//! `check_text`: the counterfactual term swap over texts (issue 20; Dixon et al., Garg et al.): a
+//! text whose predicted label changes when the identity terms of one category are replaced by
+//! another term of that category is a discriminatory instance. Writes every such swap with both
+//! texts and both probabilities.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::options::Rows;
+use crate::error::Result;
+use crate::output::TableBuilder;
+use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
+use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::text::counterfactual::check_swaps;
+
+/// The `check_text` stage kind.
+pub const KIND: StageKind = StageKind {
+    name: "check_text",
+    doc: "The counterfactual swap on texts: every text of the split is scored again with the identity terms of each category it mentions replaced by each other term of that category; a swap that changes the predicted label is a discriminatory instance. Writes the swaps with both texts and both probabilities.",
+    inputs: &[InputDoc { role: "model", accepts: &[ArtifactKind::TextModel], required: true, doc: "the text model (a train_text stage)" }],
+    output: ArtifactKind::TextModel,
+    keys: &[
+        KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "texts to check"),
+        KeyDoc::new("max_cases", "int", "10000", "swaps written to the table at most (all are counted)"),
+    ],
+    tag: None,
+    example: "[stages.swaps]\nkind = \"check_text\"\nmodel = \"model\"",
+    configure: configure::<CheckTextConfig>,
+    fields: fields_of::<CheckTextConfig>,
+};
+
+/// The `check_text` stage's config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckTextConfig {
+    /// Texts to check.
+    pub split: Rows,
+    /// Swaps written to the table at most.
+    pub max_cases: usize,
+}
+
+impl Default for CheckTextConfig {
+    fn default() -> Self {
+        CheckTextConfig { split: Rows::All, max_cases: 10_000 }
+    }
+}
+
+impl StageConfig for CheckTextConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, _c: &mut Checks<'_, '_>) {}
+
+    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+        Ok(Box::new(self))
+    }
+}
+
+/// Figures of a `check_text` stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckTextFigures {
+    /// Texts checked.
+    pub checked: usize,
+    /// Texts mentioning an identity term.
+    pub texts_with_terms: usize,
+    /// Swapped texts scored.
+    pub swaps: usize,
+    /// Swaps that change the predicted label.
+    pub discriminatory_swaps: usize,
+    /// Texts with at least one label-changing swap (individual discriminatory instances).
+    pub discriminatory: usize,
+    /// `discriminatory / texts_with_terms`.
+    #[serde(deserialize_with = "crate::pipeline::stage::nan_if_null")]
+    pub rate: f64,
+    /// Label-changing swaps per category.
+    pub per_category: std::collections::BTreeMap<String, usize>,
+    /// Model texts scored (texts and swaps).
+    pub texts_scored: usize,
+}
+
+impl Stage for CheckTextConfig {
+    fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let model = inputs.text_model("model")?;
+        let texts = &model.texts;
+        let rows = texts.rows(self.split.split());
+        let refs: Vec<&str> = rows.iter().map(|&i| texts.data.texts[i].as_str()).collect();
+        let matcher = texts.terms.matcher();
+        let report = check_swaps(&refs, &matcher, model.model.as_ref())?;
+        let mut per_category = std::collections::BTreeMap::new();
+        for case in &report.cases {
+            *per_category.entry(case.category.clone()).or_insert(0) += 1;
+        }
+        let figures = CheckTextFigures {
+            checked: report.texts,
+            texts_with_terms: report.texts_with_terms,
+            swaps: report.swaps,
+            discriminatory_swaps: report.cases.len(),
+            discriminatory: report.texts_discriminated,
+            rate: if report.texts_with_terms == 0 { f64::NAN } else { report.texts_discriminated as f64 / report.texts_with_terms as f64 },
+            per_category,
+            texts_scored: report.texts + report.swaps,
+        };
+        let shown = &report.cases[..report.cases.len().min(self.max_cases)];
+        let table = TableBuilder::new()
+            .i64("row", shown.iter().map(|c| rows[c.row] as i64).collect())
+            .str("category", shown.iter().map(|c| c.category.clone()).collect())
+            .str("term", shown.iter().map(|c| c.from.clone()).collect())
+            .str("term_counterpart", shown.iter().map(|c| c.to.clone()).collect())
+            .f64("probability", shown.iter().map(|c| c.p).collect())
+            .f64("probability_counterpart", shown.iter().map(|c| c.p_swapped).collect())
+            .str("text", shown.iter().map(|c| c.text.clone()).collect())
+            .str("text_counterpart", shown.iter().map(|c| c.swapped.clone()).collect())
+            .build("")?;
+        Ok(StageOutput {
+            artifact: Artifact::TextModel(Arc::clone(&model)),
+            figures: figures_map(&figures),
+            tables: vec![table],
+            model_queries: figures.texts_scored as u64,
+        })
+    }
+}

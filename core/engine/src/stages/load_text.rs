@@ -1,0 +1,160 @@
+//! `load_text`: read texts and their labels (CSV or Parquet) for a text audit, with the identity
+//! terms to audit (TestSGD's Table 1 by default), and report how many texts mention each term.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+
+use super::load::LabelValue;
+use crate::data::Split;
+use crate::error::{Error, Result};
+use crate::output::TableBuilder;
+use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
+use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
+use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextsArtifact};
+use crate::text::counterfactual::term_counts;
+use crate::text::data::TextData;
+use crate::text::terms::IdentityTerms;
+
+/// The `load_text` stage kind.
+pub const KIND: StageKind = StageKind {
+    name: "load_text",
+    doc: "Read a column of texts and their label (CSV or Parquet) for a text audit, with the identity terms to audit: TestSGD's Table 1 (gender, race, religion, age; 48 terms) unless `terms` replaces or adds categories. Matching is case-insensitive on word boundaries; multi-word terms match across spaces or hyphens. Reports how many texts mention each category and term, and writes that table.",
+    inputs: &[],
+    output: ArtifactKind::Texts,
+    keys: &[
+        KeyDoc::new("path", "path", "required", "CSV or Parquet file, relative to the pipeline file"),
+        KeyDoc::new("text", "string", "required", "the text column"),
+        KeyDoc::new("label", "string", "required", "label column"),
+        KeyDoc::new("favourable", "string|int|bool", "1 for 0/1 labels", "the label value of class 1 as written in the file"),
+        KeyDoc::new("terms", "table of string lists", "{} (Table 1)", "identity-term categories replacing (same name) or added to the paper's: terms.gender = [\"woman\", \"man\"]"),
+        KeyDoc::new("test_fraction", "float", "0.2", "share of texts held out for test (seeded shuffle)"),
+    ],
+    tag: None,
+    example: "[stages.comments]\nkind = \"load_text\"\npath = \"data/text/wikitalk_comments.csv\"\ntext = \"comment\"\nlabel = \"toxic\"\nfavourable = \"False\"",
+    configure: configure::<LoadTextConfig>,
+    fields: fields_of::<LoadTextConfig>,
+};
+
+/// The `load_text` stage's config.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadTextConfig {
+    /// CSV or Parquet file, relative to the pipeline file.
+    pub path: PathBuf,
+    /// Text column.
+    pub text: String,
+    /// Label column.
+    pub label: String,
+    /// The label value of class 1.
+    pub favourable: Option<LabelValue>,
+    /// Identity-term categories replacing or added to the paper's.
+    #[serde(default)]
+    pub terms: BTreeMap<String, Vec<String>>,
+    /// Share of texts held out for test.
+    #[serde(default = "default_test_fraction")]
+    pub test_fraction: f64,
+    /// The stage's seed (set by the runner, not the file).
+    #[serde(skip)]
+    seed: u64,
+}
+
+fn default_test_fraction() -> f64 {
+    0.2
+}
+
+impl StageConfig for LoadTextConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, checks: &mut Checks<'_, '_>) {
+        checks.within("test_fraction", self.test_fraction, 0.0, 0.99);
+        if let Err(e) = IdentityTerms::paper_with(&self.terms) {
+            checks.problem("terms", e);
+        }
+        checks.existing_file("path", &self.path);
+    }
+
+    fn instantiate(mut self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+        self.path = env.dir.join(&self.path);
+        self.seed = env.seed;
+        Ok(Box::new(self))
+    }
+}
+
+/// Figures of a `load_text` stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadTextFigures {
+    /// Texts kept.
+    pub rows: usize,
+    /// Texts in the train split.
+    pub rows_train: usize,
+    /// Texts in the test split.
+    pub rows_test: usize,
+    /// Rows dropped for an empty text.
+    pub dropped_rows: usize,
+    /// The label column, its values `[class 0, class 1]` and the share of class 1.
+    pub label: String,
+    /// `[class 0, class 1]` as written in the file.
+    pub label_values: [String; 2],
+    /// Share of texts in class 1.
+    pub class_1_share: f64,
+    /// Identity-term categories with their terms.
+    pub terms: BTreeMap<String, Vec<String>>,
+    /// Texts mentioning each category.
+    pub texts_per_category: BTreeMap<String, usize>,
+    /// Texts mentioning each term (`category/term`), terms mentioned by none left out.
+    pub texts_per_term: BTreeMap<String, usize>,
+    /// Texts mentioning any identity term.
+    pub texts_with_terms: usize,
+}
+
+impl Stage for LoadTextConfig {
+    fn run(&self, _ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {
+        let favourable = self.favourable.as_ref().map(LabelValue::text);
+        let data = TextData::load(&self.path, &self.text, &self.label, favourable.as_deref())?;
+        let terms = IdentityTerms::paper_with(&self.terms).map_err(|e| Error::Invalid(e.to_string()))?;
+        let matcher = terms.matcher();
+        let texts = data.text_refs();
+        let counts = term_counts(&texts, &matcher);
+        let texts_with_terms = texts.iter().filter(|t| !matcher.mentions(t).is_empty()).count();
+        let n = data.texts.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(self.seed));
+        let n_test = ((n as f64) * self.test_fraction).round() as usize;
+        let mut split = vec![Split::Train; n];
+        for &i in &order[..n_test] {
+            split[i] = Split::Test;
+        }
+        let figures = LoadTextFigures {
+            rows: n,
+            rows_train: n - n_test,
+            rows_test: n_test,
+            dropped_rows: data.dropped_rows,
+            label: data.label_name.clone(),
+            label_values: data.label_values.clone(),
+            class_1_share: data.y.iter().filter(|&&v| v == 1).count() as f64 / n as f64,
+            terms: terms.category_names().enumerate().map(|(c, name)| (name.to_string(), terms.terms(c).to_vec())).collect(),
+            texts_per_category: counts.iter().filter(|(_, t, _)| t.is_none()).map(|(c, _, k)| (c.clone(), *k)).collect(),
+            texts_per_term: counts.iter().filter_map(|(c, t, k)| t.as_ref().filter(|_| *k > 0).map(|t| (format!("{c}/{t}"), *k))).collect(),
+            texts_with_terms,
+        };
+        let table = TableBuilder::new()
+            .str("category", counts.iter().map(|(c, _, _)| c.clone()).collect())
+            .str("term", counts.iter().map(|(_, t, _)| t.clone().unwrap_or_else(|| "(any)".into())).collect())
+            .i64("texts", counts.iter().map(|(_, _, k)| *k as i64).collect())
+            .build("")?;
+        Ok(StageOutput {
+            artifact: Artifact::Texts(Arc::new(TextsArtifact { data, split, terms })),
+            figures: figures_map(&figures),
+            tables: vec![table],
+            model_queries: 0,
+        })
+    }
+}
