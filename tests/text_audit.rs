@@ -135,3 +135,50 @@ fn the_wikitalk_swaps_pipeline_reports_every_label_changing_swap() {
     let per_category: u64 = swaps["per_category"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(per_category, cases);
 }
+
+#[test]
+fn the_onnx_text_model_gives_onnx_runtimes_probabilities() {
+    use fairpipe_core::models::model_outputs::{Favourable, OutputChoice, OutputTransform};
+    use fairpipe_core::text::onnx_text::OrtTextModel;
+    let data = comments();
+    let runtime = fairpipe_core::models::onnx_runtime::runtime(None).expect("ONNX Runtime (pip install onnxruntime)");
+    let path = common::root().join("pipelines/models/wikitalk_tfidf_lr.onnx");
+    let classes = fairpipe_core::models::onnx_graph::graph_facts(&path).unwrap().classes;
+    let choice = OutputChoice {
+        name: None,
+        transform: OutputTransform::None,
+        favourable: Favourable { label: "True".into(), is_zero: false },
+        classes,
+    };
+    let model = OrtTextModel::load(&path, runtime, choice, &data.text_refs()).unwrap();
+    let mut ours = vec![0.0; data.texts.len()];
+    model.predict_texts(&data.text_refs(), &mut ours).unwrap();
+    let text = std::fs::read_to_string(common::root().join("tests/fixtures/text/reference.csv")).unwrap();
+    let python: Vec<f64> = text.lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse().unwrap()).collect();
+    let worst = ours.iter().zip(&python).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(worst < 1e-6, "largest |p_fairpipe − p_onnxruntime (Python)| = {worst}");
+    // The export is not scikit-learn's model exactly: skl2onnx tokenizes some texts differently.
+    let sklearn = sklearn_probabilities();
+    assert!(ours.iter().zip(&sklearn).any(|(a, b)| (a - b).abs() > 1e-3));
+    let two_inputs = common::root().join("tests/fixtures/exports/sklearn_named_zipmap.onnx");
+    let runtime = fairpipe_core::models::onnx_runtime::runtime(None).unwrap();
+    let choice = OutputChoice {
+        name: None,
+        transform: OutputTransform::None,
+        favourable: Favourable { label: "1".into(), is_zero: false },
+        classes: vec![],
+    };
+    let err = OrtTextModel::load(&two_inputs, runtime, choice, &["a text"]).err().unwrap().to_string();
+    assert!(err.contains("a text model takes one string input"), "{err}");
+}
+
+#[test]
+fn the_wikitalk_onnx_pipeline_checks_the_exported_model() {
+    let out = tempfile::tempdir().unwrap();
+    let summary = common::run_pipeline(&common::root().join("pipelines/wikitalk-onnx.toml"), out.path(), &[]);
+    let stages = &summary["stages"];
+    assert!(stages["model"]["model"].as_str().unwrap().contains("ONNX Runtime"));
+    assert!(stages["model"]["accuracy_test"].as_f64().unwrap() > 0.8);
+    assert_eq!(stages["swaps"]["texts_with_terms"], 760);
+    assert!(stages["swaps"]["discriminatory"].as_u64().unwrap() > 0);
+}

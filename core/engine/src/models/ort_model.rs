@@ -220,7 +220,7 @@ fn to_value(batch: InputBatch) -> Result<DynValue, ModelError> {
 }
 
 /// An output value as a [`RawOutput`].
-fn extract(name: &str, value: &DynValue) -> Result<RawOutput, ModelError> {
+pub(crate) fn extract(name: &str, value: &DynValue) -> Result<RawOutput, ModelError> {
     let err = |e: ort::Error| ModelError::Inference(format!("output {name}: {e}"));
     match value.dtype() {
         ValueType::Tensor { ty, shape, .. } => {
@@ -279,7 +279,7 @@ fn extract(name: &str, value: &DynValue) -> Result<RawOutput, ModelError> {
     }
 }
 
-fn truncate(raw: RawOutput, rows: usize) -> RawOutput {
+pub(crate) fn truncate(raw: RawOutput, rows: usize) -> RawOutput {
     match raw {
         RawOutput::Floats { mut values, columns } => {
             values.truncate(rows * columns);
@@ -301,7 +301,7 @@ fn truncate(raw: RawOutput, rows: usize) -> RawOutput {
 }
 
 /// Join the outputs of several probe runs (one per fixed-size batch).
-fn concat(parts: Vec<RawOutput>) -> Option<RawOutput> {
+pub(crate) fn concat(parts: Vec<RawOutput>) -> Option<RawOutput> {
     let mut parts = parts.into_iter();
     let mut joined = parts.next()?;
     for part in parts {
@@ -335,7 +335,7 @@ fn declared(name: &str, ty: &ValueType) -> DeclaredInput {
     }
 }
 
-fn element_type(ty: TensorElementType) -> ElementType {
+pub(crate) fn element_type(ty: TensorElementType) -> ElementType {
     match ty {
         TensorElementType::Float32 => ElementType::Float32,
         TensorElementType::Float64 => ElementType::Float64,
@@ -346,7 +346,7 @@ fn element_type(ty: TensorElementType) -> ElementType {
     }
 }
 
-fn type_name(ty: &ValueType) -> String {
+pub(crate) fn type_name(ty: &ValueType) -> String {
     match ty {
         ValueType::Tensor { ty, shape, .. } => {
             let dims: Vec<String> = shape.iter().map(|d| if *d < 0 { "N".into() } else { d.to_string() }).collect();

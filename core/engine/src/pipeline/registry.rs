@@ -21,6 +21,7 @@ pub const STAGE_KINDS: &[StageKind] = &[
     stages::retrain::KIND,
     stages::load_text::KIND,
     stages::train_text::KIND,
+    stages::load_text_model::KIND,
     stages::check_text::KIND,
 ];
 

@@ -12,6 +12,7 @@ pub mod group_score;
 pub mod load;
 pub mod load_model;
 pub mod load_text;
+pub mod load_text_model;
 pub mod mitigate;
 pub mod model_output;
 pub mod options;

@@ -26,6 +26,9 @@ pub struct TextData {
     pub label_values: [String; 2],
     /// Rows dropped for an empty or missing text.
     pub dropped_rows: usize,
+    /// Whether class 1 is a 0/1 label's 0 (`favourable = 0`): a loaded model's P(label = 1) is
+    /// then read as 1 − P(class 1).
+    pub label_flipped: bool,
 }
 
 impl TextData {
@@ -78,7 +81,7 @@ impl TextData {
             return Err(DataError::Empty { path: path.to_path_buf() });
         }
         let cells: Vec<&str> = kept_labels.iter().map(String::as_str).collect();
-        let (y, label_values, _) = encode_label(path, label, &cells, favourable)?;
+        let (y, label_values, label_flipped) = encode_label(path, label, &cells, favourable)?;
         Ok(TextData {
             path: path.to_path_buf(),
             text_name: text.to_string(),
@@ -87,6 +90,7 @@ impl TextData {
             y,
             label_values,
             dropped_rows,
+            label_flipped,
         })
     }
 

@@ -1,0 +1,121 @@
+//! `load_text_model`: a text classifier exported to ONNX with one string input (scikit-learn's
+//! `TfidfVectorizer` + `LogisticRegression` through skl2onnx, say), run by ONNX Runtime, with its
+//! accuracy on the texts of a `load_text` stage.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::train_text::{text_accuracy, TEXTS_INPUT};
+use crate::data::Split;
+use crate::error::Result;
+use crate::models::model_outputs::{Favourable, OutputChoice, OutputTransform};
+use crate::models::onnx_runtime::{install_advice, runtime};
+use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
+use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
+use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
+use crate::text::classifier::TextClassifier;
+use crate::text::onnx_text::OrtTextModel;
+
+/// The `load_text_model` stage kind.
+pub const KIND: StageKind = StageKind {
+    name: "load_text_model",
+    doc: "Load a text classifier exported to ONNX with one string input ([N, 1] or [N]) and run it with ONNX Runtime; the output holding P(favourable) is chosen as for load_model (probabilities first, ZipMaps and labels read too). Reports its accuracy on the texts.",
+    inputs: TEXTS_INPUT,
+    output: ArtifactKind::TextModel,
+    keys: &[
+        KeyDoc::new("path", "path", "required", "the .onnx file, relative to the pipeline file"),
+        KeyDoc::new("output", "string", "the probabilities", "the output to read"),
+        KeyDoc::new("onnxruntime", "path", "ORT_DYLIB_PATH, then python3's onnxruntime package", "libonnxruntime.so (or the folder holding it) to load, relative to the pipeline file"),
+    ],
+    tag: None,
+    example: "[stages.model]\nkind = \"load_text_model\"\ndata = \"comments\"\npath = \"models/wikitalk_tfidf_lr.onnx\"",
+    configure: configure::<LoadTextModelConfig>,
+    fields: fields_of::<LoadTextModelConfig>,
+};
+
+/// The `load_text_model` stage's config.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadTextModelConfig {
+    /// The ONNX file.
+    pub path: PathBuf,
+    /// The output to read.
+    pub output: Option<String>,
+    /// ONNX Runtime's library.
+    pub onnxruntime: Option<PathBuf>,
+}
+
+impl StageConfig for LoadTextModelConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, checks: &mut Checks<'_, '_>) {
+        checks.existing_file("path", &self.path);
+        if let Some(lib) = &self.onnxruntime {
+            if !checks.dir().join(lib).exists() {
+                checks.problem("onnxruntime", format!("{} does not exist; {}", lib.display(), install_advice()));
+            }
+        }
+    }
+
+    fn instantiate(mut self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+        self.path = env.dir.join(&self.path);
+        self.onnxruntime = self.onnxruntime.map(|p| env.dir.join(p));
+        Ok(Box::new(self))
+    }
+}
+
+/// Figures of a `load_text_model` stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadTextModelFigures {
+    /// The model.
+    pub model: String,
+    /// How its output is read.
+    pub output_read: String,
+    /// Accuracy on the train split.
+    #[serde(deserialize_with = "crate::pipeline::stage::nan_if_null")]
+    pub accuracy_train: f64,
+    /// Accuracy on the test split.
+    #[serde(deserialize_with = "crate::pipeline::stage::nan_if_null")]
+    pub accuracy_test: f64,
+    /// Correct test texts.
+    pub correct_test: usize,
+    /// Test texts.
+    pub total_test: usize,
+}
+
+impl Stage for LoadTextModelConfig {
+    fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let texts = inputs.texts("data")?;
+        let runtime = runtime(self.onnxruntime.as_deref()).map_err(|e| crate::error::ModelError::RuntimeMissing {
+            path: self.path.clone(),
+            reason: "a text model (string input)".into(),
+            message: e.to_string(),
+        })?;
+        let favourable = Favourable { label: texts.data.label_values[1].clone(), is_zero: texts.data.label_flipped };
+        let classes = crate::models::onnx_graph::graph_facts(&self.path)?.classes;
+        let choice = OutputChoice { name: self.output.as_deref(), transform: OutputTransform::default(), favourable, classes };
+        let model = OrtTextModel::load(&self.path, runtime, choice, &texts.data.text_refs())?;
+        let (accuracy_train, _, _) = text_accuracy(&model, &texts, Split::Train)?;
+        let (accuracy_test, correct_test, total_test) = text_accuracy(&model, &texts, Split::Test)?;
+        let figures = LoadTextModelFigures {
+            model: model.describe(),
+            output_read: model.reader().describe(),
+            accuracy_train,
+            accuracy_test,
+            correct_test,
+            total_test,
+        };
+        // The accuracy of both splits scores every text once.
+        let model_queries = texts.data.texts.len() as u64;
+        Ok(StageOutput {
+            artifact: Artifact::TextModel(Arc::new(TextModelArtifact { model: Arc::new(model), texts })),
+            figures: figures_map(&figures),
+            tables: Vec::new(),
+            model_queries,
+        })
+    }
+}
