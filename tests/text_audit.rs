@@ -182,3 +182,18 @@ fn the_wikitalk_onnx_pipeline_checks_the_exported_model() {
     assert_eq!(stages["swaps"]["texts_with_terms"], 760);
     assert!(stages["swaps"]["discriminatory"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn a_model_trained_on_comments_is_checked_on_the_templated_sentences() {
+    let out = tempfile::tempdir().unwrap();
+    let summary = common::run_pipeline(&common::root().join("pipelines/madlibs-swaps.toml"), out.path(), &[]);
+    let swaps = &summary["stages"]["swaps"];
+    assert_eq!(swaps["inputs"]["data"], "sentences");
+    assert_eq!(swaps["checked"], 76564, "the sentences, not the comments the model was trained on");
+    assert_eq!(summary["stages"]["sentences"]["texts_with_terms"], swaps["texts_with_terms"]);
+    let (flips, swapped) = (swaps["discriminatory_swaps"].as_u64().unwrap(), swaps["swaps"].as_u64().unwrap());
+    assert!(flips > 1000 && flips < swapped, "{flips} of {swapped} swaps change the label");
+    // The table holds the first max_cases (10,000) swaps, each with a sentence the templates made.
+    let table = std::fs::read_to_string(out.path().join("swaps.csv")).unwrap();
+    assert_eq!(table.lines().count(), 1 + 10_000.min(flips as usize));
+}

@@ -291,6 +291,15 @@ impl Inputs {
         }
     }
 
+    /// The texts connected as `role`, if any.
+    pub fn optional_texts(&self, role: &str) -> Result<Option<Arc<TextsArtifact>>> {
+        match self.by_role.get(role) {
+            None => Ok(None),
+            Some(Artifact::Texts(t)) => Ok(Some(t.clone())),
+            Some(other) => Err(Error::Invalid(format!("input `{role}` is {}, not texts", other.kind().name()))),
+        }
+    }
+
     /// The group scores connected as `role`, if any.
     pub fn optional_groups(&self, role: &str) -> Result<Option<Arc<GroupsArtifact>>> {
         match self.by_role.get(role) {

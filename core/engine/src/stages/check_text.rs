@@ -18,8 +18,16 @@ use crate::text::counterfactual::check_swaps;
 /// The `check_text` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "check_text",
-    doc: "The counterfactual swap on texts: every text of the split is scored again with the identity terms of each category it mentions replaced by each other term of that category; a swap that changes the predicted label is a discriminatory instance. Writes the swaps with both texts and both probabilities.",
-    inputs: &[InputDoc { role: "model", accepts: &[ArtifactKind::TextModel], required: true, doc: "the text model (a train_text stage)" }],
+    doc: "The counterfactual swap on texts: every text of the split (of the model's texts, or of the texts connected as `data`, with their identity terms) is scored again with the identity terms of each category it mentions replaced by each other term of that category; a swap that changes the predicted label is a discriminatory instance. Writes the swaps with both texts and both probabilities.",
+    inputs: &[
+        InputDoc { role: "model", accepts: &[ArtifactKind::TextModel], required: true, doc: "the text model (train_text or load_text_model)" },
+        InputDoc {
+            role: "data",
+            accepts: &[ArtifactKind::Texts],
+            required: false,
+            doc: "other texts to check (a load_text stage), e.g. templated sentences; default: the model's own",
+        },
+    ],
     output: ArtifactKind::TextModel,
     keys: &[
         KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "texts to check"),
@@ -84,7 +92,7 @@ pub struct CheckTextFigures {
 impl Stage for CheckTextConfig {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.text_model("model")?;
-        let texts = &model.texts;
+        let texts = &inputs.optional_texts("data")?.unwrap_or_else(|| Arc::clone(&model.texts));
         let rows = texts.rows(self.split.split());
         let refs: Vec<&str> = rows.iter().map(|&i| texts.data.texts[i].as_str()).collect();
         let matcher = texts.terms.matcher();
