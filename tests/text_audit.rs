@@ -197,3 +197,25 @@ fn a_model_trained_on_comments_is_checked_on_the_templated_sentences() {
     let table = std::fs::read_to_string(out.path().join("swaps.csv")).unwrap();
     assert_eq!(table.lines().count(), 1 + 10_000.min(flips as usize));
 }
+
+#[test]
+fn testsgd_on_the_comments_ranks_term_groups_with_margins() {
+    use fairpipe_core::text::groups::{frequent_text_rule_sets, score_text_rule_sets, TextScoreSettings};
+    use fairpipe_core::text::terms::TermMatcher;
+    let data = comments();
+    let texts = data.text_refs();
+    let model = TfidfLogistic::train(&data.texts, &data.y, &TextLogisticConfig::default()).unwrap();
+    let matcher = IdentityTerms::paper().matcher();
+    let mentioned: Vec<u64> = texts.iter().map(|t| TermMatcher::categories_mentioned(&matcher.mentions(t))).collect();
+    let sets = frequent_text_rule_sets(&mentioned, &matcher, 0.05, 4);
+    let settings = TextScoreSettings { sample_thr: 1000, error_thr: 0.05, z: 1.96, max_samples: 100_000 };
+    let started = std::time::Instant::now();
+    let scores = score_text_rule_sets(&texts, &matcher, &model, &sets, &settings, 1).unwrap();
+    eprintln!("{} rule sets in {:.2} s", sets.len(), started.elapsed().as_secs_f64());
+    for s in scores.iter().take(5) {
+        eprintln!("{:>8.3} ± {:.3}  {:.3} vs {:.3}  n {}  {}", s.score, s.margin, s.rate_in, s.rate_out, s.samples, s.rule);
+    }
+    assert_eq!(scores.len(), sets.len());
+    assert!(scores.iter().all(|s| s.converged && s.samples >= 1000));
+    assert!(scores[0].rule.contains("gay"), "{:?}", scores[0]);
+}

@@ -5,6 +5,7 @@
 pub mod classifier;
 pub mod counterfactual;
 pub mod data;
+pub mod groups;
 pub mod onnx_text;
 pub mod terms;
 pub mod tfidf;
