@@ -199,23 +199,27 @@ fn a_model_trained_on_comments_is_checked_on_the_templated_sentences() {
 }
 
 #[test]
-fn testsgd_on_the_comments_ranks_term_groups_with_margins() {
-    use fairpipe_core::text::groups::{frequent_text_rule_sets, score_text_rule_sets, TextScoreSettings};
-    use fairpipe_core::text::terms::TermMatcher;
-    let data = comments();
-    let texts = data.text_refs();
-    let model = TfidfLogistic::train(&data.texts, &data.y, &TextLogisticConfig::default()).unwrap();
-    let matcher = IdentityTerms::paper().matcher();
-    let mentioned: Vec<u64> = texts.iter().map(|t| TermMatcher::categories_mentioned(&matcher.mentions(t))).collect();
-    let sets = frequent_text_rule_sets(&mentioned, &matcher, 0.05, 4);
-    let settings = TextScoreSettings { sample_thr: 1000, error_thr: 0.05, z: 1.96, max_samples: 100_000 };
-    let started = std::time::Instant::now();
-    let scores = score_text_rule_sets(&texts, &matcher, &model, &sets, &settings, 1).unwrap();
-    eprintln!("{} rule sets in {:.2} s", sets.len(), started.elapsed().as_secs_f64());
-    for s in scores.iter().take(5) {
-        eprintln!("{:>8.3} ± {:.3}  {:.3} vs {:.3}  n {}  {}", s.score, s.margin, s.rate_in, s.rate_out, s.samples, s.rule);
+fn the_wikitalk_groups_pipeline_ranks_term_groups_with_margins_and_examples() {
+    let out = tempfile::tempdir().unwrap();
+    let summary = common::run_pipeline(&common::root().join("pipelines/wikitalk-groups.toml"), out.path(), &[]);
+    let groups = &summary["stages"]["groups"];
+    let kept = groups["rule_sets_kept"].as_u64().unwrap();
+    // θ = 5%: gender (231 texts), race (115) and religion (502) of 1,492 reach it, age (73) and
+    // every pair of categories do not: 14 + 17 + 9 rule sets.
+    assert_eq!(kept, 40);
+    let top = groups["top"].as_array().unwrap();
+    assert_eq!(top[0]["score"], groups["worst_score"]);
+    assert_eq!(top[0]["rule"], "gay", "the term a model trained on toxic comments reacts to most");
+    for (a, b) in top.iter().zip(top.iter().skip(1)) {
+        assert!(a["score"].as_f64() >= b["score"].as_f64(), "ranked");
     }
-    assert_eq!(scores.len(), sets.len());
-    assert!(scores.iter().all(|s| s.converged && s.samples >= 1000));
-    assert!(scores[0].rule.contains("gay"), "{:?}", scores[0]);
+    for g in top {
+        let (score, rate_in, rate_out) = (g["score"].as_f64().unwrap(), g["rate_in"].as_f64().unwrap(), g["rate_out"].as_f64().unwrap());
+        assert!((score - (rate_in - rate_out).abs()).abs() < 1e-12);
+        assert!(g["samples"].as_u64().unwrap() >= 1000 && g["converged"] == true);
+        let rule = g["rule"].as_str().unwrap();
+        assert!(g["example"].as_str().unwrap().to_lowercase().contains(rule), "{rule}: {}", g["example"]);
+    }
+    let table = std::fs::read_to_string(out.path().join("groups.csv")).unwrap();
+    assert_eq!(table.lines().count() as u64, 1 + kept);
 }

@@ -23,6 +23,7 @@ pub const STAGE_KINDS: &[StageKind] = &[
     stages::train_text::KIND,
     stages::load_text_model::KIND,
     stages::check_text::KIND,
+    stages::group_score_text::KIND,
 ];
 
 /// The kind called `name`.
