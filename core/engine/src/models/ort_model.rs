@@ -30,7 +30,7 @@ pub struct OrtModel {
     plan: InputPlan,
     reader: OutputReader,
     batch: Option<usize>,
-    sessions: Vec<Mutex<Session>>,
+    sessions: SessionPool,
     runtime: Arc<Runtime>,
 }
 
@@ -45,13 +45,7 @@ impl OrtModel {
     /// `probe` rows, row-major) and build one session per rayon worker.
     pub fn load(path: &Path, runtime: Arc<Runtime>, domain: &Domain, choice: OutputChoice<'_>, probe: &[f64]) -> Result<Self, ModelError> {
         let err = |message: String| ModelError::Onnx { path: path.to_path_buf(), message };
-        let open = || -> Result<Session, ModelError> {
-            Session::builder(runtime.environment())
-                .and_then(|b| b.with_intra_threads(1).map_err(|e| e.into()))
-                .and_then(|mut b| b.commit_from_file(path))
-                .map_err(|e| err(format!("ONNX Runtime {} cannot load it: {e}", runtime.version)))
-        };
-        let mut first = open()?;
+        let mut first = open_session(path, &runtime)?;
         let inputs: Vec<DeclaredInput> = first.inputs().iter().map(|o| declared(o.name(), o.dtype())).collect();
         let input_plan = plan(path, &inputs, domain)?;
         let batch = fixed_batch(&inputs);
@@ -89,11 +83,7 @@ impl OrtModel {
         let raw: Vec<Option<RawOutput>> = raw_by_output.into_iter().map(concat).collect();
         let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let reader = choose_output(&file, &typed, &raw, &choice, probe_rows, &|message| err(message))?;
-        let threads = rayon::current_num_threads().max(1);
-        let mut sessions = vec![Mutex::new(first)];
-        for _ in 1..threads {
-            sessions.push(Mutex::new(open()?));
-        }
+        let sessions = SessionPool::new(first, path, &runtime)?;
         Ok(OrtModel { path: path.to_path_buf(), domain: domain.clone(), plan: input_plan, reader, batch, sessions, runtime })
     }
 
@@ -126,15 +116,43 @@ impl OrtModel {
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
     }
+}
 
-    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
-        let start = rayon::current_thread_index().unwrap_or(0) % self.sessions.len();
-        for offset in 0..self.sessions.len() {
-            if let Ok(guard) = self.sessions[(start + offset) % self.sessions.len()].try_lock() {
+/// A single-threaded ONNX Runtime session of `path` under `runtime`.
+pub(crate) fn open_session(path: &Path, runtime: &Runtime) -> Result<Session, ModelError> {
+    Session::builder(runtime.environment())
+        .and_then(|b| b.with_intra_threads(1).map_err(|e| e.into()))
+        .and_then(|mut b| b.commit_from_file(path))
+        .map_err(|e| ModelError::Onnx {
+            path: path.to_path_buf(),
+            message: format!("ONNX Runtime {} cannot load it: {e}", runtime.version),
+        })
+}
+
+/// One single-threaded session per rayon worker (the first one already open), so that a large
+/// batch is scored on every core without the sessions' own thread pools competing.
+pub(crate) struct SessionPool(Vec<Mutex<Session>>);
+
+impl SessionPool {
+    /// `first` and as many more sessions of `path` as rayon has workers.
+    pub(crate) fn new(first: Session, path: &Path, runtime: &Runtime) -> Result<Self, ModelError> {
+        let mut sessions = vec![Mutex::new(first)];
+        for _ in 1..rayon::current_num_threads().max(1) {
+            sessions.push(Mutex::new(open_session(path, runtime)?));
+        }
+        Ok(SessionPool(sessions))
+    }
+
+    /// A free session, starting from the calling worker's own.
+    pub(crate) fn get(&self) -> std::sync::MutexGuard<'_, Session> {
+        let n = self.0.len();
+        let start = rayon::current_thread_index().unwrap_or(0) % n;
+        for offset in 0..n {
+            if let Ok(guard) = self.0[(start + offset) % n].try_lock() {
                 return guard;
             }
         }
-        self.sessions[start].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0[start].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -147,7 +165,7 @@ impl Model for OrtModel {
         let width = self.domain.width();
         let rows = out.len();
         let per_run = self.batch.unwrap_or(rows.max(1));
-        let mut session = self.session();
+        let mut session = self.sessions.get();
         for start in (0..rows).step_by(per_run) {
             let n = per_run.min(rows - start);
             let chunk = &x[start * width..(start + n) * width];

@@ -4,7 +4,7 @@
 //! model ([`crate::models::model_outputs::choose_output`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ort::session::Session;
 use ort::value::{Tensor, TensorElementType, ValueType};
@@ -14,7 +14,7 @@ use super::classifier::TextClassifier;
 use crate::error::ModelError;
 use crate::models::model_outputs::{choose_output, OutputChoice, OutputReader, RawOutput};
 use crate::models::onnx_runtime::Runtime;
-use crate::models::ort_model::{concat, element_type, extract, truncate, type_name};
+use crate::models::ort_model::{concat, element_type, extract, open_session, truncate, type_name, SessionPool};
 
 /// Texts per ONNX Runtime call.
 const BATCH: usize = 512;
@@ -30,7 +30,7 @@ pub struct OrtTextModel {
     reader: OutputReader,
     /// Position of the chosen output among the session's outputs.
     output_index: usize,
-    sessions: Vec<Mutex<Session>>,
+    sessions: SessionPool,
     runtime: Arc<Runtime>,
 }
 
@@ -39,13 +39,7 @@ impl OrtTextModel {
     /// is chosen on `probe` texts (at most 256 of them).
     pub fn load(path: &Path, runtime: Arc<Runtime>, choice: OutputChoice<'_>, probe: &[&str]) -> Result<Self, ModelError> {
         let err = |message: String| ModelError::Onnx { path: path.to_path_buf(), message };
-        let open = || -> Result<Session, ModelError> {
-            Session::builder(runtime.environment())
-                .and_then(|b| b.with_intra_threads(1).map_err(|e| e.into()))
-                .and_then(|mut b| b.commit_from_file(path))
-                .map_err(|e| err(format!("ONNX Runtime {} cannot load it: {e}", runtime.version)))
-        };
-        let mut first = open()?;
+        let mut first = open_session(path, &runtime)?;
         let inputs: Vec<(String, ValueType)> = first.inputs().iter().map(|i| (i.name().to_string(), i.dtype().clone())).collect();
         let column = match inputs.as_slice() {
             [(_, ValueType::Tensor { ty: TensorElementType::String, shape, .. })] if shape.len() == 2 && shape[1] == 1 => true,
@@ -82,27 +76,13 @@ impl OrtTextModel {
         let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let reader = choose_output(&file, &typed, &raw, &choice, probe.len(), &|message| err(message))?;
         let output_index = outputs.iter().position(|(n, _)| *n == reader.name).unwrap_or(0);
-        let threads = rayon::current_num_threads().max(1);
-        let mut sessions = vec![Mutex::new(first)];
-        for _ in 1..threads {
-            sessions.push(Mutex::new(open()?));
-        }
+        let sessions = SessionPool::new(first, path, &runtime)?;
         Ok(OrtTextModel { path: path.to_path_buf(), input, column, reader, output_index, sessions, runtime })
     }
 
     /// How the output is read.
     pub fn reader(&self) -> &OutputReader {
         &self.reader
-    }
-
-    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
-        let start = rayon::current_thread_index().unwrap_or(0) % self.sessions.len();
-        for offset in 0..self.sessions.len() {
-            if let Ok(guard) = self.sessions[(start + offset) % self.sessions.len()].try_lock() {
-                return guard;
-            }
-        }
-        self.sessions[start].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -124,7 +104,7 @@ impl TextClassifier for OrtTextModel {
         }
         texts.par_chunks(BATCH).zip(out.par_chunks_mut(BATCH)).try_for_each(|(chunk, o)| {
             let raw = {
-                let mut session = self.session();
+                let mut session = self.sessions.get();
                 run_texts(&mut session, &self.input, self.column, chunk)?
             };
             let value = raw
