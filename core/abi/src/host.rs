@@ -118,10 +118,7 @@ impl<'a> Host<'a> {
     pub fn predict(&mut self, x: &[f64]) -> Result<Vec<f64>, PluginError> {
         let cols = self.domain.width();
         let rows = x.len() / cols;
-        let max = self.budget.max_queries;
-        if max > 0 && self.queries + rows as u64 > max {
-            return Err(PluginError::Stopped);
-        }
+        self.admit_queries(rows)?;
         let mut out = vec![0.0; rows];
         self.backend
             .predict(&x[..rows * cols], cols, &mut out)
@@ -151,13 +148,19 @@ impl<'a> Host<'a> {
             crate::gradient::differences_to_gradient(x, cols, &scores, &mut p, &mut grad);
             return Ok((p, grad));
         }
+        self.admit_queries(rows)?;
+        self.backend.gradient(x, cols, &mut p, &mut grad).map_err(|m| PluginError::Compute(format!("the host's gradient failed: {m}")))?;
+        self.queries += rows as u64;
+        Ok((p, grad))
+    }
+
+    /// [`PluginError::Stopped`] when `rows` more queries would exceed the query budget.
+    fn admit_queries(&self, rows: usize) -> Result<(), PluginError> {
         let max = self.budget.max_queries;
         if max > 0 && self.queries + rows as u64 > max {
             return Err(PluginError::Stopped);
         }
-        self.backend.gradient(x, cols, &mut p, &mut grad).map_err(|m| PluginError::Compute(format!("the host's gradient failed: {m}")))?;
-        self.queries += rows as u64;
-        Ok((p, grad))
+        Ok(())
     }
 
     /// Check rows (row-major) for discrimination in one batched model call.
