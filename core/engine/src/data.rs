@@ -207,6 +207,19 @@ pub(crate) fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> R
     Ok(df)
 }
 
+/// A seeded random share `test` of `n` rows in the test split, the rest in train (`load`'s
+/// `test_fraction`, `load_text`'s).
+pub(crate) fn fraction_split(n: usize, test: f64, seed: u64) -> Vec<Split> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(seed));
+    let n_test = ((n as f64) * test).round() as usize;
+    let mut split = vec![Split::Train; n];
+    for &i in &order[..n_test.min(n)] {
+        split[i] = Split::Test;
+    }
+    split
+}
+
 /// Whether `path` is read as Parquet (by its extension), else as CSV.
 fn is_parquet(path: &Path) -> bool {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -365,17 +378,7 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
                 }),
             })
             .collect::<Result<Vec<_>, _>>()?,
-        SplitSpec::Fraction { test, seed } => {
-            let n = keep.len();
-            let mut order: Vec<usize> = (0..n).collect();
-            order.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(*seed));
-            let n_test = ((n as f64) * test).round() as usize;
-            let mut split = vec![Split::Train; n];
-            for &i in &order[..n_test.min(n)] {
-                split[i] = Split::Test;
-            }
-            split
-        }
+        SplitSpec::Fraction { test, seed } => fraction_split(keep.len(), *test, *seed),
     };
 
     Ok(Dataset {

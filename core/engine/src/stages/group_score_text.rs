@@ -13,7 +13,6 @@ use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
 use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::text::groups::{frequent_text_rule_sets, score_text_rule_sets, TextGroupScore, TextScoreSettings};
-use crate::text::terms::TermMatcher;
 
 /// The `group_score_text` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -125,12 +124,12 @@ impl Stage for GroupScoreTextConfig {
         let rows = texts.rows(self.split.split());
         let refs: Vec<&str> = rows.iter().map(|&i| texts.data.texts[i].as_str()).collect();
         let matcher = texts.terms.matcher();
-        let mentioned: Vec<u64> = refs.iter().map(|t| TermMatcher::categories_mentioned(&matcher.mentions(t))).collect();
-        let sets = frequent_text_rule_sets(&mentioned, &matcher, self.theta, self.max_terms);
+        let mentions: Vec<_> = refs.iter().map(|t| matcher.mentions(t)).collect();
+        let sets = frequent_text_rule_sets(&mentions, &matcher, self.theta, self.max_terms);
         let settings =
             TextScoreSettings { sample_thr: self.sample_thr, error_thr: self.error_thr, z: self.z, max_samples: self.max_samples };
         let started = std::time::Instant::now();
-        let scores = score_text_rule_sets(&refs, &matcher, model.model.as_ref(), &sets, &settings, self.seed)?;
+        let scores = score_text_rule_sets(&refs, &mentions, &matcher, model.model.as_ref(), &sets, &settings, self.seed)?;
         let elapsed = started.elapsed().as_secs_f64();
         let texts_scored: u64 = scores.iter().map(|s| 2 * s.samples as u64).sum();
         let figures = GroupScoreTextFigures {

@@ -5,9 +5,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use super::load::LabelValue;
@@ -121,21 +118,16 @@ impl Stage for LoadTextConfig {
         let data = TextData::load(&self.path, &self.text, &self.label, favourable.as_deref())?;
         let terms = IdentityTerms::paper_with(&self.terms).map_err(|e| Error::Invalid(e.to_string()))?;
         let matcher = terms.matcher();
-        let texts = data.text_refs();
-        let counts = term_counts(&texts, &matcher);
-        let texts_with_terms = texts.iter().filter(|t| !matcher.mentions(t).is_empty()).count();
+        let mentions: Vec<_> = data.texts.iter().map(|t| matcher.mentions(t)).collect();
+        let counts = term_counts(&mentions, &terms);
+        let texts_with_terms = mentions.iter().filter(|m| !m.is_empty()).count();
         let n = data.texts.len();
-        let mut order: Vec<usize> = (0..n).collect();
-        order.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(self.seed));
-        let n_test = ((n as f64) * self.test_fraction).round() as usize;
-        let mut split = vec![Split::Train; n];
-        for &i in &order[..n_test] {
-            split[i] = Split::Test;
-        }
+        let split = crate::data::fraction_split(n, self.test_fraction, self.seed);
+        let rows_test = split.iter().filter(|&&s| s == Split::Test).count();
         let figures = LoadTextFigures {
             rows: n,
-            rows_train: n - n_test,
-            rows_test: n_test,
+            rows_train: n - rows_test,
+            rows_test,
             dropped_rows: data.dropped_rows,
             label: data.label_name.clone(),
             label_values: data.label_values.clone(),

@@ -35,7 +35,7 @@ impl Default for TextLogisticConfig {
 }
 
 /// TF-IDF + logistic regression, trained natively.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TfidfLogistic {
     tfidf: Tfidf,
     weights: Vec<f64>,
@@ -115,11 +115,6 @@ impl TfidfLogistic {
         let mut weights = theta;
         weights.truncate(dim - 1);
         Ok(TfidfLogistic { tfidf, weights, intercept, iterations, converged_to })
-    }
-
-    /// Restore the token index after deserialising.
-    pub fn reindex(&mut self) {
-        self.tfidf.reindex();
     }
 
     /// The vectorizer.

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::classifier::TextClassifier;
-use super::terms::{Mention, TermMatcher};
+use super::terms::{IdentityTerms, Mention, TermMatcher};
 use crate::error::ModelError;
 
 /// One discriminatory swap.
@@ -108,14 +108,13 @@ pub fn check_swaps(texts: &[&str], matcher: &TermMatcher, model: &dyn TextClassi
     })
 }
 
-/// How many texts mention each term and each category: `(category, term or None for the category
-/// as a whole, texts)`, in the terms' order.
-pub fn term_counts(texts: &[&str], matcher: &TermMatcher) -> Vec<(String, Option<String>, usize)> {
-    let terms = matcher.terms();
+/// How many texts mention each term and each category, from each text's mentions
+/// ([`TermMatcher::mentions`]): `(category, term or None for the category as a whole, texts)`, in
+/// the terms' order.
+pub fn term_counts(mentions: &[Vec<Mention>], terms: &IdentityTerms) -> Vec<(String, Option<String>, usize)> {
     let mut per_term: Vec<Vec<usize>> = (0..terms.n_categories()).map(|c| vec![0; terms.terms(c).len()]).collect();
     let mut per_category = vec![0; terms.n_categories()];
-    for text in texts {
-        let found = matcher.mentions(text);
+    for found in mentions {
         let mut seen_term: Vec<(usize, usize)> = found.iter().map(|m| (m.category, m.term)).collect();
         seen_term.sort_unstable();
         seen_term.dedup();
@@ -142,21 +141,7 @@ pub fn term_counts(texts: &[&str], matcher: &TermMatcher) -> Vec<(String, Option
 mod tests {
     use super::*;
     use crate::text::terms::IdentityTerms;
-
-    /// Toxic exactly when the text says "gay" (a planted bias).
-    struct Planted;
-
-    impl TextClassifier for Planted {
-        fn predict_texts(&self, texts: &[&str], out: &mut [f64]) -> Result<(), ModelError> {
-            for (o, t) in out.iter_mut().zip(texts) {
-                *o = if t.to_lowercase().split(|c: char| !c.is_alphanumeric()).any(|w| w == "gay") { 0.9 } else { 0.1 };
-            }
-            Ok(())
-        }
-        fn describe(&self) -> String {
-            "planted".into()
-        }
-    }
+    use crate::text::testing::Planted;
 
     #[test]
     fn swaps_find_exactly_the_planted_term() {
@@ -176,7 +161,8 @@ mod tests {
             && c.from == "gay"
             && c.p > 0.5
             && c.p_swapped < 0.5));
-        let counts = term_counts(&texts, &m);
+        let mentions: Vec<_> = texts.iter().map(|t| m.mentions(t)).collect();
+        let counts = term_counts(&mentions, m.terms());
         assert!(counts.contains(&("gender".into(), None, 2)));
         assert!(counts.contains(&("gender".into(), Some("gay".into()), 1)));
         assert!(counts.contains(&("religion".into(), None, 1)));

@@ -40,9 +40,15 @@ impl TextRuleSet {
     }
 }
 
-/// Every rule set over at most `max_categories` categories whose support on texts mentioning
-/// `mentioned[i]` (category bits per text) reaches `theta`, with its support.
-pub fn frequent_text_rule_sets(mentioned: &[u64], matcher: &TermMatcher, theta: f64, max_categories: usize) -> Vec<(TextRuleSet, f64)> {
+/// Every rule set over at most `max_categories` categories whose support on texts with the given
+/// `mentions` ([`TermMatcher::mentions`] per text) reaches `theta`, with its support.
+pub fn frequent_text_rule_sets(
+    mentions: &[Vec<Mention>],
+    matcher: &TermMatcher,
+    theta: f64,
+    max_categories: usize,
+) -> Vec<(TextRuleSet, f64)> {
+    let mentioned: Vec<u64> = mentions.iter().map(|m| TermMatcher::categories_mentioned(m)).collect();
     let n = matcher.terms().n_categories();
     let mut out = Vec::new();
     for subset in 1u64..(1 << n) {
@@ -117,16 +123,17 @@ pub fn replace_terms(text: &str, mentions: &[Mention], rule: &TextRuleSet, match
     out
 }
 
-/// Score every rule set of `rule_sets` (with its support) on `texts`; `seed` seeds the samples.
+/// Score every rule set of `rule_sets` (with its support) on `texts`, whose mentions are
+/// `mentions`; `seed` seeds the samples.
 pub fn score_text_rule_sets(
     texts: &[&str],
+    mentions: &[Vec<Mention>],
     matcher: &TermMatcher,
     model: &dyn TextClassifier,
     rule_sets: &[(TextRuleSet, f64)],
     settings: &TextScoreSettings,
     seed: u64,
 ) -> Result<Vec<TextGroupScore>, ModelError> {
-    let mentions: Vec<Vec<Mention>> = texts.iter().map(|t| matcher.mentions(t)).collect();
     let mentioned: Vec<u64> = mentions.iter().map(|m| TermMatcher::categories_mentioned(m)).collect();
     let mut scores = Vec::with_capacity(rule_sets.len());
     for (index, (rule, support)) in rule_sets.iter().enumerate() {
@@ -194,21 +201,7 @@ pub fn score_text_rule_sets(
 mod tests {
     use super::*;
     use crate::text::terms::IdentityTerms;
-
-    /// Toxic exactly when the text says "gay".
-    struct Planted;
-
-    impl TextClassifier for Planted {
-        fn predict_texts(&self, texts: &[&str], out: &mut [f64]) -> Result<(), ModelError> {
-            for (o, t) in out.iter_mut().zip(texts) {
-                *o = if t.to_lowercase().split(|c: char| !c.is_alphanumeric()).any(|w| w == "gay") { 0.9 } else { 0.1 };
-            }
-            Ok(())
-        }
-        fn describe(&self) -> String {
-            "planted".into()
-        }
-    }
+    use crate::text::testing::Planted;
 
     #[test]
     fn the_planted_term_tops_the_ranking_with_the_exact_rates() {
@@ -222,12 +215,12 @@ mod tests {
             })
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let mentioned: Vec<u64> = refs.iter().map(|t| TermMatcher::categories_mentioned(&m.mentions(t))).collect();
-        let sets = frequent_text_rule_sets(&mentioned, &m, 0.05, 2);
+        let mentions: Vec<Vec<Mention>> = refs.iter().map(|t| m.mentions(t)).collect();
+        let sets = frequent_text_rule_sets(&mentions, &m, 0.05, 2);
         // gender (50%), religion (50%), gender ∧ religion (25%): 14 + 9 + 14·9 rule sets.
         assert_eq!(sets.len(), 14 + 9 + 126);
         let settings = TextScoreSettings { sample_thr: 1000, error_thr: 0.05, z: 1.96, max_samples: 20_000 };
-        let scores = score_text_rule_sets(&refs, &m, &Planted, &sets, &settings, 3).unwrap();
+        let scores = score_text_rule_sets(&refs, &mentions, &m, &Planted, &sets, &settings, 3).unwrap();
         let top = &scores[0];
         // Samples of any rule set with "gay" say it: φr = 1; the rest are the texts without "gay"
         // (150 of 200), never toxic: φ¬r = 0.

@@ -117,7 +117,7 @@ impl IdentityTerms {
             let mut list = Vec::with_capacity(terms.len());
             for term in terms {
                 let t = normalise(&term);
-                if t.is_empty() || !t.chars().any(is_word) {
+                if t.is_empty() || !t.chars().any(super::is_word_char) {
                     return Err(TermsError::EmptyTerm { category, term });
                 }
                 if let Some(first) = seen.insert(t.clone(), category.clone()) {
@@ -212,11 +212,6 @@ pub struct TermMatcher {
     patterns: Vec<Pattern>,
 }
 
-/// A word character ([`super::is_word_char`]).
-fn is_word(c: char) -> bool {
-    super::is_word_char(c)
-}
-
 /// `text` lower-cased, with the byte offset in `text` of every byte of the lower-cased copy (one
 /// more entry for its end).
 fn lowered(text: &str) -> (String, Vec<usize>) {
@@ -247,7 +242,7 @@ impl TermMatcher {
         let mut pos = 0;
         while pos < lower.len() {
             let c = lower[pos..].chars().next().expect("pos is a char boundary");
-            let at_word_start = is_word(c) && lower[..pos].chars().next_back().is_none_or(|p| !is_word(p));
+            let at_word_start = super::is_word_char(c) && lower[..pos].chars().next_back().is_none_or(|p| !super::is_word_char(p));
             if at_word_start {
                 if let Some((p, end)) = self.patterns.iter().find_map(|p| match_at(&lower, bytes, pos, &p.words).map(|end| (p, end))) {
                     found.push(Mention { start: origin[pos], end: origin[end], category: p.category, term: p.term });
@@ -300,7 +295,7 @@ fn match_at(lower: &str, bytes: &[u8], pos: usize, words: &[String]) -> Option<u
         }
         at += w.len();
     }
-    lower[at..].chars().next().is_none_or(|c| !is_word(c)).then_some(at)
+    lower[at..].chars().next().is_none_or(|c| !super::is_word_char(c)).then_some(at)
 }
 
 #[cfg(test)]

@@ -6,19 +6,17 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
 /// A sparse row: (feature index, value), indices increasing.
 pub type SparseRow = Vec<(u32, f64)>;
 
 /// A fitted vectorizer: vocabulary and idf weights.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tfidf {
     /// Tokens in feature order (sorted).
     vocabulary: Vec<String>,
     /// idf of each feature.
     idf: Vec<f64>,
-    #[serde(skip)]
+    /// Feature index of each token.
     index: HashMap<String, u32>,
 }
 
@@ -44,18 +42,8 @@ impl Tfidf {
         vocabulary.sort_unstable();
         let n = texts.len() as f64;
         let idf = vocabulary.iter().map(|t| ((1.0 + n) / (1.0 + df[t] as f64)).ln() + 1.0).collect();
-        Tfidf::from_parts(vocabulary, idf)
-    }
-
-    /// A vectorizer from its vocabulary and idf (as stored).
-    pub fn from_parts(vocabulary: Vec<String>, idf: Vec<f64>) -> Self {
         let index = vocabulary.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
         Tfidf { vocabulary, idf, index }
-    }
-
-    /// Rebuild the token index after deserialising.
-    pub fn reindex(&mut self) {
-        self.index = self.vocabulary.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
     }
 
     /// Number of features.
