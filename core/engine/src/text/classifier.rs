@@ -54,36 +54,41 @@ fn dot(row: &SparseRow, w: &[f64]) -> f64 {
     row.iter().map(|&(i, v)| v * w[i as usize]).sum()
 }
 
+/// Chunks the rows of [`objective`] are summed in, at most: partial sums are added in chunk order,
+/// so the result does not depend on how rayon schedules them (a fold/reduce over threads adds
+/// floating-point numbers in a varying order, and training would differ in the last bits between
+/// runs of the same pipeline).
+const OBJECTIVE_CHUNKS: usize = 64;
+
 /// The objective C·Σ log(1 + e^(−yᵢ·(w·xᵢ + b))) + ½‖w‖² and its gradient (w first, b last).
 fn objective(rows: &[SparseRow], y: &[u8], c: f64, theta: &[f64], grad: &mut [f64]) -> f64 {
     let (w, b) = theta.split_at(theta.len() - 1);
-    let partial = rows
-        .par_iter()
-        .zip(y.par_iter())
-        .fold(
-            || (0.0, vec![0.0; theta.len()]),
-            |(mut loss, mut g), (row, &label)| {
+    let chunk = rows.len().div_ceil(OBJECTIVE_CHUNKS).max(256);
+    let partials: Vec<(f64, Vec<f64>)> = rows
+        .par_chunks(chunk)
+        .zip(y.par_chunks(chunk))
+        .map(|(rows, labels)| {
+            let (mut loss, mut g) = (0.0, vec![0.0; theta.len()]);
+            for (row, &label) in rows.iter().zip(labels) {
                 let z = dot(row, w) + b[0];
-                let target = f64::from(label);
                 // log(1 + e^(−s·z)) with s = ±1, stably.
                 let m = if label == 1 { -z } else { z };
                 loss += if m > 0.0 { m + (-m).exp().ln_1p() } else { m.exp().ln_1p() };
-                let r = sigmoid(z) - target;
+                let r = sigmoid(z) - f64::from(label);
                 for &(i, v) in row {
                     g[i as usize] += r * v;
                 }
                 *g.last_mut().expect("intercept") += r;
-                (loss, g)
-            },
-        )
-        .reduce(
-            || (0.0, vec![0.0; theta.len()]),
-            |(la, mut ga), (lb, gb)| {
-                ga.iter_mut().zip(gb).for_each(|(a, b)| *a += b);
-                (la + lb, ga)
-            },
-        );
-    let (loss, g) = partial;
+            }
+            (loss, g)
+        })
+        .collect();
+    let mut loss = 0.0;
+    let mut g = vec![0.0; theta.len()];
+    for (l, part) in partials {
+        loss += l;
+        g.iter_mut().zip(part).for_each(|(a, b)| *a += b);
+    }
     let n = w.len();
     for (k, gk) in grad.iter_mut().enumerate() {
         *gk = c * g[k] + if k < n { theta[k] } else { 0.0 };
@@ -249,5 +254,7 @@ mod tests {
         model.predict_texts(&["so awful", "so kind"], &mut p).unwrap();
         assert!(p[0] > 0.7 && p[1] < 0.3, "{p:?}");
         assert!(TfidfLogistic::train(&texts, &[1; 200], &TextLogisticConfig::default()).is_err());
+        let again = TfidfLogistic::train(&texts, &y, &TextLogisticConfig::default()).unwrap();
+        assert_eq!(again, model, "training is deterministic");
     }
 }
