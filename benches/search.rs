@@ -19,6 +19,12 @@
 //! with a budget it cannot finish, stopped by `max_queries` = `FAIRPIPE_BENCH_QUERIES`, default
 //! 500,000 rows asked). It is written to `target/bench/methods.md`; `scripts/bench-methods.sh` puts
 //! it into the README.
+//!
+//! The **text table** (filter `text`) runs the text audits `wikitalk-groups.toml` (TestSGD on the
+//! comments) and `madlibs-groups.toml` (on the templated sentences) with seeds 1, 2, …: rule sets
+//! per second beside the paper's Table 5, the top rule sets with their margins beside its Table 4,
+//! and the mitigation beside its Table 7. Written to `target/bench/text.md`; `scripts/bench-text.sh`
+//! puts it into the README.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -497,6 +503,93 @@ fn methods_table(root: &Path, dir: &Path, repeats: u64) -> String {
     out
 }
 
+/// The paper's Wikipedia Talk model (a CNN-LSTM on the full corpus): Table 5's rule sets and
+/// seconds, Table 4's top three, Table 7's mitigation.
+const PAPER_TEXT: (f64, f64) = (732.0, 34982.28);
+const PAPER_TOP: &str =
+    "{gay, taoist} 6.5% (13.0%, 6.5%); {gay, protestant} 5.4% (12.9%, 7.5%); {gay, african american} 5.1% (12.5%, 7.4%)";
+const PAPER_MITIGATION: &str = "{gay, taoist}: 6.5% → 0.4%, accuracy 93.9% → 95.5%";
+
+/// The text table: TestSGD on text and its mitigation, over seeds 1..=repeats.
+fn text_table(root: &Path, dir: &Path, repeats: u64) -> String {
+    let mut speed = String::from(
+        "| pipeline | texts sampled from | rule sets scored | texts scored (model rows) | group stage s | ms per rule set | rule sets/s | paper: rule sets in s | paper rule sets/s | ratio |\n|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut tops = String::from(
+        "| pipeline | top 3 rule sets (seed 1): score ± margin (φr, φ¬r) | top score, mean ± sd | paper, Table 4 |\n|---|---|---|---|\n",
+    );
+    let mut mitigation = String::from(
+        "| pipeline | rule set | texts added | score before → after (mean ± sd) | test accuracy before → after | label-changing swaps before → after | paper, Table 7 |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (file, sampled) in [("wikitalk-groups.toml", "1,492 comments"), ("madlibs-groups.toml", "76,564 templated sentences")] {
+        let path = root.join("pipelines").join(file);
+        let (mut kept, mut scored, mut seconds, mut worst, mut before, mut after, mut added) =
+            (0.0, vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut acc, mut swaps, mut top3, mut group) = (String::new(), String::new(), String::new(), String::new());
+        for seed in 1..=repeats {
+            let pipeline = Pipeline::load(&path, Some(seed)).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let report = pipeline.run(&dir.join("out"), false).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let stages = &report.summary["stages"];
+            let (g, f) = (&stages["groups"], &stages["fairer"]);
+            let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+            kept = num(&g["rule_sets_kept"]);
+            scored.push(num(&g["texts_scored"]));
+            seconds.push(num(&g["elapsed_s"]));
+            worst.push(num(&g["worst_score"]));
+            before.push(num(&f["rate_before"]));
+            after.push(num(&f["rate_after"]));
+            added.push(num(&f["added"]));
+            if seed == 1 {
+                let pct = |v: &serde_json::Value| format!("{:.1}%", 100.0 * num(v));
+                top3 = g["top"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .take(3)
+                    .map(|t| {
+                        format!(
+                            "{{{}}} {:.3} ± {:.3} ({}, {})",
+                            t["rule"].as_str().unwrap_or(""),
+                            num(&t["score"]),
+                            num(&t["margin"]),
+                            pct(&t["rate_in"]),
+                            pct(&t["rate_out"])
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                group = format!("{{{}}}", f["group"].as_str().unwrap_or(""));
+                acc = format!("{} → {}", pct(&f["accuracy_before"]), pct(&f["accuracy_after"]));
+                swaps = format!("{} → {}", stages["swaps"]["discriminatory_swaps"], stages["swaps_after"]["discriminatory_swaps"]);
+            }
+            eprintln!("{file} seed {seed} done");
+        }
+        let (seconds_mean, _) = mean_sd(&seconds);
+        let rate = kept / seconds_mean.max(1e-9);
+        let paper_rate = PAPER_TEXT.0 / PAPER_TEXT.1;
+        let _ = writeln!(
+            speed,
+            "| `{file}` | {sampled} | {kept:.0} | {:.0} | {seconds_mean:.3} | {:.1} | {rate:.0} | {:.0} in {:.0} | {paper_rate:.3} | {:.0}× |",
+            mean_sd(&scored).0,
+            1000.0 * seconds_mean / kept.max(1.0),
+            PAPER_TEXT.0,
+            PAPER_TEXT.1,
+            rate / paper_rate
+        );
+        let (w, wsd) = mean_sd(&worst);
+        let _ = writeln!(tops, "| `{file}` | {top3} | {w:.3} ± {wsd:.3} | {PAPER_TOP} |");
+        let ((b, bsd), (a, asd)) = (mean_sd(&before), mean_sd(&after));
+        let _ = writeln!(
+            mitigation,
+            "| `{file}` | {group} | {:.0} | {b:.3} ± {bsd:.3} → {a:.3} ± {asd:.3} | {acc} | {swaps} | {PAPER_MITIGATION} |",
+            mean_sd(&added).0
+        );
+    }
+    format!(
+        "Release build, {repeats} seeds each (the group stage's time includes re-scoring the 10 leaders; the seed-1 run's figures where a single run is shown):\n\n{speed}\n{tops}\n{mitigation}"
+    )
+}
+
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let repeats: u64 = std::env::var("FAIRPIPE_BENCH_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
@@ -504,6 +597,15 @@ fn main() {
     // The methods are linked in, built with this bench's (release) profile.
     fairpipe::register_builtins().expect("the built-in methods register");
     let dir = tempfile::tempdir().expect("temp dir");
+    if filter.as_deref() == Some("text") {
+        let table = text_table(&root, dir.path(), repeats);
+        println!("{table}");
+        let out = root.join("target/bench");
+        if std::fs::create_dir_all(&out).is_ok() {
+            let _ = std::fs::write(out.join("text.md"), &table);
+        }
+        return;
+    }
     if filter.as_deref() == Some("methods") {
         let table = methods_table(&root, dir.path(), repeats);
         println!("{table}");

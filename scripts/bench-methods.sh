@@ -11,14 +11,4 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 cargo build --release --workspace --locked
 cargo bench --locked --bench search -- methods
-table=$root/target/bench/methods.md
-[ -s "$table" ] || { echo "no table at $table" >&2; exit 1; }
-grep -q '^<!-- methods-table:start -->$' README.md && grep -q '^<!-- methods-table:end -->$' README.md \
-    || { echo "README.md lacks the methods-table markers" >&2; exit 1; }
-awk -v table="$table" '
-    /^<!-- methods-table:start -->$/ { print; while ((getline line < table) > 0) print line; skip = 1; next }
-    /^<!-- methods-table:end -->$/ { skip = 0 }
-    !skip { print }
-' README.md > README.md.new
-mv README.md.new README.md
-echo "README.md: methods table replaced from $table"
+"$root/scripts/readme-table.sh" methods-table "$root/target/bench/methods.md"

@@ -293,9 +293,14 @@ fn print_summary(summary: &serde_json::Value) {
         "rule_sets_kept",
         "worst_score",
         "selection_rate",
+        "rate_before",
+        "rate_after",
+        "accuracy_before",
+        "accuracy_after",
     ];
     let order = summary["stage_order"].as_array().cloned().unwrap_or_default();
     let width = order.iter().filter_map(|n| n.as_str()).map(str::len).max().unwrap_or(10);
+    let kind_width = stages.values().filter_map(|f| f["kind"].as_str()).map(str::len).max().unwrap_or(10);
     for name in order.iter().filter_map(|n| n.as_str()) {
         let Some(figures) = stages.get(name) else { continue };
         let mut parts = Vec::new();
@@ -313,7 +318,7 @@ fn print_summary(summary: &serde_json::Value) {
             }
         }
         say!(
-            "  {:<width$} {:<10} {:>7.2}s  {}",
+            "  {:<width$} {:<kind_width$} {:>7.2}s  {}",
             name,
             figures["kind"].as_str().unwrap_or(""),
             figures["elapsed_s"].as_f64().unwrap_or(0.0),

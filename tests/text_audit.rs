@@ -185,9 +185,9 @@ fn the_wikitalk_onnx_pipeline_checks_the_exported_model() {
 }
 
 #[test]
-fn a_model_trained_on_comments_is_checked_on_the_templated_sentences() {
+fn a_model_trained_on_comments_is_checked_grouped_and_mitigated_on_the_templated_sentences() {
     let out = tempfile::tempdir().unwrap();
-    let summary = common::run_pipeline(&common::root().join("pipelines/madlibs-swaps.toml"), out.path(), &[]);
+    let summary = common::run_pipeline(&common::root().join("pipelines/madlibs-groups.toml"), out.path(), &[]);
     let swaps = &summary["stages"]["swaps"];
     assert_eq!(swaps["inputs"]["data"], "sentences");
     assert_eq!(swaps["checked"], 76564, "the sentences, not the comments the model was trained on");
@@ -197,6 +197,20 @@ fn a_model_trained_on_comments_is_checked_on_the_templated_sentences() {
     // The table holds the first max_cases (10,000) swaps, each with a sentence the templates made.
     let table = std::fs::read_to_string(out.path().join("swaps.csv")).unwrap();
     assert_eq!(table.lines().count(), 1 + 10_000.min(flips as usize));
+    // TestSGD over the sentences: samples and support come from them (each sentence has one term,
+    // so there are only the 48 single-term rule sets), and {gay} is far the worst.
+    let groups = &summary["stages"]["groups"];
+    assert_eq!(groups["inputs"]["data"], "sentences");
+    assert_eq!(groups["rule_sets_kept"], 48);
+    let top = &groups["top"][0];
+    assert_eq!(top["rule"], "gay");
+    assert!(top["rate_in"].as_f64().unwrap() > 0.5 && top["rate_out"].as_f64().unwrap() < 0.05, "{top}");
+    assert!(top["example"].as_str().unwrap().split(' ').any(|w| w == "gay"), "an example made from a sentence: {top}");
+    // Mitigated on comments, measured on the sentences: lower, and fewer label-changing swaps.
+    let fairer = &summary["stages"]["fairer"];
+    assert!(fairer["rate_after"].as_f64() < fairer["rate_before"].as_f64(), "{fairer}");
+    assert!(fairer["accuracy_before"].as_f64().unwrap() - fairer["accuracy_after"].as_f64().unwrap() <= 0.01);
+    assert!(summary["stages"]["swaps_after"]["discriminatory"].as_u64() < swaps["discriminatory"].as_u64());
 }
 
 #[test]
@@ -212,9 +226,15 @@ fn the_wikitalk_groups_pipeline_ranks_term_groups_with_margins_and_examples() {
     assert_eq!(top[0]["score"], groups["worst_score"]);
     assert_eq!(top[0]["rule"], "gay", "the term a model trained on toxic comments reacts to most");
     for (a, b) in top.iter().zip(top.iter().skip(1)) {
-        assert!(a["score"].as_f64() >= b["score"].as_f64(), "ranked");
+        assert!(a["selection_score"].as_f64() >= b["selection_score"].as_f64(), "ranked");
     }
+    // The leaders are scored again on fresh samples; {gay} is beyond chance after Holm's correction.
+    assert_eq!(groups["leaders_reestimated"], 10);
+    assert_eq!(top.iter().filter(|g| g["reestimated"] == true).count(), 10);
+    assert!(top[0]["significant"] == true && top[0]["p_adjusted"].as_f64().unwrap() < 1e-6, "{}", top[0]);
+    assert!(top[0]["selection_score"].as_f64().unwrap() > 0.2);
     for g in top {
+        assert!(g["p_adjusted"].as_f64() >= g["p_value"].as_f64());
         let (score, rate_in, rate_out) = (g["score"].as_f64().unwrap(), g["rate_in"].as_f64().unwrap(), g["rate_out"].as_f64().unwrap());
         assert!((score - (rate_in - rate_out).abs()).abs() < 1e-12);
         assert!(g["samples"].as_u64().unwrap() >= 1000 && g["converged"] == true);
@@ -223,4 +243,81 @@ fn the_wikitalk_groups_pipeline_ranks_term_groups_with_margins_and_examples() {
     }
     let table = std::fs::read_to_string(out.path().join("groups.csv")).unwrap();
     assert_eq!(table.lines().count() as u64, 1 + kept);
+}
+
+#[test]
+fn retraining_on_texts_of_the_worst_rule_set_lowers_its_score_within_the_accuracy_tolerance() {
+    let out = tempfile::tempdir().unwrap();
+    let summary = common::run_pipeline(&common::root().join("pipelines/wikitalk-groups.toml"), out.path(), &[]);
+    let stages = &summary["stages"];
+    let fairer = &stages["fairer"];
+    assert_eq!(fairer["group"], stages["groups"]["top"][0]["rule"]);
+    // "gay" is called toxic too often: the added texts say "gay" and are labelled non-toxic.
+    assert_eq!((fairer["over_given"].as_str(), fairer["label"].as_str()), (Some("True"), Some("False")));
+    let f = |k: &str| fairer[k].as_f64().unwrap();
+    assert_eq!(f("rate_before"), fairer["before"]["group_score"].as_f64().unwrap());
+    assert!(f("rate_after") < f("rate_before"), "{fairer}");
+    assert!(f("accuracy_before") - f("accuracy_after") <= 0.01, "{fairer}");
+    assert!((f("rate_reduction") - (1.0 - f("rate_after") / f("rate_before"))).abs() < 1e-12);
+    // The rounds: 50 texts, then up to 10% of the 1,193 training comments or all there are.
+    let rounds = std::fs::read_to_string(out.path().join("fairer.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = rounds.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len() as u64, fairer["rounds"].as_u64().unwrap());
+    assert_eq!(rows[0][2], "50");
+    let available = fairer["samples_available"].as_u64().unwrap();
+    assert_eq!(rows.last().unwrap()[2].parse::<u64>().unwrap(), available.min(119));
+    let kept: Vec<&Vec<&str>> = rows.iter().filter(|r| r[5] == "true").collect();
+    let last_kept = kept.last().expect("a kept round");
+    assert_eq!(last_kept[2].parse::<u64>().unwrap(), fairer["added"].as_u64().unwrap());
+    assert_eq!(last_kept[3].parse::<f64>().unwrap(), f("rate_after"));
+    // The added texts: new (none is a comment of the data), each saying "gay", labelled non-toxic.
+    let comments = comments();
+    let originals: std::collections::HashSet<&str> = comments.texts.iter().map(String::as_str).collect();
+    let frame = {
+        use polars::prelude::*;
+        ParquetReader::new(std::fs::File::open(out.path().join("fairer_added.parquet")).unwrap()).finish().unwrap()
+    };
+    let column =
+        |name: &str| -> Vec<String> { frame.column(name).unwrap().str().unwrap().iter().map(|v| v.unwrap().to_string()).collect() };
+    let added: Vec<(String, String)> = column("text").into_iter().zip(column("toxic")).collect();
+    assert_eq!(added.len() as u64, fairer["added"].as_u64().unwrap());
+    let matcher = IdentityTerms::paper().matcher();
+    for (text, label) in &added {
+        assert_eq!(label, "False");
+        assert!(!originals.contains(text.as_str()), "{text}");
+        assert!(matcher.mentions(text).iter().any(|m| matcher.terms().terms(m.category)[m.term] == "gay"), "{text}");
+    }
+    // The report shows the ranked term groups with example texts, the swaps and the mitigation.
+    let report = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(report.contains("<h2>Identity-term groups: groups</h2>") && report.contains("<mark>gay</mark>"));
+    let top_example = stages["groups"]["top"][0]["example"].as_str().unwrap();
+    let start: String = top_example.trim_start().chars().take(20).collect();
+    let escaped = start.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    assert!(report.contains(&escaped), "the top group's example text: {start}");
+    assert!(report.contains("<h2>Counterfactual term swaps: swaps_after</h2>"));
+    assert!(report.contains(&format!("<td>{:.4} → {:.4}</td>", f("rate_before"), f("rate_after"))), "mitigation row");
+    // The retrained model is passed on: the counterfactual swap finds fewer label changes.
+    assert_eq!(stages["swaps_after"]["inputs"]["model"], "fairer");
+    assert!(stages["swaps_after"]["discriminatory"].as_u64() < stages["swaps"]["discriminatory"].as_u64());
+}
+
+#[test]
+fn a_text_model_loaded_from_onnx_is_not_retrained_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = common::write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "[pipeline]\nname = \"p\"\n[stages.comments]\nkind = \"load_text\"\npath = \"{}\"\ntext = \"comment\"\nlabel = \"toxic\"\nfavourable = \"True\"\n\
+             [stages.model]\nkind = \"load_text_model\"\ndata = \"comments\"\npath = \"{}\"\n\
+             [stages.groups]\nkind = \"group_score_text\"\nmodel = \"model\"\ntheta = 0.1\n\
+             [stages.fairer]\nkind = \"retrain_text\"\ngroups = \"groups\"\n",
+            common::bundled("data/text/wikitalk_comments.csv"),
+            common::bundled("models/wikitalk_tfidf_lr.onnx")
+        ),
+    );
+    let out = dir.path().join("out");
+    let err = common::run_failing(&pipeline, &out);
+    assert!(err.contains("fairer") && err.contains("train_text") && err.contains("was loaded"), "{err}");
+    assert!(!out.join("summary.json").exists());
 }

@@ -1,7 +1,9 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched) that
 //! shows a run's evidence — data, model accuracy, each search's IDIs over time, estimates with their
 //! intervals, ranked groups with margins, selection rates with impact ratios, retraining before and
-//! after, and a sample of discriminatory pairs decoded with the differing attributes highlighted.
+//! after, a sample of discriminatory pairs decoded with the differing attributes highlighted, and
+//! for a text audit ([`text`]) the identity terms, the term swaps and the ranked term groups with
+//! example texts, and their mitigation.
 //! It is built from the same figures and tables as `summary.json` and the CSV files.
 //!
 //! Charts are a few lines of hand-written SVG each (a line chart, interval bars, score bars):
@@ -25,6 +27,8 @@ use crate::stages::load::LoadFigures;
 use crate::stages::model_output::ModelFigures;
 use crate::stages::retrain::RetrainFigures;
 use crate::stages::verify::VerifyFigures;
+
+mod text;
 
 /// Escape text for HTML.
 fn esc(s: &str) -> String {
@@ -200,6 +204,7 @@ pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
     metrics_section(&mut h, &metrics, tables);
     let retrains = stages.of_kind::<RetrainFigures>(&mut h, &["retrain"]);
     retrain_section(&mut h, &retrains);
+    text::text_sections(&mut h, &stages, tables);
     comparison_section(&mut h, &models, &stages);
     let pair_sources: Vec<&str> =
         stages.entries.iter().filter(|(_, head, _)| head.kind == "verify" || head.kind == "check").map(|(n, ..)| n.as_str()).collect();
@@ -703,10 +708,10 @@ fn retrain_section(h: &mut String, retrains: &[(String, RetrainFigures)]) {
                 esc(n),
                 esc(&f.strategy),
                 count(f.added as u64),
-                format!("{} → {}", pctf(f.accuracy_before), pctf(f.accuracy_after)),
+                format!("{} → {}", pctf(f.outcome.accuracy_before), pctf(f.outcome.accuracy_after)),
                 esc(&f.measure),
-                format!("{} → {}", pctf(f.rate_before), pctf(f.rate_after)),
-                pctf(f.rate_reduction),
+                format!("{} → {}", pctf(f.outcome.rate_before), pctf(f.outcome.rate_after)),
+                pctf(f.outcome.rate_reduction),
             ],
         );
     }

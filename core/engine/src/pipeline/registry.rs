@@ -24,6 +24,7 @@ pub const STAGE_KINDS: &[StageKind] = &[
     stages::load_text_model::KIND,
     stages::check_text::KIND,
     stages::group_score_text::KIND,
+    stages::retrain_text::KIND,
 ];
 
 /// The kind called `name`.

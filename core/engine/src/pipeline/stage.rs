@@ -35,6 +35,8 @@ pub enum ArtifactKind {
     Texts,
     /// A text classifier.
     TextModel,
+    /// Ranked group fairness scores of identity-term rule sets (`group_score_text`).
+    TextGroups,
 }
 
 impl ArtifactKind {
@@ -50,6 +52,7 @@ impl ArtifactKind {
             ArtifactKind::GroupMetrics => "group metrics",
             ArtifactKind::Texts => "texts",
             ArtifactKind::TextModel => "a text model",
+            ArtifactKind::TextGroups => "text group scores",
         }
     }
 }
@@ -114,6 +117,14 @@ impl Inputs {
         }
     }
 
+    /// The text group scores connected as `role`.
+    pub fn text_groups(&self, role: &str) -> Result<Arc<TextGroupsArtifact>> {
+        match self.get(role)? {
+            Artifact::TextGroups(g) => Ok(g.clone()),
+            other => Err(Error::Invalid(format!("input `{role}` is {}, not text group scores", other.kind().name()))),
+        }
+    }
+
     /// The cases connected as `role`.
     pub fn cases(&self, role: &str) -> Result<Arc<CasesArtifact>> {
         match self.get(role)? {
@@ -144,6 +155,8 @@ pub enum Artifact {
     Texts(Arc<TextsArtifact>),
     /// A text model.
     TextModel(Arc<TextModelArtifact>),
+    /// Text group scores.
+    TextGroups(Arc<TextGroupsArtifact>),
 }
 
 /// Texts with their labels, split and identity terms (`load_text`).
@@ -171,6 +184,21 @@ pub struct TextModelArtifact {
     pub model: Arc<dyn crate::text::classifier::TextClassifier>,
     /// Its texts.
     pub texts: Arc<TextsArtifact>,
+    /// How it was trained, when a `train_text` stage trained it (a loaded model cannot be retrained).
+    pub recipe: Option<crate::text::classifier::TextLogisticConfig>,
+}
+
+/// Identity-term rule sets of a text model, ranked by their group fairness score (`group_score_text`).
+#[derive(Debug, Clone)]
+pub struct TextGroupsArtifact {
+    /// The model scored, with its texts.
+    pub model: Arc<TextModelArtifact>,
+    /// The texts the support and the samples came from (the model's own, or other texts).
+    pub texts: Arc<TextsArtifact>,
+    /// The split of `texts` that gave the support and the samples (`None`: all).
+    pub split: Option<crate::data::Split>,
+    /// The scores, worst first.
+    pub scores: Vec<crate::text::groups::TextGroupScore>,
 }
 
 impl std::fmt::Debug for TextModelArtifact {
@@ -250,6 +278,7 @@ impl Artifact {
             Artifact::GroupMetrics(_) => ArtifactKind::GroupMetrics,
             Artifact::Texts(_) => ArtifactKind::Texts,
             Artifact::TextModel(_) => ArtifactKind::TextModel,
+            Artifact::TextGroups(_) => ArtifactKind::TextGroups,
         }
     }
 }

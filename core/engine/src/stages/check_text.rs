@@ -11,7 +11,7 @@ use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
 use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::text::counterfactual::check_swaps;
 
@@ -20,13 +20,8 @@ pub const KIND: StageKind = StageKind {
     name: "check_text",
     doc: "The counterfactual swap on texts: every text of the split (of the model's texts, or of the texts connected as `data`, with their identity terms) is scored again with the identity terms of each category it mentions replaced by each other term of that category; a swap that changes the predicted label is a discriminatory instance. Writes the swaps with both texts and both probabilities.",
     inputs: &[
-        InputDoc { role: "model", accepts: &[ArtifactKind::TextModel], required: true, doc: "the text model (train_text or load_text_model)" },
-        InputDoc {
-            role: "data",
-            accepts: &[ArtifactKind::Texts],
-            required: false,
-            doc: "other texts to check (a load_text stage), e.g. templated sentences; default: the model's own",
-        },
+        super::train_text::TEXT_MODEL_INPUT,
+        super::train_text::OTHER_TEXTS_INPUT,
     ],
     output: ArtifactKind::TextModel,
     keys: &[

@@ -112,7 +112,7 @@ impl Stage for LoadTextModelConfig {
         // The accuracy of both splits scores every text once.
         let model_queries = texts.data.texts.len() as u64;
         Ok(StageOutput {
-            artifact: Artifact::TextModel(Arc::new(TextModelArtifact { model: Arc::new(model), texts })),
+            artifact: Artifact::TextModel(Arc::new(TextModelArtifact { model: Arc::new(model), texts, recipe: None })),
             figures: figures_map(&figures),
             tables: Vec::new(),
             model_queries,

@@ -19,6 +19,7 @@ pub mod model_output;
 pub mod options;
 pub mod predict;
 pub mod retrain;
+pub mod retrain_text;
 pub mod train;
 pub mod train_text;
 pub mod verify;

@@ -266,6 +266,51 @@ pub struct Measured {
     pub rate_out: Option<f64>,
 }
 
+/// The figures every retraining stage reports under DESIGN.md's names: its measure (a rate, or a
+/// group score) and the test accuracy, before and after, and the IDIs used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrainOutcome {
+    /// 1 − after / before of the measure.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate_reduction: f64,
+    /// The measure before.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate_before: f64,
+    /// The measure after.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate_after: f64,
+    /// Distinct IDIs used (`null` when the strategy uses none).
+    pub idis_before: Option<usize>,
+    /// Of those, still discriminatory under the kept model (`null` when the strategy uses none).
+    pub idis_after: Option<usize>,
+    /// Test accuracy before.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub accuracy_before: f64,
+    /// Test accuracy after.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub accuracy_after: f64,
+    /// accuracy_after − accuracy_before.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub accuracy_change: f64,
+}
+
+impl RetrainOutcome {
+    /// The outcome of measures `rate` and test accuracies `accuracy` (before, after), with the IDIs
+    /// (used, still discriminatory) when the strategy uses IDIs.
+    pub fn new(rate: (f64, f64), accuracy: (f64, f64), idis: Option<(usize, usize)>) -> Self {
+        RetrainOutcome {
+            rate_reduction: if rate.0 > 0.0 { 1.0 - rate.1 / rate.0 } else { 0.0 },
+            rate_before: rate.0,
+            rate_after: rate.1,
+            idis_before: idis.map(|i| i.0),
+            idis_after: idis.map(|i| i.1),
+            accuracy_before: accuracy.0,
+            accuracy_after: accuracy.1,
+            accuracy_change: accuracy.1 - accuracy.0,
+        }
+    }
+}
+
 /// Figures of a `retrain` stage (DESIGN.md: `accuracy_before`, `accuracy_after`, `rate_before`,
 /// `rate_after`, `idis_before`, `idis_after`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -299,28 +344,9 @@ pub struct RetrainFigures {
     pub before: Measured,
     /// The kept model.
     pub after: Measured,
-    /// 1 − after / before of the measure.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub rate_reduction: f64,
-    /// The measure before.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub rate_before: f64,
-    /// The measure after.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub rate_after: f64,
-    /// Distinct IDIs used (`null` for testsgd).
-    pub idis_before: Option<usize>,
-    /// Of those, still discriminatory under the kept model (`null` for testsgd).
-    pub idis_after: Option<usize>,
-    /// Test accuracy before.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub accuracy_before: f64,
-    /// Test accuracy after.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub accuracy_after: f64,
-    /// accuracy_after − accuracy_before.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub accuracy_change: f64,
+    /// The measure and the accuracy before and after.
+    #[serde(flatten)]
+    pub outcome: RetrainOutcome,
     /// The kept model's accuracy.
     #[serde(flatten)]
     pub model: ModelFigures,
@@ -345,13 +371,19 @@ struct Retrain {
 }
 
 /// One retraining round, for the table.
-struct Round {
-    round: usize,
-    percent: f64,
-    added: usize,
-    rate: f64,
-    accuracy_test: f64,
-    kept: bool,
+pub(crate) struct Round {
+    /// 1, 2, …
+    pub(crate) round: usize,
+    /// Rows added, in percent of the training rows.
+    pub(crate) percent: f64,
+    /// Rows added.
+    pub(crate) added: usize,
+    /// The measure under the retrained model.
+    pub(crate) rate: f64,
+    /// Its test accuracy.
+    pub(crate) accuracy_test: f64,
+    /// Whether this model is the one kept.
+    pub(crate) kept: bool,
 }
 
 impl Retrain {
@@ -458,15 +490,8 @@ impl Retrain {
                 ..Measured::default()
             },
             after: Measured { accuracy_test: acc_after, group_score: Some(score_after), ..Measured::default() },
-            rate_reduction: if score_before > 0.0 { 1.0 - score_after / score_before } else { 0.0 },
             // The contract's fields: here the measure is the worst group's score, and no IDIs are used.
-            rate_before: score_before,
-            rate_after: score_after,
-            idis_before: None,
-            idis_after: None,
-            accuracy_before: acc_before,
-            accuracy_after: acc_after,
-            accuracy_change: acc_after - acc_before,
+            outcome: RetrainOutcome::new((score_before, score_after), (acc_before, acc_after), None),
             model: ModelFigures::default(),
         };
         let queries = model.oracle.rows() - before_queries + retrained_queries;
@@ -497,7 +522,7 @@ fn retrained_output(
 }
 
 /// The rounds as a table; `measure` names the rate column.
-fn rounds_table(rounds: &[Round], measure: &str) -> Result<crate::output::Table> {
+pub(crate) fn rounds_table(rounds: &[Round], measure: &str) -> Result<crate::output::Table> {
     Ok(TableBuilder::new()
         .i64("round", rounds.iter().map(|r| r.round as i64).collect())
         .f64("percent", rounds.iter().map(|r| r.percent).collect())
@@ -662,14 +687,7 @@ impl Stage for Retrain {
             added: rounds.iter().filter(|r| r.kept).map(|r| r.added).max().unwrap_or(0),
             before: measured(acc_before, &before),
             after: measured(acc_after, &best_rate),
-            rate_reduction: if before.rate > 0.0 { 1.0 - best_rate.rate / before.rate } else { 0.0 },
-            rate_before: before.rate,
-            rate_after: best_rate.rate,
-            idis_before: Some(n_cases),
-            idis_after: Some(still),
-            accuracy_before: acc_before,
-            accuracy_after: acc_after,
-            accuracy_change: acc_after - acc_before,
+            outcome: RetrainOutcome::new((before.rate, best_rate.rate), (acc_before, acc_after), Some((n_cases, still))),
             model: ModelFigures::default(),
         };
         let queries = model.oracle.rows() - before_queries + retrained_queries + new_oracle.rows();

@@ -19,6 +19,18 @@ use crate::text::classifier::{TextClassifier, TextLogisticConfig, TfidfLogistic}
 pub(crate) const TEXTS_INPUT: &[InputDoc] =
     &[InputDoc { role: "data", accepts: &[ArtifactKind::Texts], required: true, doc: "the texts (a load_text stage)" }];
 
+/// The input of stages that query a text model.
+pub(crate) const TEXT_MODEL_INPUT: InputDoc =
+    InputDoc { role: "model", accepts: &[ArtifactKind::TextModel], required: true, doc: "the text model (train_text or load_text_model)" };
+
+/// The optional input of stages that can read other texts than their model's.
+pub(crate) const OTHER_TEXTS_INPUT: InputDoc = InputDoc {
+    role: "data",
+    accepts: &[ArtifactKind::Texts],
+    required: false,
+    doc: "other texts (a load_text stage), e.g. templated sentences; default: the model's own",
+};
+
 /// The `train_text` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "train_text",
@@ -123,7 +135,7 @@ impl Stage for TrainTextConfig {
             total_test,
         };
         Ok(StageOutput {
-            artifact: Artifact::TextModel(Arc::new(TextModelArtifact { model: Arc::new(model), texts })),
+            artifact: Artifact::TextModel(Arc::new(TextModelArtifact { model: Arc::new(model), texts, recipe: Some(config) })),
             figures: figures_map(&figures),
             tables: Vec::new(),
             model_queries: 0,

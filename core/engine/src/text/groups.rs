@@ -88,7 +88,10 @@ pub struct TextScoreSettings {
 /// The score of one rule set.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TextGroupScore {
-    /// The terms.
+    /// The rule set.
+    #[serde(skip)]
+    pub rule_set: TextRuleSet,
+    /// Its terms, "gay, taoist".
     pub rule: String,
     /// Its support.
     pub support: f64,
@@ -182,6 +185,7 @@ pub fn score_text_rule_sets(
         }
         let (rate_in, rate_out) = (hits_in as f64 / n as f64, hits_out as f64 / n as f64);
         scores.push(TextGroupScore {
+            rule_set: rule.clone(),
             rule: rule.describe(matcher),
             support: *support,
             rate_in,

@@ -1,11 +1,13 @@
 //! Text audits (TestSGD on text, issue 20): identity terms and where texts mention them
 //! ([`terms`]), TF-IDF features ([`tfidf`]), text classifiers and the native TF-IDF + logistic
-//! regression ([`classifier`]), and the counterfactual term swap ([`counterfactual`]).
+//! regression ([`classifier`]), the counterfactual term swap ([`counterfactual`]), rule sets and
+//! their scores ([`groups`]) and TestSGD's mitigation by retraining ([`mitigate`]).
 
 pub mod classifier;
 pub mod counterfactual;
 pub mod data;
 pub mod groups;
+pub mod mitigate;
 pub mod onnx_text;
 pub mod terms;
 pub mod tfidf;
