@@ -586,7 +586,7 @@ fn text_table(root: &Path, dir: &Path, repeats: u64) -> String {
         );
     }
     format!(
-        "Release build, {repeats} seeds each (the group stage's time includes re-scoring the 10 leaders; the seed-1 run's figures where a single run is shown):\n\n{speed}\n{tops}\n{mitigation}"
+        "Release build, pipeline seeds 1–{repeats} (the seed also draws the train/test split, so each seed trains its own model); the group stage's time includes re-scoring the 10 leaders; single-run figures are seed 1's:\n\n{speed}\n{tops}\n{mitigation}"
     )
 }
 
