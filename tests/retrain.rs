@@ -106,22 +106,35 @@ fn testsgd_mitigation_shrinks_the_worst_group_score_within_the_accuracy_toleranc
     let dir = tempfile::tempdir().unwrap();
     // TestSGD adds at most 10% of the training rows: 5,000 rows allow rounds of 50 … 400 samples.
     let data = write(dir.path(), "planted.csv", &planted_csv(5000));
+    let retrain = |name: &str, select: &str| {
+        format!("[stages.{name}]\nkind = \"retrain\"\nmodel = \"model\"\ngroups = \"groups\"\nstrategy = \"testsgd\"\naccuracy_tolerance = 0.2\n{select}\n")
+    };
     let text = format!(
-        "[stages.data]\nkind = \"load\"\npath = {:?}\nlabel = \"y\"\nprotected = [\"sex\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"logistic\"\n\n[stages.groups]\nkind = \"group_score\"\nmodel = \"model\"\n\n[stages.fairer]\nkind = \"retrain\"\nmodel = \"model\"\ngroups = \"groups\"\nstrategy = \"testsgd\"\naccuracy_tolerance = 0.2\n",
-        data.display().to_string()
+        "[stages.data]\nkind = \"load\"\npath = {:?}\nlabel = \"y\"\nprotected = [\"sex\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"logistic\"\n\n[stages.groups]\nkind = \"group_score\"\nmodel = \"model\"\n\n{}\n{}",
+        data.display().to_string(),
+        retrain("fairer", ""),
+        retrain("fairer_relabel", "select = \"relabel\"")
     );
     let file = write(dir.path(), "p.toml", &text);
     let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
-    let f = &summary["stages"]["fairer"];
-    assert!(f["group"].as_str().unwrap().starts_with("sex = "), "{}", f["group"]);
-    let (before, after) = (f["before"]["group_score"].as_f64().unwrap(), f["after"]["group_score"].as_f64().unwrap());
-    eprintln!("testsgd: group score {before:.3} -> {after:.3}");
+    let scores = |stage: &str| {
+        let f = &summary["stages"][stage];
+        assert!(f["group"].as_str().unwrap().starts_with("sex = "), "{}", f["group"]);
+        let drop = f["before"]["accuracy_test"].as_f64().unwrap() - f["after"]["accuracy_test"].as_f64().unwrap();
+        assert!(drop <= 0.2 + 1e-12, "{stage}: accuracy dropped by {drop}, more than the tolerance");
+        (f["before"]["group_score"].as_f64().unwrap(), f["after"]["group_score"].as_f64().unwrap())
+    };
+    // The paper's selection is the default: samples the original model already labels favourably.
+    assert_eq!(summary["stages"]["fairer"]["select"], "opposite");
+    assert_eq!(summary["stages"]["fairer_relabel"]["select"], "relabel");
+    let ((before, paper), (_, relabel)) = (scores("fairer"), scores("fairer_relabel"));
+    eprintln!("testsgd: group score {before:.3} -> {paper:.3} (paper's samples), {relabel:.3} (relabelled)");
     assert!(before > 0.2, "the planted bias shows as a group score: {before}");
-    // Measured: 0.31 -> 0.21. The planted label itself depends on sex and at most 10% of the
-    // training rows are added, so a linear model keeps part of it (the census MLP: 0.29 -> 0.02).
-    assert!(after < 0.75 * before, "mitigation removed too little: {before} -> {after}");
-    let drop = f["before"]["accuracy_test"].as_f64().unwrap() - f["after"]["accuracy_test"].as_f64().unwrap();
-    assert!(drop <= 0.2 + 1e-12, "accuracy dropped by {drop}, more than the tolerance");
+    // Measured: 0.31 -> 0.30 with the paper's samples, which a linear model already puts on the
+    // favourable side and so barely moves for; 0.31 -> 0.18 relabelled. The planted label itself
+    // depends on sex and at most 10% of the training rows are added, so part of the bias stays.
+    assert!(relabel < 0.75 * before, "relabelled samples removed too little: {before} -> {relabel}");
+    assert!(relabel < paper, "relabelled samples push harder than the paper's: {relabel} against {paper}");
 }
 
 /// The target on census with the MLP (the README's first command): each retraining lowers

@@ -1,9 +1,10 @@
 //! TestSGD's mitigation (RQ3), used by the `retrain` stage's `testsgd` strategy: for the worst group
-//! R found by `group_score`, generate samples satisfying R that the model gives the disfavoured label
-//! (unfavourable when R is favoured less than the rest, favourable otherwise), relabel them, add
-//! them to the training data in growing amounts (50, 100, 200, … up to 10% of the training rows),
-//! retrain each time, and keep the model with the lowest group score whose test accuracy drops by
-//! no more than the tolerance.
+//! R found by `group_score`, generate samples satisfying R, keep those the original model gives a
+//! chosen label (the paper's: the label R is given less often, "we only select those generated
+//! instances with the opposite label"; or the other, to be relabelled), add them to the training
+//! data labelled with the label R is given less often, in growing amounts (50, 100, 200, … up to 10%
+//! of the training rows), retrain each time, and keep the model with the lowest group score whose
+//! test accuracy drops by no more than the tolerance.
 //!
 //! Samples are made as in TestSGD §4.3: a random data row satisfying R (or ¬R) with one random
 //! non-protected attribute moved by ± its step. A group's score under a model is measured the same
@@ -63,9 +64,9 @@ impl<'a> GroupSampler<'a> {
     }
 }
 
-/// Samples satisfying the group that `oracle` labels `disfavoured` (0 or 1), at most `n`, drawn in
-/// batches; relabelled by the caller.
-pub fn mitigation_samples(sampler: &GroupSampler, oracle: &Oracle, disfavoured: u8, n: usize, seed: u64) -> Result<Vec<f64>> {
+/// Samples satisfying the group that `oracle` labels `label` (0 or 1), at most `n`, drawn in
+/// batches; labelled by the caller.
+pub fn mitigation_samples(sampler: &GroupSampler, oracle: &Oracle, label: u8, n: usize, seed: u64) -> Result<Vec<f64>> {
     let width = sampler.domain.width();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut out = Vec::with_capacity(n * width);
@@ -76,7 +77,7 @@ pub fn mitigation_samples(sampler: &GroupSampler, oracle: &Oracle, disfavoured: 
         let batch = sampler.sample(true, 4096, &mut rng);
         let labels = oracle.predict_labels(&batch)?;
         for (row, &l) in batch.chunks_exact(width).zip(&labels) {
-            if l == disfavoured && out.len() < n * width {
+            if l == label && out.len() < n * width {
                 out.extend_from_slice(row);
             }
         }

@@ -8,8 +8,10 @@
 //! * `pairs` (ADF, EIDIG): every IDI and all its protected variants are added with one label; one
 //!   retraining.
 //!
-//! * `testsgd` (TestSGD RQ3, with a `groups` input): relabelled samples of the worst group, in growing
-//!   amounts, keeping the lowest group score within an accuracy tolerance (see [`super::mitigate`]).
+//! * `testsgd` (TestSGD RQ3, with a `groups` input): samples of the worst group labelled with the
+//!   class it is given less often, in growing amounts, keeping the lowest group score within an
+//!   accuracy tolerance (see [`super::mitigate`]). `select` picks the paper's samples (those the
+//!   original model already labels so, the default) or samples it labels the other way, relabelled.
 //!
 //! IDIs are first reduced to one per non-protected projection: the set usually holds both an IDI
 //! and its counterpart, and adding each with its own (opposite) label cancels out.
@@ -51,7 +53,7 @@ use crate::pipeline::stage::{
 /// The `retrain` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "retrain",
-    doc: "Augment the training data and retrain the model as it was trained: verified discriminatory inputs (Aequitas Algorithm 5, or ADF/EIDIG pairs), or relabelled samples of the worst TestSGD group (RQ3); reports accuracy and the discrimination measure before and after, and passes the retrained model on.",
+    doc: "Augment the training data and retrain the model as it was trained: verified discriminatory inputs (Aequitas Algorithm 5, or ADF/EIDIG pairs), or samples of the worst TestSGD group labelled with the class it is given less often (RQ3); reports accuracy and the discrimination measure before and after, and passes the retrained model on.",
     inputs: &[
         InputDoc { role: "model", accepts: &[ArtifactKind::Model], required: true, doc: "a model trained by a train stage" },
         InputDoc {
@@ -68,10 +70,17 @@ pub const KIND: StageKind = StageKind {
             "strategy",
             "\"aequitas\"|\"pairs\"|\"testsgd\"",
             "\"aequitas\"",
-            "how IDIs (or, for testsgd, relabelled samples of the worst group) are added",
+            "how IDIs (or, for testsgd, samples of the worst group) are added",
         ),
         KeyDoc::new("accuracy_tolerance", "float", "0.01", "testsgd: largest test-accuracy drop accepted for the kept model").only(&["testsgd"]),
         KeyDoc::new("group_samples", "int", "2000", "testsgd: samples per side when a group's score is measured").only(&["testsgd"]),
+        KeyDoc::new(
+            "select",
+            "\"opposite\"|\"relabel\"",
+            "\"opposite\"",
+            "testsgd: add group samples the original model already gives the other label, with it (the paper's RQ3), or samples it gives the over-given label, relabelled",
+        )
+        .only(&["testsgd"]),
         KeyDoc::new(
             "label",
             "\"seed\"|\"majority\"",
@@ -114,7 +123,7 @@ pub enum RetrainStrategy {
     /// ADF / EIDIG: every IDI with all its variants, one retraining.
     #[serde(rename = "pairs")]
     Pairs(PairsParams),
-    /// TestSGD RQ3: relabelled samples of the worst group.
+    /// TestSGD RQ3: samples of the worst group labelled with the class it is given less often.
     #[serde(rename = "testsgd")]
     TestSgd(TestSgdParams),
 }
@@ -178,12 +187,28 @@ pub struct TestSgdParams {
     pub accuracy_tolerance: f64,
     /// Samples per side when a group's score is measured.
     pub group_samples: usize,
+    /// Which generated samples of the group are added.
+    pub select: SampleSelection,
 }
 
 impl Default for TestSgdParams {
     fn default() -> Self {
-        TestSgdParams { accuracy_tolerance: 0.01, group_samples: 2000 }
+        TestSgdParams { accuracy_tolerance: 0.01, group_samples: 2000, select: SampleSelection::Opposite }
     }
+}
+
+/// `select = "..."` of `strategy = "testsgd"`: which generated samples of the worst group are added,
+/// all labelled with the class the group is given less often than the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleSelection {
+    /// The paper's (§5 RQ3: "we only select those generated instances with the opposite label",
+    /// "labeled as 'True' according to the original model"): samples the original model already
+    /// gives that class.
+    Opposite,
+    /// Samples the original model gives the over-given class, relabelled: they move the boundary
+    /// where the model decides against the group, a stronger push than the paper's.
+    Relabel,
 }
 
 impl StageConfig for RetrainConfig {
@@ -220,6 +245,7 @@ impl StageConfig for RetrainConfig {
             variants: a.variants,
             accuracy_tolerance: t.accuracy_tolerance,
             group_samples: t.group_samples,
+            select: t.select,
         };
         match self.strategy {
             RetrainStrategy::Aequitas(p) => {
@@ -233,7 +259,7 @@ impl StageConfig for RetrainConfig {
             }
             RetrainStrategy::TestSgd(p) => {
                 r.strategy = Strategy::TestSgd;
-                (r.accuracy_tolerance, r.group_samples) = (p.accuracy_tolerance, p.group_samples);
+                (r.accuracy_tolerance, r.group_samples, r.select) = (p.accuracy_tolerance, p.group_samples, p.select);
             }
         }
         Ok(Box::new(r))
@@ -325,6 +351,9 @@ pub struct RetrainFigures {
     /// The group mitigated (testsgd).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// Which samples of the group were added (testsgd: "opposite" or "relabel").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<String>,
     /// The model's algorithm.
     pub algorithm: String,
     /// Relabelled samples available (testsgd).
@@ -368,6 +397,7 @@ struct Retrain {
     variants: bool,
     accuracy_tolerance: f64,
     group_samples: usize,
+    select: SampleSelection,
 }
 
 /// One retraining round, for the table.
@@ -429,11 +459,16 @@ impl Retrain {
         let before_queries = model.oracle.rows();
         let (score_before, rate_in, rate_out) = score_of(&model.oracle)?;
         let (acc_before, _) = accuracy(&model.oracle, &x_test, &y_test)?;
-        // The group is disfavoured when it is favoured less often than the rest: add in-group
-        // samples the model rejects, labelled favourable (and the reverse otherwise).
-        let disfavoured = u8::from(rate_in >= rate_out);
+        // The group is given label `over` more often than the rest: add in-group samples labelled
+        // the other way, chosen by `select` among those the original model labels either way.
+        let over = u8::from(rate_in >= rate_out);
+        let label = 1 - over;
+        let picked = match self.select {
+            SampleSelection::Opposite => label,
+            SampleSelection::Relabel => over,
+        };
         let limit = (y_train.len() / 10).max(50);
-        let samples = mitigation_samples(&sampler, &model.oracle, disfavoured, limit, ctx.seed)?;
+        let samples = mitigation_samples(&sampler, &model.oracle, picked, limit, ctx.seed)?;
         let width = domain.width();
         let available = samples.len() / width;
         let mut amounts = Vec::new();
@@ -449,7 +484,7 @@ impl Retrain {
         let mut retrained_queries = 0u64;
         let mut best: Option<(Arc<dyn Model>, f64, f64)> = None;
         for (i, &amount) in amounts.iter().enumerate() {
-            let labels = vec![1 - disfavoured; amount];
+            let labels = vec![label; amount];
             let (x, y) = augmented(&x_train, &y_train, &samples[..amount * width], &labels)?;
             let retrained = recipe.fit_augmented(&x, &y, x_train.nrows())?.into_model();
             let oracle = Oracle::new(retrained.clone());
@@ -476,6 +511,10 @@ impl Retrain {
             measure: "group score of the worst group".into(),
             label: None,
             group: Some(worst.condition.clone()),
+            select: Some(match self.select {
+                SampleSelection::Opposite => "opposite".into(),
+                SampleSelection::Relabel => "relabel".into(),
+            }),
             algorithm: recipe.name().into(),
             samples_available: Some(available),
             idis_available: None,
@@ -679,6 +718,7 @@ impl Stage for Retrain {
             measure: "estimated discrimination rate".into(),
             label: Some(if self.majority { "majority" } else { "seed" }.into()),
             group: None,
+            select: None,
             algorithm: recipe.name().into(),
             samples_available: None,
             idis_available: Some(cases.instances.len() / width.max(1)),
