@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::common;
 
 use fairpipe_core::text::classifier::{TextClassifier, TextLogisticConfig, TfidfLogistic};
-use fairpipe_core::text::counterfactual::{check_swaps, term_counts};
+use fairpipe_core::text::counterfactual::{check_swaps, check_twins, term_counts};
 use fairpipe_core::text::data::TextData;
 use fairpipe_core::text::terms::IdentityTerms;
 use fairpipe_core::text::tfidf::Tfidf;
@@ -120,6 +120,55 @@ fn gender_terms_swapped_to_gay_are_called_toxic_far_more_often_than_to_straight(
 }
 
 #[test]
+fn each_comment_is_checked_against_its_fuzzed_twin() {
+    let data = comments();
+    let path = common::root().join("pipelines/data/text/wikitalk_comments_fuzzed.csv");
+    let fuzzed = TextData::load(&path, "comment", "toxic", Some("True")).unwrap();
+    assert_eq!(fuzzed.y, data.y, "the twins keep their comment's label");
+    let (texts, twins) = (data.text_refs(), fuzzed.text_refs());
+    let matcher = IdentityTerms::paper().matcher();
+    let model = TfidfLogistic::train(&data.texts, &data.y, &TextLogisticConfig::default()).unwrap();
+    let report = check_twins(&texts, &twins, &matcher, &model).unwrap();
+    // Dixon et al. swapped the identity terms of 734 of the 1,492 comments (Python's count).
+    assert_eq!((report.texts, report.texts_with_terms), (1492, 734));
+    assert!(!report.cases.is_empty());
+    for case in &report.cases {
+        assert_eq!((case.text.as_str(), case.swapped.as_str()), (texts[case.row], twins[case.row]), "paired row by row");
+        assert_eq!((model.predict_one(&case.text), model.predict_one(&case.swapped)), (case.p, case.p_swapped));
+        assert_ne!(case.p > 0.5, case.p_swapped > 0.5);
+        // The terms named are the ones the twin changed: each side mentions its own.
+        for (text, terms) in [(&case.text, &case.from), (&case.swapped, &case.to)] {
+            let said: Vec<&str> = matcher.mentions(text).iter().map(|m| matcher.terms().terms(m.category)[m.term].as_str()).collect();
+            assert!(terms.split('/').filter(|t| !t.is_empty()).all(|t| said.contains(&t)), "{terms} in {text}");
+        }
+    }
+}
+
+#[test]
+fn twins_of_another_length_are_refused_with_both_files_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = |name: &str, file: &str, text: &str, label: &str, favourable: &str| {
+        format!(
+            "[stages.{name}]\nkind = \"load_text\"\npath = \"{}\"\ntext = \"{text}\"\nlabel = \"{label}\"\nfavourable = \"{favourable}\"\n",
+            common::bundled(file)
+        )
+    };
+    let pipeline = common::write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "[pipeline]\nname = \"p\"\n{}{}[stages.model]\nkind = \"train_text\"\ndata = \"comments\"\n[stages.twins]\nkind = \"check_text\"\nmodel = \"model\"\ntwins = \"sentences\"\n",
+            load("comments", "data/text/wikitalk_comments.csv", "comment", "toxic", "True"),
+            load("sentences", "data/text/bias_madlibs_77k.csv", "Text", "Label", "BAD"),
+        ),
+    );
+    let out = dir.path().join("out");
+    let err = common::run_failing(&pipeline, &out);
+    assert!(err.contains("bias_madlibs_77k.csv) have 76564 texts") && err.contains("wikitalk_comments.csv) 1492"), "{err}");
+    assert!(!out.join("summary.json").exists());
+}
+
+#[test]
 fn the_wikitalk_swaps_pipeline_reports_every_label_changing_swap() {
     let out = tempfile::tempdir().unwrap();
     let summary = common::run_pipeline(&common::root().join("pipelines/wikitalk-swaps.toml"), out.path(), &[]);
@@ -135,6 +184,16 @@ fn the_wikitalk_swaps_pipeline_reports_every_label_changing_swap() {
     assert_eq!(reader.next().unwrap(), "row,category,term,term_counterpart,probability,probability_counterpart,text,text_counterpart");
     let per_category: u64 = swaps["per_category"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(per_category, cases);
+    // The same model against Dixon et al.'s twins of the comments.
+    let twins = &stages["twins"];
+    assert_eq!((twins["counterfactuals"].as_str(), swaps["counterfactuals"].as_str()), (Some("twins"), Some("swaps")));
+    assert_eq!((twins["checked"].as_u64(), twins["texts_with_terms"].as_u64()), (Some(1492), Some(734)));
+    let flips = twins["discriminatory"].as_u64().unwrap();
+    assert!(flips > 0 && flips < 734);
+    let table = std::fs::read_to_string(out.path().join("twins.csv")).unwrap();
+    assert!(table.lines().count() as u64 > flips, "a row per pair, texts may span lines");
+    let report = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(report.contains("<h2>Counterfactual twins: twins</h2>"));
 }
 
 #[test]

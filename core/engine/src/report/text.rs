@@ -112,17 +112,32 @@ fn models_section(h: &mut String, models: &[(String, Value)]) {
 fn swaps_section(h: &mut String, checks: &[(String, CheckTextFigures)], tables: &[(String, Table)]) {
     for (n, f) in checks {
         let per_category = per_category(&f.per_category);
-        let _ = write!(
-            h,
-            "<h2>Counterfactual term swaps: {}</h2><p>{} of {} texts with an identity term ({}) change their predicted label when the terms of one category are replaced by another term of it; {} of {} swaps change the label ({}).</p>",
-            esc(n),
-            count(f.discriminatory as u64),
-            count(f.texts_with_terms as u64),
-            pctf(f.rate),
-            count(f.discriminatory_swaps as u64),
-            count(f.swaps as u64),
-            per_category
-        );
+        let (title, found) = if f.counterfactuals == "twins" {
+            (
+                "Counterfactual twins",
+                format!(
+                    "{} of the {} texts whose twin (the same text with identity terms swapped) differs get a different predicted label than their twin ({}; {}).",
+                    count(f.discriminatory as u64),
+                    count(f.texts_with_terms as u64),
+                    pctf(f.rate),
+                    per_category
+                ),
+            )
+        } else {
+            (
+                "Counterfactual term swaps",
+                format!(
+                    "{} of {} texts with an identity term ({}) change their predicted label when the terms of one category are replaced by another term of it; {} of {} swaps change the label ({}).",
+                    count(f.discriminatory as u64),
+                    count(f.texts_with_terms as u64),
+                    pctf(f.rate),
+                    count(f.discriminatory_swaps as u64),
+                    count(f.swaps as u64),
+                    per_category
+                ),
+            )
+        };
+        let _ = write!(h, "<h2>{title}: {}</h2><p>{found}</p>", esc(n));
         let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
         // The first label-changing swap of each of the first texts that have one.
         let mut seen = std::collections::HashSet::new();

@@ -8,20 +8,26 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::options::Rows;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::output::TableBuilder;
 use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
+use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
-use crate::text::counterfactual::check_swaps;
+use crate::text::counterfactual::{check_swaps, check_twins};
 
 /// The `check_text` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "check_text",
-    doc: "The counterfactual swap on texts: every text of the split (of the model's texts, or of the texts connected as `data`, with their identity terms) is scored again with the identity terms of each category it mentions replaced by each other term of that category; a swap that changes the predicted label is a discriminatory instance. Writes the swaps with both texts and both probabilities.",
+    doc: "The counterfactual swap on texts: every text of the split (of the model's texts, or of the texts connected as `data`, with their identity terms) is scored again with the identity terms of each category it mentions replaced by each other term of that category; a swap that changes the predicted label is a discriminatory instance. With `twins` (the same texts with terms already swapped, row by row), each text is checked against its twin instead. Writes the label-changing pairs with both texts and both probabilities.",
     inputs: &[
         super::train_text::TEXT_MODEL_INPUT,
         super::train_text::OTHER_TEXTS_INPUT,
+        InputDoc {
+            role: "twins",
+            accepts: &[ArtifactKind::Texts],
+            required: false,
+            doc: "the same texts with identity terms already swapped, row by row (a load_text stage, e.g. Dixon et al.'s fuzzed comments): each pair is checked instead of generated swaps",
+        },
     ],
     output: ArtifactKind::TextModel,
     keys: &[
@@ -65,11 +71,14 @@ impl StageConfig for CheckTextConfig {
 /// Figures of a `check_text` stage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckTextFigures {
+    /// "swaps" (generated) or "twins" (the `twins` input's texts).
+    #[serde(default)]
+    pub counterfactuals: String,
     /// Texts checked.
     pub checked: usize,
-    /// Texts mentioning an identity term.
+    /// Texts mentioning an identity term (with twins: pairs whose texts differ).
     pub texts_with_terms: usize,
-    /// Swapped texts scored.
+    /// Swapped texts scored (with twins: pairs whose texts differ).
     pub swaps: usize,
     /// Swaps that change the predicted label.
     pub discriminatory_swaps: usize,
@@ -91,12 +100,29 @@ impl Stage for CheckTextConfig {
         let rows = texts.rows(self.split.split());
         let refs: Vec<&str> = rows.iter().map(|&i| texts.data.texts[i].as_str()).collect();
         let matcher = texts.terms.matcher();
-        let report = check_swaps(&refs, &matcher, model.model.as_ref())?;
+        let twins = inputs.optional_texts("twins")?;
+        let report = match &twins {
+            None => check_swaps(&refs, &matcher, model.model.as_ref())?,
+            Some(twins) => {
+                if twins.data.texts.len() != texts.data.texts.len() {
+                    return Err(Error::Invalid(format!(
+                        "the twins ({}) have {} texts and the texts checked ({}) {}: twins are matched row by row",
+                        twins.data.path.display(),
+                        twins.data.texts.len(),
+                        texts.data.path.display(),
+                        texts.data.texts.len()
+                    )));
+                }
+                let twin_refs: Vec<&str> = rows.iter().map(|&i| twins.data.texts[i].as_str()).collect();
+                check_twins(&refs, &twin_refs, &matcher, model.model.as_ref())?
+            }
+        };
         let mut per_category = std::collections::BTreeMap::new();
         for case in &report.cases {
             *per_category.entry(case.category.clone()).or_insert(0) += 1;
         }
         let figures = CheckTextFigures {
+            counterfactuals: if twins.is_some() { "twins" } else { "swaps" }.into(),
             checked: report.texts,
             texts_with_terms: report.texts_with_terms,
             swaps: report.swaps,
@@ -104,7 +130,7 @@ impl Stage for CheckTextConfig {
             discriminatory: report.texts_discriminated,
             rate: if report.texts_with_terms == 0 { f64::NAN } else { report.texts_discriminated as f64 / report.texts_with_terms as f64 },
             per_category,
-            texts_scored: report.texts + report.swaps,
+            texts_scored: report.texts + if twins.is_some() { report.texts } else { report.swaps },
         };
         let shown = &report.cases[..report.cases.len().min(self.max_cases)];
         let table = TableBuilder::new()

@@ -2,6 +2,9 @@
 //! fairness): a text whose predicted label changes when the identity terms of one category are
 //! replaced by another term of that category is a discriminatory instance. Every text is tried with
 //! every other term of every category it mentions, all swapped texts scored in one batch.
+//!
+//! A data set can also bring its own counterfactuals: twin texts with the identity terms already
+//! swapped, row by row (Dixon et al.'s "fuzzed" comments). [`check_twins`] scores both sides.
 
 use serde::Serialize;
 
@@ -106,6 +109,59 @@ pub fn check_swaps(texts: &[&str], matcher: &TermMatcher, model: &dyn TextClassi
         texts_discriminated: discriminated.iter().filter(|&&d| d).count(),
         cases,
     })
+}
+
+/// Score each text of `texts` and its twin (`twins[i]`, the same text with identity terms swapped);
+/// a pair whose texts differ and whose predicted labels differ is a case. The case's category and
+/// terms are those the twin changes (`/`-joined; empty when the texts differ elsewhere only).
+pub fn check_twins(texts: &[&str], twins: &[&str], matcher: &TermMatcher, model: &dyn TextClassifier) -> Result<SwapReport, ModelError> {
+    let terms = matcher.terms();
+    let mut p = vec![0.0; texts.len()];
+    let mut q = vec![0.0; twins.len()];
+    model.predict_texts(texts, &mut p)?;
+    model.predict_texts(twins, &mut q)?;
+    for (k, v) in p.iter().chain(&q).enumerate() {
+        if !v.is_finite() {
+            return Err(ModelError::Inference(format!("the text model returned {v} for text {k}: not a probability")));
+        }
+    }
+    let mut cases = Vec::new();
+    let mut differing = 0;
+    for (i, (text, twin)) in texts.iter().zip(twins).enumerate() {
+        if text == twin {
+            continue;
+        }
+        differing += 1;
+        if (p[i] > 0.5) == (q[i] > 0.5) {
+            continue;
+        }
+        let named = |found: &[Mention]| -> Vec<(usize, String)> {
+            let mut v: Vec<(usize, String)> = found.iter().map(|m| (m.category, terms.terms(m.category)[m.term].clone())).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let (own, other) = (named(&matcher.mentions(text)), named(&matcher.mentions(twin)));
+        let only = |a: &[(usize, String)], b: &[(usize, String)]| -> Vec<(usize, String)> {
+            a.iter().filter(|x| !b.contains(x)).cloned().collect()
+        };
+        let (from, to) = (only(&own, &other), only(&other, &own));
+        let mut categories: Vec<usize> = from.iter().chain(&to).map(|(c, _)| *c).collect();
+        categories.sort_unstable();
+        categories.dedup();
+        let join = |v: &[(usize, String)]| v.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join("/");
+        cases.push(SwapCase {
+            row: i,
+            category: categories.iter().map(|&c| terms.category(c)).collect::<Vec<_>>().join("/"),
+            from: join(&from),
+            to: join(&to),
+            text: text.to_string(),
+            swapped: twin.to_string(),
+            p: p[i],
+            p_swapped: q[i],
+        });
+    }
+    Ok(SwapReport { texts: texts.len(), texts_with_terms: differing, swaps: differing, texts_discriminated: cases.len(), cases })
 }
 
 /// How many texts mention each term and each category, from each text's mentions
