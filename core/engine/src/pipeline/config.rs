@@ -167,6 +167,17 @@ pub trait StageConfig: DeserializeOwned {
     fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>>;
 }
 
+/// " (a key of `load_text`)" when up to three other stage kinds take `key` (a text column given to
+/// `load`, say), else "".
+fn kinds_with_key(key: &str) -> String {
+    let kinds: Vec<String> =
+        super::registry::STAGE_KINDS.iter().filter(|k| k.all_keys().contains(&key)).map(|k| format!("`{}`", k.name)).collect();
+    if kinds.is_empty() || kinds.len() > 3 {
+        return String::new();
+    }
+    format!(" (a key of {})", kinds.join(" and "))
+}
+
 /// Render a read error of stage `table` of kind `kind` into a located problem.
 fn report(kind: &StageKind, table: &StageTable<'_>, e: &DeError, problems: &mut Problems) {
     let span = e.span.clone().unwrap_or(table.header.clone());
@@ -179,7 +190,11 @@ fn report(kind: &StageKind, table: &StageTable<'_>, e: &DeError, problems: &mut 
                 ),
                 _ => {
                     let accepted = kind.all_keys();
-                    format!("unknown key `{key}`{}; accepted keys: {}", hint(key, &accepted), accepted.join(", "))
+                    let mut near = hint(key, &accepted);
+                    if near.is_empty() {
+                        near = kinds_with_key(key);
+                    }
+                    format!("unknown key `{key}`{near}; accepted keys: {}", accepted.join(", "))
                 }
             }
         }

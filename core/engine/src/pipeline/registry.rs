@@ -142,6 +142,17 @@ mod tests {
         );
     }
 
+    /// A key of another kind is named as such: texts are read by `load_text`, not `load`.
+    #[test]
+    fn a_key_of_another_kind_says_which() {
+        let problems = problems_of(find("load").unwrap(), "path = \"x.csv\"\nlabel = \"toxic\"\nprotected = [\"a\"]\ntext = \"comment\"\n");
+        assert!(problems.iter().any(|p| p.contains("unknown key `text` (a key of `load_text`)")), "{problems:?}");
+        // A misspelling still gets its did-you-mean; a key no kind has gets nothing.
+        let problems = problems_of(find("load").unwrap(), "path = \"x.csv\"\nlabel = \"y\"\nprotected = [\"a\"]\nlable = 1\nzzz = 1\n");
+        assert!(problems.iter().any(|p| p.contains("`lable` (did you mean `label`?)")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.starts_with("stage `s`: unknown key `zzz`; accepted")), "{problems:?}");
+    }
+
     /// The README's stage reference is what `fairpipe list` prints.
     #[test]
     fn the_readme_shows_the_stage_reference() {
