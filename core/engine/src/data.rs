@@ -236,6 +236,21 @@ fn text_cells(df: &DataFrame, name: &str, markers: &[String], path: &Path) -> Re
 }
 
 /// 1-based line of data row `row` in a CSV with a header (or the 1-based row of a Parquet file).
+/// The split a split column's cell names: `train`, `val` (`valid`, `validation`) or `test`, in any
+/// case; otherwise what was expected.
+pub fn split_of_cell(cell: &str) -> Result<Split, String> {
+    match cell.trim().to_ascii_lowercase().as_str() {
+        "train" => Ok(Split::Train),
+        "val" | "valid" | "validation" => Ok(Split::Val),
+        "test" => Ok(Split::Test),
+        other => Err(format!("expected train, val or test, found {other:?}")),
+    }
+}
+
+fn column_error(path: &Path, column: &str, message: &str) -> DataError {
+    DataError::Column { path: path.to_path_buf(), column: column.to_string(), message: message.to_string() }
+}
+
 fn line_of(path: &Path, row: usize) -> usize {
     if is_parquet(path) {
         row + 1
@@ -367,16 +382,7 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
     let split = match &spec.split {
         SplitSpec::Column(c) => keep
             .iter()
-            .map(|&r| match cell(c, r).to_ascii_lowercase().as_str() {
-                "train" => Ok(Split::Train),
-                "val" | "valid" | "validation" => Ok(Split::Val),
-                "test" => Ok(Split::Test),
-                other => Err(DataError::Column {
-                    path: path.to_path_buf(),
-                    column: c.clone(),
-                    message: format!("line {}: expected train, val or test, found {other:?}", line_of(path, r)),
-                }),
-            })
+            .map(|&r| split_of_cell(cell(c, r)).map_err(|m| column_error(path, c, &format!("line {}: {m}", line_of(path, r)))))
             .collect::<Result<Vec<_>, _>>()?,
         SplitSpec::Fraction { test, seed } => fraction_split(keep.len(), *test, *seed),
     };

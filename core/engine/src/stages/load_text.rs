@@ -30,7 +30,8 @@ pub const KIND: StageKind = StageKind {
         KeyDoc::new("label", "string", "required", "label column"),
         KeyDoc::new("favourable", "string|int|bool", "1 for 0/1 labels", "the label value of class 1 as written in the file"),
         KeyDoc::new("terms", "table of string lists", "{} (Table 1)", "identity-term categories replacing (same name) or added to the paper's: terms.gender = [\"woman\", \"man\"]"),
-        KeyDoc::new("test_fraction", "float", "0.2", "share of texts held out for test (seeded shuffle)"),
+        KeyDoc::new("split_column", "string", "none", "column holding train / val / test per text"),
+        KeyDoc::new("test_fraction", "float", "0.2", "share of texts held out for test when there is no split column (seeded shuffle)"),
     ],
     tag: None,
     example: "[stages.comments]\nkind = \"load_text\"\npath = \"data/text/wikitalk_comments.csv\"\ntext = \"comment\"\nlabel = \"toxic\"\nfavourable = \"False\"",
@@ -53,7 +54,10 @@ pub struct LoadTextConfig {
     /// Identity-term categories replacing or added to the paper's.
     #[serde(default)]
     pub terms: BTreeMap<String, Vec<String>>,
-    /// Share of texts held out for test.
+    /// Column holding each text's split.
+    #[serde(default)]
+    pub split_column: Option<String>,
+    /// Share of texts held out for test (without a split column).
     #[serde(default = "default_test_fraction")]
     pub test_fraction: f64,
     /// The stage's seed (set by the runner, not the file).
@@ -76,6 +80,11 @@ impl StageConfig for LoadTextConfig {
             checks.problem("terms", e);
         }
         checks.existing_file("path", &self.path);
+        if let Some(c) = &self.split_column {
+            if c == &self.text || c == &self.label {
+                checks.problem("split_column", format!("the split column `{c}` is also the text or the label column"));
+            }
+        }
     }
 
     fn instantiate(mut self, env: &StageEnv) -> Result<Box<dyn Stage>> {
@@ -115,18 +124,21 @@ pub struct LoadTextFigures {
 impl Stage for LoadTextConfig {
     fn run(&self, _ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {
         let favourable = self.favourable.as_ref().map(LabelValue::text);
-        let data = TextData::load(&self.path, &self.text, &self.label, favourable.as_deref())?;
+        let data = TextData::load_with_split(&self.path, &self.text, &self.label, favourable.as_deref(), self.split_column.as_deref())?;
         let terms = IdentityTerms::paper_with(&self.terms).map_err(|e| Error::Invalid(e.to_string()))?;
         let matcher = terms.matcher();
         let mentions: Vec<_> = data.texts.iter().map(|t| matcher.mentions(t)).collect();
         let counts = term_counts(&mentions, &terms);
         let texts_with_terms = mentions.iter().filter(|m| !m.is_empty()).count();
         let n = data.texts.len();
-        let split = crate::data::fraction_split(n, self.test_fraction, self.seed);
+        let split = match &data.split {
+            Some(split) => split.clone(),
+            None => crate::data::fraction_split(n, self.test_fraction, self.seed),
+        };
         let rows_test = split.iter().filter(|&&s| s == Split::Test).count();
         let figures = LoadTextFigures {
             rows: n,
-            rows_train: n - rows_test,
+            rows_train: split.iter().filter(|&&s| s == Split::Train).count(),
             rows_test,
             dropped_rows: data.dropped_rows,
             label: data.label_name.clone(),
