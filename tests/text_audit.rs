@@ -380,3 +380,23 @@ fn a_text_model_loaded_from_onnx_is_not_retrained_and_nothing_is_written() {
     assert!(err.contains("fairer") && err.contains("train_text") && err.contains("was loaded"), "{err}");
     assert!(!out.join("summary.json").exists());
 }
+
+#[test]
+fn mitigation_without_test_texts_is_refused_with_the_fix_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = common::write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "[pipeline]\nname = \"p\"\n[stages.comments]\nkind = \"load_text\"\npath = \"{}\"\ntext = \"comment\"\nlabel = \"toxic\"\nfavourable = \"True\"\ntest_fraction = 0.0\n\
+             [stages.model]\nkind = \"train_text\"\ndata = \"comments\"\n\
+             [stages.groups]\nkind = \"group_score_text\"\nmodel = \"model\"\ntheta = 0.1\n\
+             [stages.fairer]\nkind = \"retrain_text\"\ngroups = \"groups\"\n",
+            common::bundled("data/text/wikitalk_comments.csv"),
+        ),
+    );
+    let out = dir.path().join("out");
+    let err = common::run_failing(&pipeline, &out);
+    assert!(err.contains("have no test split; set test_fraction above 0"), "{err}");
+    assert!(!out.join("summary.json").exists());
+}

@@ -177,6 +177,12 @@ impl Stage for RetrainTextConfig {
         };
         let (score_before, rate_in, rate_out) = score_of(original.model.as_ref())?;
         let (accuracy_before, _, n_test) = text_accuracy(original.model.as_ref(), texts, Split::Test)?;
+        if n_test == 0 {
+            return Err(Error::Invalid(format!(
+                "retrain_text keeps a model only when its test accuracy holds, and the texts of {} have no test split; set test_fraction above 0 (or a split column with test rows) in its load_text stage",
+                texts.data.path.display()
+            )));
+        }
         let mut scored_outside = n_test as u64;
         // R is given class `over` too often: add texts of R the original model gives the other class.
         let over = u8::from(rate_in >= rate_out);
@@ -185,8 +191,9 @@ impl Stage for RetrainTextConfig {
         let train: Vec<&str> = train_rows.iter().map(|&i| texts.data.texts[i].as_str()).collect();
         let train_y: Vec<u8> = train_rows.iter().map(|&i| texts.data.y[i]).collect();
         let train_mentions: Vec<Vec<Mention>> = train.iter().map(|t| matcher.mentions(t)).collect();
-        let generated = mitigation_texts(&train, &train_mentions, &matcher, &worst.rule_set, original.model.as_ref(), label, self.seed)?;
-        scored_outside += train.len() as u64;
+        let (generated, scored) =
+            mitigation_texts(&train, &train_mentions, &matcher, &worst.rule_set, original.model.as_ref(), label, self.seed)?;
+        scored_outside += scored as u64;
         let limit = (train.len() / 10).max(50);
         let mut rounds = Vec::new();
         let mut best: Option<Measurement> = None;

@@ -24,7 +24,8 @@ use super::terms::{Mention, TermMatcher};
 use crate::error::{Error, ModelError};
 
 /// The texts generated for `rule` from `texts` (whose mentions are `mentions`) that `model` gives
-/// class `label`, distinct, differing from their source, in an order shuffled by `seed`.
+/// class `label`, distinct, differing from their source, in an order shuffled by `seed`; and how
+/// many generated texts the model scored.
 pub fn mitigation_texts(
     texts: &[&str],
     mentions: &[Vec<Mention>],
@@ -33,7 +34,7 @@ pub fn mitigation_texts(
     model: &dyn TextClassifier,
     label: u8,
     seed: u64,
-) -> Result<Vec<String>, ModelError> {
+) -> Result<(Vec<String>, usize), ModelError> {
     let categories = rule.categories();
     let mut seen = HashSet::new();
     let generated: Vec<String> = texts
@@ -48,9 +49,11 @@ pub fn mitigation_texts(
     let refs: Vec<&str> = generated.iter().map(String::as_str).collect();
     let mut p = vec![0.0; refs.len()];
     model.predict_texts(&refs, &mut p)?;
+    let scored = refs.len();
+    drop(refs);
     let mut kept: Vec<String> = generated.into_iter().zip(&p).filter(|(_, &q)| u8::from(q > 0.5) == label).map(|(t, _)| t).collect();
     kept.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(seed));
-    Ok(kept)
+    Ok((kept, scored))
 }
 
 /// `rule`'s score under `model` on exactly `pairs` pairs drawn with `seed` (Algorithm 2's sampling
@@ -89,10 +92,12 @@ mod tests {
         let gay =
             TextRuleSet(vec![(m.terms().category_index("gender").unwrap(), m.terms().terms(0).iter().position(|t| t == "gay").unwrap())]);
         // Planted calls every text saying "gay" toxic: none of R's texts has the opposite label 0.
-        assert!(mitigation_texts(&texts, &mentions, &m, &gay, &Planted, 0, 1).unwrap().is_empty());
+        let (none, scored) = mitigation_texts(&texts, &mentions, &m, &gay, &Planted, 0, 1).unwrap();
+        assert!(none.is_empty());
+        assert_eq!(scored, 2, "\"a gay wrote this\" and \"gay gay\" are new");
         // With label 1: "a gay wrote this" once (the repeat dropped); "the gay one" is unchanged
         // and "lesbian gay" becomes "gay gay".
-        let mut kept = mitigation_texts(&texts, &mentions, &m, &gay, &Planted, 1, 1).unwrap();
+        let (mut kept, _) = mitigation_texts(&texts, &mentions, &m, &gay, &Planted, 1, 1).unwrap();
         kept.sort();
         assert_eq!(kept, ["a gay wrote this", "gay gay"]);
     }
