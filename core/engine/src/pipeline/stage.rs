@@ -197,6 +197,8 @@ pub struct TextGroupsArtifact {
     pub texts: Arc<TextsArtifact>,
     /// The split of `texts` that gave the support and the samples (`None`: all).
     pub split: Option<crate::data::Split>,
+    /// The identity-term mentions of each text of that split, in order.
+    pub mentions: Vec<Vec<crate::text::terms::Mention>>,
     /// The scores, worst first.
     pub scores: Vec<crate::text::groups::TextGroupScore>,
 }

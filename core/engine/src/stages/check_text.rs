@@ -130,7 +130,8 @@ impl Stage for CheckTextConfig {
             discriminatory: report.texts_discriminated,
             rate: if report.texts_with_terms == 0 { f64::NAN } else { report.texts_discriminated as f64 / report.texts_with_terms as f64 },
             per_category,
-            texts_scored: report.texts + if twins.is_some() { report.texts } else { report.swaps },
+            // Twins: both sides of each differing pair; swaps: every text and every swapped text.
+            texts_scored: if twins.is_some() { 2 * report.swaps } else { report.texts + report.swaps },
         };
         let shown = &report.cases[..report.cases.len().min(self.max_cases)];
         let table = TableBuilder::new()

@@ -232,7 +232,7 @@ impl Stage for GroupScoreTextConfig {
             .build("")?;
         let scores = ranked.into_iter().map(|r| r.shown).collect();
         Ok(StageOutput {
-            artifact: Artifact::TextGroups(Arc::new(TextGroupsArtifact { model, texts, split, scores })),
+            artifact: Artifact::TextGroups(Arc::new(TextGroupsArtifact { model, texts, split, mentions, scores })),
             figures: figures_map(&figures),
             tables: vec![table],
             model_queries: texts_scored,

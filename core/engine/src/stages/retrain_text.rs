@@ -158,13 +158,12 @@ impl Stage for RetrainTextConfig {
         // The measure: R's score on the group stage's texts, the same pairs for every model.
         let measured_rows = groups.texts.rows(groups.split);
         let measured: Vec<&str> = measured_rows.iter().map(|&i| groups.texts.data.texts[i].as_str()).collect();
-        let measured_mentions: Vec<Vec<Mention>> = measured.iter().map(|t| matcher.mentions(t)).collect();
         let measure_seed = self.seed ^ 0x9_50c0;
         let mut texts_scored = 0u64;
         let mut score_of = |model: &dyn TextClassifier| -> Result<(f64, f64, f64)> {
             let s = fixed_score(
                 &measured,
-                &measured_mentions,
+                &groups.mentions,
                 &matcher,
                 model,
                 &worst.rule_set,

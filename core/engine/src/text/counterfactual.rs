@@ -73,16 +73,8 @@ pub fn check_swaps(texts: &[&str], matcher: &TermMatcher, model: &dyn TextClassi
             }
         }
     }
-    let mut p = vec![0.0; texts.len()];
-    model.predict_texts(texts, &mut p)?;
-    let mut q = vec![0.0; swapped.len()];
-    let refs: Vec<&str> = swapped.iter().map(String::as_str).collect();
-    model.predict_texts(&refs, &mut q)?;
-    for (k, v) in p.iter().chain(&q).enumerate() {
-        if !v.is_finite() {
-            return Err(ModelError::Inference(format!("the text model returned {v} for text {k}: not a probability")));
-        }
-    }
+    let p = probabilities(model, texts)?;
+    let q = probabilities(model, &swapped.iter().map(String::as_str).collect::<Vec<_>>())?;
     let mut cases = Vec::new();
     let mut discriminated = vec![false; texts.len()];
     for ((&(i, c, t), s), &ps) in swaps.iter().zip(swapped).zip(&q) {
@@ -111,28 +103,29 @@ pub fn check_swaps(texts: &[&str], matcher: &TermMatcher, model: &dyn TextClassi
     })
 }
 
+/// P(class 1) of each of `texts`; an error when the model returns anything but a finite number.
+fn probabilities(model: &dyn TextClassifier, texts: &[&str]) -> Result<Vec<f64>, ModelError> {
+    let mut p = vec![0.0; texts.len()];
+    model.predict_texts(texts, &mut p)?;
+    match p.iter().position(|v| !v.is_finite()) {
+        Some(k) => Err(ModelError::Inference(format!("the text model returned {} for text {k}: not a probability", p[k]))),
+        None => Ok(p),
+    }
+}
+
 /// Score each text of `texts` and its twin (`twins[i]`, the same text with identity terms swapped);
 /// a pair whose texts differ and whose predicted labels differ is a case. The case's category and
 /// terms are those the twin changes (`/`-joined; empty when the texts differ elsewhere only).
 pub fn check_twins(texts: &[&str], twins: &[&str], matcher: &TermMatcher, model: &dyn TextClassifier) -> Result<SwapReport, ModelError> {
     let terms = matcher.terms();
-    let mut p = vec![0.0; texts.len()];
-    let mut q = vec![0.0; twins.len()];
-    model.predict_texts(texts, &mut p)?;
-    model.predict_texts(twins, &mut q)?;
-    for (k, v) in p.iter().chain(&q).enumerate() {
-        if !v.is_finite() {
-            return Err(ModelError::Inference(format!("the text model returned {v} for text {k}: not a probability")));
-        }
-    }
+    // A twin equal to its text cannot change the label: only the differing pairs are scored.
+    let differing: Vec<usize> = (0..texts.len()).filter(|&i| texts[i] != twins[i]).collect();
+    let p = probabilities(model, &differing.iter().map(|&i| texts[i]).collect::<Vec<_>>())?;
+    let q = probabilities(model, &differing.iter().map(|&i| twins[i]).collect::<Vec<_>>())?;
     let mut cases = Vec::new();
-    let mut differing = 0;
-    for (i, (text, twin)) in texts.iter().zip(twins).enumerate() {
-        if text == twin {
-            continue;
-        }
-        differing += 1;
-        if (p[i] > 0.5) == (q[i] > 0.5) {
+    for (k, &i) in differing.iter().enumerate() {
+        let (text, twin) = (texts[i], twins[i]);
+        if (p[k] > 0.5) == (q[k] > 0.5) {
             continue;
         }
         let named = |found: &[Mention]| -> Vec<(usize, String)> {
@@ -157,11 +150,12 @@ pub fn check_twins(texts: &[&str], twins: &[&str], matcher: &TermMatcher, model:
             to: join(&to),
             text: text.to_string(),
             swapped: twin.to_string(),
-            p: p[i],
-            p_swapped: q[i],
+            p: p[k],
+            p_swapped: q[k],
         });
     }
-    Ok(SwapReport { texts: texts.len(), texts_with_terms: differing, swaps: differing, texts_discriminated: cases.len(), cases })
+    let n = differing.len();
+    Ok(SwapReport { texts: texts.len(), texts_with_terms: n, swaps: n, texts_discriminated: cases.len(), cases })
 }
 
 /// How many texts mention each term and each category, from each text's mentions
@@ -198,6 +192,33 @@ mod tests {
     use super::*;
     use crate::text::terms::IdentityTerms;
     use crate::text::testing::Planted;
+
+    /// Returns NaN for every text.
+    struct Broken;
+
+    impl TextClassifier for Broken {
+        fn predict_texts(&self, _texts: &[&str], out: &mut [f64]) -> Result<(), ModelError> {
+            out.fill(f64::NAN);
+            Ok(())
+        }
+        fn describe(&self) -> String {
+            "broken".into()
+        }
+    }
+
+    #[test]
+    fn twins_score_only_differing_pairs_and_a_nan_model_is_refused() {
+        let m = IdentityTerms::paper().matcher();
+        let texts = ["I am a lesbian", "I am gay", "same text"];
+        let twins = ["I am a gay", "I am a christian", "same text"];
+        let report = check_twins(&texts, &twins, &m, &Planted).unwrap();
+        assert_eq!((report.texts, report.swaps, report.texts_discriminated), (3, 2, 2));
+        let c = &report.cases[1];
+        assert_eq!((c.row, c.category.as_str(), c.from.as_str(), c.to.as_str()), (1, "gender/religion", "gay", "christian"));
+        for err in [check_twins(&texts, &twins, &m, &Broken).unwrap_err(), check_swaps(&texts, &m, &Broken).unwrap_err()] {
+            assert!(err.to_string().contains("returned NaN for text 0: not a probability"), "{err}");
+        }
+    }
 
     #[test]
     fn swaps_find_exactly_the_planted_term() {

@@ -46,11 +46,9 @@ pub fn mitigation_texts(
             (new != *text && seen.insert(new.clone())).then_some(new)
         })
         .collect();
-    let refs: Vec<&str> = generated.iter().map(String::as_str).collect();
-    let mut p = vec![0.0; refs.len()];
-    model.predict_texts(&refs, &mut p)?;
-    let scored = refs.len();
-    drop(refs);
+    let scored = generated.len();
+    let mut p = vec![0.0; scored];
+    model.predict_texts(&generated.iter().map(String::as_str).collect::<Vec<_>>(), &mut p)?;
     let mut kept: Vec<String> = generated.into_iter().zip(&p).filter(|(_, &q)| u8::from(q > 0.5) == label).map(|(t, _)| t).collect();
     kept.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(seed));
     Ok((kept, scored))
