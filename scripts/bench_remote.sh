@@ -6,8 +6,11 @@
 # Prints a Markdown table: rows asked per second over the audit, the audit's wall time, fairpipe's
 # CPU time, the client's share (fairpipe's CPU beyond what the in-process audit of the same
 # pipeline takes — encoding, HTTP, decoding, the row cache — over the wall time) and, when
-# SERVER_PIDS lists the server's processes, the server's CPU time over the same run.
-#   SERVER_PIDS="$(pgrep -f mlserver)" scripts/bench_remote.sh http://127.0.0.1:8080/v2/models/census-lr [target/release/fairpipe]
+# SERVER_PIDS lists the server's processes, the server's CPU time over the same run. With GRPC_URL
+# (the server's gRPC port and the model, e.g. http://127.0.0.1:8081/v2/models/census-lr), the same
+# audits over protocol = "grpc-v2" (raw tensors) follow; BATCHES and CONCURRENCIES choose the grid.
+#   SERVER_PIDS="$(pgrep -f mlserver)" GRPC_URL=http://127.0.0.1:8081/v2/models/census-lr \
+#     scripts/bench_remote.sh http://127.0.0.1:8080/v2/models/census-lr [target/release/fairpipe]
 set -euo pipefail
 url=$1
 bin=${2:-target/release/fairpipe}
@@ -76,11 +79,22 @@ PY
 echo "| model | rows asked/s | audit wall s | fairpipe CPU s | client share | server CPU s | requests | rows/request | latency p50 / p99 ms |"
 echo "|---|---|---|---|---|---|---|---|---|"
 measure "in-process (fairpipe logistic, same parameters)" "path = \"$repo/tests/fixtures/remote/census-lr.fairpipe.json\""
-for batch in 64 1024 8192; do
-  for conc in 1 2 4; do
+for batch in ${BATCHES:-64 1024 8192}; do
+  for conc in ${CONCURRENCIES:-1 2 4}; do
     measure "MLServer, batch $batch, concurrency $conc" "url = \"$url\"
 outputs = [\"predict_proba\"]
 batch_size = $batch
 concurrency = $conc"
   done
 done
+if [ -n "${GRPC_URL:-}" ]; then
+  for batch in ${BATCHES:-64 1024 8192}; do
+    for conc in ${CONCURRENCIES:-1 2 4}; do
+      measure "MLServer gRPC, batch $batch, concurrency $conc" "url = \"$GRPC_URL\"
+protocol = \"grpc-v2\"
+outputs = [\"predict_proba\"]
+batch_size = $batch
+concurrency = $conc"
+    done
+  done
+fi

@@ -55,7 +55,7 @@ fn start_proxy(upstream: u16, args: &[&str], env: &[(&str, &str)]) -> Server {
         assert!(started.elapsed() < Duration::from_secs(20), "the proxy did not listen");
         std::thread::sleep(Duration::from_millis(100));
     }
-    Server { child, port, metrics_port: 0, log, _dir: dir }
+    Server { child, port, metrics_port: 0, grpc_port: 0, log, _dir: dir }
 }
 
 /// Every file under `dir`, read as bytes.

@@ -47,7 +47,7 @@ fn start_mlflow(variant: &str) -> Server {
         .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}; {INSTALL}", executable.display()));
-    Server { child, port, metrics_port: 0, log, _dir: dir }.wait_for("/ping", Duration::from_secs(120))
+    Server { child, port, metrics_port: 0, grpc_port: 0, log, _dir: dir }.wait_for("/ping", Duration::from_secs(120))
 }
 
 fn keys(server: &Server, extra: &str) -> String {

@@ -36,6 +36,8 @@ pub(crate) struct Server {
     pub(crate) port: u16,
     /// MLServer's Prometheus port (0 for the other servers).
     pub(crate) metrics_port: u16,
+    /// MLServer's gRPC port (0 for the other servers).
+    pub(crate) grpc_port: u16,
     pub(crate) log: PathBuf,
     pub(crate) _dir: tempfile::TempDir,
 }
@@ -114,8 +116,9 @@ pub(crate) fn start_mlserver() -> Server {
     }
     let port = free_port();
     let metrics_port = free_port();
+    let grpc_port = free_port();
     let settings = serde_json::json!({
-        "host": "127.0.0.1", "http_port": port, "grpc_port": free_port(), "metrics_port": metrics_port,
+        "host": "127.0.0.1", "http_port": port, "grpc_port": grpc_port, "metrics_port": metrics_port,
         "parallel_workers": 0, "debug": false,
     });
     std::fs::write(dir.path().join("settings.json"), settings.to_string()).unwrap();
@@ -129,7 +132,7 @@ pub(crate) fn start_mlserver() -> Server {
         .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}; {INSTALL}", executable.display()));
-    Server { child, port, metrics_port, log, _dir: dir }.wait_ready(Duration::from_secs(120))
+    Server { child, port, metrics_port, grpc_port, log, _dir: dir }.wait_ready(Duration::from_secs(120))
 }
 
 /// `toy_v2_server.py` in `mode` on a free port.
@@ -148,7 +151,7 @@ pub(crate) fn start_toy(mode: &str) -> Server {
         .process_group(0)
         .spawn()
         .expect("python3");
-    Server { child, port, metrics_port: 0, log, _dir: dir }.wait_ready(Duration::from_secs(20))
+    Server { child, port, metrics_port: 0, grpc_port: 0, log, _dir: dir }.wait_ready(Duration::from_secs(20))
 }
 
 /// The census data, the model stage's `model_keys`, a predict of the test split and `stages`.
@@ -274,6 +277,40 @@ fn a_model_served_by_mlserver_is_audited_as_the_same_model_in_process() {
     let p99 = usage["latency_ms_p99"].as_f64().unwrap();
     assert!(p50 > 0.0 && p50 <= p99, "{usage}");
     assert_eq!(local["stages"]["model"].get("remote"), None, "an in-process model has no traffic figures");
+}
+
+#[test]
+fn a_model_served_over_grpc_with_raw_tensors_is_audited_as_the_same_model_in_process() {
+    let server = start_mlserver();
+    let grpc = format!("http://127.0.0.1:{}", server.grpc_port);
+    let keys = format!(
+        "url = \"{grpc}\"\nprotocol = \"grpc-v2\"\nmodel = \"census-lr\"\noutputs = [\"predict_proba\"]\nbatch_size = 512\nconcurrency = 2"
+    );
+    let (remote, remote_p) = run(&pipeline(&keys, AUDIT));
+    let (local, local_p) = run(&pipeline(&in_process(), AUDIT));
+    assert_eq!(remote_p.len(), 9769, "the bundled census test split");
+    // Raw FP64 bytes both ways: the very numbers, not a decimal rendering of them.
+    let worst = max_abs_diff(&remote_p, &local_p);
+    assert!(worst <= 1e-9, "max |p_mlserver_grpc − p_in_process| = {worst}");
+    assert_eq!(audit_figures(&remote), audit_figures(&local), "same seed, same model: same audit");
+    let model = &remote["stages"]["model"];
+    assert_eq!(model["output"], "predict_proba");
+    assert_eq!(model["executor"], format!("kserve v2 grpc {grpc} model census-lr"), "{model}");
+    let usage = &model["remote"];
+    assert!(usage["cache_hits"].as_u64().unwrap() >= 9769, "{usage}");
+    assert!(usage["requests"].as_u64().unwrap() >= usage["rows_sent"].as_u64().unwrap() / 512, "{usage}");
+    // A model the server does not have: the server's own gRPC status, named, at validate.
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = pipeline(&format!("url = \"{grpc}\"\nprotocol = \"grpc-v2\"\nmodel = \"no-such-model\""), "");
+    let file = write(dir.path(), "p.toml", &wrong);
+    let (ok, _, stderr) = fairpipe(&["validate", file.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(stderr.contains("ModelReady") && stderr.contains("gRPC status") && stderr.contains("no-such-model"), "{stderr}");
+    // The HTTP port is not a gRPC port: said so, not a decoding error.
+    let http = pipeline(&format!("url = \"http://127.0.0.1:{}\"\nprotocol = \"grpc-v2\"\nmodel = \"census-lr\"", server.port), "");
+    let file = write(dir.path(), "http.toml", &http);
+    let (ok, _, stderr) = fairpipe(&["validate", file.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("http.toml:") && stderr.contains("ModelReady"), "{stderr}");
 }
 
 #[test]

@@ -13,9 +13,9 @@
 //!
 //! **Bounded memory.** The cache holds at most [`ScoreCache::capacity`] rows (default
 //! [`DEFAULT_CACHE_ROWS`], set with `FAIRPIPE_CACHE_ROWS`; `0` turns the cache off). A row costs
-//! its key (8 bytes per attribute) plus its probability, its hash and its table slot (about 21
-//! bytes), stored end to end in a few large vectors per generation (no allocation per row): about
-//! 125 bytes on census' 13 attributes, so the default is about 125 MB at most (more while a
+//! its key (8 bytes per attribute) plus a table entry holding its hash, its probability and the
+//! key's place (about 25 bytes), stored end to end per generation (no allocation per row): about
+//! 130 bytes on census' 13 attributes, so the default is about 130 MB at most (more while a
 //! vector grows).
 //!
 //! **One hash per row.** A row's key is hashed once per call; the hash chooses the shard, finds
@@ -55,8 +55,17 @@ const PARALLEL_LOOKUP_ROWS: usize = 2048;
 /// SplitMix64 mix so that every bit is usable (the shard, the table slot and its tag each take
 /// different bits).
 pub fn hash_row(key: &[u64]) -> u64 {
+    hash_words(key.iter().copied())
+}
+
+/// [`hash_row`] of a row's values, without encoding them first.
+fn hash_values(row: &[f64]) -> u64 {
+    hash_words(row.iter().map(|v| v.to_bits()))
+}
+
+fn hash_words(words: impl Iterator<Item = u64>) -> u64 {
     let mut h: u64 = 0;
-    for &word in key {
+    for word in words {
         h = (h.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
     let mut z = h.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -71,46 +80,67 @@ pub fn encode(row: &[f64]) -> Vec<u64> {
     row.iter().map(|v| v.to_bits()).collect()
 }
 
-/// The rows of one generation of a shard, stored end to end: row `i` is
-/// `keys[i * width..(i + 1) * width]`, with its probability `values[i]` and its hash `hashes[i]`;
-/// `table` finds a row's index from its hash.
+/// The rows of one generation of a shard, stored end to end: the row of a table entry with
+/// `index` i is `keys[i * width..(i + 1) * width]`; the entry itself holds the row's full hash and
+/// probability, so a lookup reads the row's values only when the whole hash matches, and a hit
+/// costs the table entry and the row (not a separate probability and hash vector).
 #[derive(Default)]
 struct Generation {
     width: usize,
     keys: Vec<u64>,
-    values: Vec<f64>,
-    hashes: Vec<u64>,
-    table: HashTable<u32>,
+    table: HashTable<Entry>,
+}
+
+/// A table entry: the row's hash, its probability and where its values are.
+#[derive(Clone, Copy)]
+struct Entry {
+    hash: u64,
+    p: f64,
+    index: u32,
 }
 
 impl Generation {
     fn len(&self) -> usize {
-        self.values.len()
+        self.table.len()
     }
 
-    fn find(&self, hash: u64, key: &[u64]) -> Option<usize> {
-        if key.len() != self.width {
+    /// The entry of `row` (its values compared bit for bit).
+    fn find_mut(&mut self, hash: u64, row: &[f64]) -> Option<&mut Entry> {
+        if row.len() != self.width {
             return None;
         }
-        let w = self.width;
-        self.table.find(hash, |&i| &self.keys[i as usize * w..(i as usize + 1) * w] == key).map(|&i| i as usize)
+        let (w, keys) = (self.width, &self.keys);
+        self.table.find_mut(hash, |e| e.hash == hash && same_bits(&keys[e.index as usize * w..(e.index as usize + 1) * w], row))
     }
 
-    /// File a row that is not here yet. A generation holds keys of one width (a cache serves one
-    /// model); a key of another width is not filed.
-    fn push(&mut self, hash: u64, key: &[u64], p: f64) {
-        if self.values.is_empty() {
-            self.width = key.len();
-        } else if key.len() != self.width {
+    /// File a row that is not here yet. A generation holds rows of one width (a cache serves one
+    /// model); a row of another width is not filed.
+    fn push(&mut self, hash: u64, row: &[f64], p: f64) {
+        if self.table.is_empty() {
+            self.width = row.len();
+            self.keys.clear();
+        } else if row.len() != self.width {
             return;
         }
-        let index = self.values.len() as u32;
-        self.keys.extend_from_slice(key);
-        self.values.push(p);
-        self.hashes.push(hash);
-        let hashes = &self.hashes;
-        self.table.insert_unique(hash, index, |&i| hashes[i as usize]);
+        let index = (self.keys.len() / self.width.max(1)) as u32;
+        self.keys.extend(row.iter().map(|v| v.to_bits()));
+        self.table.insert_unique(hash, Entry { hash, p, index }, |e| e.hash);
     }
+}
+
+/// Whether two rows hold the same bit patterns (`0.0` and `-0.0` differ, a NaN equals itself).
+fn bits_equal(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Whether a stored key holds exactly the bit patterns of `row`.
+fn same_bits(key: &[u64], row: &[f64]) -> bool {
+    key.len() == row.len() && key.iter().zip(row).all(|(k, v)| *k == v.to_bits())
+}
+
+/// A key's row of values (the same bit patterns).
+fn decode(key: &[u64]) -> Vec<f64> {
+    key.iter().map(|&bits| f64::from_bits(bits)).collect()
 }
 
 #[derive(Default)]
@@ -187,47 +217,46 @@ impl ScoreCache {
     /// The cached probability of the row encoded as `key`, if any (a row found in the previous
     /// generation is moved into the current one).
     pub fn get(&self, key: &[u64]) -> Option<f64> {
-        self.get_hashed(hash_row(key), key)
+        self.get_hashed(hash_row(key), &decode(key))
     }
 
-    fn get_hashed(&self, hash: u64, key: &[u64]) -> Option<f64> {
+    fn get_hashed(&self, hash: u64, row: &[f64]) -> Option<f64> {
         if !self.enabled() {
             return None;
         }
         let mut shard = self.shard(hash);
-        if let Some(i) = shard.current.find(hash, key) {
-            return Some(shard.current.values[i]);
+        if let Some(entry) = shard.current.find_mut(hash, row) {
+            return Some(entry.p);
         }
-        let i = shard.previous.find(hash, key)?;
-        let p = shard.previous.values[i];
+        let p = shard.previous.find_mut(hash, row)?.p;
         // Left in the previous generation too: it is dropped whole when its turn comes.
-        self.put(&mut shard, hash, key, p);
+        self.put(&mut shard, hash, row, p);
         Some(p)
     }
 
     /// Remember `p` for the row encoded as `key`.
     pub fn insert(&self, key: &[u64], p: f64) {
-        self.insert_hashed(hash_row(key), key, p);
+        self.insert_hashed(hash_row(key), &decode(key), p);
     }
 
-    fn insert_hashed(&self, hash: u64, key: &[u64], p: f64) {
+    fn insert_hashed(&self, hash: u64, row: &[f64], p: f64) {
         if !self.enabled() {
             return;
         }
         let mut shard = self.shard(hash);
-        if let Some(i) = shard.current.find(hash, key) {
-            shard.current.values[i] = p;
+        if let Some(entry) = shard.current.find_mut(hash, row) {
+            entry.p = p;
             return;
         }
-        self.put(&mut shard, hash, key, p);
+        self.put(&mut shard, hash, row, p);
     }
 
     /// File a row absent from the current generation, starting a new generation when it is full.
-    fn put(&self, shard: &mut Shard, hash: u64, key: &[u64], p: f64) {
+    fn put(&self, shard: &mut Shard, hash: u64, row: &[f64], p: f64) {
         if shard.current.len() >= self.per_generation {
             shard.previous = std::mem::take(&mut shard.current);
         }
-        shard.current.push(hash, key, p);
+        shard.current.push(hash, row, p);
     }
 
     /// Answer the `out.len()` rows of `x` (row-major, `width` values each): rows the cache holds
@@ -246,11 +275,10 @@ impl ScoreCache {
             score(x, out)?;
             return Ok(rows);
         }
-        // Every row's key, in one buffer (no allocation per row), and its hash, computed once.
-        let keys: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();
-        let key = |i: usize| &keys[i * width..(i + 1) * width];
+        // Each row's hash, computed once from its values (compared bit for bit, never copied).
+        let key = |i: usize| &x[i * width..(i + 1) * width];
         let look = |(i, slot): (usize, &mut f64)| -> Option<(usize, u64)> {
-            let hash = hash_row(key(i));
+            let hash = hash_values(key(i));
             match self.get_hashed(hash, key(i)) {
                 Some(p) => {
                     *slot = p;
@@ -275,7 +303,7 @@ impl ScoreCache {
         let mut distinct: Vec<(usize, u64)> = Vec::with_capacity(missing.len());
         let mut slot_of: Vec<u32> = Vec::with_capacity(missing.len());
         for &(i, hash) in &missing {
-            let found = first.find(hash, |&d| key(distinct[d as usize].0) == key(i)).copied();
+            let found = first.find(hash, |&d| bits_equal(key(distinct[d as usize].0), key(i))).copied();
             let slot = match found {
                 Some(d) => d,
                 None => {

@@ -1,11 +1,13 @@
 //! A blocking HTTP client for model servers: connect and request timeouts, retries with
-//! exponential backoff and jitter on connection errors, 429 and 5xx, and errors that name the URL,
-//! the status and the start of the response body (never the token).
+//! exponential backoff and jitter on connection errors, 429 and 5xx (and what a protocol on top
+//! says is worth another try, e.g. gRPC's UNAVAILABLE), and errors that name the URL, the status and
+//! the start of the response body (never the token).
 
 use std::time::Duration;
 
 use rand::Rng;
 use reqwest::blocking::{Client, RequestBuilder};
+use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -61,11 +63,21 @@ impl std::fmt::Debug for Http {
 impl Http {
     /// A client with `settings`.
     pub fn new(settings: HttpSettings) -> Result<Self, ModelError> {
-        let client = Client::builder()
-            .connect_timeout(settings.connect_timeout)
-            .timeout(settings.request_timeout)
-            .build()
-            .map_err(|e| ModelError::Inference(format!("cannot build the HTTP client: {e}")))?;
+        Self::build(settings, false)
+    }
+
+    /// A client with `settings` that speaks HTTP/2 only (gRPC): over `http://` without an upgrade
+    /// ("prior knowledge"), over `https://` chosen by ALPN.
+    pub fn new_http2(settings: HttpSettings) -> Result<Self, ModelError> {
+        Self::build(settings, true)
+    }
+
+    fn build(settings: HttpSettings, http2_only: bool) -> Result<Self, ModelError> {
+        let mut builder = Client::builder().connect_timeout(settings.connect_timeout).timeout(settings.request_timeout);
+        if http2_only {
+            builder = builder.http2_prior_knowledge();
+        }
+        let client = builder.build().map_err(|e| ModelError::Inference(format!("cannot build the HTTP client: {e}")))?;
         Ok(Http { client, settings })
     }
 
@@ -89,12 +101,45 @@ impl Http {
         self.send(url, || self.client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec()))
     }
 
+    /// `POST url` with `headers` and a binary `body`; the answer (status 2xx, its headers and body)
+    /// is read by `read`, which says whether a failure it finds is worth another try.
+    pub fn post_bytes<T>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        read: impl Fn(&HeaderMap, Vec<u8>) -> Result<T, Failure>,
+    ) -> Result<T, ModelError> {
+        self.retrying(url, || {
+            let mut builder = self.client.post(url).headers(headers.clone()).body(body.to_vec());
+            if let Some(token) = &self.settings.token {
+                builder = builder.bearer_auth(token);
+            }
+            let response = builder.send().map_err(|e| Failure::Retryable(transport(&e)))?;
+            let status = response.status();
+            let answer_headers = response.headers().clone();
+            let bytes =
+                response.bytes().map_err(|e| Failure::Retryable(format!("cannot read the response ({status}): {}", transport(&e))))?;
+            if !status.is_success() {
+                let message = format!("HTTP {status}; the response starts {:?}", quote(&String::from_utf8_lossy(&bytes)));
+                return Err(if retryable(status) { Failure::Retryable(message) } else { Failure::Final(message) });
+            }
+            read(&answer_headers, bytes.to_vec())
+        })
+    }
+
     /// `request` sent until it succeeds, fails for good, or the retries are spent.
     fn send(&self, url: &str, request: impl Fn() -> RequestBuilder) -> Result<Value, ModelError> {
+        self.retrying(url, || self.try_once(&request))
+    }
+
+    /// `once` tried until it succeeds, fails for good, or the retries are spent (waiting with
+    /// exponential backoff and jitter between tries).
+    fn retrying<T>(&self, url: &str, once: impl Fn() -> Result<T, Failure>) -> Result<T, ModelError> {
         let err = |message: String| ModelError::Remote { url: url.to_string(), message };
         let mut attempt = 0u32;
         loop {
-            let failure = match self.try_once(&request) {
+            let failure = match once() {
                 Ok(value) => return Ok(value),
                 Err(Failure::Final(message)) => return Err(err(message)),
                 Err(Failure::Retryable(message)) => message,
@@ -137,7 +182,7 @@ impl Http {
 }
 
 /// Why one try failed.
-enum Failure {
+pub enum Failure {
     /// Worth another try: a connection error, 429 or 5xx.
     Retryable(String),
     /// The server's final word.

@@ -12,6 +12,7 @@
 //! happens exactly when the server is the bottleneck and adds no wait when it is not.
 
 pub mod command;
+pub mod grpc;
 pub mod http;
 pub mod mlflow;
 pub mod v2;
