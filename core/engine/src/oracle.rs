@@ -161,7 +161,7 @@ impl Oracle {
         if x.len() != rows * width {
             return Err(ModelError::Width { expected: width, found: x.len() / rows });
         }
-        let scored = cache.answer(x, width, out, |batch, answers| self.predict_proba_into(batch, answers))? as u64;
+        let scored = cache.answer(x, width, out, |batch, answers| self.predict_proba_into(&batch, answers))? as u64;
         Ok(CacheTally { asked: rows as u64, scored, hits: rows as u64 - scored })
     }
 

@@ -386,10 +386,9 @@ impl LoadModelConfig {
         };
         // One try: validation says whether the server is there, without waiting through retries.
         let one_try = HttpSettings { retries: 0, ..settings };
-        let http = Http::new(one_try.clone());
         let ready = match self.protocol {
             Protocol::V2 => match V2Endpoint::parse(url, self.model.as_deref()) {
-                Ok(endpoint) => http.and_then(|http| endpoint.ready(&http)),
+                Ok(endpoint) => Http::new(one_try, &endpoint.base).and_then(|http| endpoint.ready(&http)),
                 Err(message) => return checks.problem("url", message),
             },
             Protocol::GrpcV2 => match V2Endpoint::parse(url, self.model.as_deref()) {
@@ -397,7 +396,7 @@ impl LoadModelConfig {
                 Err(message) => return checks.problem("url", message),
             },
             Protocol::Mlflow => match MlflowEndpoint::parse(url) {
-                Ok(endpoint) => http.and_then(|http| endpoint.ready(&http)),
+                Ok(endpoint) => Http::new(one_try, &endpoint.base).and_then(|http| endpoint.ready(&http)),
                 Err(message) => return checks.problem("url", message),
             },
         };

@@ -175,7 +175,7 @@ impl GrpcBackend {
     /// otherwise) and read its metadata. `outputs` are the outputs every request asks for (empty:
     /// the server's default).
     pub fn connect(endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String>) -> Result<(Self, V2Metadata), ModelError> {
-        let http = Http::new_http2(settings)?;
+        let http = Http::new_http2(settings, &endpoint.base)?;
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
         headers.insert(TE, HeaderValue::from_static("trailers"));
@@ -211,9 +211,13 @@ impl GrpcBackend {
     /// One unary call: `request` framed, `POST {base}/inference.GRPCInferenceService/{method}`,
     /// the answer's status checked and its message decoded.
     fn call<Q: Message, A: Message + Default>(&self, method: &str, request: &Q) -> Result<A, ModelError> {
+        self.call_framed(method, frame(request, &[]))
+    }
+
+    /// One unary call with its request already framed.
+    fn call_framed<A: Message + Default>(&self, method: &str, body: Vec<u8>) -> Result<A, ModelError> {
         let url = format!("{}/{SERVICE}/{method}", self.endpoint.base);
-        let body = frame(request);
-        self.http.post_bytes(&url, &self.headers, &body, |headers, bytes| {
+        self.http.post_bytes(&url, &self.headers, body, |headers, bytes| {
             if let Some(code) = headers.get("grpc-status").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u32>().ok()) {
                 if code != 0 {
                     let message = headers.get("grpc-message").and_then(|v| v.to_str().ok()).map(percent_decode).unwrap_or_default();
@@ -221,7 +225,7 @@ impl GrpcBackend {
                     return Err(if RETRYABLE_CODES.contains(&code) { Failure::Retryable(said) } else { Failure::Final(said) });
                 }
             }
-            let message = unframe(&bytes).map_err(Failure::Final)?;
+            let message = unframe(bytes).map_err(Failure::Final)?;
             A::decode(message).map_err(|e| Failure::Final(format!("the answer to {method} is not a {method} response: {e}")))
         })
     }
@@ -237,50 +241,70 @@ impl Backend for GrpcBackend {
     }
 
     fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError> {
-        let request = infer_request(&self.endpoint.model, inputs, &self.outputs);
-        let answer: proto::ModelInferResponse = self.call("ModelInfer", &request)?;
+        let (request, raw) = infer_request(&self.endpoint.model, &inputs, &self.outputs);
+        let answer: proto::ModelInferResponse = self.call_framed("ModelInfer", frame(&request, &raw))?;
         read_answer(answer, rows).map_err(|message| ModelError::Remote { url: self.location(), message })
     }
 }
 
-/// A `ModelInfer` request: every input as raw bytes, the outputs asked for by name.
-fn infer_request(model: &str, inputs: Vec<InputBatch>, outputs: &[String]) -> proto::ModelInferRequest {
-    let mut tensors = Vec::with_capacity(inputs.len());
-    let mut raw = Vec::with_capacity(inputs.len());
-    for batch in inputs {
-        let (datatype, bytes) = raw_bytes(&batch.values);
-        tensors.push(proto::InferInputTensor {
-            name: batch.name,
-            datatype: datatype.into(),
+/// A `ModelInfer` request without its raw contents, and the values of each input, which
+/// [`frame`] writes as `raw_input_contents` straight into the request body; the outputs asked for
+/// by name.
+fn infer_request<'a>(model: &str, inputs: &'a [InputBatch], outputs: &[String]) -> (proto::ModelInferRequest, Vec<&'a InputValues>) {
+    let tensors = inputs
+        .iter()
+        .map(|batch| proto::InferInputTensor {
+            name: batch.name.clone(),
+            datatype: datatype(&batch.values).into(),
             shape: batch.shape.iter().map(|&d| d as i64).collect(),
-        });
-        raw.push(bytes);
-    }
-    proto::ModelInferRequest {
+        })
+        .collect();
+    let request = proto::ModelInferRequest {
         model_name: model.to_string(),
         model_version: String::new(),
         id: String::new(),
         inputs: tensors,
         outputs: outputs.iter().map(|name| proto::InferRequestedOutputTensor { name: name.clone() }).collect(),
-        raw_input_contents: raw,
+        raw_input_contents: Vec::new(),
+    };
+    (request, inputs.iter().map(|batch| &batch.values).collect())
+}
+
+/// A tensor's V2 datatype.
+fn datatype(values: &InputValues) -> &'static str {
+    match values {
+        InputValues::Float32(_) => "FP32",
+        InputValues::Float64(_) => "FP64",
+        InputValues::Int64(_) => "INT64",
+        InputValues::Int32(_) => "INT32",
+        InputValues::String(_) => "BYTES",
     }
 }
 
-/// A tensor's V2 datatype and its raw bytes: numbers little-endian, each text as a 4-byte
+/// The length of a tensor's raw bytes: numbers little-endian, each text as a 4-byte
 /// little-endian length and its UTF-8 bytes.
-fn raw_bytes(values: &InputValues) -> (&'static str, Vec<u8>) {
+fn raw_len(values: &InputValues) -> usize {
     match values {
-        InputValues::Float32(v) => ("FP32", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        InputValues::Float64(v) => ("FP64", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        InputValues::Int64(v) => ("INT64", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        InputValues::Int32(v) => ("INT32", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        InputValues::Float32(v) => v.len() * 4,
+        InputValues::Float64(v) => v.len() * 8,
+        InputValues::Int64(v) => v.len() * 8,
+        InputValues::Int32(v) => v.len() * 4,
+        InputValues::String(v) => v.iter().map(|s| s.len() + 4).sum(),
+    }
+}
+
+/// A tensor's raw bytes appended to `out` (see [`raw_len`]).
+fn write_raw(values: &InputValues, out: &mut Vec<u8>) {
+    match values {
+        InputValues::Float32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        InputValues::Float64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        InputValues::Int64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        InputValues::Int32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
         InputValues::String(v) => {
-            let mut bytes = Vec::with_capacity(v.iter().map(|s| s.len() + 4).sum());
-            for s in v {
-                bytes.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                bytes.extend_from_slice(s.as_bytes());
+            for text in v {
+                out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+                out.extend_from_slice(text.as_bytes());
             }
-            ("BYTES", bytes)
         }
     }
 }
@@ -400,14 +424,25 @@ fn raw_values(datatype: &str, bytes: &[u8]) -> Result<Values, String> {
     })
 }
 
-/// A gRPC message on the wire: not compressed (0), its length (4 bytes, big-endian), the message.
-fn frame(message: &impl Message) -> Vec<u8> {
-    let len = message.encoded_len();
+/// `ModelInferRequest.raw_input_contents`: field 7, length-delimited.
+const RAW_INPUT_CONTENTS_KEY: u8 = (7 << 3) | 2;
+
+/// A gRPC message on the wire: not compressed (0), its length (4 bytes, big-endian), the message,
+/// then `raw` written as `raw_input_contents` entries (a protobuf message may carry its fields in
+/// any order), each tensor's values written once, straight into the body.
+fn frame(message: &impl Message, raw: &[&InputValues]) -> Vec<u8> {
+    let raw_fields: usize = raw.iter().map(|v| 1 + prost::encoding::encoded_len_varint(raw_len(v) as u64) + raw_len(v)).sum();
+    let len = message.encoded_len() + raw_fields;
     let mut body = Vec::with_capacity(5 + len);
     body.push(0);
     body.extend_from_slice(&(len as u32).to_be_bytes());
     // Encoding into a Vec grows it as needed: it cannot run out of room.
     let _ = message.encode(&mut body);
+    for values in raw {
+        body.push(RAW_INPUT_CONTENTS_KEY);
+        prost::encoding::encode_varint(raw_len(values) as u64, &mut body);
+        write_raw(values, &mut body);
+    }
     body
 }
 
@@ -488,7 +523,7 @@ mod tests {
     #[test]
     fn messages_are_framed_and_unframed() {
         let request = proto::ModelReadyRequest { name: "census-lr".into(), version: String::new() };
-        let body = frame(&request);
+        let body = frame(&request, &[]);
         assert_eq!(body[0], 0);
         assert_eq!(u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize, body.len() - 5);
         let back = proto::ModelReadyRequest::decode(unframe(&body).unwrap()).unwrap();
@@ -504,15 +539,18 @@ mod tests {
             InputBatch { name: "x".into(), shape: vec![2, 1], values: InputValues::Float64(vec![1.5, -2.0]) },
             InputBatch { name: "sex".into(), shape: vec![2, 1], values: InputValues::String(vec!["Male".into(), "".into()]) },
         ];
-        let request = infer_request("m", inputs, &["predict_proba".into()]);
-        assert_eq!(request.inputs[0].datatype, "FP64");
-        assert_eq!(request.inputs[1].shape, vec![2, 1]);
-        assert_eq!(request.raw_input_contents[0], [1.5f64.to_le_bytes(), (-2.0f64).to_le_bytes()].concat());
-        assert_eq!(request.raw_input_contents[1], [&4u32.to_le_bytes()[..], b"Male", &0u32.to_le_bytes()].concat());
-        assert_eq!(request.outputs[0].name, "predict_proba");
-        // What the request decodes to on the other side.
-        let (_, text) = raw_bytes(&InputValues::String(vec!["Male".into(), "".into()]));
-        assert!(matches!(raw_values("BYTES", &text).unwrap(), Values::Texts(t) if t == ["Male", ""]));
+        let (request, raw) = infer_request("m", &inputs, &["predict_proba".into()]);
+        // What the server decodes from the body: the raw contents written after the other fields.
+        let body = frame(&request, &raw);
+        let decoded = proto::ModelInferRequest::decode(unframe(&body).unwrap()).unwrap();
+        assert_eq!(decoded.model_name, "m");
+        assert_eq!(decoded.inputs[0].datatype, "FP64");
+        assert_eq!(decoded.inputs[1].datatype, "BYTES");
+        assert_eq!(decoded.inputs[1].shape, vec![2, 1]);
+        assert_eq!(decoded.raw_input_contents[0], [1.5f64.to_le_bytes(), (-2.0f64).to_le_bytes()].concat());
+        assert_eq!(decoded.raw_input_contents[1], [&4u32.to_le_bytes()[..], b"Male", &0u32.to_le_bytes()].concat());
+        assert_eq!(decoded.outputs[0].name, "predict_proba");
+        assert!(matches!(raw_values("BYTES", &decoded.raw_input_contents[1]).unwrap(), Values::Texts(t) if t == ["Male", ""]));
     }
 
     #[test]

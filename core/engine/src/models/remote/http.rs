@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use rand::Rng;
 use reqwest::blocking::{Client, RequestBuilder};
 use reqwest::header::HeaderMap;
@@ -61,21 +62,26 @@ impl std::fmt::Debug for Http {
 }
 
 impl Http {
-    /// A client with `settings`.
-    pub fn new(settings: HttpSettings) -> Result<Self, ModelError> {
-        Self::build(settings, false)
+    /// A client with `settings` for the server at `base` (its URL: a plain `http://` server needs
+    /// no certificates, so the system's are not loaded for it).
+    pub fn new(settings: HttpSettings, base: &str) -> Result<Self, ModelError> {
+        Self::build(settings, base, false)
     }
 
-    /// A client with `settings` that speaks HTTP/2 only (gRPC): over `http://` without an upgrade
-    /// ("prior knowledge"), over `https://` chosen by ALPN.
-    pub fn new_http2(settings: HttpSettings) -> Result<Self, ModelError> {
-        Self::build(settings, true)
+    /// A client with `settings` for `base` that speaks HTTP/2 only (gRPC): over `http://` without
+    /// an upgrade ("prior knowledge"), over `https://` chosen by ALPN.
+    pub fn new_http2(settings: HttpSettings, base: &str) -> Result<Self, ModelError> {
+        Self::build(settings, base, true)
     }
 
-    fn build(settings: HttpSettings, http2_only: bool) -> Result<Self, ModelError> {
+    fn build(settings: HttpSettings, base: &str, http2_only: bool) -> Result<Self, ModelError> {
         let mut builder = Client::builder().connect_timeout(settings.connect_timeout).timeout(settings.request_timeout);
         if http2_only {
             builder = builder.http2_prior_knowledge();
+        }
+        if base.starts_with("http://") {
+            // Parsing the system's root certificates costs about 10 ms of CPU per client.
+            builder = builder.tls_built_in_root_certs(false);
         }
         let client = builder.build().map_err(|e| ModelError::Inference(format!("cannot build the HTTP client: {e}")))?;
         Ok(Http { client, settings })
@@ -97,8 +103,10 @@ impl Http {
     }
 
     /// `POST url` with a JSON body already serialised (`body`: UTF-8 JSON text), its JSON answer.
-    pub fn post_json_text(&self, url: &str, body: &[u8]) -> Result<Value, ModelError> {
-        self.send(url, || self.client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec()))
+    pub fn post_json_text(&self, url: &str, body: Vec<u8>) -> Result<Value, ModelError> {
+        // Shared by every try, not copied.
+        let body = Bytes::from(body);
+        self.send(url, || self.client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone()))
     }
 
     /// `POST url` with `headers` and a binary `body`; the answer (status 2xx, its headers and body)
@@ -107,11 +115,13 @@ impl Http {
         &self,
         url: &str,
         headers: &HeaderMap,
-        body: &[u8],
-        read: impl Fn(&HeaderMap, Vec<u8>) -> Result<T, Failure>,
+        body: Vec<u8>,
+        read: impl Fn(&HeaderMap, &[u8]) -> Result<T, Failure>,
     ) -> Result<T, ModelError> {
+        // Shared by every try, not copied.
+        let body = Bytes::from(body);
         self.retrying(url, || {
-            let mut builder = self.client.post(url).headers(headers.clone()).body(body.to_vec());
+            let mut builder = self.client.post(url).headers(headers.clone()).body(body.clone());
             if let Some(token) = &self.settings.token {
                 builder = builder.bearer_auth(token);
             }
@@ -124,7 +134,7 @@ impl Http {
                 let message = format!("HTTP {status}; the response starts {:?}", quote(&String::from_utf8_lossy(&bytes)));
                 return Err(if retryable(status) { Failure::Retryable(message) } else { Failure::Final(message) });
             }
-            read(&answer_headers, bytes.to_vec())
+            read(&answer_headers, &bytes)
         })
     }
 

@@ -68,7 +68,7 @@ pub struct MlflowBackend {
 impl MlflowBackend {
     /// Connect: check that the server has its model loaded (an error naming the URL otherwise).
     pub fn connect(endpoint: MlflowEndpoint, settings: HttpSettings) -> Result<Self, ModelError> {
-        let http = Http::new(settings)?;
+        let http = Http::new(settings, &endpoint.base)?;
         endpoint.ready(&http).map_err(|e| match e {
             ModelError::Remote { url, message } => ModelError::Remote { url, message: format!("the model is not ready: {message}") },
             other => other,

@@ -297,14 +297,23 @@ impl RemoteModel {
         let width = self.domain.width().max(1);
         let batch = self.traffic.batch_size.max(1);
         let limit = self.traffic.concurrency.min(self.backend.max_in_flight()).max(1);
+        let total_rows = x.len() / width;
         let ids: Vec<u64> = {
             let mut queue = self.lock_queue();
             let mut ids = Vec::new();
-            for chunk in x.chunks(batch * width) {
+            let mut queue_rows = |queue: &mut Queue, x: Vec<f64>| {
                 let id = queue.next_id;
                 queue.next_id += 1;
-                queue.waiting.push_back(Pending { id, rows: chunk.len() / width, x: chunk.to_vec() });
+                queue.waiting.push_back(Pending { id, rows: x.len() / width, x });
                 ids.push(id);
+            };
+            if x.len() <= batch * width {
+                // One batch: queued as it is, not copied.
+                queue_rows(&mut queue, x);
+            } else {
+                for chunk in x.chunks(batch * width) {
+                    queue_rows(&mut queue, chunk.to_vec());
+                }
             }
             ids
         };
@@ -317,7 +326,7 @@ impl RemoteModel {
             self.pump(&ids, limit);
         });
         let mut queue = self.lock_queue();
-        let mut scored = Vec::with_capacity(x.len() / width);
+        let mut scored = Vec::with_capacity(total_rows);
         let mut failure: Option<ModelError> = None;
         let mut withdrawn = false;
         for id in &ids {
@@ -419,7 +428,7 @@ impl Model for RemoteModel {
         self.stats.rows_asked.fetch_add(rows as u64, Ordering::Relaxed);
         // Rows already scored in this run, or repeated in `x`, are not sent again.
         let sent = self.cache.answer(x, width, out, |batch, answers| {
-            answers.copy_from_slice(&self.score_rows(batch.to_vec())?);
+            answers.copy_from_slice(&self.score_rows(batch.into_owned())?);
             Ok::<(), ModelError>(())
         })?;
         self.stats.cache_hits.fetch_add((rows - sent) as u64, Ordering::Relaxed);

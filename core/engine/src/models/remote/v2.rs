@@ -90,7 +90,7 @@ impl V2Endpoint {
     /// server's default outputs when empty). Returns every output returned, by name.
     pub fn infer(&self, http: &Http, inputs: Vec<InputBatch>, outputs: &[String], rows: usize) -> Result<Returned, ModelError> {
         let url = format!("{}/infer", self.model_url());
-        let answer = http.post_json_text(&url, &request_body(&inputs, outputs))?;
+        let answer = http.post_json_text(&url, request_body(&inputs, outputs))?;
         let bad = |message: String| ModelError::Remote { url: url.clone(), message };
         let list = answer
             .get("outputs")
@@ -149,7 +149,7 @@ impl V2Backend {
     /// Connect: check that the model is ready (an error naming the URL otherwise) and read its
     /// metadata. `outputs` are the outputs every request asks for (empty: the server's default).
     pub fn connect(endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String>) -> Result<(Self, V2Metadata), ModelError> {
-        let http = Http::new(settings)?;
+        let http = Http::new(settings, &endpoint.base)?;
         endpoint.ready(&http).map_err(|e| match e {
             ModelError::Remote { url, message } => ModelError::Remote { url, message: format!("the model is not ready: {message}") },
             other => other,
