@@ -235,7 +235,6 @@ fn text_cells(df: &DataFrame, name: &str, markers: &[String], path: &Path) -> Re
     Ok(strings.iter().map(|c| c.map(|s| s.trim().trim_matches('"').to_string()).filter(|s| !markers.iter().any(|m| m == s))).collect())
 }
 
-/// 1-based line of data row `row` in a CSV with a header (or the 1-based row of a Parquet file).
 /// The split a split column's cell names: `train`, `val` (`valid`, `validation`) or `test`, in any
 /// case; otherwise what was expected.
 pub fn split_of_cell(cell: &str) -> Result<Split, String> {
@@ -247,10 +246,7 @@ pub fn split_of_cell(cell: &str) -> Result<Split, String> {
     }
 }
 
-fn column_error(path: &Path, column: &str, message: &str) -> DataError {
-    DataError::Column { path: path.to_path_buf(), column: column.to_string(), message: message.to_string() }
-}
-
+/// 1-based line of data row `row` in a CSV with a header (or the 1-based row of a Parquet file).
 fn line_of(path: &Path, row: usize) -> usize {
     if is_parquet(path) {
         row + 1
@@ -382,7 +378,13 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
     let split = match &spec.split {
         SplitSpec::Column(c) => keep
             .iter()
-            .map(|&r| split_of_cell(cell(c, r)).map_err(|m| column_error(path, c, &format!("line {}: {m}", line_of(path, r)))))
+            .map(|&r| {
+                split_of_cell(cell(c, r)).map_err(|m| DataError::Column {
+                    path: path.to_path_buf(),
+                    column: c.clone(),
+                    message: format!("line {}: {m}", line_of(path, r)),
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?,
         SplitSpec::Fraction { test, seed } => fraction_split(keep.len(), *test, *seed),
     };

@@ -304,15 +304,11 @@ impl StageConfig for LoadModelConfig {
                 let fail = |message: String| ModelError::Remote { url: url.clone(), message };
                 let settings = self.http_settings().map_err(fail)?;
                 let place = match self.protocol {
-                    Protocol::V2 => Place::Server {
+                    Protocol::V2 | Protocol::GrpcV2 => Place::Server {
                         endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(fail)?,
                         settings,
                         outputs: self.outputs.clone(),
-                    },
-                    Protocol::GrpcV2 => Place::Grpc {
-                        endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(fail)?,
-                        settings,
-                        outputs: self.outputs.clone(),
+                        grpc: self.protocol == Protocol::GrpcV2,
                     },
                     Protocol::Mlflow => Place::Mlflow { endpoint: MlflowEndpoint::parse(url).map_err(fail)?, settings },
                 };
@@ -387,12 +383,9 @@ impl LoadModelConfig {
         // One try: validation says whether the server is there, without waiting through retries.
         let one_try = HttpSettings { retries: 0, ..settings };
         let ready = match self.protocol {
-            Protocol::V2 => match V2Endpoint::parse(url, self.model.as_deref()) {
+            Protocol::V2 | Protocol::GrpcV2 => match V2Endpoint::parse(url, self.model.as_deref()) {
+                Ok(endpoint) if self.protocol == Protocol::GrpcV2 => GrpcBackend::connect(endpoint, one_try, Vec::new()).map(|_| ()),
                 Ok(endpoint) => Http::new(one_try, &endpoint.base).and_then(|http| endpoint.ready(&http)),
-                Err(message) => return checks.problem("url", message),
-            },
-            Protocol::GrpcV2 => match V2Endpoint::parse(url, self.model.as_deref()) {
-                Ok(endpoint) => GrpcBackend::connect(endpoint, one_try, Vec::new()).map(|_| ()),
                 Err(message) => return checks.problem("url", message),
             },
             Protocol::Mlflow => match MlflowEndpoint::parse(url) {
@@ -479,10 +472,8 @@ const REFERENCE_TOLERANCE: f64 = 1e-5;
 
 /// Where a remote model runs.
 enum Place {
-    /// A KServe V2 server (HTTP/JSON).
-    Server { endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String> },
-    /// A KServe V2 server's gRPC port.
-    Grpc { endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String> },
+    /// A KServe V2 server, over HTTP/JSON or (`grpc`) its gRPC port.
+    Server { endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String>, grpc: bool },
     /// An MLflow scoring server.
     Mlflow { endpoint: MlflowEndpoint, settings: HttpSettings },
     /// A program started in the pipeline's folder.
@@ -532,11 +523,11 @@ impl LoadModel {
         let rows: Vec<f64> = data.x.iter().take(256 * data.domain.width()).copied().collect();
         let choice = OutputChoice { name: self.output.as_deref(), transform: self.transform, favourable, classes: Vec::new() };
         let (backend, declared): (Box<dyn Backend>, _) = match &remote.place {
-            Place::Server { endpoint, settings, outputs } => {
+            Place::Server { endpoint, settings, outputs, grpc: false } => {
                 let (backend, metadata) = V2Backend::connect(endpoint.clone(), settings.clone(), outputs.clone())?;
                 (Box::new(backend) as Box<dyn Backend>, metadata.inputs)
             }
-            Place::Grpc { endpoint, settings, outputs } => {
+            Place::Server { endpoint, settings, outputs, grpc: true } => {
                 let (backend, metadata) = GrpcBackend::connect(endpoint.clone(), settings.clone(), outputs.clone())?;
                 (Box::new(backend) as Box<dyn Backend>, metadata.inputs)
             }

@@ -11,8 +11,8 @@
 use prost::Message;
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, TE};
 
-use super::http::{Failure, Http, HttpSettings};
-use super::v2::{element_type, V2Endpoint, V2Metadata};
+use super::http::{quote, Failure, Http, HttpSettings};
+use super::v2::{datatype, element_type, V2Endpoint, V2Metadata};
 use super::{Backend, Returned};
 use crate::error::ModelError;
 use crate::models::model_inputs::{DeclaredInput, ElementType, InputBatch, InputValues};
@@ -270,17 +270,6 @@ fn infer_request<'a>(model: &str, inputs: &'a [InputBatch], outputs: &[String]) 
     (request, inputs.iter().map(|batch| &batch.values).collect())
 }
 
-/// A tensor's V2 datatype.
-fn datatype(values: &InputValues) -> &'static str {
-    match values {
-        InputValues::Float32(_) => "FP32",
-        InputValues::Float64(_) => "FP64",
-        InputValues::Int64(_) => "INT64",
-        InputValues::Int32(_) => "INT32",
-        InputValues::String(_) => "BYTES",
-    }
-}
-
 /// The length of a tensor's raw bytes: numbers little-endian, each text as a 4-byte
 /// little-endian length and its UTF-8 bytes.
 fn raw_len(values: &InputValues) -> usize {
@@ -481,16 +470,6 @@ fn percent_decode(text: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The start of a server's message, for errors.
-fn quote(text: &str) -> String {
-    let start: String = text.chars().take(300).collect();
-    if start.len() < text.len() {
-        format!("{start}…")
-    } else {
-        start
-    }
 }
 
 /// gRPC's name for a status code.

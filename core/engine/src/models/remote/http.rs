@@ -120,27 +120,12 @@ impl Http {
     ) -> Result<T, ModelError> {
         // Shared by every try, not copied.
         let body = Bytes::from(body);
-        self.retrying(url, || {
-            let mut builder = self.client.post(url).headers(headers.clone()).body(body.clone());
-            if let Some(token) = &self.settings.token {
-                builder = builder.bearer_auth(token);
-            }
-            let response = builder.send().map_err(|e| Failure::Retryable(transport(&e)))?;
-            let status = response.status();
-            let answer_headers = response.headers().clone();
-            let bytes =
-                response.bytes().map_err(|e| Failure::Retryable(format!("cannot read the response ({status}): {}", transport(&e))))?;
-            if !status.is_success() {
-                let message = format!("HTTP {status}; the response starts {:?}", quote(&String::from_utf8_lossy(&bytes)));
-                return Err(if retryable(status) { Failure::Retryable(message) } else { Failure::Final(message) });
-            }
-            read(&answer_headers, &bytes)
-        })
+        self.retrying(url, || self.try_once(self.client.post(url).headers(headers.clone()).body(body.clone()), &read))
     }
 
-    /// `request` sent until it succeeds, fails for good, or the retries are spent.
+    /// `request` sent until it succeeds, fails for good, or the retries are spent; its JSON answer.
     fn send(&self, url: &str, request: impl Fn() -> RequestBuilder) -> Result<Value, ModelError> {
-        self.retrying(url, || self.try_once(&request))
+        self.retrying(url, || self.try_once(request(), |_, bytes| json(bytes)))
     }
 
     /// `once` tried until it succeeds, fails for good, or the retries are spent (waiting with
@@ -163,24 +148,22 @@ impl Http {
         }
     }
 
-    /// One request and its answer, read whole.
-    fn try_once(&self, request: &impl Fn() -> RequestBuilder) -> Result<Value, Failure> {
-        let mut builder = request();
+    /// One request (with the token) and its answer, read whole; a 2xx answer's headers and body
+    /// go to `read`.
+    fn try_once<T>(&self, mut builder: RequestBuilder, read: impl Fn(&HeaderMap, &[u8]) -> Result<T, Failure>) -> Result<T, Failure> {
         if let Some(token) = &self.settings.token {
             builder = builder.bearer_auth(token);
         }
         let response = builder.send().map_err(|e| Failure::Retryable(transport(&e)))?;
         let status = response.status();
+        let headers = response.headers().clone();
         // A body cut short (the server died while answering) is a connection error: retried.
-        let text = response.text().map_err(|e| Failure::Retryable(format!("cannot read the response ({status}): {}", transport(&e))))?;
+        let body = response.bytes().map_err(|e| Failure::Retryable(format!("cannot read the response ({status}): {}", transport(&e))))?;
         if !status.is_success() {
-            let message = format!("HTTP {status}; the response starts {:?}", quote(&text));
+            let message = format!("HTTP {status}; the response starts {:?}", quote(&String::from_utf8_lossy(&body)));
             return Err(if retryable(status) { Failure::Retryable(message) } else { Failure::Final(message) });
         }
-        if text.trim().is_empty() {
-            return Ok(Value::Null);
-        }
-        serde_json::from_str(&text).map_err(|e| Failure::Final(format!("the response is not JSON ({e}); it starts {:?}", quote(&text))))
+        read(&headers, &body)
     }
 
     /// Exponential backoff with up to 50% jitter.
@@ -189,6 +172,15 @@ impl Http {
         let jitter = rand::thread_rng().gen_range(0.0..0.5);
         base + base.mul_f64(jitter)
     }
+}
+
+/// A JSON answer (an empty one: null).
+fn json(body: &[u8]) -> Result<Value, Failure> {
+    let text = String::from_utf8_lossy(body);
+    if text.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(&text).map_err(|e| Failure::Final(format!("the response is not JSON ({e}); it starts {:?}", quote(&text))))
 }
 
 /// Why one try failed.
@@ -226,8 +218,8 @@ fn transport(e: &reqwest::Error) -> String {
     }
 }
 
-/// The start of a response body.
-fn quote(text: &str) -> String {
+/// The start of a response body or a server's message.
+pub fn quote(text: &str) -> String {
     let mut end = text.len().min(BODY_QUOTE);
     while !text.is_char_boundary(end) {
         end -= 1;

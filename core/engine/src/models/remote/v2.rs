@@ -185,6 +185,17 @@ pub fn element_type(datatype: &str) -> ElementType {
     }
 }
 
+/// The V2 datatype of a tensor of `values`.
+pub fn datatype(values: &InputValues) -> &'static str {
+    match values {
+        InputValues::Float32(_) => "FP32",
+        InputValues::Float64(_) => "FP64",
+        InputValues::Int64(_) => "INT64",
+        InputValues::Int32(_) => "INT32",
+        InputValues::String(_) => "BYTES",
+    }
+}
+
 /// The body of an `infer` request: the input tensors and the outputs asked for, written straight
 /// from the batches (no intermediate JSON tree: this runs once per request over every value).
 fn request_body(inputs: &[InputBatch], outputs: &[String]) -> Vec<u8> {
@@ -217,14 +228,14 @@ fn request_body(inputs: &[InputBatch], outputs: &[String]) -> Vec<u8> {
     let tensors = inputs
         .iter()
         .map(|batch| {
-            let (datatype, data) = match &batch.values {
-                InputValues::Float32(v) => ("FP32", Data::F32(v)),
-                InputValues::Float64(v) => ("FP64", Data::F64(v)),
-                InputValues::Int64(v) => ("INT64", Data::I64(v)),
-                InputValues::Int32(v) => ("INT32", Data::I32(v)),
-                InputValues::String(v) => ("BYTES", Data::Text(v)),
+            let data = match &batch.values {
+                InputValues::Float32(v) => Data::F32(v),
+                InputValues::Float64(v) => Data::F64(v),
+                InputValues::Int64(v) => Data::I64(v),
+                InputValues::Int32(v) => Data::I32(v),
+                InputValues::String(v) => Data::Text(v),
             };
-            Tensor { name: &batch.name, shape: &batch.shape, datatype, data }
+            Tensor { name: &batch.name, shape: &batch.shape, datatype: datatype(&batch.values), data }
         })
         .collect();
     let request = Request { inputs: tensors, outputs: outputs.iter().map(|n| Output { name: n }).collect() };
