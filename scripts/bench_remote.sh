@@ -9,6 +9,11 @@
 # SERVER_PIDS lists the server's processes, the server's CPU time over the same run. With GRPC_URL
 # (the server's gRPC port and the model, e.g. http://127.0.0.1:8081/v2/models/census-lr), the same
 # audits over protocol = "grpc-v2" (raw tensors) follow; BATCHES and CONCURRENCIES choose the grid.
+# EXTRA_MODELS names other models the same server serves (scripts/make_bench_models.py writes
+# census-mlp, the bundled reference network, and census-gb, 200 boosted trees): each is audited
+# over gRPC (GRPC_URL with census-lr replaced by its name) at the largest batch size, against the
+# same in-process baseline (the audit's rows do not depend on the model, so neither does the
+# client's work; the baseline's own model, a logistic regression, costs next to nothing).
 #   SERVER_PIDS="$(pgrep -f mlserver)" GRPC_URL=http://127.0.0.1:8081/v2/models/census-lr \
 #     scripts/bench_remote.sh http://127.0.0.1:8080/v2/models/census-lr [target/release/fairpipe]
 set -euo pipefail
@@ -87,14 +92,22 @@ batch_size = $batch
 concurrency = $conc"
   done
 done
-if [ -n "${GRPC_URL:-}" ]; then
-  for batch in ${BATCHES:-64 1024 8192}; do
+grpc_grid() { # model name, batch sizes: gRPC audits of that model at each batch and concurrency
+  for batch in $2; do
     for conc in ${CONCURRENCIES:-1 2 4}; do
-      measure "MLServer gRPC, batch $batch, concurrency $conc" "url = \"$GRPC_URL\"
+      local label="MLServer gRPC, batch $batch, concurrency $conc"
+      [ "$1" = census-lr ] || label="MLServer gRPC, $1, batch $batch, concurrency $conc"
+      measure "$label" "url = \"${GRPC_URL/census-lr/$1}\"
 protocol = \"grpc-v2\"
 outputs = [\"predict_proba\"]
 batch_size = $batch
 concurrency = $conc"
     done
+  done
+}
+if [ -n "${GRPC_URL:-}" ]; then
+  grpc_grid census-lr "${BATCHES:-64 1024 8192}"
+  for model in ${EXTRA_MODELS:-}; do
+    grpc_grid "$model" "$(echo ${BATCHES:-64 1024 8192} | tr ' ' '\n' | tail -1)"
   done
 fi

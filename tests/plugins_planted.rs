@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::common;
 
 use fairpipe_core::check::Checker;
-use fairpipe_core::domain::{Attribute, AttributeKind, Domain};
+use fairpipe_core::domain::{Attribute, Domain};
 use fairpipe_core::error::ModelError;
 use fairpipe_core::oracle::{GradientMethod, Model, Oracle};
 use fairpipe_core::plugin::RunSpec;
@@ -83,7 +83,7 @@ impl Model for Threshold {
 
 /// An integer attribute on 0..=upper.
 fn attr(name: &str, upper: f64, protected: bool) -> Attribute {
-    Attribute { name: name.into(), kind: AttributeKind::Integer, lower: 0.0, upper, step: 1.0, protected }
+    Attribute::integer(name, 0.0, upper, protected)
 }
 
 fn domain() -> Domain {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::common;
 
-use fairpipe_core::domain::{Attribute, AttributeKind, Domain};
+use fairpipe_core::domain::{Attribute, Domain};
 use fairpipe_core::error::ModelError;
 use fairpipe_core::oracle::{Model, Oracle};
 use fairpipe_core::plugin::RunSpec;
@@ -39,14 +39,7 @@ impl Model for Counted {
 }
 
 fn domain() -> Domain {
-    let attr = |name: &str, upper: f64, protected: bool| Attribute {
-        name: name.into(),
-        kind: AttributeKind::Integer,
-        lower: 0.0,
-        upper,
-        step: 1.0,
-        protected,
-    };
+    let attr = |name: &str, upper: f64, protected: bool| Attribute::integer(name, 0.0, upper, protected);
     Domain { attributes: vec![attr("a", 10.0, false), attr("b", 10.0, false), attr("c", 10.0, false), attr("sex", 1.0, true)] }
 }
 

@@ -39,6 +39,11 @@ pub struct Attribute {
 }
 
 impl Attribute {
+    /// A whole-number attribute from `lower` to `upper` in steps of 1.
+    pub fn integer(name: &str, lower: f64, upper: f64, protected: bool) -> Self {
+        Attribute { name: name.into(), kind: AttributeKind::Integer, lower, upper, step: 1.0, protected }
+    }
+
     /// Every value on the attribute's grid from `lower` to `upper`. Allocates [`Attribute::grid_len`]
     /// values: the host bounds the grids of protected attributes before any stage enumerates them.
     pub fn grid(&self) -> Vec<f64> {
@@ -228,7 +233,7 @@ mod tests {
     use super::*;
 
     fn int(name: &str, lo: f64, hi: f64, protected: bool) -> Attribute {
-        Attribute { name: name.into(), kind: AttributeKind::Integer, lower: lo, upper: hi, step: 1.0, protected }
+        Attribute::integer(name, lo, hi, protected)
     }
 
     #[test]

@@ -32,7 +32,7 @@ use std::cell::RefCell;
 
 use serde_json::Value;
 
-use crate::domain::{Attribute, AttributeKind, Domain};
+use crate::domain::{Attribute, Domain};
 use crate::ffi::FfiBudget;
 use crate::host::{Backend, Host, RunInput};
 use crate::sdk::{AsAuditor, AsGenerator, Auditor, Generator, Method, PluginError, PluginParams};
@@ -220,7 +220,7 @@ impl MockHost {
 
 /// An integer attribute on `0..=upper`, step 1.
 pub fn int_attribute(name: &str, upper: f64, protected: bool) -> Attribute {
-    Attribute { name: name.into(), kind: AttributeKind::Integer, lower: 0.0, upper, step: 1.0, protected }
+    Attribute::integer(name, 0.0, upper, protected)
 }
 
 /// The domain of planted-model tests: `free` integer attributes `a`, `b`, `c`… on `0..=10`, then

@@ -63,6 +63,12 @@ impl Variants {
         }
     }
 
+    /// The combination `row` already has (its protected values, bit for bit), if it is one of
+    /// them: that variant is the row itself.
+    pub fn own_combo(&self, row: &[f64]) -> Option<usize> {
+        self.combos.iter().position(|combo| self.protected.iter().zip(combo).all(|(&idx, v)| row[idx].to_bits() == v.to_bits()))
+    }
+
     /// Whether two probabilities count as different treatment.
     pub fn differs(&self, p: f64, q: f64) -> bool {
         match self.gamma {

@@ -44,16 +44,82 @@ impl Checker {
     }
 
     /// P(class 1) of each row of `rows` followed by each of its protected variants (`1 +
-    /// n_variants()` values per row), in batched model calls.
+    /// n_variants()` values per row), in batched model calls. The variant that is the row itself
+    /// (its own protected values) is not sent again: it gets the row's probability (a model scores
+    /// a row the same however it is batched), so a binary attribute costs two rows per row, not
+    /// three.
     pub fn scores(&self, oracle: &Oracle, rows: &[f64]) -> Result<Vec<f64>, ModelError> {
         let width = self.variants.width().max(1);
-        let chunk_rows = (ROWS_PER_CALL / (self.n_variants() + 1)).max(1);
-        let mut out = Vec::with_capacity(rows.len() / width * (self.n_variants() + 1));
+        let n_variants = self.n_variants();
+        let chunk_rows = (ROWS_PER_CALL / (n_variants + 1)).max(1);
+        let mut out = Vec::with_capacity(rows.len() / width * (n_variants + 1));
         let mut batch = Vec::new();
+        let mut own = Vec::with_capacity(chunk_rows);
         for chunk in rows.chunks(chunk_rows * width) {
-            self.variants.batch(chunk, &mut batch);
-            out.extend(oracle.predict_proba(&batch)?);
+            batch.clear();
+            own.clear();
+            for row in chunk.chunks_exact(width) {
+                let mine = self.variants.own_combo(row);
+                own.push(mine);
+                batch.extend_from_slice(row);
+                for combo in (0..n_variants).filter(|&c| Some(c) != mine) {
+                    let start = batch.len();
+                    batch.extend_from_slice(row);
+                    self.variants.set_combo(&mut batch[start..], combo);
+                }
+            }
+            // One probability per row of `batch` (predict_proba's contract), read back in order.
+            let scored = oracle.predict_proba(&batch)?;
+            let mut at = 0;
+            for &mine in &own {
+                let p = scored[at];
+                at += 1;
+                out.push(p);
+                for combo in 0..n_variants {
+                    if Some(combo) == mine {
+                        out.push(p);
+                    } else {
+                        out.push(scored[at]);
+                        at += 1;
+                    }
+                }
+            }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    use fairpipe_abi::domain::Attribute;
+
+    use super::*;
+    use crate::oracle::tests::Counting;
+
+    #[test]
+    fn the_variant_that_is_the_row_itself_is_answered_with_the_rows_own_score() {
+        // Counting scores (a + 2b) / 100: here a = x and b = race.
+        let attributes = vec![Attribute::integer("x", 0.0, 99.0, false), Attribute::integer("race", 0.0, 2.0, true)];
+        let checker = Checker::new(&Domain { attributes }, None);
+        let model = Arc::new(Counting(AtomicU64::new(0)));
+        let oracle = Oracle::new(model.clone());
+        // The last row's race (0.5) is none of the three combinations: all three are sent for it.
+        let rows = [49.0, 0.0, 10.0, 1.0, 50.0, 2.0, 5.0, 0.5];
+        let scores = checker.scores(&oracle, &rows).unwrap();
+        let expected: Vec<f64> = rows
+            .chunks_exact(2)
+            .flat_map(|r| {
+                let p = |race: f64| (r[0] + 2.0 * race) / 100.0;
+                [p(r[1]), p(0.0), p(1.0), p(2.0)]
+            })
+            .collect();
+        assert_eq!(scores, expected, "the same scores as sending every variant");
+        assert_eq!(model.0.load(Ordering::Relaxed), 3 * 3 + 4, "each row and its other variants, once");
+        let verdicts = checker.check(&oracle, &rows).unwrap();
+        let found: Vec<bool> = verdicts.iter().map(|v| v.discriminatory).collect();
+        assert_eq!(found, [true, false, true, false], "0.49 → 0.53 and 0.54 → 0.50 cross 0.5: {verdicts:?}");
     }
 }

@@ -299,11 +299,11 @@ pub fn accuracy(oracle: &Oracle, x: &ndarray::Array2<f64>, y: &[u8]) -> Result<(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// P(class 1) = (a + 2b) / 100, counting the rows it is given.
-    struct Counting(AtomicU64);
+    pub(crate) struct Counting(pub(crate) AtomicU64);
 
     impl Model for Counting {
         fn n_features(&self) -> usize {

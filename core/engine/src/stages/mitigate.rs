@@ -88,19 +88,12 @@ pub fn mitigation_samples(sampler: &GroupSampler, oracle: &Oracle, label: u8, n:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fairpipe_abi::domain::{Attribute, AttributeKind};
+    use fairpipe_abi::domain::Attribute;
     use serde_json::json;
 
     #[test]
     fn samples_stay_in_their_group_and_move_one_free_attribute() {
-        let a = |name: &str, upper: f64, protected: bool| Attribute {
-            name: name.into(),
-            kind: AttributeKind::Integer,
-            lower: 0.0,
-            upper,
-            step: 1.0,
-            protected,
-        };
+        let a = |name: &str, upper: f64, protected: bool| Attribute::integer(name, 0.0, upper, protected);
         let domain = Domain { attributes: vec![a("x", 9.0, false), a("sex", 1.0, true)] };
         let rows: Vec<f64> = (0..100).flat_map(|i| [f64::from(i % 10), f64::from(i % 2)]).collect();
         let rule = GroupRule::parse(&json!([{"attribute": 1, "values": [1.0]}]), 2).unwrap();

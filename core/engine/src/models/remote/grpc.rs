@@ -285,16 +285,26 @@ fn raw_len(values: &InputValues) -> usize {
 /// A tensor's raw bytes appended to `out` (see [`raw_len`]).
 fn write_raw(values: &InputValues, out: &mut Vec<u8>) {
     match values {
-        InputValues::Float32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        InputValues::Float64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        InputValues::Int64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        InputValues::Int32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        InputValues::Float32(v) => write_numbers(v, out, |x, out| out.extend_from_slice(&x.to_le_bytes())),
+        InputValues::Float64(v) => write_numbers(v, out, |x, out| out.extend_from_slice(&x.to_le_bytes())),
+        InputValues::Int64(v) => write_numbers(v, out, |x, out| out.extend_from_slice(&x.to_le_bytes())),
+        InputValues::Int32(v) => write_numbers(v, out, |x, out| out.extend_from_slice(&x.to_le_bytes())),
         InputValues::String(v) => {
             for text in v {
                 out.extend_from_slice(&(text.len() as u32).to_le_bytes());
                 out.extend_from_slice(text.as_bytes());
             }
         }
+    }
+}
+
+/// Numbers appended little-endian: their memory as it is on a little-endian machine (one copy
+/// of the whole tensor), else each number by `one`.
+fn write_numbers<T: bytemuck::Pod>(values: &[T], out: &mut Vec<u8>, one: impl Fn(&T, &mut Vec<u8>)) {
+    if cfg!(target_endian = "little") {
+        out.extend_from_slice(bytemuck::cast_slice(values));
+    } else {
+        values.iter().for_each(|x| one(x, out));
     }
 }
 

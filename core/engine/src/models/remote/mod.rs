@@ -187,7 +187,7 @@ impl RemoteModel {
             let mut probabilities = vec![0.0; probe_rows];
             reader.read(value, &mut probabilities, 0)?;
             for (row, p) in probabilities.into_iter().enumerate() {
-                cache.insert(&crate::score_cache::encode(&probe[row * width..(row + 1) * width]), p);
+                cache.insert(&probe[row * width..(row + 1) * width], p);
             }
         }
         let model = RemoteModel {
