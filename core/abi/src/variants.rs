@@ -91,6 +91,45 @@ impl Variants {
         }
     }
 
+    /// Rows to score for `rows` (row-major) as [`Variants::batch`] lays them out, less the variant
+    /// that is the row itself ([`Variants::own_combo`]; a model scores a row the same however it
+    /// is batched): each row followed by its other variants. `own` gets each row's own
+    /// combination, for [`Variants::spread`].
+    pub fn batch_without_own(&self, rows: &[f64], out: &mut Vec<f64>, own: &mut Vec<Option<usize>>) {
+        out.clear();
+        own.clear();
+        for row in rows.chunks_exact(self.width) {
+            let mine = self.own_combo(row);
+            own.push(mine);
+            out.extend_from_slice(row);
+            for combo in (0..self.combos.len()).filter(|&c| Some(c) != mine) {
+                let start = out.len();
+                out.extend_from_slice(row);
+                self.set_combo(&mut out[start..], combo);
+            }
+        }
+    }
+
+    /// The scores of a [`Variants::batch_without_own`] (`scored`: one per row of it, in order)
+    /// appended to `out` in [`Variants::batch`]'s layout: the variant that is the row itself gets
+    /// the row's own score.
+    pub fn spread(&self, scored: &[f64], own: &[Option<usize>], out: &mut Vec<f64>) {
+        let mut at = 0;
+        for &mine in own {
+            let p = scored[at];
+            at += 1;
+            out.push(p);
+            for combo in 0..self.combos.len() {
+                if Some(combo) == mine {
+                    out.push(p);
+                } else {
+                    out.push(scored[at]);
+                    at += 1;
+                }
+            }
+        }
+    }
+
     /// Verdicts from the scores of a [`Variants::batch`].
     pub fn verdicts(&self, scores: &[f64]) -> Vec<RowCheck> {
         scores.chunks_exact(self.combos.len() + 1).map(|s| self.verdict(s[0], &s[1..])).collect()

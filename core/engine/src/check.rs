@@ -45,45 +45,17 @@ impl Checker {
 
     /// P(class 1) of each row of `rows` followed by each of its protected variants (`1 +
     /// n_variants()` values per row), in batched model calls. The variant that is the row itself
-    /// (its own protected values) is not sent again: it gets the row's probability (a model scores
-    /// a row the same however it is batched), so a binary attribute costs two rows per row, not
-    /// three.
+    /// is not sent again ([`Variants::batch_without_own`]): a binary attribute costs two rows per
+    /// row, not three.
     pub fn scores(&self, oracle: &Oracle, rows: &[f64]) -> Result<Vec<f64>, ModelError> {
         let width = self.variants.width().max(1);
-        let n_variants = self.n_variants();
-        let chunk_rows = (ROWS_PER_CALL / (n_variants + 1)).max(1);
-        let mut out = Vec::with_capacity(rows.len() / width * (n_variants + 1));
-        let mut batch = Vec::new();
-        let mut own = Vec::with_capacity(chunk_rows);
+        let chunk_rows = (ROWS_PER_CALL / (self.n_variants() + 1)).max(1);
+        let mut out = Vec::with_capacity(rows.len() / width * (self.n_variants() + 1));
+        let (mut batch, mut own) = (Vec::new(), Vec::new());
         for chunk in rows.chunks(chunk_rows * width) {
-            batch.clear();
-            own.clear();
-            for row in chunk.chunks_exact(width) {
-                let mine = self.variants.own_combo(row);
-                own.push(mine);
-                batch.extend_from_slice(row);
-                for combo in (0..n_variants).filter(|&c| Some(c) != mine) {
-                    let start = batch.len();
-                    batch.extend_from_slice(row);
-                    self.variants.set_combo(&mut batch[start..], combo);
-                }
-            }
-            // One probability per row of `batch` (predict_proba's contract), read back in order.
-            let scored = oracle.predict_proba(&batch)?;
-            let mut at = 0;
-            for &mine in &own {
-                let p = scored[at];
-                at += 1;
-                out.push(p);
-                for combo in 0..n_variants {
-                    if Some(combo) == mine {
-                        out.push(p);
-                    } else {
-                        out.push(scored[at]);
-                        at += 1;
-                    }
-                }
-            }
+            self.variants.batch_without_own(chunk, &mut batch, &mut own);
+            // One probability per row of `batch` (predict_proba's contract).
+            self.variants.spread(&oracle.predict_proba(&batch)?, &own, &mut out);
         }
         Ok(out)
     }
