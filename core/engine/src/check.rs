@@ -8,9 +8,6 @@ use crate::domain::Domain;
 use crate::error::ModelError;
 use crate::oracle::Oracle;
 
-/// Rows per model call when checking many rows (variants included).
-const ROWS_PER_CALL: usize = 8192;
-
 /// Checks rows of one domain against one model.
 #[derive(Debug, Clone)]
 pub struct Checker {
@@ -38,6 +35,13 @@ impl Checker {
         self.variants.differs(p, q)
     }
 
+    /// Rows of `rows` checked per model call: as many as fill [`Oracle::rows_per_call`] model
+    /// rows (each row is sent with its other variants: `n_variants()` rows for a row whose
+    /// protected values are one of the combinations).
+    pub fn rows_per_call(&self, oracle: &Oracle) -> usize {
+        (oracle.rows_per_call() / self.n_variants().max(1)).max(1)
+    }
+
     /// Check every row of `rows` (row-major), in batched model calls.
     pub fn check(&self, oracle: &Oracle, rows: &[f64]) -> Result<Vec<RowCheck>, ModelError> {
         Ok(self.variants.verdicts(&self.scores(oracle, rows)?))
@@ -49,7 +53,7 @@ impl Checker {
     /// row, not three.
     pub fn scores(&self, oracle: &Oracle, rows: &[f64]) -> Result<Vec<f64>, ModelError> {
         let width = self.variants.width().max(1);
-        let chunk_rows = (ROWS_PER_CALL / (self.n_variants() + 1)).max(1);
+        let chunk_rows = self.rows_per_call(oracle);
         let mut out = Vec::with_capacity(rows.len() / width * (self.n_variants() + 1));
         let (mut batch, mut own) = (Vec::new(), Vec::new());
         for chunk in rows.chunks(chunk_rows * width) {

@@ -48,7 +48,9 @@ pub fn estimate(
 
 /// The discriminatory inputs of each trial in `trials` (of `per_trial` uniform inputs each), in
 /// parallel; trial `t` draws from a generator seeded with `(seed, t)` alone, so any split of the
-/// trials into ranges gives the same counts.
+/// trials into ranges gives the same counts. Consecutive trials are checked together, as many as
+/// fill a model call ([`Checker::rows_per_call`]): a model behind a server gets requests of its
+/// `batch_size`, not one per trial.
 pub fn trial_counts(
     oracle: &Oracle,
     domain: &Domain,
@@ -57,14 +59,25 @@ pub fn trial_counts(
     per_trial: usize,
     seed: u64,
 ) -> Result<Vec<usize>, ModelError> {
-    trials
+    if per_trial == 0 {
+        return Ok(vec![0; trials.len()]);
+    }
+    let per_group = (checker.rows_per_call(oracle) / per_trial).max(1);
+    let groups: Vec<std::ops::Range<usize>> =
+        trials.clone().step_by(per_group).map(|start| start..(start + per_group).min(trials.end)).collect();
+    let counts: Vec<Vec<usize>> = groups
         .into_par_iter()
-        .map(|t| {
-            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let rows = domain.sample_rows(&mut rng, per_trial);
-            Ok(checker.check(oracle, &rows)?.iter().filter(|c| c.discriminatory).count())
+        .map(|group| {
+            let mut rows = Vec::with_capacity(group.len() * per_trial * domain.width());
+            for t in group {
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                rows.extend(domain.sample_rows(&mut rng, per_trial));
+            }
+            let verdicts = checker.check(oracle, &rows)?;
+            Ok(verdicts.chunks(per_trial).map(|trial| trial.iter().filter(|c| c.discriminatory).count()).collect())
         })
-        .collect()
+        .collect::<Result<_, ModelError>>()?;
+    Ok(counts.into_iter().flatten().collect())
 }
 
 impl Estimate {
@@ -113,7 +126,67 @@ pub fn t_quantile_975(df: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    use fairpipe_abi::domain::Attribute;
+
     use super::*;
+    use crate::oracle::tests::Counting;
+    use crate::oracle::Model;
+
+    /// The oracle's counting model, counting its calls and asking for calls of `rows_per_call`.
+    struct Batched {
+        model: Counting,
+        rows_per_call: Option<usize>,
+        calls: AtomicU64,
+    }
+
+    impl Model for Batched {
+        fn n_features(&self) -> usize {
+            self.model.n_features()
+        }
+        fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            self.model.predict_into(x, out)
+        }
+        fn describe(&self) -> String {
+            "batched".into()
+        }
+        fn rows_per_call(&self) -> Option<usize> {
+            self.rows_per_call
+        }
+        fn wants_thread_chunks(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn trials_checked_together_count_as_trials_checked_one_by_one() {
+        // Counting scores (a + 2 race) / 100: rows with a near 50 are discriminatory.
+        let domain = Domain { attributes: vec![Attribute::integer("a", 0.0, 99.0, false), Attribute::integer("race", 0.0, 2.0, true)] };
+        let checker = Checker::new(&domain, None);
+        let (trials, per_trial, seed) = (3..40, 500, 7);
+        let one_by_one: Vec<usize> = trials
+            .clone()
+            .map(|t| {
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                let rows = domain.sample_rows(&mut rng, per_trial);
+                let oracle = Oracle::new(Arc::new(Counting(AtomicU64::new(0))));
+                checker.check(&oracle, &rows).unwrap().iter().filter(|c| c.discriminatory).count()
+            })
+            .collect();
+        assert!(one_by_one.iter().all(|&c| c > 0 && c < per_trial), "a model that discriminates sometimes: {one_by_one:?}");
+        // 8,192 model rows per call by default: 2,730 rows of 3 variants, 5 trials; a model asking
+        // for a million rows per call gets all 37 trials in one.
+        for (rows_per_call, calls) in [(None, 8), (Some(1_000_000), 1)] {
+            let model = Arc::new(Batched { model: Counting(AtomicU64::new(0)), rows_per_call, calls: AtomicU64::new(0) });
+            let oracle = Oracle::new(model.clone());
+            assert_eq!(trial_counts(&oracle, &domain, &checker, trials.clone(), per_trial, seed).unwrap(), one_by_one);
+            assert_eq!(model.calls.load(Ordering::Relaxed), calls, "{rows_per_call:?} rows per call");
+        }
+        assert_eq!(trial_counts(&Oracle::new(Arc::new(Counting(AtomicU64::new(0)))), &domain, &checker, 0..5, 0, seed).unwrap(), [0; 5]);
+    }
 
     #[test]
     fn wilson_matches_a_hand_computed_interval() {

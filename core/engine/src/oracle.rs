@@ -42,6 +42,14 @@ pub trait Model: Send + Sync {
     fn wants_thread_chunks(&self) -> bool {
         true
     }
+
+    /// Rows a call should carry to use the model well, if it has a preference: a model behind a
+    /// server fills `concurrency` requests of `batch_size` rows from one call. Callers that can
+    /// merge their work (the host's checks, the estimate's trials) size their calls by it
+    /// ([`Oracle::rows_per_call`]); the answers do not depend on it.
+    fn rows_per_call(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// How the oracle computes a model's gradient for white-box methods (the generate stage's
@@ -66,6 +74,10 @@ impl GradientMethod {
 
 /// Rows per chunk when a large batch is spread over threads.
 const PARALLEL_CHUNK: usize = 1024;
+
+/// Rows per call for callers that merge their work, unless the model prefers more
+/// ([`Model::rows_per_call`]).
+pub const ROWS_PER_CALL: usize = 8192;
 
 /// A model plus counters of how often and with how many rows it was queried, and the shared
 /// cache of scored rows its plugins' queries go through ([`crate::score_cache`]).
@@ -173,6 +185,12 @@ impl Oracle {
     /// Number of input features.
     pub fn n_features(&self) -> usize {
         self.model.n_features()
+    }
+
+    /// Rows a call should carry when the caller can merge its work: [`ROWS_PER_CALL`], or more
+    /// when the model says so ([`Model::rows_per_call`]).
+    pub fn rows_per_call(&self) -> usize {
+        self.model.rows_per_call().map_or(ROWS_PER_CALL, |rows| rows.max(ROWS_PER_CALL))
     }
 
     /// P(class 1) for each row of `x` (row-major). Batches larger than a few thousand rows are split

@@ -25,11 +25,16 @@
 //! its 24-byte entry and 16 to 32 bytes of index (8-byte slots, a quarter to a half full): under
 //! 60 bytes a row whatever the row's width, so the default is under 60 MB.
 //!
-//! **One hash per row, one lock per shard.** A row is hashed once per call; its fingerprint chooses
-//! the shard (high half), finds the row in the tables and joins repeats within the call (low
-//! half). [`ScoreCache::answer`] groups a call's rows by shard and locks each shard once to look
-//! its rows up and once to file the new ones (a lock per row had cost a remote audit about 7% of
-//! fairpipe's CPU).
+//! **One hash per row, one visit per row.** A row is hashed once per call; its fingerprint
+//! chooses the shard (high half) and finds the row in the tables (low half). [`ScoreCache::answer`]
+//! groups a call's rows by shard and locks each shard once to look its rows up and once to file
+//! their answers (a lock per row had cost a remote audit about 7% of fairpipe's CPU). A row the
+//! cache does not hold gets its entry in the same visit, marked *pending* with the index of the
+//! call's row that sends it: a repeat of it later in the call finds the mark and shares that row's
+//! answer, and the answer is written into the entry by its place, without a second search (the
+//! entries of a call are appended together, so filing them writes neighbouring memory). A row
+//! pending for another call still in flight, or for a call whose model failed, is taken over and
+//! sent again: a row is never waited for, and a failure leaves nothing wrong behind.
 //!
 //! **Eviction: two generations per shard.** The rows are spread over [`SHARDS`] shards, each
 //! behind its own mutex (rayon threads asking for rows of different shards do not wait for each
@@ -47,7 +52,6 @@
 use std::borrow::Cow;
 use std::sync::Mutex;
 
-use hashbrown::HashTable;
 use rayon::prelude::*;
 
 /// Rows the cache holds at most unless `FAIRPIPE_CACHE_ROWS` says otherwise (under 60 MB).
@@ -87,29 +91,53 @@ impl Fingerprint {
     }
 }
 
-/// A row held: its fingerprint and its probability.
+/// A row held: its fingerprint and its probability, or — while the row is out at the model —
+/// a [pending](pending) mark naming the row of the call that sent it.
 #[derive(Clone, Copy)]
 struct Entry {
     fingerprint: Fingerprint,
     p: f64,
 }
 
-/// A slot of a generation's index: 32 bits of the row's fingerprint (its tag) and the row's
-/// place in the generation's entries, plus one (`0`: a free slot).
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    tag: u32,
-    place: u32,
+/// The high half of a pending mark: a negative quiet NaN, which no model's probability is (a
+/// NaN is never filed: [`ScoreCache::answer`] and [`ScoreCache::insert`] skip it).
+const PENDING: u64 = 0xFFF8_0000_0000_0000;
+
+/// The mark of a row out at the model, sent by row `row` of the call that asked for it.
+fn pending(row: u32) -> f64 {
+    f64::from_bits(PENDING | u64::from(row))
 }
+
+/// The row that sent a pending entry, or `None` for a probability.
+fn pending_row(p: f64) -> Option<u32> {
+    let bits = p.to_bits();
+    (bits >> 32 == PENDING >> 32).then_some(bits as u32)
+}
+
+/// A slot of a generation's index: 32 bits of the row's fingerprint (its tag) in the high half,
+/// the row's place in the generation's entries plus one in the low half (`0`: a free slot). Plain
+/// integers, so that a new index is zeroed memory the system hands over untouched (a row asked
+/// for touches only its own slots' pages).
+#[derive(Clone, Copy)]
+struct Slot(u64);
 
 impl Slot {
     /// The slot of the row with `fingerprint` at `place` in the entries.
     fn of(fingerprint: Fingerprint, place: usize) -> Self {
-        Slot { tag: tag_of(fingerprint), place: place as u32 + 1 }
+        Slot(u64::from(tag_of(fingerprint)) << 32 | (place as u64 + 1))
+    }
+
+    fn tag(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// The row's place in the entries (the slot is not free).
+    fn place(self) -> usize {
+        (self.0 as u32 - 1) as usize
     }
 
     fn is_free(self) -> bool {
-        self.place == 0
+        self.0 as u32 == 0
     }
 }
 
@@ -121,7 +149,9 @@ fn tag_of(fingerprint: Fingerprint) -> u32 {
 
 /// The rows of one generation of a shard: the rows end to end (`entries`, 24 bytes each) and an
 /// open-addressing index over them (linear probing from the slot the fingerprint's low bits name;
-/// 8-byte slots, at most [`Generation::MAX_LOAD`] full, doubled when it would be fuller).
+/// 8-byte slots, at most [`Generation::MAX_LOAD`] full, doubled when it would be fuller). A
+/// generation's entries never move and are never removed, so `(number, place)` names a row's
+/// entry for as long as the generation lives.
 ///
 /// Built for memory rather than for instructions: a remote audit's cache outgrows the
 /// processor's caches, and each row asked for costs a lookup in slots scattered over it. Eight
@@ -133,8 +163,10 @@ fn tag_of(fingerprint: Fingerprint) -> u32 {
 /// a row filed, a memory read each.)
 #[derive(Default)]
 struct Generation {
+    /// Which generation of its shard this is (the first is 1; 0 names none).
+    number: u32,
     entries: Vec<Entry>,
-    slots: Vec<Slot>,
+    slots: Vec<u64>,
 }
 
 impl Generation {
@@ -144,10 +176,10 @@ impl Generation {
     /// and 2.5 for one that is not (fewer below the limit), nearly always in one cache line.
     const MAX_LOAD: (usize, usize) = (1, 2);
 
-    /// An empty generation ready for `rows` rows without growing.
-    fn with_room(rows: usize) -> Self {
+    /// An empty generation numbered `number`, ready for `rows` rows without growing.
+    fn with_room(number: u32, rows: usize) -> Self {
         let slots = (rows * Self::MAX_LOAD.1).div_ceil(Self::MAX_LOAD.0).next_power_of_two().max(Self::MIN_SLOTS);
-        Generation { entries: Vec::with_capacity(rows), slots: vec![Slot::default(); slots] }
+        Generation { number, entries: Vec::with_capacity(rows), slots: vec![0; slots] }
     }
 
     fn len(&self) -> usize {
@@ -165,63 +197,65 @@ impl Generation {
         if self.slots.is_empty() {
             return 0;
         }
-        let slot = self.slots[self.home(fingerprint)];
-        if slot.tag == tag_of(fingerprint) && !slot.is_free() {
-            return self.entries[slot.place as usize - 1].fingerprint.high;
+        let slot = Slot(self.slots[self.home(fingerprint)]);
+        if slot.tag() == tag_of(fingerprint) && !slot.is_free() {
+            return self.entries[slot.place()].fingerprint.high;
         }
-        u64::from(slot.place)
+        slot.0
     }
 
-    /// The slot holding `fingerprint`, or the free slot where it goes (the index has a free
-    /// slot), and whether it holds it.
-    fn probe(&self, fingerprint: Fingerprint) -> (usize, bool) {
+    /// The place of `fingerprint`'s entry, or the free slot where it goes (`Err`; the index
+    /// has a free slot).
+    fn probe(&self, fingerprint: Fingerprint) -> Result<usize, usize> {
         let mask = self.slots.len() - 1;
         let tag = tag_of(fingerprint);
         let mut i = self.home(fingerprint);
         loop {
-            let slot = self.slots[i];
+            let slot = Slot(self.slots[i]);
             if slot.is_free() {
-                return (i, false);
+                return Err(i);
             }
-            if slot.tag == tag && self.entries[slot.place as usize - 1].fingerprint == fingerprint {
-                return (i, true);
+            let place = slot.place();
+            if slot.tag() == tag && self.entries[place].fingerprint == fingerprint {
+                return Ok(place);
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// The probability of the row with `fingerprint`, if it is here.
-    fn find(&self, fingerprint: Fingerprint) -> Option<f64> {
+    /// The place of `fingerprint`'s entry, if it is here.
+    fn find(&self, fingerprint: Fingerprint) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
-        match self.probe(fingerprint) {
-            (i, true) => Some(self.entries[self.slots[i].place as usize - 1].p),
-            (_, false) => None,
-        }
+        self.probe(fingerprint).ok()
     }
 
-    /// Set the probability of the row with `fingerprint`, adding the row if it is not here.
-    fn put(&mut self, fingerprint: Fingerprint, p: f64) {
-        if (self.len() + 1) * Self::MAX_LOAD.1 > self.slots.len() * Self::MAX_LOAD.0 {
-            self.grow();
-        }
-        match self.probe(fingerprint) {
-            (i, true) => self.entries[self.slots[i].place as usize - 1].p = p,
-            (i, false) => {
-                self.slots[i] = Slot::of(fingerprint, self.entries.len());
-                self.entries.push(Entry { fingerprint, p });
+    /// Append an entry for a row that is not here (`free`: where its probe ended, if the index
+    /// has been probed for it since it last changed); its place.
+    fn add(&mut self, fingerprint: Fingerprint, p: f64, free: Option<usize>) -> usize {
+        let free = match free {
+            Some(slot) if (self.len() + 1) * Self::MAX_LOAD.1 <= self.slots.len() * Self::MAX_LOAD.0 => slot,
+            _ => {
+                if (self.len() + 1) * Self::MAX_LOAD.1 > self.slots.len() * Self::MAX_LOAD.0 {
+                    self.grow();
+                }
+                self.probe(fingerprint).expect_err("a row is added only when it is not here")
             }
-        }
+        };
+        let place = self.entries.len();
+        self.slots[free] = Slot::of(fingerprint, place).0;
+        self.entries.push(Entry { fingerprint, p });
+        place
     }
 
     /// Double the slots (or make the first ones) and index every row again.
     fn grow(&mut self) {
-        self.slots = vec![Slot::default(); (self.slots.len() * 2).max(Self::MIN_SLOTS)];
+        self.slots = vec![0; (self.slots.len() * 2).max(Self::MIN_SLOTS)];
         for place in 0..self.entries.len() {
             let fingerprint = self.entries[place].fingerprint;
-            let (i, _) = self.probe(fingerprint);
-            self.slots[i] = Slot::of(fingerprint, place);
+            let free = self.probe(fingerprint).expect_err("each row is indexed once");
+            self.slots[free] = Slot::of(fingerprint, place).0;
         }
     }
 }
@@ -258,10 +292,49 @@ impl ByShard {
     }
 }
 
-#[derive(Default)]
+/// One shard's two generations (see the module documentation).
 struct Shard {
     current: Generation,
     previous: Generation,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        // The current generation always has slots (it is probed without checking); the previous
+        // one, number 0, is none until the first turn.
+        Shard { current: Generation::with_room(1, 0), previous: Generation::default() }
+    }
+}
+
+impl Shard {
+    /// The generation numbered `number`, if it still lives.
+    fn generation_mut(&mut self, number: u32) -> Option<&mut Generation> {
+        if self.current.number == number {
+            Some(&mut self.current)
+        } else if self.previous.number == number && number != 0 {
+            Some(&mut self.previous)
+        } else {
+            None
+        }
+    }
+}
+
+/// Where a row's entry is: its generation's number and its place there.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct EntryAt {
+    generation: u32,
+    place: u32,
+}
+
+/// What a call's look-up says of one of its rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Answer {
+    /// The cache knows its probability.
+    Known(f64),
+    /// The call sends it; its answer is filed at this entry (marked pending until then).
+    Send(EntryAt),
+    /// The same row as this earlier row of the call, which sends it.
+    SameAs(u32),
 }
 
 /// A bounded, sharded map from rows (by fingerprint) to P(favourable) (see the module
@@ -307,7 +380,7 @@ impl ScoreCache {
         self.capacity > 0
     }
 
-    /// Rows held now.
+    /// Rows held now (rows out at the model included).
     pub fn len(&self) -> usize {
         (0..SHARDS)
             .map(|s| {
@@ -326,48 +399,94 @@ impl ScoreCache {
         self.shards[shard].lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The cached probability of `row`, if any (a row found in the previous generation is moved
-    /// into the current one).
+    /// The cached probability of `row`, if any (a row found in the previous generation is copied
+    /// into the current one; a row out at the model has none yet).
     pub fn get(&self, row: &[f64]) -> Option<f64> {
         if !self.enabled() {
             return None;
         }
         let fingerprint = Fingerprint::of(row);
-        self.get_locked(&mut self.lock(fingerprint.shard()), fingerprint)
-    }
-
-    /// [`Self::get`] in a shard already locked.
-    fn get_locked(&self, shard: &mut Shard, fingerprint: Fingerprint) -> Option<f64> {
-        if let Some(p) = shard.current.find(fingerprint) {
-            return Some(p);
+        let mut shard = self.lock(fingerprint.shard());
+        if let Some(place) = shard.current.find(fingerprint) {
+            return Some(shard.current.entries[place].p).filter(|&p| pending_row(p).is_none());
         }
-        let p = shard.previous.find(fingerprint)?;
-        // Left in the previous generation too: it is dropped whole when its turn comes.
-        self.file_locked(shard, fingerprint, p);
+        let place = shard.previous.find(fingerprint)?;
+        let p = Some(shard.previous.entries[place].p).filter(|&p| pending_row(p).is_none())?;
+        self.add_locked(&mut shard, fingerprint, p, None);
         Some(p)
     }
 
-    /// Remember `p` for `row`.
+    /// Remember `p` for `row` (a NaN is not remembered).
     pub fn insert(&self, row: &[f64], p: f64) {
-        if !self.enabled() {
+        if !self.enabled() || p.is_nan() {
             return;
         }
         let fingerprint = Fingerprint::of(row);
-        self.file_locked(&mut self.lock(fingerprint.shard()), fingerprint, p);
+        let mut shard = self.lock(fingerprint.shard());
+        match shard.current.find(fingerprint) {
+            Some(place) => shard.current.entries[place].p = p,
+            None => {
+                self.add_locked(&mut shard, fingerprint, p, None);
+            }
+        }
     }
 
-    /// File `p` for the row with `fingerprint` in the current generation of a shard already
-    /// locked, starting a new generation first when the current one is full and the row is not
-    /// in it (the new one is sized for a whole generation: it will fill as far).
-    fn file_locked(&self, shard: &mut Shard, fingerprint: Fingerprint, p: f64) {
-        if shard.current.len() >= self.per_generation && shard.current.find(fingerprint).is_none() {
-            shard.previous = std::mem::replace(&mut shard.current, Generation::with_room(self.per_generation));
+    /// Add an entry (`p`: a probability or a pending mark) for a row that is not in the current
+    /// generation of a locked shard, starting a new generation first when the current one is full
+    /// (the new one is sized for a whole generation: it will fill as far); where it went. `free`:
+    /// where the row's probe of the current generation ended, if it was just probed.
+    fn add_locked(&self, shard: &mut Shard, fingerprint: Fingerprint, p: f64, free: Option<usize>) -> EntryAt {
+        let mut free = free;
+        if shard.current.len() >= self.per_generation {
+            let number = shard.current.number.wrapping_add(1).max(1);
+            shard.previous = std::mem::replace(&mut shard.current, Generation::with_room(number, self.per_generation));
+            free = None;
         }
-        shard.current.put(fingerprint, p);
+        let place = shard.current.add(fingerprint, p, free);
+        EntryAt { generation: shard.current.number, place: place as u32 }
+    }
+
+    /// What the cache says of row `row` of a call (`fingerprints`: the call's rows'), in a locked
+    /// shard: its probability if known; else the earlier row of the call that sends it; else this
+    /// row sends it, and its entry (added, or found pending for another call or a call that
+    /// failed) is marked pending for it.
+    fn look_up_locked(&self, shard: &mut Shard, fingerprints: &[Fingerprint], row: u32) -> Answer {
+        let fingerprint = fingerprints[row as usize];
+        // The row itself is sent by `sender` of this call if that earlier row has the same
+        // fingerprint: the call's rows of a shard are looked up in order, under its lock, and
+        // an earlier row with this fingerprint either found the probability, or sent the row
+        // (marking it with its own index), or joined an even earlier row's mark.
+        let own = |sender: u32| sender < row && fingerprints[sender as usize] == fingerprint;
+        let (in_current, place) = match shard.current.probe(fingerprint) {
+            Ok(place) => (true, place),
+            Err(free) => {
+                let Some(place) = shard.previous.find(fingerprint) else {
+                    return Answer::Send(self.add_locked(shard, fingerprint, pending(row), Some(free)));
+                };
+                let p = shard.previous.entries[place].p;
+                if pending_row(p).is_none() {
+                    // Used again: copied into the current generation.
+                    self.add_locked(shard, fingerprint, p, Some(free));
+                    return Answer::Known(p);
+                }
+                (false, place)
+            }
+        };
+        let generation = if in_current { &mut shard.current } else { &mut shard.previous };
+        let number = generation.number;
+        let entry = &mut generation.entries[place];
+        match pending_row(entry.p) {
+            None => Answer::Known(entry.p),
+            Some(sender) if own(sender) => Answer::SameAs(sender),
+            Some(_) => {
+                entry.p = pending(row);
+                Answer::Send(EntryAt { generation: number, place: place as u32 })
+            }
+        }
     }
 
     /// Read the home slots of a group of rows in both generations of a locked shard, so that the
-    /// lookups or filings that follow find them in the cache (see [`Generation`]).
+    /// look-ups that follow find them in the cache (see [`Generation`]).
     fn touch_group(shard: &Shard, fingerprints: impl Iterator<Item = Fingerprint>) {
         let mut seen = 0u64;
         for fingerprint in fingerprints {
@@ -381,6 +500,14 @@ impl ScoreCache {
     /// `score` in one batch (gathered, so `score` may keep it; `x` itself, borrowed, when the
     /// cache is off), and are remembered. A cache of capacity 0 sends every row. Returns the
     /// number of rows `score` was given (the rest were hits: cached, or repeated within `x`).
+    ///
+    /// A row is looked up, and when it is new its entry added (marked pending), in one visit to
+    /// its shard; the answers are then written into those entries by place, without a second
+    /// search. A row another call has out at the model is sent again by this call too (never
+    /// waited for); if `score` fails, the rows stay marked pending and the next call to ask for
+    /// them sends them. A row repeated within `x` is sent once as long as the call's new rows fit
+    /// in a generation of its shard (`capacity / 32` rows per shard by default; past that the
+    /// oldest marks may be evicted before their repeats are seen, and a repeat is sent again).
     pub fn answer<E>(
         &self,
         x: &[f64],
@@ -389,7 +516,7 @@ impl ScoreCache {
         score: impl FnOnce(Cow<'_, [f64]>, &mut [f64]) -> Result<(), E>,
     ) -> Result<usize, E> {
         let rows = out.len();
-        if !self.enabled() || width == 0 || rows == 0 || x.len() != rows * width {
+        if !self.enabled() || width == 0 || rows == 0 || x.len() != rows * width || rows > u32::MAX as usize {
             score(Cow::Borrowed(x), out)?;
             return Ok(rows);
         }
@@ -400,70 +527,63 @@ impl ScoreCache {
         } else {
             x.chunks_exact(width).map(Fingerprint::of).collect()
         };
-        // The rows grouped by shard, so that each shard is locked once per call, not once per row.
+        // The rows grouped by shard, so that each shard is locked once to look its rows up and
+        // once to file their answers, not once per row.
         let by_shard = ByShard::new(&fingerprints);
-        let look_up = |&(shard, group): &(usize, &[u32])| -> Vec<(u32, Option<f64>)> {
-            let mut shard = self.lock(shard);
-            let mut found = Vec::with_capacity(group.len());
+        let look_up = |&(shard, group): &(usize, &[u32])| -> (usize, Vec<(u32, Answer)>) {
+            let mut locked = self.lock(shard);
+            let mut answers = Vec::with_capacity(group.len());
             for part in group.chunks(TOUCH_AHEAD) {
-                Self::touch_group(&shard, part.iter().map(|&i| fingerprints[i as usize]));
-                found.extend(part.iter().map(|&i| (i, self.get_locked(&mut shard, fingerprints[i as usize]))));
+                Self::touch_group(&locked, part.iter().map(|&i| fingerprints[i as usize]));
+                answers.extend(part.iter().map(|&i| (i, self.look_up_locked(&mut locked, &fingerprints, i))));
             }
-            found
+            (shard, answers)
         };
-        let found: Vec<Vec<(u32, Option<f64>)>> =
-            if parallel { by_shard.groups().par_iter().map(look_up).collect() } else { by_shard.groups().iter().map(look_up).collect() };
-        // The rows the cache did not have, in order.
-        let mut is_missing = vec![false; rows];
-        for (i, p) in found.into_iter().flatten() {
-            match p {
-                Some(p) => out[i as usize] = p,
-                None => is_missing[i as usize] = true,
+        let groups = by_shard.groups();
+        let looked_up: Vec<(usize, Vec<(u32, Answer)>)> =
+            if parallel { groups.par_iter().map(look_up).collect() } else { groups.iter().map(look_up).collect() };
+        // The rows to send, in first-seen order, and each one's place in the batch.
+        let mut is_sent = vec![false; rows];
+        for (_, answers) in &looked_up {
+            for &(i, answer) in answers {
+                match answer {
+                    Answer::Known(p) => out[i as usize] = p,
+                    Answer::Send(_) => is_sent[i as usize] = true,
+                    Answer::SameAs(_) => {}
+                }
             }
         }
-        // Distinct missing rows, in first-seen order (`distinct`: their indices in `x`), and each
-        // missing row's place among them.
-        let missing: Vec<usize> = (0..rows).filter(|&i| is_missing[i]).collect();
-        if missing.is_empty() {
+        let sent: Vec<usize> = (0..rows).filter(|&i| is_sent[i]).collect();
+        if sent.is_empty() {
             return Ok(0);
         }
-        let mut first: HashTable<u32> = HashTable::with_capacity(missing.len());
-        let mut distinct: Vec<usize> = Vec::with_capacity(missing.len());
-        let mut slot_of: Vec<u32> = Vec::with_capacity(missing.len());
-        for &i in &missing {
-            let fingerprint = fingerprints[i];
-            let same = |&d: &u32| fingerprints[distinct[d as usize]] == fingerprint;
-            let slot = match first.find(fingerprint.low, same) {
-                Some(&d) => d,
-                None => {
-                    let d = distinct.len() as u32;
-                    distinct.push(i);
-                    first.insert_unique(fingerprint.low, d, |&d| fingerprints[distinct[d as usize]].low);
-                    d
-                }
-            };
-            slot_of.push(slot);
-        }
-        let mut batch = Vec::with_capacity(distinct.len() * width);
-        for &i in &distinct {
+        let mut in_batch = vec![0u32; rows];
+        let mut batch = Vec::with_capacity(sent.len() * width);
+        for (k, &i) in sent.iter().enumerate() {
+            in_batch[i] = k as u32;
             batch.extend_from_slice(&x[i * width..(i + 1) * width]);
         }
-        let mut scored = vec![0.0; distinct.len()];
+        let mut scored = vec![0.0; sent.len()];
         score(Cow::Owned(batch), &mut scored)?;
-        for (&i, &slot) in missing.iter().zip(&slot_of) {
-            out[i] = scored[slot as usize];
-        }
-        let distinct_fingerprints: Vec<Fingerprint> = distinct.iter().map(|&i| fingerprints[i]).collect();
-        for (shard, group) in ByShard::new(&distinct_fingerprints).groups() {
-            let mut shard = self.lock(shard);
-            for part in group.chunks(TOUCH_AHEAD) {
-                Self::touch_group(&shard, part.iter().map(|&d| distinct_fingerprints[d as usize]));
-                for &d in part {
-                    self.file_locked(&mut shard, distinct_fingerprints[d as usize], scored[d as usize]);
+        for (shard, answers) in &looked_up {
+            let mut filed: Option<std::sync::MutexGuard<'_, Shard>> = None;
+            for &(i, answer) in answers {
+                match answer {
+                    Answer::Known(_) => {}
+                    Answer::SameAs(sender) => out[i as usize] = scored[in_batch[sender as usize] as usize],
+                    Answer::Send(at) => {
+                        let p = scored[in_batch[i as usize] as usize];
+                        out[i as usize] = p;
+                        let locked = filed.get_or_insert_with(|| self.lock(*shard));
+                        // A generation dropped meanwhile took the entry with it: nothing to file.
+                        if let Some(generation) = locked.generation_mut(at.generation).filter(|_| !p.is_nan()) {
+                            generation.entries[at.place as usize].p = p;
+                        }
+                    }
                 }
             }
         }
-        Ok(distinct.len())
+        Ok(sent.len())
     }
 }
 
@@ -522,6 +642,95 @@ mod tests {
         let failed = cache.answer(&[9.0], 1, &mut [0.0], |_: Cow<'_, [f64]>, _: &mut [f64]| Err("server down"));
         assert_eq!(failed, Err("server down"));
         assert_eq!(cache.get(&[9.0]), None, "a failed row is not remembered");
+    }
+
+    /// A stand-in model of rows of `width` values: P = a tenth of the row's first value; what it
+    /// was sent goes to `sent`.
+    fn tenth_of(width: usize, sent: &mut Vec<f64>) -> impl FnOnce(Cow<'_, [f64]>, &mut [f64]) -> Result<(), &'static str> + '_ {
+        move |x, out| {
+            sent.extend_from_slice(&x);
+            x.chunks(width).zip(out.iter_mut()).for_each(|(row, o)| *o = row[0] / 10.0);
+            Ok(())
+        }
+    }
+
+    /// [`tenth_of`] rows of one value.
+    fn tenth(sent: &mut Vec<f64>) -> impl FnOnce(Cow<'_, [f64]>, &mut [f64]) -> Result<(), &'static str> + '_ {
+        tenth_of(1, sent)
+    }
+
+    #[test]
+    fn a_row_out_at_the_model_for_another_call_is_sent_by_this_one_too() {
+        let cache = ScoreCache::new(1000);
+        let (mut sent_a, mut out_a) = (Vec::new(), vec![0.0; 2]);
+        let (mut sent_b, mut out_b) = (Vec::new(), vec![0.0; 3]);
+        // While call A has rows 1 and 2 out at the model, call B asks for 2, 3 and 2 again.
+        let sent = cache.answer(&[1.0, 2.0], 1, &mut out_a, |x, out| {
+            assert_eq!(cache.get(&[2.0]), None, "a pending row has no probability yet");
+            let b = cache.answer(&[2.0, 3.0, 2.0], 1, &mut out_b, tenth(&mut sent_b));
+            assert_eq!(b, Ok(2), "B sends 2 (not waiting for A) and 3, once each");
+            tenth(&mut sent_a)(x, out)
+        });
+        assert_eq!(sent, Ok(2));
+        assert_eq!((sent_a.as_slice(), out_a.as_slice()), ([1.0, 2.0].as_slice(), [0.1, 0.2].as_slice()));
+        assert_eq!((sent_b.as_slice(), out_b.as_slice()), ([2.0, 3.0].as_slice(), [0.2, 0.3, 0.2].as_slice()));
+        assert_eq!([1.0, 2.0, 3.0].map(|v| cache.get(&[v])), [Some(0.1), Some(0.2), Some(0.3)]);
+        assert_eq!(cache.len(), 3);
+    }
+
+    #[test]
+    fn a_failed_call_leaves_its_rows_to_the_next_call() {
+        let cache = ScoreCache::new(1000);
+        let failed = cache.answer(&[7.0, 8.0, 7.0], 1, &mut [0.0; 3], |_: Cow<'_, [f64]>, _: &mut [f64]| Err("server down"));
+        assert_eq!(failed, Err("server down"));
+        assert_eq!(cache.get(&[7.0]), None);
+        let (mut sent, mut out) = (Vec::new(), vec![0.0; 3]);
+        assert_eq!(cache.answer(&[8.0, 7.0, 8.0], 1, &mut out, tenth(&mut sent)), Ok(2));
+        assert_eq!((sent.as_slice(), out.as_slice()), ([8.0, 7.0].as_slice(), [0.8, 0.7, 0.8].as_slice()));
+        assert_eq!(cache.get(&[7.0]), Some(0.7));
+        assert_eq!(cache.len(), 2, "the failed call's entries were taken over, not doubled");
+    }
+
+    #[test]
+    fn answers_agree_with_the_model_whatever_the_capacity_and_the_repeats() {
+        use rand::{Rng, SeedableRng};
+        for capacity in [0, 40, 640, 100_000] {
+            let cache = ScoreCache::new(capacity);
+            let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(capacity as u64);
+            let mut seen = std::collections::HashSet::new();
+            for call in 0..200 {
+                // Now and then a call large enough to be looked up on the rayon pool.
+                let rows = if call % 50 == 49 { 20_000 } else { rng.gen_range(1..3000) };
+                // At most 6,000 distinct rows: all of them fit in the largest cache.
+                let x: Vec<f64> =
+                    (0..rows).flat_map(|_| [f64::from(rng.gen_range(0..600u32)), f64::from(rng.gen_range(0..10u32))]).collect();
+                let (mut sent, mut out) = (Vec::new(), vec![0.0; rows]);
+                let n = cache.answer(&x, 2, &mut out, tenth_of(2, &mut sent)).unwrap();
+                let expected: Vec<f64> = x.chunks(2).map(|r| r[0] / 10.0).collect();
+                assert_eq!(out, expected, "capacity {capacity}, call {call}");
+                assert_eq!(n * 2, sent.len());
+                let new: std::collections::HashSet<[u64; 2]> =
+                    x.chunks(2).map(|r| [r[0].to_bits(), r[1].to_bits()]).filter(|r| !seen.contains(r)).collect();
+                if capacity == 100_000 {
+                    // Everything fits: exactly the rows never asked for before, once each, in order.
+                    assert_eq!(n, new.len(), "call {call}");
+                    let mut first = std::collections::HashSet::new();
+                    let order: Vec<f64> = x
+                        .chunks(2)
+                        .filter(|r| new.contains(&[r[0].to_bits(), r[1].to_bits()]) && first.insert([r[0].to_bits(), r[1].to_bits()]))
+                        .flatten()
+                        .copied()
+                        .collect();
+                    assert_eq!(sent, order, "first-seen order, call {call}");
+                } else if capacity == 0 {
+                    assert_eq!(n, rows);
+                } else {
+                    assert!(n >= new.len() && n <= rows, "call {call}: {n} sent, {} new, {rows} rows", new.len());
+                }
+                seen.extend(x.chunks(2).map(|r| [r[0].to_bits(), r[1].to_bits()]));
+                assert!(cache.len() <= cache.capacity(), "{} rows held", cache.len());
+            }
+        }
     }
 
     #[test]

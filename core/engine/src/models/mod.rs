@@ -58,6 +58,10 @@ impl Model for Complement {
         self.0.wants_thread_chunks()
     }
 
+    fn rows_per_call(&self) -> Option<usize> {
+        self.0.rows_per_call()
+    }
+
     fn has_exact_gradient(&self) -> bool {
         self.0.has_exact_gradient()
     }

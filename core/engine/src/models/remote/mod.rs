@@ -9,7 +9,10 @@
 //! parallel chunks, or any concurrent callers) go out merged into requests of up to `batch_size`
 //! rows, and at most `concurrency` requests are in flight for the whole model, not per call. A
 //! caller waiting for a free slot sends whatever is queued, its own rows and others', so merging
-//! happens exactly when the server is the bottleneck and adds no wait when it is not.
+//! happens exactly when the server is the bottleneck and adds no wait when it is not. Callers that
+//! can merge their own work (the host's checks, the estimate's trials) ask for `batch_size` rows a
+//! call — more when `concurrency` exceeds the threads calling at once ([`Model::rows_per_call`]) —
+//! so that requests are as large as the pipeline allows.
 
 pub mod command;
 pub mod grpc;
@@ -445,6 +448,12 @@ impl Model for RemoteModel {
 
     fn wants_thread_chunks(&self) -> bool {
         false
+    }
+
+    fn rows_per_call(&self) -> Option<usize> {
+        // Calls made at once (one per thread of the pool) together fill the requests in flight.
+        let in_flight = self.traffic.concurrency.min(self.backend.max_in_flight()).max(1);
+        Some(self.traffic.batch_size.max(1).saturating_mul(in_flight.div_ceil(rayon::current_num_threads().max(1))))
     }
 }
 
