@@ -223,6 +223,18 @@ impl InputPlan {
         }
     }
 
+    /// As [`InputPlan::batch`], taking the rows: a model whose one input is the encoded vector in
+    /// float64 gets `x` itself, not a copy; otherwise the inputs are built from the rows, which come
+    /// back with them.
+    pub fn batch_owned(&self, domain: &Domain, x: Vec<f64>, rows: usize) -> (Vec<InputBatch>, Option<Vec<f64>>) {
+        match self {
+            InputPlan::Vector { input, ty: ElementType::Float64, width } => {
+                (vec![InputBatch { name: input.clone(), shape: vec![rows, *width], values: InputValues::Float64(x) }], None)
+            }
+            _ => (self.batch(domain, &x, rows), Some(x)),
+        }
+    }
+
     /// The model's inputs for `rows` encoded rows `x` (row-major), decoded through `domain`.
     pub fn batch(&self, domain: &Domain, x: &[f64], rows: usize) -> Vec<InputBatch> {
         match self {

@@ -106,11 +106,11 @@ impl Backend for CommandBackend {
         self.location()
     }
 
-    fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError> {
+    fn infer(&self, inputs: &[InputBatch], rows: usize) -> Result<Returned, ModelError> {
         let width = self.columns.len();
-        let values: Vec<f64> = match inputs.into_iter().next().map(|b| b.values) {
-            Some(InputValues::Float64(v)) => v,
-            Some(InputValues::Float32(v)) => v.into_iter().map(f64::from).collect(),
+        let values: std::borrow::Cow<'_, [f64]> = match inputs.first().map(|b| &b.values) {
+            Some(InputValues::Float64(v)) => v.into(),
+            Some(InputValues::Float32(v)) => v.iter().copied().map(f64::from).collect::<Vec<f64>>().into(),
             _ => return Err(self.fail("a program takes the encoded rows as one vector".into())),
         };
         let data: Vec<&[f64]> = values.chunks(width.max(1)).take(rows).collect();

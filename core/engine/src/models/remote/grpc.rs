@@ -240,8 +240,8 @@ impl Backend for GrpcBackend {
         format!("kserve v2 grpc {} model {}", self.endpoint.base, self.endpoint.model)
     }
 
-    fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError> {
-        let (request, raw) = infer_request(&self.endpoint.model, &inputs, &self.outputs);
+    fn infer(&self, inputs: &[InputBatch], rows: usize) -> Result<Returned, ModelError> {
+        let (request, raw) = infer_request(&self.endpoint.model, inputs, &self.outputs);
         let answer: proto::ModelInferResponse = self.call_framed("ModelInfer", frame(&request, &raw))?;
         read_answer(answer, rows).map_err(|message| ModelError::Remote { url: self.location(), message })
     }

@@ -86,7 +86,7 @@ impl Backend for MlflowBackend {
         format!("mlflow {}", self.endpoint.invocations())
     }
 
-    fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError> {
+    fn infer(&self, inputs: &[InputBatch], rows: usize) -> Result<Returned, ModelError> {
         let url = self.endpoint.invocations();
         let answer = self.http.post_json(&url, &dataframe_split(inputs, rows))?;
         predictions(&answer, rows).map_err(|message| ModelError::Remote { url, message })
@@ -94,16 +94,16 @@ impl Backend for MlflowBackend {
 }
 
 /// `{"dataframe_split": {"columns": [...], "data": [[row], …]}}` from one batch per column.
-pub fn dataframe_split(inputs: Vec<InputBatch>, rows: usize) -> Value {
+pub fn dataframe_split(inputs: &[InputBatch], rows: usize) -> Value {
     let columns: Vec<String> = inputs.iter().map(|b| b.name.clone()).collect();
     let mut data: Vec<Vec<Value>> = (0..rows).map(|_| Vec::with_capacity(inputs.len())).collect();
     for batch in inputs {
-        match batch.values {
-            InputValues::Float64(v) => v.into_iter().zip(&mut data).for_each(|(x, row)| row.push(number(x))),
-            InputValues::Float32(v) => v.into_iter().zip(&mut data).for_each(|(x, row)| row.push(number(f64::from(x)))),
-            InputValues::Int64(v) => v.into_iter().zip(&mut data).for_each(|(x, row)| row.push(json!(x))),
-            InputValues::Int32(v) => v.into_iter().zip(&mut data).for_each(|(x, row)| row.push(json!(x))),
-            InputValues::String(v) => v.into_iter().zip(&mut data).for_each(|(x, row)| row.push(Value::String(x))),
+        match &batch.values {
+            InputValues::Float64(v) => v.iter().zip(&mut data).for_each(|(&x, row)| row.push(number(x))),
+            InputValues::Float32(v) => v.iter().zip(&mut data).for_each(|(&x, row)| row.push(number(f64::from(x)))),
+            InputValues::Int64(v) => v.iter().zip(&mut data).for_each(|(&x, row)| row.push(json!(x))),
+            InputValues::Int32(v) => v.iter().zip(&mut data).for_each(|(&x, row)| row.push(json!(x))),
+            InputValues::String(v) => v.iter().zip(&mut data).for_each(|(x, row)| row.push(Value::String(x.clone()))),
         }
     }
     json!({ "dataframe_split": { "columns": columns, "data": data } })
@@ -171,7 +171,7 @@ mod tests {
             InputBatch { name: "age".into(), shape: vec![2, 1], values: InputValues::Float64(vec![39.0, 50.5]) },
             InputBatch { name: "sex".into(), shape: vec![2, 1], values: InputValues::String(vec!["Male".into(), "Female".into()]) },
         ];
-        let body = dataframe_split(inputs, 2);
+        let body = dataframe_split(&inputs, 2);
         assert_eq!(body, json!({"dataframe_split": {"columns": ["age", "sex"], "data": [[39.0, "Male"], [50.5, "Female"]]}}));
     }
 

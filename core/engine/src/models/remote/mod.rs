@@ -31,7 +31,7 @@ use fairpipe_abi::domain::Domain;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::model_inputs::{plan, DeclaredInput, ElementType, InputBatch, InputPlan};
+use super::model_inputs::{plan, DeclaredInput, ElementType, InputBatch, InputPlan, InputValues};
 use super::model_outputs::{choose_output, OutputChoice, OutputReader, RawOutput};
 use crate::error::ModelError;
 use crate::oracle::Model;
@@ -61,7 +61,7 @@ pub trait Backend: Send + Sync {
     /// "kserve v2 http://…", "command python3 model.py".
     fn executor(&self) -> String;
     /// Score `rows` rows given as `inputs`; every output returned.
-    fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError>;
+    fn infer(&self, inputs: &[InputBatch], rows: usize) -> Result<Returned, ModelError>;
     /// Most batches it takes at once (a child process: one).
     fn max_in_flight(&self) -> usize {
         usize::MAX
@@ -167,7 +167,7 @@ impl RemoteModel {
             return Err(ModelError::Remote { url, message: "no data rows to check the model's output on".into() });
         }
         let probe = &probe[..probe_rows * width];
-        let returned = backend.infer(input_plan.batch(domain, probe, probe_rows), probe_rows)?;
+        let returned = backend.infer(&input_plan.batch(domain, probe, probe_rows), probe_rows)?;
         if let Some(wanted) = choice.name {
             if !returned.iter().any(|(n, _, _)| n == wanted) {
                 let names: Vec<&str> = returned.iter().map(|(n, _, _)| n.as_str()).collect();
@@ -260,8 +260,9 @@ impl RemoteModel {
         }
     }
 
-    /// Score `rows` rows of `x` in one request.
-    fn score_batch(&self, x: &[f64], rows: usize, out: &mut [f64]) -> Result<(), ModelError> {
+    /// Score `rows` rows of `x` in one request (`x` becomes the request's input when the model
+    /// takes the encoded rows as they are).
+    fn score_batch(&self, x: Vec<f64>, rows: usize, out: &mut [f64]) -> Result<(), ModelError> {
         if let Some(cap) = self.traffic.max_rows {
             let sent = self.stats.rows_sent.fetch_add(rows as u64, Ordering::Relaxed) + rows as u64;
             if sent > cap {
@@ -274,7 +275,8 @@ impl RemoteModel {
             self.stats.rows_sent.fetch_add(rows as u64, Ordering::Relaxed);
         }
         let started = Instant::now();
-        let returned = self.backend.infer(self.plan.batch(&self.domain, x, rows), rows)?;
+        let (inputs, kept) = self.plan.batch_owned(&self.domain, x, rows);
+        let returned = self.backend.infer(&inputs, rows)?;
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
         self.stats.latencies_ms.lock().unwrap_or_else(|p| p.into_inner()).push(elapsed);
@@ -284,8 +286,14 @@ impl RemoteModel {
         })?;
         self.reader.read(raw, out, 0).map_err(|e| match e {
             ModelError::NotFinite { output, row, value, .. } => {
+                // The rows: kept, or the request's one input.
+                let x = match (&kept, inputs.first().map(|input| &input.values)) {
+                    (Some(x), _) | (None, Some(InputValues::Float64(x))) => x.as_slice(),
+                    _ => &[],
+                };
                 let width = self.domain.width();
-                ModelError::NotFinite { output, row, value, features: x[row * width..(row + 1) * width].to_vec() }
+                let features = x.get(row * width..(row + 1) * width).unwrap_or_default().to_vec();
+                ModelError::NotFinite { output, row, value, features }
             }
             other => other,
         })
@@ -388,7 +396,7 @@ impl RemoteModel {
             let x: Vec<f64> =
                 if taken.len() == 1 { std::mem::take(&mut taken[0].x) } else { taken.iter().flat_map(|p| p.x.iter().copied()).collect() };
             let mut scored = vec![0.0; x.len() / width];
-            let result = self.score_batch(&x, scored.len(), &mut scored);
+            let result = self.score_batch(x, scored.len(), &mut scored);
             queue = self.lock_queue();
             queue.in_flight -= 1;
             match result {
@@ -503,6 +511,19 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
+    /// `backend` with `declared` inputs for rows of `domain`, read as probabilities of class 1,
+    /// sent 1,000 rows a request, one request at a time (probed on the row (999, 0)).
+    fn load(backend: impl Backend + 'static, declared: Vec<DeclaredInput>, domain: &Domain) -> RemoteModel {
+        let choice = OutputChoice {
+            name: None,
+            transform: OutputTransform::None,
+            favourable: Favourable { label: "1".into(), is_zero: false },
+            classes: Vec::new(),
+        };
+        let traffic = Traffic { batch_size: 1000, concurrency: 1, max_rows: None };
+        RemoteModel::load(Box::new(backend), declared, traffic, domain, choice, &[999.0, 0.0]).unwrap()
+    }
+
     /// A server that answers p = x0 / 1000 after `delay`, counting requests and the most requests
     /// it had in flight at once; it holds its second request until `gate` callers have started.
     struct Slow {
@@ -521,7 +542,7 @@ mod tests {
         fn executor(&self) -> String {
             "slow".into()
         }
-        fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError> {
+        fn infer(&self, inputs: &[InputBatch], rows: usize) -> Result<Returned, ModelError> {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.most.fetch_max(now, Ordering::SeqCst);
             if self.requests.fetch_add(1, Ordering::SeqCst) == 1 {
@@ -562,14 +583,7 @@ mod tests {
             started: Arc::clone(&started),
             gate: callers,
         };
-        let choice = OutputChoice {
-            name: None,
-            transform: OutputTransform::None,
-            favourable: Favourable { label: "1".into(), is_zero: false },
-            classes: Vec::new(),
-        };
-        let traffic = Traffic { batch_size: 1000, concurrency: 1, max_rows: None };
-        let model = RemoteModel::load(Box::new(slow), Vec::new(), traffic, &domain, choice, &[999.0, 0.0]).unwrap();
+        let model = load(slow, Vec::new(), &domain);
         // Each caller asks for 100 rows of its own (x0 = caller * 100 + i).
         let answers: Vec<Vec<f64>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..callers)
@@ -597,6 +611,45 @@ mod tests {
         assert_eq!(usage.rows_sent, 1 + 800);
         assert_eq!(usage.requests, 3, "{usage:?}");
         assert_eq!(most.load(Ordering::SeqCst), 1, "concurrency = 1 holds across callers");
+    }
+
+    /// A server that answers p = a / 1000 for rows (a, b), and NaN when a is 7.
+    struct NanAtSeven;
+
+    impl Backend for NanAtSeven {
+        fn location(&self) -> String {
+            "nan-at-seven".into()
+        }
+        fn executor(&self) -> String {
+            self.location()
+        }
+        fn infer(&self, inputs: &[InputBatch], _rows: usize) -> Result<Returned, ModelError> {
+            // One [N, 2] vector, or one column per feature ("a" first).
+            let a: Vec<f64> = match &inputs[0].values {
+                InputValues::Float64(x) if inputs.len() == 1 => x.chunks(2).map(|r| r[0]).collect(),
+                InputValues::Float64(a) => a.clone(),
+                other => panic!("FP64 inputs, not {other:?}"),
+            };
+            let p = a.iter().map(|&a| if a == 7.0 { f64::NAN } else { a / 1000.0 }).collect();
+            Ok(vec![("p".into(), ElementType::Float64, RawOutput::Floats { values: p, columns: 1 })])
+        }
+    }
+
+    #[test]
+    fn a_value_that_is_not_a_number_is_refused_naming_the_row_sent() {
+        let attribute = |name: &str| Attribute::integer(name, 0.0, 999.0, false);
+        let domain = Domain { attributes: vec![attribute("a"), attribute("b")] };
+        let column = |name: &str| DeclaredInput { name: name.into(), ty: ElementType::Float64, shape: vec![-1, 1] };
+        // The encoded vector (handed to the request as it is) and named columns (built from it).
+        for declared in [Vec::new(), vec![column("a"), column("b")]] {
+            let named = !declared.is_empty();
+            let model = load(NanAtSeven, declared, &domain);
+            assert_eq!(matches!(model.input_plan(), InputPlan::Named(_)), named);
+            let mut out = [0.0; 3];
+            let error = model.predict_into(&[5.0, 1.0, 7.0, 2.0, 9.0, 3.0], &mut out).unwrap_err();
+            let ModelError::NotFinite { row, features, .. } = error else { panic!("named {named}: {error}") };
+            assert_eq!((row, features), (1, vec![7.0, 2.0]), "named {named}");
+        }
     }
 
     #[test]

@@ -88,9 +88,9 @@ impl V2Endpoint {
 
     /// Score one batch: `POST /v2/models/NAME/infer` with `inputs`, asking for `outputs` (the
     /// server's default outputs when empty). Returns every output returned, by name.
-    pub fn infer(&self, http: &Http, inputs: Vec<InputBatch>, outputs: &[String], rows: usize) -> Result<Returned, ModelError> {
+    pub fn infer(&self, http: &Http, inputs: &[InputBatch], outputs: &[String], rows: usize) -> Result<Returned, ModelError> {
         let url = format!("{}/infer", self.model_url());
-        let answer = http.post_json_text(&url, request_body(&inputs, outputs))?;
+        let answer = http.post_json_text(&url, request_body(inputs, outputs))?;
         let bad = |message: String| ModelError::Remote { url: url.clone(), message };
         let list = answer
             .get("outputs")
@@ -168,7 +168,7 @@ impl Backend for V2Backend {
         format!("kserve v2 {}", self.endpoint.model_url())
     }
 
-    fn infer(&self, inputs: Vec<InputBatch>, rows: usize) -> Result<Returned, ModelError> {
+    fn infer(&self, inputs: &[InputBatch], rows: usize) -> Result<Returned, ModelError> {
         self.endpoint.infer(&self.http, inputs, &self.outputs, rows)
     }
 }
