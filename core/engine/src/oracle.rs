@@ -44,9 +44,9 @@ pub trait Model: Send + Sync {
     }
 
     /// Rows a call should carry to use the model well, if it has a preference: a model behind a
-    /// server fills `concurrency` requests of `batch_size` rows from one call. Callers that can
-    /// merge their work (the host's checks, the estimate's trials) size their calls by it
-    /// ([`Oracle::rows_per_call`]); the answers do not depend on it.
+    /// server asks for a request's `batch_size`, more when its `concurrency` exceeds the threads
+    /// calling at once. Callers that can merge their work (the host's checks, the estimate's
+    /// trials) size their calls by it ([`Oracle::rows_per_call`]); the answers do not depend on it.
     fn rows_per_call(&self) -> Option<usize> {
         None
     }

@@ -506,7 +506,7 @@ impl ScoreCache {
     /// search. A row another call has out at the model is sent again by this call too (never
     /// waited for); if `score` fails, the rows stay marked pending and the next call to ask for
     /// them sends them. A row repeated within `x` is sent once as long as the call's new rows fit
-    /// in a generation of its shard (`capacity / 32` rows per shard by default; past that the
+    /// in a generation of its shard (`capacity / 32` rows of each shard; past that the
     /// oldest marks may be evicted before their repeats are seen, and a repeat is sent again).
     pub fn answer<E>(
         &self,
