@@ -99,6 +99,13 @@ struct Entry {
     p: f64,
 }
 
+impl Entry {
+    /// The row's probability, or `None` while it is out at the model.
+    fn probability(self) -> Option<f64> {
+        Some(self.p).filter(|&p| pending_row(p).is_none())
+    }
+}
+
 /// The high half of a pending mark: a negative quiet NaN, which no model's probability is (a
 /// NaN is never filed: [`ScoreCache::answer`] and [`ScoreCache::insert`] skip it).
 const PENDING: u64 = 0xFFF8_0000_0000_0000;
@@ -408,10 +415,10 @@ impl ScoreCache {
         let fingerprint = Fingerprint::of(row);
         let mut shard = self.lock(fingerprint.shard());
         if let Some(place) = shard.current.find(fingerprint) {
-            return Some(shard.current.entries[place].p).filter(|&p| pending_row(p).is_none());
+            return shard.current.entries[place].probability();
         }
         let place = shard.previous.find(fingerprint)?;
-        let p = Some(shard.previous.entries[place].p).filter(|&p| pending_row(p).is_none())?;
+        let p = shard.previous.entries[place].probability()?;
         self.add_locked(&mut shard, fingerprint, p, None);
         Some(p)
     }
@@ -463,8 +470,7 @@ impl ScoreCache {
                 let Some(place) = shard.previous.find(fingerprint) else {
                     return Answer::Send(self.add_locked(shard, fingerprint, pending(row), Some(free)));
                 };
-                let p = shard.previous.entries[place].p;
-                if pending_row(p).is_none() {
+                if let Some(p) = shard.previous.entries[place].probability() {
                     // Used again: copied into the current generation.
                     self.add_locked(shard, fingerprint, p, Some(free));
                     return Answer::Known(p);

@@ -307,7 +307,7 @@ impl RemoteModel {
     fn score_rows(&self, x: Vec<f64>) -> Result<Vec<f64>, ModelError> {
         let width = self.domain.width().max(1);
         let batch = self.traffic.batch_size.max(1);
-        let limit = self.traffic.concurrency.min(self.backend.max_in_flight()).max(1);
+        let limit = self.in_flight_limit();
         let total_rows = x.len() / width;
         let ids: Vec<u64> = {
             let mut queue = self.lock_queue();
@@ -423,6 +423,12 @@ impl RemoteModel {
         }
     }
 
+    /// Most requests in flight at once for the whole model: `concurrency`, within what the
+    /// backend takes.
+    fn in_flight_limit(&self) -> usize {
+        self.traffic.concurrency.min(self.backend.max_in_flight()).max(1)
+    }
+
     fn lock_queue(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -460,8 +466,7 @@ impl Model for RemoteModel {
 
     fn rows_per_call(&self) -> Option<usize> {
         // Calls made at once (one per thread of the pool) together fill the requests in flight.
-        let in_flight = self.traffic.concurrency.min(self.backend.max_in_flight()).max(1);
-        Some(self.traffic.batch_size.max(1).saturating_mul(in_flight.div_ceil(rayon::current_num_threads().max(1))))
+        Some(self.traffic.batch_size.max(1).saturating_mul(self.in_flight_limit().div_ceil(rayon::current_num_threads().max(1))))
     }
 }
 
