@@ -70,14 +70,18 @@ pub fn trial_counts(
         .map(|group| {
             let mut rows = Vec::with_capacity(group.len() * per_trial * domain.width());
             for t in group {
-                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                rows.extend(domain.sample_rows(&mut rng, per_trial));
+                rows.extend(domain.sample_rows(&mut trial_rng(seed, t), per_trial));
             }
             let verdicts = checker.check(oracle, &rows)?;
             Ok(verdicts.chunks(per_trial).map(|trial| trial.iter().filter(|c| c.discriminatory).count()).collect())
         })
         .collect::<Result<_, ModelError>>()?;
     Ok(counts.into_iter().flatten().collect())
+}
+
+/// The generator trial `t` draws its inputs from: seeded with `(seed, t)` alone.
+fn trial_rng(seed: u64, t: usize) -> Xoshiro256PlusPlus {
+    Xoshiro256PlusPlus::seed_from_u64(seed ^ (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 impl Estimate {
@@ -170,8 +174,7 @@ mod tests {
         let one_by_one: Vec<usize> = trials
             .clone()
             .map(|t| {
-                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                let rows = domain.sample_rows(&mut rng, per_trial);
+                let rows = domain.sample_rows(&mut trial_rng(seed, t), per_trial);
                 let oracle = Oracle::new(Arc::new(Counting(AtomicU64::new(0))));
                 checker.check(&oracle, &rows).unwrap().iter().filter(|c| c.discriminatory).count()
             })
