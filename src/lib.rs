@@ -6,6 +6,7 @@
 //! boundary. A program that embeds the engine (`fairpipe-core`) and wants the built-in methods
 //! calls [`register_builtins`] once.
 
+pub mod json;
 pub mod scaffold;
 
 use fairpipe_core::plugin::{self, Plugin, PluginError};

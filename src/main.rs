@@ -38,7 +38,9 @@ enum Command {
         /// Seed overriding `[pipeline] seed`.
         #[arg(long)]
         seed: Option<u64>,
-        /// No progress display.
+        /// Print nothing but errors and, on standard output, the results folder's path (no
+        /// progress, no summary, no warnings: those stay in summary.json; a failed gate's
+        /// conditions go to standard error).
         #[arg(long, short)]
         quiet: bool,
         /// A gate condition `STAGE.FIELD OP NUMBER` (repeatable; added to the pipeline's
@@ -66,14 +68,26 @@ enum Command {
         /// Output folder for the merged result.
         #[arg(long)]
         out: PathBuf,
+        /// Print nothing but errors and the merged folder's path.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Check a pipeline completely (files, columns, keys, graph) without running it.
+    #[command(after_help = fairpipe::json::VALIDATE_SCHEMA)]
     Validate {
         /// The pipeline file.
         pipeline: PathBuf,
+        /// Output format: `text` for people, `json` for scripts (schema below).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// List the stage kinds with their inputs and parameters, and every plugin.
-    List,
+    #[command(after_help = fairpipe::json::LIST_SCHEMA)]
+    List {
+        /// Output format: `text` for people, `json` for scripts (schema below).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Create a method plugin crate from the template, to build outside this workspace.
     NewPlugin {
         /// The plugin's name (lower-case letters, digits, `_`): `plugin = "NAME"` in a pipeline.
@@ -87,6 +101,15 @@ enum Command {
     },
 }
 
+/// How `validate` and `list` print their result.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// Lines for people.
+    Text,
+    /// One JSON object for scripts.
+    Json,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     watch_signals();
@@ -97,6 +120,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::GateFailed) => ExitCode::from(GATE_FAILED),
+        Ok(Outcome::Invalid) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {e}");
             let signal = SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
@@ -153,59 +177,92 @@ enum Outcome {
     Done,
     /// A run wrote its results, but a gate condition failed.
     GateFailed,
+    /// `validate --format json` found problems (and printed them).
+    Invalid,
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best } => {
+            if quiet {
+                fairpipe_core::warnings::set_printed(false);
+            }
             let sweep = Sweep::load(&pipeline, seed, gate, best)?;
             let out = out.or_else(|| sweep.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(&sweep.info.pipeline));
             if let Some(shard) = shard {
                 let part = sweep.run_shard(&out, shard, usize::from(jobs), !quiet)?;
-                say!(
-                    "shard {shard}: {} of {} units ({}) → {}",
-                    part.manifest.units_here.len(),
-                    sweep.info.units.len(),
-                    part.manifest.units_here.join(", "),
-                    out.display()
-                );
-                say!("merge every shard's folder with: fairpipe merge PART... --out DIR");
+                if quiet {
+                    say!("{}", out.display());
+                } else {
+                    say!(
+                        "shard {shard}: {} of {} units ({}) → {}",
+                        part.manifest.units_here.len(),
+                        sweep.info.units.len(),
+                        part.manifest.units_here.join(", "),
+                        out.display()
+                    );
+                    say!("merge every shard's folder with: fairpipe merge PART... --out DIR");
+                }
                 return Ok(if part.gate_passed == Some(false) { Outcome::GateFailed } else { Outcome::Done });
             }
             if sweep.info.matrix {
                 let report = sweep.run(&out, usize::from(jobs), !quiet)?;
-                print_sweep(&report.summary);
-                say!("\nresults: {} (matrix.csv, matrix.json, report.html, one folder per combination)", out.display());
-                return Ok(gate_outcome(report.gate_passed));
+                if quiet {
+                    say!("{}", out.display());
+                } else {
+                    print_sweep(&report.summary);
+                    say!("\nresults: {} (matrix.csv, matrix.json, report.html, one folder per combination)", out.display());
+                }
+                return Ok(gate_outcome(report.gate_passed, quiet));
             }
             let p = sweep.pipeline(0)?;
             let report = p.run(&out, !quiet)?;
-            print_summary(&report.summary);
-            say!("\nresults: {}", out.display());
-            for f in &report.files {
-                say!("  {}", f.display());
+            if quiet {
+                say!("{}", out.display());
+            } else {
+                print_summary(&report.summary);
+                say!("\nresults: {}", out.display());
+                for f in &report.files {
+                    say!("  {}", f.display());
+                }
             }
             if let Some(gate) = report.summary.get("gate") {
                 let outcomes: Vec<fairpipe_core::gate::Outcome> = serde_json::from_value(gate["conditions"].clone()).unwrap_or_default();
                 let passed = gate["passed"].as_bool() == Some(true);
-                say!("\ngate: {}", if passed { "passed" } else { "FAILED (exit code 3)" });
-                say!("{}", fairpipe_core::gate::table(&outcomes).trim_end());
+                let table = fairpipe_core::gate::table(&outcomes);
+                if !passed && quiet {
+                    eprintln!("gate: FAILED (exit code 3)\n{}", table.trim_end());
+                } else if !quiet {
+                    say!("\ngate: {}", if passed { "passed" } else { "FAILED (exit code 3)" });
+                    say!("{}", table.trim_end());
+                }
                 if !passed {
                     return Ok(Outcome::GateFailed);
                 }
             }
         }
-        Command::Merge { parts, out } => {
+        Command::Merge { parts, out, quiet } => {
             let report = fairpipe_core::sweep::shard::merge(&parts, &out)?;
-            if report.summary.get("matrix").is_some_and(|m| m.is_object()) {
-                print_sweep(&report.summary);
+            if quiet {
+                say!("{}", out.display());
             } else {
-                print_summary(&report.summary);
+                if report.summary.get("matrix").is_some_and(|m| m.is_object()) {
+                    print_sweep(&report.summary);
+                } else {
+                    print_summary(&report.summary);
+                }
+                say!("\nmerged {} parts into {}", parts.len(), out.display());
             }
-            say!("\nmerged {} parts into {}", parts.len(), out.display());
-            return Ok(gate_outcome(report.gate_passed));
+            return Ok(gate_outcome(report.gate_passed, quiet));
         }
-        Command::Validate { pipeline } => {
+        Command::Validate { pipeline, format: Format::Json } => {
+            let (valid, json) = fairpipe::json::validate(&pipeline, Sweep::load(&pipeline, None, Vec::new(), None));
+            say!("{json:#}");
+            if !valid {
+                return Ok(Outcome::Invalid);
+            }
+        }
+        Command::Validate { pipeline, format: Format::Text } => {
             let sweep = Sweep::load(&pipeline, None, Vec::new(), None)?;
             let stages = sweep.stage_names();
             let combinations = if sweep.info.matrix { format!(", {} matrix combinations", sweep.info.units.len()) } else { String::new() };
@@ -221,7 +278,10 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 root.join("target/release").display()
             );
         }
-        Command::List => {
+        Command::List { format: Format::Json } => {
+            say!("{:#}", fairpipe::json::list(&[]));
+        }
+        Command::List { format: Format::Text } => {
             say!("{}", stage_reference());
             say!("{}", fairpipe::builtin_reference());
             let files = fairpipe::file_plugins_reference(&[]);
@@ -233,15 +293,22 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// The outcome of a run with gate verdict `passed` (`None`: no gate).
-fn gate_outcome(passed: Option<bool>) -> Outcome {
+/// The outcome of a run with gate verdict `passed` (`None`: no gate); `quiet` says only a failure
+/// (on standard error).
+fn gate_outcome(passed: Option<bool>, quiet: bool) -> Outcome {
     match passed {
         Some(false) => {
-            say!("\ngate: FAILED in at least one combination (exit code 3)");
+            if quiet {
+                eprintln!("gate: FAILED in at least one combination (exit code 3)");
+            } else {
+                say!("\ngate: FAILED in at least one combination (exit code 3)");
+            }
             Outcome::GateFailed
         }
         Some(true) => {
-            say!("\ngate: passed");
+            if !quiet {
+                say!("\ngate: passed");
+            }
             Outcome::Done
         }
         None => Outcome::Done,

@@ -33,9 +33,10 @@ bootstrap = 50
     )
 }
 
-/// Run `file` with `extra` arguments; (exit code, stdout, stderr).
+/// Run `file` with `extra` arguments (not quiet: the gate's table is printed); (exit code,
+/// stdout, stderr).
 fn run(file: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> (Option<i32>, String, String) {
-    let mut args = vec!["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"];
+    let mut args = vec!["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()];
     args.extend_from_slice(extra);
     let o = Command::new(env!("CARGO_BIN_EXE_fairpipe")).args(&args).current_dir(root()).output().unwrap();
     (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())

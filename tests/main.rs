@@ -9,6 +9,7 @@ mod common;
 
 mod bad_input;
 mod budgets;
+mod cli;
 mod conformance;
 mod deploy;
 mod external_plugin;

@@ -218,7 +218,8 @@ fn a_value_the_run_adjusts_is_stated_in_the_summary_and_the_report() {
         "[pipeline]\nseed = 1\n\n[stages.data]\nkind = \"load\"\npath = \"small.csv\"\nlabel = \"y\"\nprotected = [\"s\"]\n\n[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 2\nseeds = 50\n",
     );
     let out = dir.path().join("out");
-    let (ok, _, stderr) = common::fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    // Not quiet: warnings are printed (`--quiet` keeps them in summary.json only).
+    let (ok, _, stderr) = common::fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(ok, "{stderr}");
     let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     // The seeds are drawn from the training rows.

@@ -101,7 +101,7 @@ fn a_matrix_runs_each_combination_as_written_out_by_hand_and_picks_the_best() {
     let dir = tempfile::tempdir().unwrap();
     let sweep = census_audit(dir.path(), "sweep.toml", "[\"gender\"]", 42, MATRIX);
     let out = dir.path().join("out");
-    let stdout = run_ok(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    let stdout = run_ok(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(stdout.contains("6 combinations"), "{stdout}");
     let summary = read_json(&out.join("summary.json"));
     let names: Vec<&str> = summary["combinations"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();

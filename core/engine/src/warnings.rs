@@ -3,7 +3,18 @@
 //! (under the stage's `warnings`, and every one in the top-level `warnings`) — a warning read
 //! only on a terminal is lost to whoever reads the results.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+
+/// Whether warnings are printed on standard error as they are stated (they are kept for the
+/// summary either way).
+static PRINTED: AtomicBool = AtomicBool::new(true);
+
+/// Print warnings on standard error as they are stated (`true`, the default) or only keep them
+/// for the summary (`false`; `fairpipe run --quiet`). Applies to the whole process.
+pub fn set_printed(on: bool) {
+    PRINTED.store(on, Ordering::Relaxed);
+}
 
 /// The warnings of one stage, in the order they were stated. Shared by the stage's threads.
 #[derive(Debug, Default)]
@@ -25,7 +36,9 @@ impl Warnings {
         let message = message.into();
         let mut messages = self.messages.lock().unwrap_or_else(|e| e.into_inner());
         if !messages.contains(&message) {
-            eprintln!("warning: {}{message}", self.prefix);
+            if PRINTED.load(Ordering::Relaxed) {
+                eprintln!("warning: {}{message}", self.prefix);
+            }
             messages.push(message);
         }
     }

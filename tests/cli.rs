@@ -1,0 +1,119 @@
+//! The command line's output for scripts: `run --quiet` prints the results folder and nothing
+//! else (errors and a failed gate on standard error), `validate --format json` and `list --format
+//! json` print one JSON object each, parsed here as a script would.
+
+use crate::common;
+
+use common::*;
+
+/// A run that states a warning (50 seeds asked of a dozen rows) and fails a gate, quietly: standard
+/// output is the results folder's path alone; standard error holds the failed gate only (the
+/// warning is in summary.json).
+#[test]
+fn quiet_prints_the_results_path_and_only_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..12).map(|i| format!("{},{},{}\n", i % 7, i % 2, (i / 3) % 2)).collect();
+    write(dir.path(), "small.csv", &format!("x,s,y\n{rows}"));
+    let text = "[pipeline]\nseed = 1\n\n[stages.data]\nkind = \"load\"\npath = \"small.csv\"\nlabel = \"y\"\nprotected = [\"s\"]\n\n\
+                [stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 2\nseeds = 50\n";
+    let pipeline = write(dir.path(), "p.toml", text);
+    let out = dir.path().join("out");
+    let (ok, stdout, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, format!("{}\n", out.display()));
+    assert_eq!(stderr, "", "nothing but errors on standard error");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["stages"]["seeds"]["warnings"].as_array().map(Vec::len), Some(1), "the warning is kept");
+
+    // The same run not quiet prints the warning, the stage table and the files.
+    let loud = dir.path().join("loud");
+    let (ok, stdout, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", loud.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("warning: stage `seeds`"), "{stderr}");
+    assert!(stdout.lines().count() > 5 && stdout.contains("results: "), "{stdout}");
+
+    // A failed gate, quietly: the path on standard output, the verdict and conditions on standard
+    // error, exit code 3.
+    let gated = write(dir.path(), "g.toml", &format!("{text}\n[gate]\nconditions = [\"seeds.seeds > 100\"]\n"));
+    let out = dir.path().join("gated");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_fairpipe"))
+        .args(["run", gated.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(3), "{stdout}{stderr}");
+    assert_eq!(stdout, format!("{}\n", out.display()));
+    assert!(stderr.starts_with("gate: FAILED") && stderr.contains("seeds.seeds > 100"), "{stderr}");
+}
+
+/// `validate --format json` on a bundled pipeline gives its stages in run order with their
+/// inputs; on a broken one, `valid: false` with each problem located, and exit code 1.
+#[test]
+fn validate_json_lists_the_stages_or_the_located_problems() {
+    let (ok, stdout, stderr) = fairpipe(&["validate", "pipelines/census-full-audit.toml", "--format", "json"]);
+    assert!(ok, "{stdout}{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["problems"], serde_json::json!([]));
+    assert_eq!(v["matrix"], serde_json::Value::Null);
+    let stages = v["stages"].as_array().unwrap();
+    let names: Vec<&str> = stages.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    // Run order: every stage comes after the stages it reads.
+    for (i, s) in stages.iter().enumerate() {
+        for target in s["inputs"].as_object().unwrap().values() {
+            let at = names.iter().position(|n| *n == target.as_str().unwrap()).expect("an input names a stage");
+            assert!(at < i, "{} reads {target}, which runs later", names[i]);
+        }
+    }
+    assert!(stages.iter().any(|s| s["kind"] == "estimate"), "{stdout}");
+    // The text form names the same stages.
+    let (_, text, _) = fairpipe(&["validate", "pipelines/census-full-audit.toml"]);
+    assert!(text.contains(&format!("{} stages", names.len())), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        &format!("{}\n[stages.e]\nkind = \"estimat\"\n\n[stages.m]\nkind = \"group_metrics\"\nmodel = \"nothing\"\n", census_data_stage()),
+    );
+    let (ok, stdout, _) = fairpipe(&["validate", bad.to_str().unwrap(), "--format", "json"]);
+    assert!(!ok);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(v["valid"], false);
+    let problems = v["problems"].as_array().unwrap();
+    assert!(problems.len() >= 2, "{stdout}");
+    assert!(problems.iter().all(|p| p["line"].as_u64().unwrap() > 0 && p["col"].as_u64().unwrap() > 0), "{stdout}");
+    assert!(problems.iter().any(|p| p["message"].as_str().unwrap().contains("estimat")), "{stdout}");
+}
+
+/// `list --format json` holds every stage kind with its keys and every built-in plugin with its
+/// parameters, and the help documents the schema.
+#[test]
+fn list_json_describes_every_kind_and_plugin() {
+    let (ok, stdout, stderr) = fairpipe(&["list", "--format", "json"]);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    let kinds: Vec<&str> = v["stages"].as_array().unwrap().iter().map(|k| k["kind"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = fairpipe_core::pipeline::registry::STAGE_KINDS.iter().map(|k| k.name).collect();
+    assert_eq!(kinds, expected);
+    let estimate = v["stages"].as_array().unwrap().iter().find(|k| k["kind"] == "estimate").unwrap();
+    assert_eq!(estimate["output"], "estimate");
+    assert!(estimate["inputs"].as_array().unwrap().iter().any(|i| i["role"] == "model" && i["required"] == true), "{estimate}");
+    assert!(estimate["params"].as_array().unwrap().iter().any(|p| p["name"] == "trials"), "{estimate}");
+    let plugins = v["plugins"].as_array().unwrap();
+    for (name, _) in fairpipe::BUILTINS {
+        let p = plugins.iter().find(|p| p["name"] == *name).unwrap_or_else(|| panic!("{name} missing"));
+        assert_eq!(p["source"], "built-in");
+        assert_eq!(p["status"], "ok");
+        assert_eq!(p["abi"][0], fairpipe_ffi::ABI_MAJOR);
+    }
+    let maft = plugins.iter().find(|p| p["name"] == "maft").unwrap();
+    assert_eq!(maft["kind"], "generator");
+    assert!(!maft["params"].as_array().unwrap().is_empty());
+
+    for command in ["list", "validate"] {
+        let (ok, help, _) = fairpipe(&[command, "--help"]);
+        assert!(ok);
+        assert!(help.contains("--format json") && help.contains("\"stages\""), "{command} --help lacks the schema:\n{help}");
+    }
+}
