@@ -1,4 +1,5 @@
-//! The `fairpipe` package: the command line (`src/main.rs`) and the methods that ship inside it.
+//! The `fairpipe` package: the command line (`src/main.rs`, with `init` in [`init`] and the JSON
+//! forms of `validate` and `list` in [`json`]) and the methods that ship inside it.
 //!
 //! Every method crate under `plugins/` is linked into the `fairpipe` executable and registered
 //! through the very same versioned ABI descriptor its library build exports — the host calls the
@@ -6,6 +7,7 @@
 //! boundary. A program that embeds the engine (`fairpipe-core`) and wants the built-in methods
 //! calls [`register_builtins`] once.
 
+pub mod init;
 pub mod json;
 pub mod scaffold;
 

@@ -72,6 +72,31 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Write a commented starter pipeline for a data file: column kinds and bounds read from it,
+    /// the label and the protected attributes guessed (marked CONFIRM), the model's inputs
+    /// matched to the columns; it validates as written and a run gives group metrics, an
+    /// estimate, a check of the real rows and a search.
+    Init {
+        /// The data file (CSV with a header row, or Parquet).
+        data: PathBuf,
+        /// The model to audit (ONNX, or a .json model saved by a train stage); without it the
+        /// pipeline trains a stand-in model on the data.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// The pipeline file to write (default: DATA's name with -audit.toml, in the current
+        /// folder).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The label column, instead of the guess.
+        #[arg(long)]
+        label: Option<String>,
+        /// A protected attribute column, instead of the guesses (repeatable).
+        #[arg(long = "protected", value_name = "COLUMN")]
+        protected: Vec<String>,
+        /// Overwrite the pipeline file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
     /// Check a pipeline completely (files, columns, keys, graph) without running it.
     #[command(after_help = fairpipe::json::VALIDATE_SCHEMA)]
     Validate {
@@ -267,6 +292,15 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             let stages = sweep.stage_names();
             let combinations = if sweep.info.matrix { format!(", {} matrix combinations", sweep.info.units.len()) } else { String::new() };
             say!("{}: ok ({} stages: {}{combinations})", pipeline.display(), stages.len(), stages.join(" → "));
+        }
+        Command::Init { data, model, out, label, protected, force } => {
+            let out = out.unwrap_or_else(|| fairpipe::init::default_out(&data));
+            let options = fairpipe::init::InitOptions { data, model, out, label, protected, force };
+            let written = fairpipe::init::init(&options)?;
+            say!("wrote {}", written.path.display());
+            say!("  label: {} (CONFIRM in the file)", written.label);
+            say!("  protected: {} searched; measured: {}", written.protected.join(", "), written.measured.join(", "));
+            say!("next: read the CONFIRM lines, then fairpipe validate {0} && fairpipe run {0}", written.path.display());
         }
         Command::NewPlugin { name, dir, sdk } => {
             let sdk = sdk.unwrap_or_else(fairpipe::scaffold::default_sdk_path);

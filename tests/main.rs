@@ -16,6 +16,7 @@ mod external_plugin;
 mod fairlearn;
 mod gate;
 mod group_metrics;
+mod init;
 mod model_exports;
 mod model_zoo;
 mod onnx_outputs;

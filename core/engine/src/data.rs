@@ -168,6 +168,68 @@ pub fn column_names(path: &Path, separator: u8) -> Result<Vec<String>, DataError
     Ok(df.get_column_names().iter().map(|s| s.to_string()).collect())
 }
 
+/// One column of a data file as found in its cells, before any label or kind is chosen (what
+/// `fairpipe init` proposes a pipeline from).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnProfile {
+    /// The column's name (trimmed).
+    pub name: String,
+    /// How many distinct cell texts it has (trimmed, missing markers excluded).
+    pub distinct: usize,
+    /// Each distinct text with its number of rows, sorted by text, when there are at most
+    /// [`PROFILE_LEVELS`] of them (else empty).
+    pub levels: Vec<(String, usize)>,
+    /// Whether every cell that is not missing is a finite number.
+    pub numeric: bool,
+    /// Whether every cell that is not missing is a whole number.
+    pub integer: bool,
+    /// The smallest and largest number when `numeric` (and some cell is not missing).
+    pub range: Option<(f64, f64)>,
+    /// Cells that are missing (empty or a missing marker).
+    pub missing: usize,
+}
+
+/// The most distinct values a [`ColumnProfile`] lists.
+pub const PROFILE_LEVELS: usize = 50;
+
+/// Profile every column of the file at `path` (CSV, after the same structural pre-scan as
+/// [`load`], or Parquet): the number of rows and each column's [`ColumnProfile`], cells equal to
+/// one of `missing_markers` counted as missing.
+pub fn profile(path: &Path, separator: u8, missing_markers: &[String]) -> Result<(usize, Vec<ColumnProfile>), DataError> {
+    let df = read_frame(path, separator, None)?;
+    if df.height() == 0 {
+        return Err(DataError::Empty { path: path.to_path_buf() });
+    }
+    let names: Vec<String> = df.get_column_names().iter().map(|s| s.to_string()).collect();
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let cells = text_cells(&df, &name, missing_markers, path)?;
+        let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let (mut numeric, mut integer, mut range) = (true, true, None::<(f64, f64)>);
+        let mut missing = 0;
+        for cell in &cells {
+            let Some(text) = cell.as_deref() else {
+                missing += 1;
+                continue;
+            };
+            *counts.entry(text).or_default() += 1;
+            match text.parse::<f64>() {
+                Ok(v) if v.is_finite() => {
+                    integer &= v.fract() == 0.0;
+                    range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+                }
+                _ => (numeric, integer) = (false, false),
+            }
+        }
+        let distinct = counts.len();
+        let mut levels: Vec<(String, usize)> =
+            if distinct <= PROFILE_LEVELS { counts.into_iter().map(|(t, n)| (t.to_string(), n)).collect() } else { Vec::new() };
+        levels.sort();
+        out.push(ColumnProfile { name, distinct, levels, numeric, integer, range: if numeric { range } else { None }, missing });
+    }
+    Ok((df.height(), out))
+}
+
 /// Read a file's columns as text cells (`None` for nulls).
 pub(crate) fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataFrame, DataError> {
     let err = |e: PolarsError| DataError::Read { path: path.to_path_buf(), message: e.to_string() };

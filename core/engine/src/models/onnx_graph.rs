@@ -9,6 +9,7 @@ use tract_onnx::pb::type_proto;
 use tract_onnx::pb::ModelProto;
 use tract_onnx::prelude::Framework;
 
+use super::model_inputs::{DeclaredInput, ElementType};
 use super::model_outputs::ClassKey;
 use crate::error::ModelError;
 
@@ -26,6 +27,9 @@ pub struct GraphFacts {
     /// Per string input, the categories the model knows: the `cats_strings` of a `OneHotEncoder`
     /// or the `keys_strings` of a `LabelEncoder` reading that input directly.
     pub categories: BTreeMap<String, Vec<String>>,
+    /// The graph's inputs (initializers excluded) as declared: name, element type and shape (`-1`
+    /// for a dynamic dimension), in graph order.
+    pub inputs: Vec<DeclaredInput>,
 }
 
 /// Read the facts of the ONNX file at `path`.
@@ -48,6 +52,7 @@ pub fn graph_facts(path: &Path) -> Result<GraphFacts, ModelError> {
         facts.needs_onnxruntime.push(format!("its {} named inputs", inputs.len()));
     }
     for input in &inputs {
+        facts.inputs.push(declared(input));
         match input.r#type.as_ref().and_then(|t| t.value.as_ref()) {
             Some(type_proto::Value::TensorType(t)) if t.elem_type == FLOAT => {}
             Some(type_proto::Value::TensorType(t)) => {
@@ -85,6 +90,28 @@ pub fn graph_facts(path: &Path) -> Result<GraphFacts, ModelError> {
         }
     }
     Ok(facts)
+}
+
+/// An input of the graph as declared (a non-tensor input has type `Other("not a tensor")`).
+fn declared(input: &tract_onnx::pb::ValueInfoProto) -> DeclaredInput {
+    use tract_onnx::pb::tensor_shape_proto::dimension::Value as Dim;
+    let Some(type_proto::Value::TensorType(t)) = input.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+        return DeclaredInput { name: input.name.clone(), ty: ElementType::Other("not a tensor".into()), shape: Vec::new() };
+    };
+    let ty = match t.elem_type {
+        1 => ElementType::Float32,
+        6 => ElementType::Int32,
+        7 => ElementType::Int64,
+        8 => ElementType::String,
+        11 => ElementType::Float64,
+        other => ElementType::Other(element_name(other)),
+    };
+    let shape = t
+        .shape
+        .as_ref()
+        .map(|s| s.dim.iter().map(|d| if let Some(Dim::DimValue(v)) = d.value { v } else { -1 }).collect())
+        .unwrap_or_default();
+    DeclaredInput { name: input.name.clone(), ty, shape }
 }
 
 fn element_name(code: i32) -> String {
