@@ -18,13 +18,13 @@
 //! for random; SG's own 1,000-input default) and at the same number of model queries (every method
 //! with a budget it cannot finish, stopped by `max_queries` = `FAIRPIPE_BENCH_QUERIES`, default
 //! 500,000 rows asked). It is written to `target/bench/methods.md`; `scripts/bench-methods.sh` puts
-//! it into the README.
+//! it into docs/benchmarks.md.
 //!
 //! The **text table** (filter `text`) runs the text audits `wikitalk-groups.toml` (TestSGD on the
 //! comments) and `madlibs-groups.toml` (on the templated sentences) with seeds 1, 2, …: rule sets
 //! per second beside the paper's Table 5, the top rule sets with their margins beside its Table 4,
 //! and the mitigation beside its Table 7. Written to `target/bench/text.md`; `scripts/bench-text.sh`
-//! puts it into the README.
+//! puts it into docs/text-audits.md.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,9 +1,9 @@
 #!/bin/sh
-# The README's methods table (README, "Every method on the four benchmarks"): builds the plugins in
+# The methods table (docs/benchmarks.md, "Every method on the four benchmarks"): builds the plugins in
 # release, runs `cargo bench --bench search -- methods` (every method × census-gender, census-age,
 # credit-age, bank-age, at the same budget and at the same number of model queries, 10 seeds each;
 # FAIRPIPE_BENCH_REPEATS and FAIRPIPE_BENCH_QUERIES change that) and puts target/bench/methods.md
-# into README.md between the `methods-table` markers.
+# into docs/benchmarks.md between the `methods-table` markers.
 #
 #   scripts/bench-methods.sh            (about 10 minutes on 2 cores)
 set -eu
@@ -11,4 +11,4 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 cargo build --release --workspace --locked
 cargo bench --locked --bench search -- methods
-"$root/scripts/readme-table.sh" methods-table "$root/target/bench/methods.md"
+"$root/scripts/readme-table.sh" methods-table "$root/target/bench/methods.md" docs/benchmarks.md

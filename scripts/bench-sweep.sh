@@ -1,5 +1,5 @@
 #!/bin/sh
-# Benchmark of sweeps (README, "Performance: sweeps"): the bundled reference models (census,
+# Benchmark of sweeps (docs/benchmarks.md, "Sweeps"): the bundled reference models (census,
 # credit, bank) × their protected attributes × 5 seeds — one pipeline,
 # benches/sweep/reference-models.toml, 30 units — run with --jobs 1, with --jobs 2, and as 4
 # shards run at once and merged (scripts/simulate-indexed-job.sh); prints the wall time of each and

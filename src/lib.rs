@@ -54,7 +54,7 @@ fn describe_plugin(p: &Plugin, note: &str) -> String {
     out
 }
 
-/// The built-in part of `fairpipe list` (the README's plugin reference shows exactly this):
+/// The built-in part of `fairpipe list` (docs/methods.md's plugin reference shows exactly this):
 /// every built-in method with its kind, ABI version and parameters.
 pub fn builtin_reference() -> String {
     let mut out = String::from("plugins (generate: plugin = \"NAME\"; group_score: plugin = \"NAME\"; params = { ... }):\n");
@@ -104,21 +104,21 @@ mod tests {
         }
     }
 
-    /// The README's plugin reference is what `fairpipe list` prints for the built-ins.
+    /// The plugin reference in docs/methods.md is what `fairpipe list` prints for the built-ins.
     #[test]
     fn the_readme_shows_the_builtin_reference() {
         register_builtins().unwrap();
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/methods.md")).unwrap();
         let block = readme
             .split_once("<!-- plugin-reference:start -->")
             .and_then(|(_, rest)| rest.split_once("<!-- plugin-reference:end -->"))
             .map(|(block, _)| block)
-            .expect("README.md has the plugin-reference markers");
+            .expect("docs/methods.md has the plugin-reference markers");
         let expected = format!("\n```\n{}```\n", builtin_reference());
         assert!(
             block == expected,
-            "README.md's plugin reference differs from `fairpipe list`; put the built-in part of `cargo run -- list` \
-             between the markers, inside a ``` block.\n--- expected ---\n{expected}\n--- README ---\n{block}"
+            "docs/methods.md's plugin reference differs from `fairpipe list`; put the built-in part of `cargo run -- list` \
+             between the markers, inside a ``` block.\n--- expected ---\n{expected}\n--- docs/methods.md ---\n{block}"
         );
     }
 }

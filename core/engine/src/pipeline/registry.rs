@@ -33,7 +33,7 @@ pub fn find(name: &str) -> Option<&'static StageKind> {
 }
 
 /// The stage reference: every kind with its inputs and keys, as `fairpipe list` prints it and the
-/// README shows it.
+/// docs/pipeline-reference.md shows it.
 pub fn stage_reference() -> String {
     STAGE_KINDS.iter().map(|k| k.reference()).collect::<Vec<_>>().join("\n")
 }
@@ -153,21 +153,22 @@ mod tests {
         assert!(problems.iter().any(|p| p.starts_with("stage `s`: unknown key `zzz`; accepted")), "{problems:?}");
     }
 
-    /// The README's stage reference is what `fairpipe list` prints.
+    /// The stage reference in docs/pipeline-reference.md is what `fairpipe list` prints.
     #[test]
     fn the_readme_shows_the_stage_reference() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README.md");
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/pipeline-reference.md"))
+            .expect("docs/pipeline-reference.md");
         let (start, end) = ("<!-- stage-reference:start -->", "<!-- stage-reference:end -->");
         let block = readme
             .split_once(start)
             .and_then(|(_, rest)| rest.split_once(end))
             .map(|(block, _)| block)
-            .expect("README.md has the stage-reference markers");
+            .expect("docs/pipeline-reference.md has the stage-reference markers");
         let expected = format!("\n```\n{}```\n", stage_reference());
         assert!(
             block == expected,
-            "README.md's stage reference differs from `fairpipe list`; regenerate it: put the stage part of `cargo run -- list` \
-             (everything before the plugins) between the markers, inside a ``` block.\n--- expected ---\n{expected}\n--- README ---\n{block}"
+            "docs/pipeline-reference.md's stage reference differs from `fairpipe list`; regenerate it: put the stage part of `cargo run -- list` \
+             (everything before the plugins) between the markers, inside a ``` block.\n--- expected ---\n{expected}\n--- docs/pipeline-reference.md ---\n{block}"
         );
     }
 }
