@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The test command (README, "Run the tests"): provisions what the test suite needs, without root,
+# then builds and runs it.
+#
+#   scripts/test.sh [CARGO TEST ARGS]   provision, `cargo build --workspace --all-targets --locked`,
+#                                       `cargo test --workspace --locked [ARGS]`, then one line
+#                                       `tests: N passed, N failed`
+#   scripts/test.sh --provision-only    provision only, and print the environment the tests read as
+#                                       `export` lines: eval "$(scripts/test.sh --provision-only)"
+#                                       before running one test by hand
+#
+# Provisions (each kept between runs in FAIRPIPE_CACHE, default ~/.cache/fairpipe, and installed
+# again only when missing, half-installed or pinned differently):
+#   - ONNX Runtime 1.32.0 (the models people ship): python3's onnxruntime package when it is that
+#     version, else the PyPI wheel in a venv (onnxruntime-venv, about 180 MB with numpy), found through
+#     ORT_DYLIB_PATH. An ORT_DYLIB_PATH already set is used as it is.
+#   - MLServer 1.7.1 with its scikit-learn runtime (remote-model tests) in mlserver-venv (about
+#     530 MB): FAIRPIPE_MLSERVER. FAIRPIPE_MLSERVER_VENV moves the venv.
+#   - MLflow's scoring server (mlflow-skinny 3.17.2 + pandas) in mlflow-venv (about 500 MB):
+#     FAIRPIPE_MLFLOW. FAIRPIPE_MLFLOW_VENV moves the venv.
+#   scikit-learn is pinned to 1.9.1, the version that wrote the checked-in models.
+# Checks first and names the install command of what must come from the system: cargo, a C
+# compiler, python3 with venv, openssl (the HTTPS test makes its certificates with it) and
+# chromium (the report test; without it that test is skipped, except under CI). Under CI (CI set
+# and not "false" or "0") a missing browser is a failure (FAIRPIPE_REQUIRE_BROWSER=1), and when
+# running as root the missing system packages are installed with apt-get.
+# FAIRPIPE_TEST_LOG: where the test output is kept (default target/test.log; .ci/run reads it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+provision_only=false
+if [ "${1:-}" = "--provision-only" ]; then
+  provision_only=true
+  shift
+fi
+
+say() { echo "scripts/test.sh: $*" >&2; }
+ci=false
+case "${CI:-}" in "" | false | 0) ;; *) ci=true ;; esac
+
+# A system package: installed under CI as root, otherwise named with its install command.
+need_package() { # PROGRAM-DESCRIPTION PACKAGE...
+  local what=$1
+  shift
+  if [ "$ci" = true ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing $* with apt-get ($what)"
+    (apt-get install -y --no-install-recommends "$@" || (apt-get update && apt-get install -y --no-install-recommends "$@")) >/dev/null
+  else
+    say "$what is missing: install it with \`sudo apt-get install $*\` (or your system's package manager), then run scripts/test.sh again"
+    exit 1
+  fi
+}
+
+command -v cargo >/dev/null || { say "cargo not found: install the Rust toolchain (https://rustup.rs) first"; exit 1; }
+command -v cc >/dev/null || need_package "a C compiler (cc: Polars builds zstd and lz4)" gcc libc6-dev
+command -v python3 >/dev/null || need_package "python3 (the test servers and fixtures)" python3 python3-venv
+command -v openssl >/dev/null || need_package "openssl (the HTTPS test makes its CA and certificate with it)" openssl
+browser=""
+for b in chromium chromium-browser google-chrome; do
+  if command -v "$b" >/dev/null; then browser=$b && break; fi
+done
+if [ -z "$browser" ]; then
+  if [ "$ci" = true ]; then
+    need_package "chromium (the report test opens report.html in it)" chromium
+  else
+    say "note: no chromium: the test that opens report.html in a browser is skipped (\`sudo apt-get install chromium\` runs it)"
+  fi
+fi
+
+cache="${FAIRPIPE_CACHE:-$HOME/.cache/fairpipe}"
+# A venv at $1 holding the pinned packages $2…; its marker file lists them once pip has succeeded,
+# so an interrupted install or a changed pin installs again.
+venv() {
+  local dir=$1
+  shift
+  local want="$*"
+  if [ -f "$dir/.fairpipe-installed" ] && [ "$(cat "$dir/.fairpipe-installed")" = "$want" ]; then
+    return
+  fi
+  local start=$SECONDS
+  say "installing $want into $dir"
+  mkdir -p "$(dirname "$dir")"
+  rm -f "$dir/.fairpipe-installed"
+  python3 -m venv "$dir" || {
+    say "python3 cannot make a venv: install it with \`sudo apt-get install python3-venv\`, then run scripts/test.sh again"
+    exit 1
+  }
+  "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+  echo "$want" >"$dir/.fairpipe-installed"
+  say "installed $want in $((SECONDS - start)) s ($(du -sh "$dir" | cut -f1))"
+}
+
+# ONNX Runtime: the engine loads libonnxruntime.so from ORT_DYLIB_PATH, else python3's package.
+ort_version=1.32.0
+if [ -n "${ORT_DYLIB_PATH:-}" ]; then
+  say "ONNX Runtime: ORT_DYLIB_PATH=$ORT_DYLIB_PATH (as set)"
+elif [ "$(python3 -c 'import onnxruntime; print(onnxruntime.__version__)' 2>/dev/null)" = "$ort_version" ]; then
+  say "ONNX Runtime: python3's onnxruntime $ort_version"
+else
+  ort_venv="$cache/onnxruntime-venv"
+  venv "$ort_venv" "onnxruntime==$ort_version"
+  ORT_DYLIB_PATH=$("$ort_venv/bin/python" -c 'import os, onnxruntime; print(os.path.join(os.path.dirname(onnxruntime.__file__), "capi"))')
+  export ORT_DYLIB_PATH
+fi
+
+mlserver_venv="${FAIRPIPE_MLSERVER_VENV:-$cache/mlserver-venv}"
+venv "$mlserver_venv" "mlserver==1.7.1" "mlserver-sklearn==1.7.1" "scikit-learn==1.9.1"
+export FAIRPIPE_MLSERVER="$mlserver_venv/bin/mlserver"
+
+mlflow_venv="${FAIRPIPE_MLFLOW_VENV:-$cache/mlflow-venv}"
+venv "$mlflow_venv" "mlflow-skinny==3.17.2" "pandas==3.1.1" "scikit-learn==1.9.1"
+export FAIRPIPE_MLFLOW="$mlflow_venv/bin/mlflow"
+
+if [ "$ci" = true ]; then
+  export FAIRPIPE_REQUIRE_BROWSER=1
+fi
+
+if [ "$provision_only" = true ]; then
+  for var in ORT_DYLIB_PATH FAIRPIPE_MLSERVER FAIRPIPE_MLFLOW FAIRPIPE_REQUIRE_BROWSER; do
+    if [ -n "${!var:-}" ]; then printf 'export %s=%q\n' "$var" "${!var}"; fi
+  done
+  exit 0
+fi
+
+log="${FAIRPIPE_TEST_LOG:-${CARGO_TARGET_DIR:-target}/test.log}"
+mkdir -p "$(dirname "$log")"
+cargo build --workspace --all-targets --locked
+status=0
+cargo test --workspace --locked "$@" 2>&1 | tee "$log" || status=$?
+
+# ---- Python package tests (pytest) ----------------------------------------------------------
+# The fairpipe_rs package's pytest run goes here (its venv under "$cache", like the servers'),
+# setting status=1 when it fails. Keep the closing line below the last line this script prints.
+# ---------------------------------------------------------------------------------------------
+
+# One closing line for the whole suite (every test binary's counts added up).
+awk '/^test result:/ {p += $4; f += $6} END {printf "tests: %d passed, %d failed\n", p, f}' "$log"
+exit "$status"
