@@ -117,3 +117,27 @@ fn list_json_describes_every_kind_and_plugin() {
         assert!(help.contains("--format json") && help.contains("\"stages\""), "{command} --help lacks the schema:\n{help}");
     }
 }
+
+/// The ONNX Runtime hint (printed when a model needs the runtime and it is not found) names the
+/// `load_model` stage's `onnxruntime` key: validate accepts it there, and refuses it in
+/// `[pipeline]`.
+#[test]
+fn the_onnx_runtime_key_of_the_hint_validates() {
+    let advice = fairpipe_core::models::onnx_runtime::install_advice();
+    assert!(advice.contains("load_model stage's key `onnxruntime = \"PATH\"`"), "{advice}");
+    let dir = tempfile::tempdir().unwrap();
+    let library = write(dir.path(), "libonnxruntime.so", "");
+    let stage = |extra: &str| {
+        format!(
+            "{}\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n{extra}",
+            census_data_stage(),
+            bundled("models/census.onnx")
+        )
+    };
+    let good = write(dir.path(), "good.toml", &stage(&format!("onnxruntime = \"{}\"\n", library.display())));
+    let (ok, stdout, stderr) = fairpipe(&["validate", good.to_str().unwrap()]);
+    assert!(ok, "{stdout}{stderr}");
+    let bad = write(dir.path(), "bad.toml", &format!("[pipeline]\nonnxruntime = \"{}\"\n\n{}", library.display(), stage("")));
+    let (ok, _, stderr) = fairpipe(&["validate", bad.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("onnxruntime"), "{stderr}");
+}

@@ -1,11 +1,11 @@
 //! Finding and starting ONNX Runtime (`libonnxruntime.so`), which the `ort` crate loads at run time
 //! (its `load-dynamic` feature: nothing is linked or downloaded when fairpipe is built).
 //!
-//! The library is looked for, in order: the path the pipeline gives (`[pipeline] onnxruntime`,
-//! a file or a folder), the `ORT_DYLIB_PATH` environment variable, then the `capi/` folder of the
-//! `onnxruntime` package of the `python3` on `PATH` (where `pip install onnxruntime` puts it). The
-//! first library found is loaded once per process and its version checked: `ort` needs ONNX
-//! Runtime 1.24 or newer.
+//! The library is looked for, in order: the path the pipeline gives (the `load_model` stage's
+//! `onnxruntime` key, a file or a folder), the `ORT_DYLIB_PATH` environment variable, then the
+//! `capi/` folder of the `onnxruntime` package of the `python3` on `PATH` (where `pip install
+//! onnxruntime` puts it). The first library found is loaded once per process and its version
+//! checked: `ort` needs ONNX Runtime 1.24 or newer.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,7 +54,7 @@ pub fn runtime(given: Option<&Path>) -> Result<Arc<Runtime>, RuntimeError> {
     }
     let mut tried = Vec::new();
     let candidates: Vec<(Option<PathBuf>, &'static str)> = vec![
-        (given.map(Path::to_path_buf), "the pipeline's `onnxruntime` path"),
+        (given.map(Path::to_path_buf), "the load_model stage's `onnxruntime` key"),
         (std::env::var_os("ORT_DYLIB_PATH").map(PathBuf::from), "ORT_DYLIB_PATH"),
         (python_package_dir(), "python3's onnxruntime package"),
     ];
@@ -82,7 +82,7 @@ pub fn runtime(given: Option<&Path>) -> Result<Arc<Runtime>, RuntimeError> {
 /// How a user gets the runtime.
 pub fn install_advice() -> String {
     format!(
-        "install it with `{INSTALL_HINT}` (fairpipe then finds it through python3), or point ORT_DYLIB_PATH or `[pipeline] onnxruntime` at its libonnxruntime.so"
+        "install it with `{INSTALL_HINT}` (fairpipe then finds it through python3), or point the ORT_DYLIB_PATH environment variable or the load_model stage's key `onnxruntime = \"PATH\"` at its libonnxruntime.so"
     )
 }
 
@@ -145,4 +145,17 @@ fn python_package_dir() -> Option<PathBuf> {
     let text = String::from_utf8(output.stdout).ok()?;
     let dir = PathBuf::from(text.trim());
     dir.is_dir().then_some(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The advice names the places that really work: the environment variable and the key of the
+    /// `load_model` stage (there is no `[pipeline] onnxruntime`).
+    #[test]
+    fn the_install_advice_names_the_load_model_key() {
+        let advice = super::install_advice();
+        assert!(advice.contains("ORT_DYLIB_PATH") && advice.contains("load_model stage's key `onnxruntime = \"PATH\"`"), "{advice}");
+        assert!(!advice.contains("[pipeline]"), "{advice}");
+        assert!(crate::stages::load_model::KIND.key("onnxruntime").is_some());
+    }
 }
