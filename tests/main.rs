@@ -18,6 +18,7 @@ mod gate;
 mod group_metrics;
 mod init;
 mod model_exports;
+mod model_trust;
 mod model_zoo;
 mod onnx_outputs;
 mod pipelines;

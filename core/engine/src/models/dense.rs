@@ -107,7 +107,8 @@ impl DenseNet {
                 let input: &[f64] = if l == 0 { row } else { &before[l - 1] };
                 let relu_input = l > 0 && self.layers[l - 1].act == Activation::Relu;
                 for (k, &v) in input.iter().enumerate() {
-                    let a = if relu_input { v.max(0.0) } else { v };
+                    // NaN stays NaN (as ONNX Runtime computes it), never 0 as `max` would make it.
+                    let a = if relu_input && v < 0.0 { 0.0 } else { v };
                     if a == 0.0 {
                         continue;
                     }
@@ -167,7 +168,8 @@ fn block<'a>(layers: &[DenseLayer], x: &[f64], out: &mut [f64], mut a: &'a mut [
         let mut acc = ArrayViewMut2::from_shape((rows, n_out), &mut b[..rows * n_out]).expect("block buffer holds rows × n_out");
         general_mat_mul(1.0, &input, &weights, 1.0, &mut acc);
         if layer.act == Activation::Relu {
-            b[..rows * n_out].iter_mut().for_each(|v| *v = v.max(0.0));
+            // `v < 0 → 0` keeps a NaN, which `max(0)` would turn into 0 and hide.
+            b[..rows * n_out].iter_mut().for_each(|v| *v = if *v < 0.0 { 0.0 } else { *v });
         }
         std::mem::swap(&mut a, &mut b);
     }

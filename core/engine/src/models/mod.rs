@@ -1,6 +1,7 @@
 //! Models under test: trained natively (MLP, logistic regression, decision tree, random forest,
 //! SVM) or loaded (ONNX, run natively, by tract or by ONNX Runtime).
 
+pub mod agreement;
 pub mod dense;
 pub mod logistic;
 pub mod mlp;

@@ -152,6 +152,84 @@ impl OnnxModel {
         Ok(())
     }
 
+    /// Refuse a graph that computes NaN for a row of `probe` (row-major) anywhere on the way to
+    /// its output, even where tract turns it back into a number: tract computes `Relu`, `Max` and
+    /// `Clip` with `max`/`min` (which drop a NaN) and clamps the input of `Sigmoid` and `Tanh`,
+    /// so a NaN inside the graph can come out as an ordinary probability, while ONNX Runtime (and
+    /// ONNX's rules) return NaN for the row. Scoring it would audit figures the model never gave.
+    /// A tensor the graph itself tests with `IsNaN` is left to the graph. The error names the
+    /// first such row, the tensor and the operator computing it.
+    pub fn refuse_hidden_nan(&self, probe: &[f64]) -> Result<(), ModelError> {
+        let rows = probe.len() / self.n_features.max(1);
+        if rows == 0 {
+            return Ok(());
+        }
+        let err = |e: TractError| ModelError::Onnx { path: self.path.clone(), message: format!("{e:#}") };
+        let onnx = tract_onnx::onnx();
+        let proto = onnx.proto_model_for_path(&self.path).map_err(err)?;
+        let Some(graph) = proto.graph.as_ref() else { return Ok(()) };
+        // Which operator computes each tensor, and the tensors the graph tests for NaN itself.
+        let mut computed_by: std::collections::HashMap<&str, (usize, &str, &str)> = std::collections::HashMap::new();
+        for (position, node) in graph.node.iter().enumerate() {
+            for output in &node.output {
+                computed_by.insert(output.as_str(), (position, node.op_type.as_str(), node.name.as_str()));
+            }
+        }
+        let tested: Vec<&str> =
+            graph.node.iter().filter(|n| n.op_type == "IsNaN").flat_map(|n| n.input.iter().map(String::as_str)).collect();
+        let mut model = onnx.model_for_proto_model(&proto).map_err(err)?;
+        let batch = model.sym("N");
+        model
+            .set_input_fact(0, InferenceFact::dt_shape(f32::datum_type(), tvec![TDim::from(batch), TDim::from(self.n_features as i64)]))
+            .map_err(err)?;
+        // Every tensor an operator computes from the rows (not the constants), in graph order.
+        let mut watched: Vec<(OutletId, String, usize)> = Vec::new();
+        for (outlet, label) in &model.outlet_labels {
+            let Some(&(position, _, _)) = computed_by.get(label.as_str()) else { continue };
+            if !tested.contains(&label.as_str()) && !model.node(outlet.node).inputs.is_empty() {
+                watched.push((*outlet, label.clone(), position));
+            }
+        }
+        watched.sort_by_key(|(_, _, position)| *position);
+        if watched.is_empty() {
+            return Ok(());
+        }
+        model.select_output_outlets(&watched.iter().map(|(o, _, _)| *o).collect::<Vec<_>>()).map_err(err)?;
+        let plan = model.into_optimized().map_err(err)?.into_runnable().map_err(err)?;
+        let input: Vec<f32> = probe.iter().map(|&v| v as f32).collect();
+        let tensor = Tensor::from_shape(&[rows, self.n_features], &input).map_err(err)?;
+        let values = plan.run(tvec![tensor.into()]).map_err(err)?;
+        // The first row with a NaN anywhere, and the first tensor (in graph order) holding it.
+        let mut first: Option<(usize, &str)> = None;
+        for (value, (_, tensor, _)) in values.iter().zip(&watched) {
+            if value.shape().first() != Some(&rows) || !(value.datum_type() == f32::datum_type() || value.datum_type() == f64::datum_type())
+            {
+                continue;
+            }
+            let Ok(value) = value.cast_to::<f32>() else { continue };
+            let Ok(view) = value.try_as_plain_ram() else { continue };
+            let Ok(slice) = view.as_slice::<f32>() else { continue };
+            let per_row = (slice.len() / rows).max(1);
+            if let Some(i) = slice.iter().position(|v| v.is_nan()) {
+                if first.is_none_or(|(row, _)| i / per_row < row) {
+                    first = Some((i / per_row, tensor));
+                }
+            }
+        }
+        let Some((row, tensor)) = first else { return Ok(()) };
+        let (_, op, name) = computed_by[tensor];
+        let node = if name.is_empty() { op.to_string() } else { format!("{op} node {name:?}") };
+        Err(ModelError::NotFinite {
+            output: format!(
+                "{} (its tensor {tensor:?}, computed by {node}, is NaN for the row; ONNX Runtime returns NaN, tract turned it into a number)",
+                self.output_name
+            ),
+            row,
+            value: f64::NAN,
+            features: probe[row * self.n_features..(row + 1) * self.n_features].to_vec(),
+        })
+    }
+
     /// How the output is read.
     pub fn reader(&self) -> &OutputReader {
         &self.reader
@@ -171,7 +249,8 @@ impl OnnxModel {
         if self.reader.favourable_is_complement() {
             by_native.iter_mut().for_each(|p| *p = 1.0 - *p);
         }
-        let max_abs_diff = by_tract.iter().zip(&by_native).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let max_abs_diff =
+            by_tract.iter().zip(&by_native).map(|(a, b)| (a - b).abs()).fold(0.0, |m: f64, d| if d.is_nan() || d > m { d } else { m }); // a NaN on one side is a difference
         let label_flips = by_tract.iter().zip(&by_native).filter(|(a, b)| (**a > 0.5) != (**b > 0.5)).count();
         let used = n > 0 && label_flips == 0 && max_abs_diff <= NATIVE_TOLERANCE;
         if used {

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::model_output::{model_output, ModelFigures};
+use super::model_output::{model_output_scored, ModelFigures};
 use super::train::DATA_INPUT;
 use crate::data::Dataset;
 use crate::error::{ModelError, Result};
+use crate::models::agreement::{Agreement, Verdict};
 use crate::models::model_inputs::InputPlan;
-use crate::models::model_outputs::{Favourable, OutputTransform};
+use crate::models::model_outputs::{ClassKey, Favourable, OutputTransform};
 use crate::models::onnx_graph::{graph_facts, GraphFacts};
 use crate::models::onnx_runtime::{install_advice, runtime};
 use crate::models::ort_model::OutputChoice;
@@ -80,6 +81,12 @@ pub const KIND: StageKind = StageKind {
             "\"none\"|\"sigmoid\"|\"softmax\"",
             "\"none\"",
             "turn an output of logits into probabilities; without it, values outside [0, 1] or rows not summing to 1 are refused",
+        ),
+        KeyDoc::new(
+            "favourable_class",
+            "integer",
+            "the model's class named like the data's favourable label, else class 1",
+            "the model's own class (0, 1, …: its column, ZipMap key or label) that is the data's favourable label, for a model whose classes are numbered while the data's label is text — e.g. 0 when its column 0 holds P(favourable)",
         ),
         KeyDoc::new(
             "executor",
@@ -195,6 +202,10 @@ pub struct LoadModelConfig {
     /// What turns the output into probabilities.
     #[serde(default)]
     pub output_transform: OutputTransform,
+    /// The model's own class that is the data's favourable label (else matched by name, or
+    /// class 1 assumed).
+    #[serde(default)]
+    pub favourable_class: Option<i64>,
     /// Which executor runs an ONNX model.
     #[serde(default)]
     pub executor: Executor,
@@ -222,6 +233,7 @@ impl LoadModelConfig {
             max_queries: None,
             output: None,
             output_transform: OutputTransform::None,
+            favourable_class: None,
             executor: Executor::Auto,
             onnxruntime: None,
         }
@@ -261,6 +273,18 @@ impl StageConfig for LoadModelConfig {
                 "path",
                 "say where the model is: `path = \"model.onnx\"` (a file), `url = \"http://…\"` (a KServe V2 server) or `command = [\"python3\", \"model.py\"]` (a program)",
             );
+        }
+        if let Some(class) = self.favourable_class {
+            if class < 0 {
+                checks
+                    .problem("favourable_class", format!("`favourable_class` is one of the model's classes, numbered from 0, not {class}"));
+            }
+            if self.path.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"))) {
+                checks.problem(
+                    "favourable_class",
+                    "`favourable_class` is for a model made elsewhere; a model saved by a train stage already reads its data's favourable label",
+                );
+            }
         }
         if self.protocol == Protocol::Mlflow && self.url.is_none() {
             checks.problem("protocol", "`protocol` is the protocol of a model server: give its `url`");
@@ -322,6 +346,7 @@ impl StageConfig for LoadModelConfig {
             remote,
             output: self.output,
             transform: self.output_transform,
+            favourable_class: self.favourable_class,
             executor: self.executor,
             onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
         }))
@@ -422,6 +447,11 @@ pub struct LoadModelFigures {
     /// How rows reach the model ("one float32 input …", "13 named inputs (raw columns)").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_contract: Option<String>,
+    /// How the model's scores agree with the data's labels (train and test rows): accuracy and
+    /// AUC with DeLong's 95% interval. A model read the wrong way round is refused (its
+    /// favourable class assumed) or warned of (named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<Agreement>,
     /// Feature columns the model does not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unused_features: Option<Vec<String>>,
@@ -491,12 +521,13 @@ struct LoadModel {
     remote: Option<Remote>,
     output: Option<String>,
     transform: OutputTransform,
+    favourable_class: Option<i64>,
     executor: Executor,
     onnxruntime: Option<PathBuf>,
 }
 
 impl Stage for LoadModel {
-    fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
         let mut figures = LoadModelFigures::default();
         let (model, recipe): (Arc<dyn Model>, _) = if let Some(remote) = &self.remote {
@@ -510,16 +541,90 @@ impl Stage for LoadModel {
         } else {
             (self.load_onnx(&data, &mut figures)?, None)
         };
-        let (artifact, model_figures, model_queries) = model_output(model, data, recipe)?;
+        let (artifact, model_figures, model_queries, scored) = model_output_scored(model, Arc::clone(&data), recipe)?;
         figures.model = model_figures;
+        let agreement = Agreement::measure(&scored.scores, &scored.labels);
+        self.judge_agreement(ctx, &data, &agreement, &figures)?;
+        figures.agreement = Some(agreement);
         Ok(StageOutput { artifact: Artifact::Model(Arc::new(artifact)), figures: figures_map(&figures), tables: Vec::new(), model_queries })
     }
 }
 
 impl LoadModel {
+    /// The favourable class as the model is asked for it: the model's own class when
+    /// `favourable_class` names it, else the data's favourable label (matched by name).
+    fn favourable(&self, data: &Dataset) -> Favourable {
+        match self.favourable_class {
+            Some(class) => Favourable { label: class.to_string(), is_zero: class == 0 },
+            None => Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped },
+        }
+    }
+
+    /// Where the model is, for messages: its file, server or command.
+    fn location(&self) -> String {
+        match self.remote.as_ref().map(|r| &r.place) {
+            Some(Place::Server { endpoint, .. }) => endpoint.base.clone(),
+            Some(Place::Mlflow { endpoint, .. }) => endpoint.base.clone(),
+            Some(Place::Program { argv, .. }) => format!("command {argv:?}"),
+            None => self.path.display().to_string(),
+        }
+    }
+
+    /// Refuse a model that agrees with the labels below chance when its favourable class was
+    /// assumed (its classes are numbered, the data's label is text): it is then almost surely
+    /// read the wrong way round, and every figure of the audit would be flipped. When the class
+    /// was named (`favourable_class`, ZipMap keys, string labels, 0/1 labels), warn instead: the
+    /// model may be that bad, but the audit should say so at the top.
+    fn judge_agreement(&self, ctx: &StageContext, data: &Dataset, agreement: &Agreement, figures: &LoadModelFigures) -> Result<()> {
+        let verdict = agreement.verdict();
+        if verdict == Verdict::Fine {
+            return Ok(());
+        }
+        let favourable = &data.label_values[1];
+        let read = figures.output_read.as_deref().unwrap_or("its output");
+        // With 0/1 labels the data's and the model's classes are matched by number, so naming the
+        // other label favourable flips both sides and changes nothing: only text labels offer it.
+        let text_labels = data.label_values.iter().any(|v| v.parse::<f64>().is_err());
+        let other_label = (text_labels && !data.label_values[0].starts_with("not ")).then(|| data.label_values[0].clone());
+        let assumed = figures.favourable_class_assumed == Some(true);
+        let class_fix = match self.favourable_class {
+            Some(class @ (0 | 1)) => format!("set `favourable_class = {}` on this stage (now {class})", 1 - class),
+            Some(class) => format!("set `favourable_class` on this stage to the model's favourable class (now {class})"),
+            None => "set `favourable_class = 0` on this stage (the model's class 0 is then read as the favourable label)".to_string(),
+        };
+        let label_fix = other_label
+            .map(|other| {
+                format!(
+                    "; if instead the data's favourable label is wrong, set `favourable = {other:?}` on the load stage that reads {}",
+                    data.path.display()
+                )
+            })
+            .unwrap_or_default();
+        let strength = match verdict {
+            Verdict::Below => "below chance",
+            _ => "worse than chance (not significantly: its AUC's interval reaches 0.5)",
+        };
+        let how = if assumed {
+            format!(
+                "P({favourable:?}) read as {read}: the model's class 1 was assumed to be the favourable label, as the model does not name its classes"
+            )
+        } else {
+            format!("P({favourable:?}) read as {read}")
+        };
+        let message = format!(
+            "the model agrees with the data's labels {strength}: {} ({how}); read this way every figure of the audit is that of the opposite class. If the model's classes are the other way round, {class_fix}{label_fix}",
+            agreement.describe()
+        );
+        if assumed && verdict == Verdict::Below {
+            return Err(crate::error::Error::Invalid(format!("{}: refused: {message}", self.location())));
+        }
+        ctx.warn(message);
+        Ok(())
+    }
+
     /// Connect to the model server and choose its output on the data's first rows.
     fn load_remote(&self, remote: &Remote, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
-        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped };
+        let favourable = self.favourable(data);
         let rows: Vec<f64> = data.x.iter().take(256 * data.domain.width()).copied().collect();
         let choice = OutputChoice { name: self.output.as_deref(), transform: self.transform, favourable, classes: Vec::new() };
         let (backend, declared): (Box<dyn Backend>, _) = match &remote.place {
@@ -571,7 +676,7 @@ impl LoadModel {
     /// Load the ONNX model with the executor chosen (see [`Executor`]).
     fn load_onnx(&self, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
         let facts = graph_facts(&self.path)?;
-        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped };
+        let favourable = self.favourable(data);
         let rows: Vec<f64> = data.x.iter().copied().collect();
         let needs = facts.needs_onnxruntime.join(", ");
         match self.executor {
@@ -599,9 +704,12 @@ impl LoadModel {
             }
             Err(refused) => return Err(refused.into()),
         };
-        model.read_output_as(&favourable, self.transform, &rows[..rows.len().min(256 * data.domain.width())])?;
+        let probe = &rows[..rows.len().min(256 * data.domain.width())];
+        model.read_output_as(&favourable, self.transform, probe)?;
+        model.refuse_hidden_nan(&rows[..rows.len().min(REFERENCE_CHECK_ROWS * data.domain.width())])?;
         figures.output = Some(model.output_name().to_string());
         figures.output_read = Some(model.reader().describe());
+        figures.favourable_class_assumed = Some(model.reader().assumed_class);
         figures.input_contract = Some(format!("one float32 input [N,{}] (encoded features)", data.domain.width()));
         if self.executor != Executor::Tract {
             match model.verify_native(&rows)? {
@@ -672,7 +780,8 @@ impl LoadModel {
         model.predict_into(rows, &mut ours)?;
         let mut theirs = vec![0.0; n];
         reference.predict_into(rows, &mut theirs)?;
-        let max_abs_diff = ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let max_abs_diff =
+            ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0.0, |m: f64, d| if d.is_nan() || d > m { d } else { m }); // a NaN on one side is a difference
         let flips = ours.iter().zip(&theirs).filter(|(a, b)| (**a > 0.5) != (**b > 0.5)).count();
         figures.reference_checked_rows = Some(n);
         figures.reference_max_abs_diff = Some(max_abs_diff);
@@ -708,6 +817,19 @@ impl LoadModel {
             reason: reason.to_string(),
             message: e.message,
         })?;
+        if let Some(class) = self.favourable_class {
+            if facts.classes.iter().any(|c| matches!(c, ClassKey::Text(_))) {
+                let names: Vec<String> = facts.classes.iter().map(ToString::to_string).collect();
+                return Err(ModelError::Onnx {
+                    path: self.path.clone(),
+                    message: format!(
+                        "`favourable_class = {class}` names a numbered class, but the model names its classes [{}] and they are matched to the data's label by name: leave `favourable_class` out, and set `favourable` on the load stage to the one that is favourable",
+                        names.join(", ")
+                    ),
+                }
+                .into());
+            }
+        }
         let choice = OutputChoice { name: self.output.as_deref(), transform: self.transform, favourable, classes: facts.classes.clone() };
         let model = OrtModel::load(&self.path, runtime, &data.domain, choice, rows)?;
         let read = model.input_plan().attributes_read(data.domain.width());

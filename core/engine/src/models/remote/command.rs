@@ -126,7 +126,7 @@ impl Backend for CommandBackend {
         if read == 0 {
             return Err(self.fail(format!("it closed its stdout instead of answering a batch of {rows} rows")));
         }
-        let value: Value = serde_json::from_str(&answer).map_err(|e| {
+        let value: Value = super::parse_json(&answer).map_err(|e| {
             let start: String = answer.chars().take(200).collect();
             self.fail(format!("its answer is not one JSON object per line ({e}); it starts {start:?}"))
         })?;

@@ -180,7 +180,7 @@ fn json(body: &[u8]) -> Result<Value, Failure> {
     if text.trim().is_empty() {
         return Ok(Value::Null);
     }
-    serde_json::from_str(&text).map_err(|e| Failure::Final(format!("the response is not JSON ({e}); it starts {:?}", quote(&text))))
+    super::parse_json(&text).map_err(|e| Failure::Final(format!("the response is not JSON ({e}); it starts {:?}", quote(&text))))
 }
 
 /// Why one try failed.

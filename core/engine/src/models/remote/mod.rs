@@ -470,6 +470,43 @@ impl Model for RemoteModel {
     }
 }
 
+/// Parse a JSON answer, accepting the bare `NaN`, `Infinity` and `-Infinity` that Python's `json`
+/// writes for non-finite floats (read as `null`, then as NaN by [`read_output`]): a model that
+/// returns NaN is refused by the output reader naming the row, not as an unreadable answer.
+pub fn parse_json(text: &str) -> serde_json::Result<Value> {
+    let first = match serde_json::from_str(text) {
+        Ok(value) => return Ok(value),
+        Err(e) => e,
+    };
+    let mut cleaned = String::with_capacity(text.len());
+    let (mut in_string, mut escaped, mut replaced) = (false, false, false);
+    let mut rest = text;
+    while let Some(ch) = rest.chars().next() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if ch == '\\' {
+                escaped = true;
+            } else if ch == '"' {
+                in_string = false;
+            }
+        } else if ch == '"' {
+            in_string = true;
+        } else if let Some(token) = ["-Infinity", "Infinity", "NaN"].into_iter().find(|t| rest.starts_with(t)) {
+            cleaned.push_str("null");
+            rest = &rest[token.len()..];
+            replaced = true;
+            continue;
+        }
+        cleaned.push(ch);
+        rest = &rest[ch.len_utf8()..];
+    }
+    if !replaced {
+        return Err(first);
+    }
+    serde_json::from_str(&cleaned).map_err(|_| first)
+}
+
 /// One output of a JSON answer (a program's line, MLflow's `predictions`): a value per row, each a
 /// number, a list of numbers (probabilities), an integer label or a text label.
 pub fn read_output(name: &str, values: &Value, rows: usize) -> Result<(String, ElementType, RawOutput), String> {
@@ -477,7 +514,10 @@ pub fn read_output(name: &str, values: &Value, rows: usize) -> Result<(String, E
     if list.len() != rows {
         return Err(format!("output {name:?} has {} values for a batch of {rows} rows", list.len()));
     }
-    let number = |v: &Value| v.as_f64().ok_or_else(|| format!("output {name:?}: {v} is not a number"));
+    // `null` is how many JSON writers spell NaN (JavaScript, orjson, and [`parse_json`] for
+    // Python's bare `NaN`): read as NaN, refused by the reader with its row.
+    let number =
+        |v: &Value| if v.is_null() { Ok(f64::NAN) } else { v.as_f64().ok_or_else(|| format!("output {name:?}: {v} is not a number")) };
     let raw = match list.first() {
         Some(Value::Array(first)) => {
             let columns = first.len().max(1);
@@ -564,6 +604,17 @@ mod tests {
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             Ok(vec![("p".into(), ElementType::Float64, RawOutput::Floats { values: p, columns: 1 })])
         }
+    }
+
+    #[test]
+    fn python_non_finite_tokens_read_as_nan_rows() {
+        let value = parse_json(r#"{"p": [0.5, NaN, -Infinity], "s": "NaN \" Infinity"}"#).unwrap();
+        assert_eq!(value["s"], "NaN \" Infinity", "text is left alone");
+        let (_, _, raw) = read_output("p", &value["p"], 3).unwrap();
+        let RawOutput::Floats { values, columns: 1 } = raw else { panic!("{raw:?}") };
+        assert_eq!(values[0], 0.5);
+        assert!(values[1].is_nan() && values[2].is_nan());
+        assert!(parse_json("{\"p\": [Nope]}").is_err());
     }
 
     #[test]
