@@ -12,6 +12,7 @@ pub mod onnx_dense;
 pub mod onnx_graph;
 pub mod onnx_runtime;
 pub mod ort_model;
+pub mod provided;
 pub mod remote;
 pub mod standardise;
 pub mod svm;

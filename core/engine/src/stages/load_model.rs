@@ -18,6 +18,7 @@ use crate::models::model_outputs::{ClassKey, Favourable, OutputTransform};
 use crate::models::onnx_graph::{graph_facts, GraphFacts};
 use crate::models::onnx_runtime::{install_advice, runtime};
 use crate::models::ort_model::OutputChoice;
+use crate::models::provided::ProvidedModel;
 use crate::models::remote::command::CommandBackend;
 use crate::models::remote::grpc::GrpcBackend;
 use crate::models::remote::http::{Http, HttpSettings};
@@ -212,6 +213,10 @@ pub struct LoadModelConfig {
     /// The ONNX Runtime library (or its folder), relative to the pipeline file.
     #[serde(default)]
     pub onnxruntime: Option<PathBuf>,
+    /// A model handed over in code instead of `path`, `url` or `command` (library use, e.g. a
+    /// Python object's `predict_proba`; not in TOML): bound to the dataset when the stage runs.
+    #[serde(skip)]
+    pub provided: Option<ProvidedModel>,
 }
 
 impl LoadModelConfig {
@@ -236,7 +241,13 @@ impl LoadModelConfig {
             favourable_class: None,
             executor: Executor::Auto,
             onnxruntime: None,
+            provided: None,
         }
+    }
+
+    /// A config for a model handed over in code ([`LoadModelConfig::provided`]).
+    pub fn provided(model: ProvidedModel) -> Self {
+        LoadModelConfig { path: None, provided: Some(model), ..LoadModelConfig::new("") }
     }
 }
 
@@ -247,6 +258,12 @@ impl StageConfig for LoadModelConfig {
 
     fn validate(&self, checks: &mut Checks<'_, '_>) {
         let mut resolved = None;
+        if self.provided.is_some() {
+            if self.path.is_some() || self.url.is_some() || self.command.is_some() {
+                checks.problem("path", "a model handed over in code replaces `path`, `url` and `command`; give none of them");
+            }
+            return;
+        }
         let given: Vec<&str> = [("path", self.path.is_some()), ("url", self.url.is_some()), ("command", self.command.is_some())]
             .iter()
             .filter(|(_, g)| *g)
@@ -343,6 +360,7 @@ impl StageConfig for LoadModelConfig {
         };
         Ok(Box::new(LoadModel {
             path: env.dir.join(self.path.as_deref().unwrap_or(Path::new(""))),
+            provided: self.provided,
             remote,
             output: self.output,
             transform: self.output_transform,
@@ -518,6 +536,7 @@ struct Remote {
 
 struct LoadModel {
     path: PathBuf,
+    provided: Option<ProvidedModel>,
     remote: Option<Remote>,
     output: Option<String>,
     transform: OutputTransform,
@@ -530,7 +549,9 @@ impl Stage for LoadModel {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
         let mut figures = LoadModelFigures::default();
-        let (model, recipe): (Arc<dyn Model>, _) = if let Some(remote) = &self.remote {
+        let (model, recipe): (Arc<dyn Model>, _) = if let Some(provided) = &self.provided {
+            (load_provided(provided, &data, &mut figures)?, None)
+        } else if let Some(remote) = &self.remote {
             (self.load_remote(remote, &data, &mut figures)?, None)
         } else if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
             let file = ModelFile::load(&self.path, &data.domain)?;
@@ -857,6 +878,26 @@ impl LoadModel {
             Executor::Onnxruntime => "onnxruntime",
         }
     }
+}
+
+/// Bind a model handed over in code to the dataset, refusing one that does not read a protected
+/// column.
+fn load_provided(provided: &ProvidedModel, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
+    let bound = provided.0.bind(data)?;
+    let described = provided.0.describe();
+    check_protected_read(Path::new(&described), data, &bound.read).map_err(|e| match e {
+        ModelError::Onnx { message, .. } => ModelError::Remote { url: described.clone(), message },
+        other => other,
+    })?;
+    let unused: Vec<String> =
+        (0..data.domain.width()).filter(|i| !bound.read.contains(i)).map(|i| data.domain.attributes[i].name.clone()).collect();
+    figures.output_read = Some(bound.output_read);
+    figures.labels_only = Some(false);
+    figures.favourable_class_assumed = Some(bound.favourable_class_assumed);
+    figures.input_contract = Some(bound.input_contract);
+    figures.unused_features = (!unused.is_empty()).then_some(unused);
+    figures.executor = Some(described);
+    Ok(bound.model)
 }
 
 /// A string input whose model knows a fixed list of categories (a `OneHotEncoder` ignores an

@@ -1,0 +1,408 @@
+"""fairpipe for Python: fairness testing of a classifier, in the notebook, by the fairpipe engine.
+
+Audit the model you have, on the frame you have::
+
+    import fairpipe_rs
+    run = fairpipe_rs.audit(frame, model, label="income", protected=["gender"], favourable=">50K")
+    run.figures("group_metrics")      # selection rates per group, intervals, parity ratios
+    run.figures("estimate")["rate"]   # share of the domain treated differently for gender alone
+    run.table("check")                # the real rows whose decision flips with gender
+    run                               # in a notebook: the HTML report
+
+or run a fairpipe TOML pipeline in memory::
+
+    run = fairpipe_rs.run("pipelines/census-estimate.toml")
+
+``frame`` is any table with the Arrow PyCapsule interface (pandas >= 2.2 with pyarrow, Polars,
+pyarrow); ``model`` any object with ``predict_proba`` (scikit-learn estimators and Pipelines,
+XGBoost, LightGBM and CatBoost's scikit-learn wrappers), an ONNX file, or a dict of a TOML
+``load_model`` stage's keys (a served model's ``url``, a ``command``). The engine, the built-in
+search methods (aequitas, eidig, maft, random, sg, testsgd) and the report are the command line's.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _frames, _native
+from ._errors import GateFailed, PipelineError, Problem
+from ._model import ModelSpec
+
+__all__ = ["audit", "run", "Run", "Gate", "PipelineError", "GateFailed", "Problem", "__version__"]
+
+__version__: str = _native.version()
+
+#: The checks ``audit`` runs unless told otherwise.
+DEFAULT_CHECKS = ("group_metrics", "estimate", "check")
+
+# Keys of a `generate` stage (everything else in a `search=` dict is a parameter of the method).
+_GENERATE_KEYS = {
+    "plugin", "path", "params", "random_seeds", "random_seeds_seed", "max_seeds", "max_iterations",
+    "max_queries", "max_seconds", "gamma", "protected", "units", "cache",
+}
+
+
+class Gate:
+    """The verdict of a run's gate: ``passed`` and each condition with its value.
+
+    ``conditions`` is a list of dicts (``condition``, ``value``, ``passed``, and ``note`` when the
+    figure is missing), as in ``summary.json``'s ``gate`` section. ``bool(gate)`` is ``passed``.
+    """
+
+    def __init__(self, section: Mapping[str, Any]):
+        self.passed: bool = bool(section.get("passed"))
+        self.conditions: List[Dict[str, Any]] = list(section.get("conditions", []))
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        lines = [f"Gate({'passed' if self.passed else 'FAILED'})"]
+        for c in self.conditions:
+            lines.append(f"  {'pass' if c.get('passed') else 'FAIL'}  {c.get('condition')}  (value {c.get('value')})")
+        return "\n".join(lines)
+
+
+class Run:
+    """A finished run: its figures, tables, gate and report, in memory.
+
+    - ``figures(stage)``: the stage's figures (a dict, as under ``summary.json``'s ``stages``);
+    - ``table(stage)``: the stage's result table as a Polars DataFrame (``pandas=True``: pandas);
+    - ``summary``: everything ``summary.json`` holds (a dict);
+    - ``gate``: the gate's verdict (``Gate``), or ``None`` when the run had no gate;
+    - ``report_html()``: the HTML report; in a notebook the run shows it inline;
+    - ``files``: the files written, when the run was given ``out``;
+    - ``model_usage``: for an in-process Python model, its calls, rows and the seconds spent in
+      ``predict_proba`` (and in building its input).
+    """
+
+    def __init__(self, native: Any, specs: Sequence[ModelSpec] = ()):
+        self._native = native
+        self._summary: Optional[Dict[str, Any]] = None
+        self._specs = list(specs)
+
+    @property
+    def summary(self) -> Dict[str, Any]:
+        """What ``summary.json`` holds: the pipeline, seed, stage order, each stage's figures,
+        warnings and the gate."""
+        if self._summary is None:
+            self._summary = json.loads(self._native.summary_json())
+        return self._summary
+
+    @property
+    def stages(self) -> List[str]:
+        """The stages, in the order they ran."""
+        return list(self.summary.get("stage_order", []))
+
+    def figures(self, stage: str) -> Dict[str, Any]:
+        """Stage ``stage``'s figures (a dict: ``kind``, ``elapsed_s``, ``model_queries`` and the
+        stage kind's own figures, e.g. ``rate`` and its interval for ``estimate``)."""
+        stages = self.summary.get("stages", {})
+        if stage not in stages:
+            raise KeyError(f"no stage {stage!r} in the run; the stages are {', '.join(stages)}")
+        return stages[stage]
+
+    @property
+    def tables(self) -> List[str]:
+        """The names of the result tables (a stage's name, or ``STAGE_SUFFIX`` for its second
+        table), as the CSV files of a written run are named."""
+        return list(self._native.table_names())
+
+    def table(self, stage: str, pandas: bool = False) -> Any:
+        """Stage ``stage``'s result table: a Polars DataFrame, or with ``pandas=True`` a pandas
+        DataFrame (through pyarrow). ``stage`` may name a second table as ``STAGE_SUFFIX``."""
+        table = self._native.table(stage, not pandas)
+        if table is None:
+            raise KeyError(f"stage {stage!r} has no table; the tables are {', '.join(self.tables) or 'none'}")
+        if pandas:
+            try:
+                import pyarrow as pa
+
+                return pa.table(table).to_pandas()
+            except ImportError:
+                import polars as pl
+
+                return pl.DataFrame(self._native.table(stage, True)).to_pandas()
+        import polars as pl
+
+        return pl.DataFrame(table)
+
+    @property
+    def gate(self) -> Optional[Gate]:
+        """The gate's verdict (``passed``, ``conditions``), or ``None`` without a gate."""
+        section = self.summary.get("gate")
+        return Gate(section) if section is not None else None
+
+    @property
+    def files(self) -> List[str]:
+        """The files written (empty unless the run was given ``out``)."""
+        return list(self._native.files())
+
+    @property
+    def model_usage(self) -> List[Dict[str, Any]]:
+        """For each in-process Python model: calls, rows, ``predict_proba_s`` (seconds inside
+        ``predict_proba``) and ``prepare_s`` (seconds building its input)."""
+        return [spec.usage() for spec in self._specs]
+
+    def report_html(self) -> str:
+        """The HTML report, as ``report.html`` of a written run."""
+        return self._native.report_html()
+
+    def _repr_html_(self) -> str:
+        # The report is a whole page with its own styles: shown in a frame so it does not restyle
+        # the notebook.
+        page = html.escape(self.report_html(), quote=True)
+        return f'<iframe srcdoc="{page}" style="width:100%;height:640px;border:1px solid #ddd"></iframe>'
+
+    def __repr__(self) -> str:
+        s = self.summary
+        gate = self.gate
+        verdict = "" if gate is None else f", gate {'passed' if gate.passed else 'FAILED'}"
+        return f"<fairpipe_rs.Run {s.get('pipeline')!r}: {len(self.stages)} stages ({', '.join(self.stages)}){verdict}>"
+
+
+def _gate_list(gate: Union[None, str, Iterable[str]]) -> List[str]:
+    if gate is None:
+        return []
+    if isinstance(gate, str):
+        return [gate]
+    return [str(g) for g in gate]
+
+
+def _finish(native: Any, specs: Sequence[ModelSpec], raise_on_gate: bool) -> Run:
+    result = Run(native, specs)
+    if raise_on_gate and result.gate is not None and not result.gate.passed:
+        raise GateFailed(result)
+    return result
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def audit(
+    data: Any,
+    model: Any,
+    *,
+    label: str,
+    protected: Union[str, Sequence[str]],
+    favourable: Any = None,
+    test: Any = None,
+    seed: int = 0,
+    checks: Sequence[str] = DEFAULT_CHECKS,
+    search: Union[None, str, Mapping[str, Any]] = None,
+    gate: Union[None, str, Iterable[str]] = None,
+    features: Optional[Sequence[str]] = None,
+    drop: Sequence[str] = (),
+    options: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    batch_size: int = 16384,
+    raise_on_gate: bool = False,
+) -> Run:
+    """Audit ``model`` on ``data`` for discrimination on the ``protected`` attributes.
+
+    Parameters
+    ----------
+    data:
+        The rows: a pandas (>= 2.2, with pyarrow), Polars or pyarrow table, or any object with
+        ``__arrow_c_stream__``, holding the features, the ``label`` column and the protected
+        columns. Text columns are categories, whole numbers integers, other numbers continuous,
+        as the ``load`` stage types a file's columns.
+    model:
+        An object with ``predict_proba`` (scikit-learn estimator or Pipeline, XGBoost, LightGBM,
+        CatBoost sklearn wrappers), called in process in batches of ``batch_size`` rows with the
+        features in the form it was fitted on: a pandas DataFrame with the original column names,
+        dtypes and category values when it has ``feature_names_in_``, else a NumPy array of the
+        feature columns in order. P(favourable) is its ``classes_`` column of the favourable
+        label. Or a path to an ONNX file, or a dict of a ``load_model`` stage's keys (``{"url":
+        ...}``, ``{"command": [...]}``).
+    label:
+        The label column.
+    protected:
+        The protected attribute column(s).
+    favourable:
+        The favourable label value as written in the data (default: 1 for 0/1 labels).
+    test:
+        The rows to measure on: a boolean mask (one value per row), the name of a boolean column
+        of ``data`` (then not a feature), or a second table with the same columns. Default: all
+        rows of ``data``.
+    seed:
+        The run seed (the same seed gives the same figures).
+    checks:
+        Which of ``"group_metrics"`` (selection rates, error rates and AUC per group with
+        intervals, parity ratios with multiple-comparison control), ``"estimate"`` (the share of
+        the input domain whose decision changes with the protected attributes alone, with its
+        interval) and ``"check"`` (the measured rows whose decision changes) to run; each is a
+        stage named as the check.
+    search:
+        A search for discriminatory inputs, verified by the host: a method name (``"maft"``,
+        ``"aequitas"``, ``"eidig"``, ``"sg"``, ``"random"`` or a plugin's), or a dict with
+        ``"plugin"`` and the method's parameters (and ``generate`` stage keys such as
+        ``random_seeds`` or ``max_seconds``). Stages ``search`` and ``verify``.
+    gate:
+        Condition(s) ``"STAGE.FIELD OP NUMBER"`` checked on the figures, e.g.
+        ``"estimate.rate < 0.05"``; the verdict is ``Run.gate``.
+    features:
+        The feature columns (default: the model's ``feature_names_in_``, else every column but the
+        label and ``drop``).
+    drop:
+        Columns that are not features (ids, row numbers).
+    options:
+        More keys per stage, as in TOML: ``{"estimate": {"trials": 200}, "group_metrics":
+        {"threshold": 0.4}, "data": {"missing": "drop"}}``.
+    batch_size:
+        Rows per ``predict_proba`` call.
+    raise_on_gate:
+        Raise ``GateFailed`` when a gate condition fails (the run is its ``run``).
+
+    Returns
+    -------
+    Run
+        Stages ``data``, ``model``, then the checks and the search, by those names.
+
+    Raises
+    ------
+    PipelineError
+        With ``problems`` (file, line, column, message) when the audit cannot be set up or a stage
+        fails; an exception raised by the model is its ``__cause__``.
+    """
+    if isinstance(protected, str):
+        protected = [protected]
+    protected = [str(p) for p in protected]
+    drop = [str(d) for d in drop]
+    unknown = [c for c in checks if c not in DEFAULT_CHECKS]
+    if isinstance(checks, str) or unknown:
+        raise ValueError(f"checks: {checks!r}; give a list of {', '.join(DEFAULT_CHECKS)}")
+    test_mask = None
+    test_frame = None
+    if test is not None:
+        if isinstance(test, str):
+            mask = _frames.column_values(data, test)
+            if mask.dtype != np.bool_:
+                raise TypeError(f"test: column {test!r} must be boolean (True: measure the row), not {mask.dtype}")
+            test_mask = mask.astype(np.uint8).tobytes()
+            drop.append(test)
+        elif _frames.is_frame(test):
+            test_frame = _frames.prepare(test, "test")
+        else:
+            mask = np.asarray(test)
+            if mask.dtype != np.bool_ or mask.ndim != 1:
+                raise TypeError("test: give a boolean mask (one value per row), a boolean column's name, or a second table")
+            test_mask = mask.astype(np.uint8).tobytes()
+    specs: List[ModelSpec] = []
+    model_spec = None
+    model_config = None
+    if callable(getattr(model, "predict_proba", None)):
+        dtypes, originals = _frames.column_facts(data)
+        model_spec = ModelSpec(model, dtypes, originals, batch_size)
+        specs.append(model_spec)
+        if features is None and getattr(model, "feature_names_in_", None) is not None:
+            features = [str(n) for n in np.asarray(model.feature_names_in_).tolist()]
+    elif isinstance(model, (str, os.PathLike)):
+        model_config = json.dumps({"path": os.fspath(model)})
+    elif isinstance(model, Mapping):
+        model_config = json.dumps(dict(model))
+    else:
+        raise TypeError(
+            f"model: a {type(model).__name__} has no predict_proba; pass a fitted classifier, an ONNX path or a dict of load_model keys"
+        )
+    if search is not None:
+        if isinstance(search, str):
+            search = {"plugin": search}
+        else:
+            search = dict(search)
+            params = dict(search.pop("params", None) or {})
+            params.update({k: search.pop(k) for k in list(search) if k not in _GENERATE_KEYS})
+            if params:
+                search["params"] = params
+    native = _native.audit(
+        _frames.prepare(data),
+        label=str(label),
+        protected=protected,
+        favourable=None if favourable is None else json.dumps(_json_value(favourable)),
+        features=None if features is None else [str(f) for f in features],
+        drop=drop,
+        test_mask=test_mask,
+        test_frame=test_frame,
+        model_spec=model_spec,
+        model_config=model_config,
+        seed=int(seed),
+        checks=list(checks),
+        search=None if search is None else json.dumps(search),
+        gate=_gate_list(gate),
+        options=None if options is None else json.dumps({k: dict(v) for k, v in options.items()}),
+    )
+    return _finish(native, specs, raise_on_gate)
+
+
+def run(
+    pipeline: Union[str, "os.PathLike[str]"],
+    *,
+    seed: Optional[int] = None,
+    out: Union[None, str, "os.PathLike[str]"] = None,
+    gate: Union[None, str, Iterable[str]] = None,
+    data: Optional[Mapping[str, Any]] = None,
+    models: Optional[Mapping[str, Any]] = None,
+    batch_size: int = 16384,
+    raise_on_gate: bool = False,
+) -> Run:
+    """Run a fairpipe TOML pipeline, as ``fairpipe run`` does.
+
+    Parameters
+    ----------
+    pipeline:
+        A pipeline file's path, or the TOML text itself (relative paths then resolve against the
+        current folder).
+    seed:
+        Replaces ``[pipeline] seed``.
+    out:
+        A folder to write the results to (tables as CSV, ``report.html``, ``summary.json``), as
+        the command line does; ``None`` keeps everything in memory.
+    gate:
+        Condition(s) ``"STAGE.FIELD OP NUMBER"`` added to the pipeline's ``[gate]``.
+    data:
+        ``{"stage": frame}``: the ``load`` stage ``stage`` reads ``frame`` (any table with
+        ``__arrow_c_stream__``) instead of its file; its other keys (label, protected, ...) stay.
+    models:
+        ``{"stage": model}``: the ``load_model`` stage ``stage`` uses ``model`` (an object with
+        ``predict_proba``, called as ``audit`` calls it) instead of its file, server or command.
+    batch_size:
+        Rows per ``predict_proba`` call of the ``models``.
+    raise_on_gate:
+        Raise ``GateFailed`` when a gate condition fails.
+
+    Returns
+    -------
+    Run
+
+    Raises
+    ------
+    PipelineError
+        With ``problems`` located as ``file:line:column`` when the pipeline is invalid (every
+        problem at once), or when a stage fails.
+    """
+    text = None
+    if isinstance(pipeline, str) and ("\n" in pipeline or pipeline.lstrip().startswith("[")):
+        text, file = pipeline, "<string>"
+    else:
+        file = os.fspath(pipeline)
+    data = dict(data or {})
+    frames = {str(stage): _frames.prepare(frame, f"data[{stage!r}]") for stage, frame in data.items()}
+    facts = _frames.column_facts(next(iter(data.values()))) if len(data) == 1 else ({}, {})
+    specs = {str(stage): ModelSpec(model, facts[0], facts[1], batch_size) for stage, model in (models or {}).items()}
+    native = _native.run_pipeline(
+        file,
+        text=text,
+        seed=seed,
+        out=None if out is None else os.fspath(out),
+        gate=_gate_list(gate),
+        data=list(frames.items()),
+        models=list(specs.items()),
+    )
+    return _finish(native, list(specs.values()), raise_on_gate)

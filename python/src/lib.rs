@@ -1,0 +1,357 @@
+//! `fairpipe_rs._native`: the fairpipe engine and its built-in methods as a Python extension
+//! module. The public API (`fairpipe_rs.audit`, `fairpipe_rs.run`, `Run`) is written in Python
+//! over these functions (python/fairpipe_rs/__init__.py); nothing here is meant to be called
+//! directly.
+
+mod arrow;
+mod model;
+mod overrides;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fairpipe_core::error::{ConfigError, Error};
+use fairpipe_core::models::provided::ProvidedModel;
+use fairpipe_core::output::Table;
+use fairpipe_core::pipeline::Pipeline;
+use fairpipe_core::stages::check::CheckConfig;
+use fairpipe_core::stages::estimate::EstimateConfig;
+use fairpipe_core::stages::generate::GenerateConfig;
+use fairpipe_core::stages::group_metrics::GroupMetricsConfig;
+use fairpipe_core::stages::load::{LabelValue, LoadConfig};
+use fairpipe_core::stages::load_model::LoadModelConfig;
+use fairpipe_core::stages::verify::VerifyConfig;
+use polars::prelude::{Column, DataFrame, NamedFrom, Series};
+use pyo3::exceptions::{PyImportError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use serde_json::Value;
+
+use arrow::{frame_from_py, ArrowTable};
+use model::{LastError, PySource};
+use overrides::Replacement;
+
+/// The column `audit` adds to say which rows are measured (`test`) when `test=` is given.
+const SPLIT_COLUMN: &str = "__fairpipe_split";
+
+/// A finished run: the summary, the result tables and the files written (when `out` was given).
+#[pyclass(module = "fairpipe_rs._native", frozen)]
+struct NativeRun {
+    summary: Value,
+    tables: Vec<(String, Table)>,
+    files: Vec<String>,
+}
+
+#[pymethods]
+impl NativeRun {
+    /// The summary as JSON text (what `summary.json` holds).
+    fn summary_json(&self) -> String {
+        self.summary.to_string()
+    }
+
+    /// The names of the result tables: the stage's name, or `STAGE_SUFFIX` for a stage's second
+    /// table (as the CSV files are named).
+    fn table_names(&self) -> Vec<String> {
+        self.tables.iter().map(|(stage, t)| table_name(stage, t)).collect()
+    }
+
+    /// Table `name` (see `table_names`) as an Arrow stream; `newest`: with string views.
+    fn table(&self, name: &str, newest: bool) -> Option<ArrowTable> {
+        self.tables.iter().find(|(stage, t)| table_name(stage, t) == name).map(|(_, t)| ArrowTable::new(t.frame.clone(), newest))
+    }
+
+    /// The HTML report (what `report.html` holds).
+    fn report_html(&self, py: Python<'_>) -> String {
+        py.detach(|| fairpipe_core::report::render(&self.summary, &self.tables))
+    }
+
+    /// The files written, when the run was given a folder.
+    fn files(&self) -> Vec<String> {
+        self.files.clone()
+    }
+}
+
+/// `STAGE`, or `STAGE_SUFFIX` for a table with a suffix.
+fn table_name(stage: &str, table: &Table) -> String {
+    if table.suffix.is_empty() {
+        stage.to_string()
+    } else {
+        format!("{stage}_{}", table.suffix)
+    }
+}
+
+/// One problem as `fairpipe_rs.Problem` takes it.
+struct Located {
+    file: Option<String>,
+    line: Option<usize>,
+    column: Option<usize>,
+    message: String,
+}
+
+/// The Python exception for engine error `e`: `fairpipe_rs.PipelineError` with its problems,
+/// chained to the Python exception a model raised, if that is what failed.
+fn engine_error(py: Python<'_>, e: Error, last: &LastError) -> PyErr {
+    let located: Vec<Located> = match &e {
+        Error::Config(ConfigError { problems }) => problems
+            .iter()
+            .map(|p| Located {
+                file: Some(p.file.display().to_string()),
+                line: Some(p.line),
+                column: Some(p.col),
+                message: p.message.clone(),
+            })
+            .collect(),
+        other => vec![Located { file: None, line: None, column: None, message: other.to_string() }],
+    };
+    let stage = match &e {
+        Error::Stage { stage, .. } => Some(stage.clone()),
+        _ => None,
+    };
+    let made = (|| -> PyResult<PyErr> {
+        let problems = PyList::empty(py);
+        for problem in located {
+            let p = PyDict::new(py);
+            p.set_item("file", problem.file)?;
+            p.set_item("line", problem.line)?;
+            p.set_item("column", problem.column)?;
+            p.set_item("message", problem.message)?;
+            problems.append(p)?;
+        }
+        let class = py.import("fairpipe_rs._errors")?.getattr("PipelineError")?;
+        let error = PyErr::from_value(class.call1((e.to_string(), problems, stage))?);
+        if let Some(cause) = last.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            error.set_cause(py, Some(cause));
+        }
+        Ok(error)
+    })();
+    made.unwrap_or_else(|failed| failed)
+}
+
+/// Parse gate conditions (`STAGE.FIELD OP NUMBER`).
+fn gate_conditions(gate: &[String]) -> Result<Vec<fairpipe_core::gate::Condition>, Error> {
+    gate.iter()
+        .map(|c| {
+            c.parse::<fairpipe_core::gate::Condition>()
+                .map_err(|e| Error::Config(overrides::one_problem(Path::new("<gate>"), format!("gate condition {c:?}: {e}"))))
+        })
+        .collect()
+}
+
+/// Run `pipeline`; with `out`, write its files there as the CLI does.
+fn execute(pipeline: &Pipeline, out: Option<&Path>) -> Result<NativeRun, Error> {
+    let run = pipeline.execute(false)?;
+    let files = match out {
+        Some(out) => run.write(out, pipeline.report)?.iter().map(|p| p.display().to_string()).collect(),
+        None => Vec::new(),
+    };
+    Ok(NativeRun { summary: run.summary, tables: run.tables, files })
+}
+
+/// Run a TOML pipeline (`text`, read from `file`; `from_file`: read it from `file` instead),
+/// with the `load` stages in `data` reading a frame and the `load_model` stages in `models` using
+/// a Python model (`fairpipe_rs._model.ModelSpec`).
+#[pyfunction]
+#[pyo3(signature = (file, text=None, seed=None, out=None, gate=Vec::new(), data=Vec::new(), models=Vec::new()))]
+#[allow(clippy::too_many_arguments)]
+fn run_pipeline(
+    py: Python<'_>,
+    file: PathBuf,
+    text: Option<String>,
+    seed: Option<u64>,
+    out: Option<PathBuf>,
+    gate: Vec<String>,
+    data: Vec<(String, Bound<'_, PyAny>)>,
+    models: Vec<(String, Bound<'_, PyAny>)>,
+) -> PyResult<NativeRun> {
+    let last: LastError = LastError::default();
+    let mut replacements = Vec::new();
+    for (stage, frame) in &data {
+        replacements.push((stage.clone(), Replacement::Frame(frame_from_py(frame, &format!("data[{stage:?}]"))?)));
+    }
+    for (stage, spec) in &models {
+        replacements.push((stage.clone(), Replacement::Model(ProvidedModel(Arc::new(PySource::new(spec, Arc::clone(&last))?)))));
+    }
+    let result = py.detach(|| -> Result<NativeRun, Error> {
+        let (mut pipeline, text) = match text {
+            Some(text) => (Pipeline::parse(&file, &text, seed)?, text),
+            None => {
+                let pipeline = Pipeline::load(&file, seed)?;
+                let text = std::fs::read_to_string(&file).map_err(|e| Error::Invalid(format!("{}: {e}", file.display())))?;
+                (pipeline, text)
+            }
+        };
+        if !replacements.is_empty() {
+            overrides::apply(&mut pipeline, &file, &text, replacements)?;
+        }
+        pipeline.gate.extend(gate_conditions(&gate)?);
+        execute(&pipeline, out.as_deref())
+    });
+    result.map_err(|e| engine_error(py, e, &last))
+}
+
+/// `config` (a stage config type) from JSON `options` over `defaults`.
+fn config_from<C: serde::de::DeserializeOwned>(stage: &str, defaults: Value, options: Option<&Value>) -> Result<C, Error> {
+    let mut merged = match defaults {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    match options {
+        Some(Value::Object(given)) => merged.extend(given.clone()),
+        Some(Value::Null) | None => {}
+        Some(other) => return Err(Error::Invalid(format!("options[{stage:?}] must be a dict of the stage's keys, found {other}"))),
+    }
+    serde_json::from_value(Value::Object(merged)).map_err(|e| Error::Invalid(format!("options[{stage:?}]: {e}")))
+}
+
+/// `data` with a split column: `test` where `mask` is true.
+fn with_split(mut frame: DataFrame, mask: &[u8]) -> Result<DataFrame, Error> {
+    if mask.len() != frame.height() {
+        return Err(Error::Invalid(format!("test: the mask has {} values for {} rows of data", mask.len(), frame.height())));
+    }
+    if !mask.contains(&1) {
+        return Err(Error::Invalid("test: the mask selects no row".into()));
+    }
+    let split: Vec<&str> = mask.iter().map(|&m| if m != 0 { "test" } else { "train" }).collect();
+    frame.with_column(Column::from(Series::new(SPLIT_COLUMN.into(), split))).map_err(|e| Error::Invalid(format!("test: {e}")))?;
+    Ok(frame)
+}
+
+/// `frame` with the split column saying `split` on every row.
+fn labelled(mut frame: DataFrame, split: &str) -> Result<DataFrame, Error> {
+    let n = frame.height();
+    frame.with_column(Column::from(Series::new(SPLIT_COLUMN.into(), vec![split; n]))).map_err(|e| Error::Invalid(format!("test: {e}")))?;
+    Ok(frame)
+}
+
+/// `data` (split `train`) above `test` (split `test`).
+fn stacked(data: DataFrame, test: DataFrame) -> Result<DataFrame, Error> {
+    let mut data = labelled(data, "train")?;
+    let test = labelled(test, "test")?;
+    if data.schema() != test.schema() {
+        let show = |f: &DataFrame| f.columns().iter().map(|c| format!("{}: {}", c.name(), c.dtype())).collect::<Vec<_>>().join(", ");
+        return Err(Error::Invalid(format!(
+            "test: the test frame's columns must be the data's, with the same types; data has [{}], test has [{}]",
+            show(&data),
+            show(&test)
+        )));
+    }
+    data.vstack_mut(&test).map_err(|e| Error::Invalid(format!("test: {e}")))?;
+    Ok(data)
+}
+
+/// The common audit in one call (`fairpipe_rs.audit` documents the arguments).
+#[pyfunction]
+#[pyo3(signature = (data, label, protected, favourable=None, features=None, drop=Vec::new(), test_mask=None, test_frame=None, model_spec=None, model_config=None, seed=0, checks=Vec::new(), search=None, gate=Vec::new(), options=None))]
+#[allow(clippy::too_many_arguments)]
+fn audit(
+    py: Python<'_>,
+    data: Bound<'_, PyAny>,
+    label: String,
+    protected: Vec<String>,
+    favourable: Option<String>,
+    features: Option<Vec<String>>,
+    drop: Vec<String>,
+    test_mask: Option<Bound<'_, PyBytes>>,
+    test_frame: Option<Bound<'_, PyAny>>,
+    model_spec: Option<Bound<'_, PyAny>>,
+    model_config: Option<String>,
+    seed: u64,
+    checks: Vec<String>,
+    search: Option<String>,
+    gate: Vec<String>,
+    options: Option<String>,
+) -> PyResult<NativeRun> {
+    let last: LastError = LastError::default();
+    let frame = frame_from_py(&data, "data")?;
+    let test_frame = test_frame.map(|t| frame_from_py(&t, "test")).transpose()?;
+    let mask = test_mask.map(|m| m.as_bytes().to_vec());
+    let source = model_spec.map(|spec| PySource::new(&spec, Arc::clone(&last))).transpose()?;
+    let parse = |what: &str, text: Option<String>| -> PyResult<Option<Value>> {
+        text.map(|t| serde_json::from_str(&t).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))).transpose()
+    };
+    let favourable: Option<Value> = parse("favourable", favourable)?;
+    let search: Option<Value> = parse("search", search)?;
+    let options: Value = parse("options", options)?.unwrap_or(Value::Null);
+    let model_config: Option<Value> = parse("model", model_config)?;
+    let result = py.detach(|| -> Result<NativeRun, Error> {
+        let measured = mask.is_some() || test_frame.is_some();
+        let frame = match (mask, test_frame) {
+            (Some(mask), _) => with_split(frame, &mask)?,
+            (None, Some(test)) => stacked(frame, test)?,
+            (None, None) => frame,
+        };
+        let protected_refs: Vec<&str> = protected.iter().map(String::as_str).collect();
+        let mut load = LoadConfig::from_frame(frame, &label, &protected_refs);
+        load.favourable = favourable
+            .map(|f| serde_json::from_value::<LabelValue>(f).map_err(|e| Error::Invalid(format!("favourable: {e}"))))
+            .transpose()?;
+        load.features = features;
+        load.drop = drop;
+        if measured {
+            load.split_column = Some(SPLIT_COLUMN.into());
+        }
+        let model = match (source, model_config) {
+            (Some(source), _) => LoadModelConfig::provided(ProvidedModel(Arc::new(source))),
+            (None, Some(config)) => serde_json::from_value(config).map_err(|e| Error::Invalid(format!("model: {e}")))?,
+            (None, None) => return Err(Error::Invalid("model: give a model object, an ONNX path or a dict of load_model keys".into())),
+        };
+        let rows = if measured { "test" } else { "all" };
+        let option = |stage: &str| options.get(stage);
+        let mut builder = Pipeline::builder("audit").seed(seed).stage("data", load, &[]).stage("model", model, &[("data", "data")]);
+        for check in &checks {
+            builder = match check.as_str() {
+                "group_metrics" => builder.stage(
+                    "group_metrics",
+                    config_from::<GroupMetricsConfig>(check, serde_json::json!({ "split": rows }), option(check))?,
+                    &[("model", "model")],
+                ),
+                "estimate" => {
+                    builder.stage("estimate", config_from::<EstimateConfig>(check, Value::Null, option(check))?, &[("model", "model")])
+                }
+                "check" => builder.stage(
+                    "check",
+                    config_from::<CheckConfig>(check, serde_json::json!({ "split": rows }), option(check))?,
+                    &[("model", "model")],
+                ),
+                other => {
+                    return Err(Error::Invalid(format!(
+                        "checks: unknown check {other:?}; the checks are group_metrics, estimate and check"
+                    )))
+                }
+            };
+        }
+        if let Some(search) = search {
+            let generate: GenerateConfig = serde_json::from_value(search).map_err(|e| Error::Invalid(format!("search: {e}")))?;
+            builder = builder.stage("search", generate, &[("model", "model")]).stage("verify", VerifyConfig {}, &[("cases", "search")]);
+        }
+        let mut pipeline = builder.build()?;
+        pipeline.gate = gate_conditions(&gate)?;
+        execute(&pipeline, None)
+    });
+    result.map_err(|e| engine_error(py, e, &last))
+}
+
+/// The version of the engine inside.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// The built-in methods: name, kind and description, as `fairpipe list` shows them.
+#[pyfunction]
+fn builtin_reference() -> String {
+    fairpipe::builtin_reference()
+}
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    fairpipe::register_builtins().map_err(|e| PyImportError::new_err(format!("fairpipe's built-in methods did not register: {e}")))?;
+    m.add_class::<NativeRun>()?;
+    m.add_class::<ArrowTable>()?;
+    m.add_function(wrap_pyfunction!(run_pipeline, m)?)?;
+    m.add_function(wrap_pyfunction!(audit, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_reference, m)?)?;
+    Ok(())
+}
