@@ -86,6 +86,39 @@ pub fn frame_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<DataFrame> 
     DataFrame::new_infer_height(columns).map_err(fail)
 }
 
+/// Where the values of each numeric column of `obj` sit once read as the engine reads tables:
+/// column name → the address of each chunk's value buffer (8-, 4-byte integers and floats; other
+/// columns are left out). Equal to the producer's own buffer addresses when nothing was copied.
+#[pyfunction]
+pub fn arrow_buffer_addresses(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Vec<usize>)>> {
+    use polars_arrow::array::PrimitiveArray;
+    let frame = frame_from_py(obj, "data")?;
+    let mut out = Vec::new();
+    for column in frame.columns() {
+        let series = column.as_materialized_series();
+        let mut addresses = Vec::new();
+        for chunk in series.chunks() {
+            let any = chunk.as_any();
+            let address = if let Some(a) = any.downcast_ref::<PrimitiveArray<i64>>() {
+                a.values().as_ptr() as usize
+            } else if let Some(a) = any.downcast_ref::<PrimitiveArray<f64>>() {
+                a.values().as_ptr() as usize
+            } else if let Some(a) = any.downcast_ref::<PrimitiveArray<i32>>() {
+                a.values().as_ptr() as usize
+            } else if let Some(a) = any.downcast_ref::<PrimitiveArray<f32>>() {
+                a.values().as_ptr() as usize
+            } else {
+                continue;
+            };
+            addresses.push(address);
+        }
+        if !addresses.is_empty() {
+            out.push((column.name().to_string(), addresses));
+        }
+    }
+    Ok(out)
+}
+
 /// A result table offered to Python through `__arrow_c_stream__` (read it with
 /// `polars.DataFrame(t)`, `pyarrow.table(t)`).
 #[pyclass(module = "fairpipe_rs._native", frozen)]
