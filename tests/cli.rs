@@ -141,3 +141,44 @@ fn the_onnx_runtime_key_of_the_hint_validates() {
     let (ok, _, stderr) = fairpipe(&["validate", bad.to_str().unwrap()]);
     assert!(!ok && stderr.contains("onnxruntime"), "{stderr}");
 }
+
+/// On a terminal every long stage shows a bar with its position, total and time left (MLP epochs,
+/// estimate trials, rows checked, a search's budget, cases verified, a sweep's combinations); on a
+/// pipe nothing is drawn. The terminal is `script`'s (util-linux).
+#[test]
+fn progress_bars_on_a_terminal_and_nothing_on_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[pipeline]\nseed = 1\n\n{}\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"mlp\"\nepochs = 3\n\n\
+         [stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 50\nsamples = 200\n\n\
+         [stages.check]\nkind = \"check\"\nmodel = \"model\"\n\n\
+         [stages.search]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitas\"\nrandom_seeds = 50\nmax_queries = 20000\n\n\
+         [stages.verified]\nkind = \"verify\"\ncases = \"search\"\n",
+        census_data_stage()
+    );
+    let pipeline = write(dir.path(), "p.toml", &text);
+    let sweep = write(dir.path(), "s.toml", &format!("{text}\n[matrix]\npipeline.seed = [1, 2]\n"));
+    let bin = env!("CARGO_BIN_EXE_fairpipe");
+    let on_terminal = |file: &std::path::Path, out: &str| -> String {
+        let command = format!("{bin} run {} --out {}", file.display(), dir.path().join(out).display());
+        let o = std::process::Command::new("script")
+            .args(["-qfec", &command, "/dev/null"])
+            .env("COLUMNS", "160")
+            .output()
+            .expect("`script` (util-linux) runs the command on a terminal; install util-linux");
+        let shown = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{shown}{}", String::from_utf8_lossy(&o.stderr));
+        shown
+    };
+    let shown = on_terminal(&pipeline, "out");
+    for bar in ["/3 epochs", "/50 trials", "/9,769 rows checked", "/20,000 model rows of max_queries", "cases checked"] {
+        assert!(shown.contains(bar), "no {bar:?} bar on the terminal:\n{shown}");
+    }
+    assert!(shown.contains("ETA"), "{shown}");
+    assert!(on_terminal(&sweep, "sweep").contains("/2 combinations"));
+
+    // On a pipe: standard error is empty (no bar, no spinner).
+    let (ok, _, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", dir.path().join("piped").to_str().unwrap()]);
+    assert!(ok);
+    assert_eq!(stderr, "", "something was drawn on a pipe");
+}

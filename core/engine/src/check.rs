@@ -47,11 +47,21 @@ impl Checker {
         Ok(self.variants.verdicts(&self.scores(oracle, rows)?))
     }
 
+    /// [`Checker::check`], advancing `progress` by the rows checked as each model call returns.
+    pub fn check_shown(&self, oracle: &Oracle, rows: &[f64], progress: &indicatif::ProgressBar) -> Result<Vec<RowCheck>, ModelError> {
+        Ok(self.variants.verdicts(&self.scores_shown(oracle, rows, progress)?))
+    }
+
     /// P(class 1) of each row of `rows` followed by each of its protected variants (`1 +
     /// n_variants()` values per row), in batched model calls. The variant that is the row itself
     /// is not sent again ([`Variants::batch_without_own`]): a binary attribute costs two rows per
     /// row, not three.
     pub fn scores(&self, oracle: &Oracle, rows: &[f64]) -> Result<Vec<f64>, ModelError> {
+        self.scores_shown(oracle, rows, &indicatif::ProgressBar::hidden())
+    }
+
+    /// [`Checker::scores`], advancing `progress` by the rows scored as each model call returns.
+    pub fn scores_shown(&self, oracle: &Oracle, rows: &[f64], progress: &indicatif::ProgressBar) -> Result<Vec<f64>, ModelError> {
         let width = self.variants.width().max(1);
         let chunk_rows = self.rows_per_call(oracle);
         let mut out = Vec::with_capacity(rows.len() / width * (self.n_variants() + 1));
@@ -60,6 +70,7 @@ impl Checker {
             self.variants.batch_without_own(chunk, &mut batch, &mut own);
             // One probability per row of `batch` (predict_proba's contract).
             self.variants.spread(&oracle.predict_proba(&batch)?, &own, &mut out);
+            progress.inc((chunk.len() / width) as u64);
         }
         Ok(out)
     }

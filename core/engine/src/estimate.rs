@@ -59,6 +59,19 @@ pub fn trial_counts(
     per_trial: usize,
     seed: u64,
 ) -> Result<Vec<usize>, ModelError> {
+    trial_counts_shown(oracle, domain, checker, trials, per_trial, seed, &indicatif::ProgressBar::hidden())
+}
+
+/// [`trial_counts`], advancing `progress` by each trial checked.
+pub fn trial_counts_shown(
+    oracle: &Oracle,
+    domain: &Domain,
+    checker: &Checker,
+    trials: std::ops::Range<usize>,
+    per_trial: usize,
+    seed: u64,
+    progress: &indicatif::ProgressBar,
+) -> Result<Vec<usize>, ModelError> {
     if per_trial == 0 {
         return Ok(vec![0; trials.len()]);
     }
@@ -73,6 +86,7 @@ pub fn trial_counts(
                 rows.extend(domain.sample_rows(&mut trial_rng(seed, t), per_trial));
             }
             let verdicts = checker.check(oracle, &rows)?;
+            progress.inc((verdicts.len() / per_trial) as u64);
             Ok(verdicts.chunks(per_trial).map(|trial| trial.iter().filter(|c| c.discriminatory).count()).collect())
         })
         .collect::<Result<_, ModelError>>()?;

@@ -64,6 +64,7 @@ pub mod output;
 pub mod pieces;
 pub mod pipeline;
 pub mod plugin;
+pub mod progress;
 pub mod report;
 pub mod score_cache;
 pub mod stages;

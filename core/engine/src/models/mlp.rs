@@ -74,6 +74,11 @@ impl Mlp {
 
     /// Train a fresh network on `x`, `y` (classes 0/1).
     pub fn train(x: &Array2<f64>, y: &[u8], config: &MlpConfig) -> Result<Self, ModelError> {
+        Self::train_shown(x, y, config, &indicatif::ProgressBar::hidden())
+    }
+
+    /// [`Mlp::train`], advancing `progress` by each epoch.
+    pub fn train_shown(x: &Array2<f64>, y: &[u8], config: &MlpConfig, progress: &indicatif::ProgressBar) -> Result<Self, ModelError> {
         if x.nrows() == 0 || x.nrows() != y.len() {
             return Err(ModelError::Train(format!("{} rows of features for {} labels", x.nrows(), y.len())));
         }
@@ -97,6 +102,7 @@ impl Mlp {
                 let (gw, gb, _) = net.gradients(xb.view(), &yb);
                 net.adam_step(&mut adam, &gw, &gb, config.learning_rate);
             }
+            progress.inc(1);
         }
         Ok(net)
     }

@@ -113,8 +113,16 @@ pub enum Recipe {
 impl Recipe {
     /// Train a fresh model on `x`, `y`.
     pub fn fit(&self, x: &ndarray::Array2<f64>, y: &[u8]) -> Result<Fitted, ModelError> {
+        self.fit_shown(x, y, &indicatif::ProgressBar::hidden())
+    }
+
+    /// [`Recipe::fit`], showing an MLP's epochs on `progress`.
+    pub fn fit_shown(&self, x: &ndarray::Array2<f64>, y: &[u8], progress: &indicatif::ProgressBar) -> Result<Fitted, ModelError> {
         Ok(match self {
-            Recipe::Mlp(config) => Fitted::Mlp(Mlp::train(x, y, config)?),
+            Recipe::Mlp(config) => {
+                crate::progress::start(progress, config.epochs as u64, "epochs");
+                Fitted::Mlp(Mlp::train_shown(x, y, config, progress)?)
+            }
             Recipe::Logistic { max_iterations, alpha } => Fitted::Logistic(Logistic::train(x, y, *max_iterations, *alpha)?),
             Recipe::Tree { max_depth } => Fitted::Tree(Tree::train(x, y, Some(*max_depth))?),
             Recipe::Forest { trees, max_depth, seed, max_features } => {

@@ -13,11 +13,10 @@ pub mod stage;
 pub mod toml_spans;
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Map, Value};
 
 use crate::error::{ConfigError, ConfigProblem, Error, Result};
@@ -436,7 +435,7 @@ impl Pipeline {
         let mut extra_files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
         // Every stage's warnings, in run order, as {"stage", "message"}.
         let mut warnings: Vec<Value> = Vec::new();
-        let show = show_progress && std::io::stdout().is_terminal();
+        let show = crate::progress::wanted(show_progress);
         // Warnings of the checks made before a stage runs (`Stage::preflight`), by stage name;
         // the stage keeps them when it runs.
         let mut early_warnings: BTreeMap<String, crate::warnings::Warnings> = BTreeMap::new();
@@ -454,18 +453,7 @@ impl Pipeline {
                     artifacts.get(target).cloned().ok_or_else(|| Error::Invalid(format!("stage `{target}` produced nothing")))?;
                 inputs.by_role.insert(role.clone(), artifact);
             }
-            let progress = if show {
-                let bar = ProgressBar::new_spinner();
-                bar.set_style(
-                    ProgressStyle::with_template("{spinner} {prefix} {msg} [{elapsed}]")
-                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                );
-                bar.set_prefix(format!("{} ({})", planned.name, planned.kind.name));
-                bar.enable_steady_tick(Duration::from_millis(120));
-                bar
-            } else {
-                ProgressBar::hidden()
-            };
+            let progress = crate::progress::stage(&planned.name, planned.kind.name, show);
             let mut ctx = StageContext::new(&planned.name, stage_seed(self.seed, &planned.name));
             ctx.progress = progress;
             if let Some(early) = early_warnings.remove(&planned.name) {

@@ -91,6 +91,9 @@ struct HostState {
     report: Mutex<Option<String>>,
     last_error: Mutex<String>,
     generated: AtomicU64,
+    /// The inputs the plugin expects to generate, when it says (the `progress` callback's
+    /// `total`; 0: not said).
+    total: AtomicU64,
     asked: AtomicU64,
     scored: AtomicU64,
     hits: AtomicU64,
@@ -205,10 +208,10 @@ unsafe extern "C" fn host_gradient(ctx: *mut c_void, x: *const f64, rows: usize,
 ///
 /// # Safety
 /// `ctx` is the running call's host state.
-unsafe extern "C" fn host_progress(ctx: *mut c_void, done: u64, _total: u64) {
+unsafe extern "C" fn host_progress(ctx: *mut c_void, done: u64, total: u64) {
     let body = |state: &HostState| {
         state.generated.store(done, Ordering::Relaxed);
-        state.progress.set_message(format!("{done} inputs generated"));
+        state.total.store(total, Ordering::Relaxed);
         status::OK
     };
     // SAFETY: `ctx` is the running call's state.
@@ -299,6 +302,62 @@ unsafe extern "C" fn host_last_error(ctx: *mut c_void, out: *mut u8, capacity: u
     unsafe { ffi::copy_message(&message, out, capacity) }
 }
 
+/// What a search's progress line shows: a bar against its budget — the model rows asked
+/// (`max_queries`) or the seconds spent (`max_seconds`) — or, without either, a bar of the inputs
+/// generated when the plugin says how many it expects (the `progress` callback's `total`), else
+/// the counts so far.
+enum Shown {
+    /// Model rows asked, of this many.
+    Queries(u64),
+    /// Seconds spent, of this many.
+    Seconds(f64),
+    /// Counts only.
+    Counts,
+}
+
+impl Shown {
+    /// The measure for `budget`, the bar started on `progress`.
+    fn new(budget: &FfiBudget, progress: &indicatif::ProgressBar) -> Shown {
+        if budget.max_queries > 0 {
+            crate::progress::start(progress, budget.max_queries, "model rows of max_queries");
+            Shown::Queries(budget.max_queries)
+        } else if budget.max_seconds > 0.0 {
+            crate::progress::start(progress, budget.max_seconds.ceil() as u64, "s of max_seconds");
+            Shown::Seconds(budget.max_seconds)
+        } else {
+            Shown::Counts
+        }
+    }
+
+    /// Show where the run behind `state` is.
+    fn update(&self, state: &HostState) {
+        let progress = &state.progress;
+        if progress.is_hidden() {
+            return;
+        }
+        let (generated, asked) = (state.generated.load(Ordering::Relaxed), state.asked.load(Ordering::Relaxed));
+        match *self {
+            Shown::Queries(max) => {
+                progress.set_position(asked.min(max));
+                progress.set_message(format!("model rows of max_queries; {generated} inputs generated"));
+            }
+            Shown::Seconds(max) => {
+                progress.set_position(state.started.elapsed().as_secs_f64().min(max) as u64);
+                progress.set_message(format!("s of max_seconds; {generated} inputs generated, {asked} model rows"));
+            }
+            Shown::Counts => match state.total.load(Ordering::Relaxed) {
+                0 => progress.set_message(format!("{generated} inputs generated, {asked} model rows")),
+                total => {
+                    if progress.length() != Some(total) {
+                        crate::progress::start(progress, total, "inputs generated");
+                    }
+                    progress.set_position(generated.min(total));
+                }
+            },
+        }
+    }
+}
+
 impl Plugin {
     /// Ask the plugin to check `params` without running.
     pub fn validate(&self, params: &serde_json::Value) -> Result<(), PluginError> {
@@ -349,6 +408,7 @@ impl Plugin {
             report: Mutex::new(None),
             last_error: Mutex::new(String::new()),
             generated: AtomicU64::new(0),
+            total: AtomicU64::new(0),
             asked: AtomicU64::new(0),
             scored: AtomicU64::new(0),
             hits: AtomicU64::new(0),
@@ -408,8 +468,10 @@ impl Plugin {
                 message: format!("cannot start its thread: {e}"),
             });
         }
+        let shown = Shown::new(&spec.budget, progress);
         let mut asked_to_stop: Option<Instant> = None;
         let (code, message) = loop {
+            shown.update(&state);
             match rx.recv_timeout(std::time::Duration::from_millis(25)) {
                 Ok(done) => break done,
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {

@@ -87,7 +87,8 @@ impl Stage for CheckConfig {
         let domain = &domain;
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();
-        let verdicts = checker.check(&model.oracle, &rows)?;
+        crate::progress::start(&ctx.progress, (rows.len() / domain.width().max(1)) as u64, "rows checked");
+        let verdicts = checker.check_shown(&model.oracle, &rows, &ctx.progress)?;
         let width = domain.width();
         let mut instances = Vec::new();
         let mut counterparts = Vec::new();

@@ -9,7 +9,7 @@ use super::options::{check_gamma, check_protected, GAMMA, PROTECTED};
 use crate::check::Checker;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::estimate::{trial_counts, Estimate};
+use crate::estimate::{trial_counts_shown, Estimate};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
 use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
@@ -143,7 +143,8 @@ impl Stage for EstimateConfig {
         let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();
-        let counts = trial_counts(&model.oracle, domain, &checker, 0..self.trials, self.samples, ctx.seed)?;
+        crate::progress::start(&ctx.progress, self.trials as u64, "trials");
+        let counts = trial_counts_shown(&model.oracle, domain, &checker, 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
         self.output(Estimate::from_counts(&counts, self.samples), checker.n_variants(), model.oracle.rows() - before)
     }
 
@@ -158,7 +159,8 @@ impl Stage for EstimateConfig {
         let before = model.oracle.rows();
         let trials = block(self.trials, self.pieces(), piece);
         let first = trials.start;
-        let counts = trial_counts(&model.oracle, domain, &checker, trials, self.samples, ctx.seed)?;
+        crate::progress::start(&ctx.progress, trials.len() as u64, "trials");
+        let counts = trial_counts_shown(&model.oracle, domain, &checker, trials, self.samples, ctx.seed, &ctx.progress)?;
         Ok(Piece::Trials { first, counts, queries: model.oracle.rows() - before })
     }
 

@@ -482,8 +482,10 @@ impl Stage for GroupMetricsConfig {
             sets.push(protected.clone());
         }
         let mut measured: Vec<Vec<Measured>> = Vec::new();
+        crate::progress::start(&ctx.progress, sets.len() as u64, "attribute sets measured");
         for (k, attrs) in sets.iter().enumerate() {
             measured.push(measure_set(&domain, &rows, attrs, &outcomes, self.bootstrap, ctx.seed.wrapping_add(k as u64)));
+            ctx.progress.inc(1);
         }
         let min_share_n = (self.min_share * n_rows as f64).ceil() as usize;
 

@@ -298,7 +298,7 @@ impl Stage for Train {
         }
         let (x, y) = data.subset(Split::Train);
         let started = Instant::now();
-        let fitted = self.recipe.fit(&x, &y)?;
+        let fitted = self.recipe.fit_shown(&x, &y, &ctx.progress)?;
         let train_elapsed_s = started.elapsed().as_secs_f64();
         let mut saved = None;
         if let Some(path) = &self.save {

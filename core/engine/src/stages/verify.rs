@@ -78,7 +78,7 @@ fn bits(row: &[f64]) -> Vec<u64> {
 }
 
 impl Stage for VerifyConfig {
-    fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let cases = inputs.cases("cases")?;
         let model = &cases.model;
         let domain = &cases.domain;
@@ -87,7 +87,8 @@ impl Stage for VerifyConfig {
         let checker = Checker::new(domain, None);
         let before = model.oracle.rows();
         // Host-side scores of every instance (with all its variants) and every counterpart.
-        let verdicts = checker.check(&model.oracle, &cases.instances)?;
+        crate::progress::start(&ctx.progress, (cases.instances.len() / width.max(1)) as u64, "cases checked");
+        let verdicts = checker.check_shown(&model.oracle, &cases.instances, &ctx.progress)?;
         let counter_p = model.oracle.predict_proba(&cases.counterparts)?;
         let mut confirmed_rows = Vec::new();
         let mut confirmed_counter = Vec::new();

@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -292,8 +291,8 @@ impl Sweep {
         let failed = AtomicBool::new(false);
         let results: Mutex<BTreeMap<String, Value>> = Mutex::new(BTreeMap::new());
         let first_error: Mutex<Option<Error>> = Mutex::new(None);
-        let done = AtomicUsize::new(0);
         let total = indices.len();
+        let bar = crate::progress::bar("sweep", total as u64, "combinations", crate::progress::wanted(show));
         std::thread::scope(|scope| {
             for _ in 0..jobs.clamp(1, total.max(1)) {
                 scope.spawn(|| loop {
@@ -302,7 +301,6 @@ impl Sweep {
                     }
                     let Some(&index) = indices.get(next.fetch_add(1, Ordering::SeqCst)) else { return };
                     let unit = &self.info.units[index];
-                    let started = Instant::now();
                     let outcome = (|| -> Result<Value> {
                         let run = self.pipeline(index)?.execute(false)?;
                         run.write_unlocked(&dir.join(&unit.id), self.info.report)?;
@@ -310,10 +308,7 @@ impl Sweep {
                     })();
                     match outcome {
                         Ok(summary) => {
-                            let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                            if show {
-                                eprintln!("[{n}/{total}] {} ({:.1} s)", unit.id, started.elapsed().as_secs_f64());
-                            }
+                            bar.inc(1);
                             results.lock().unwrap_or_else(|e| e.into_inner()).insert(unit.id.clone(), summary);
                         }
                         Err(e) => {
@@ -328,6 +323,7 @@ impl Sweep {
                 });
             }
         });
+        bar.finish_and_clear();
         if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
             return Err(e);
         }
