@@ -108,6 +108,7 @@ impl ModelSource for PySource {
             None => (1, true, "column 1 of predict_proba (the model has no classes_; class 1 assumed favourable)".to_string()),
         };
         let model = PyModel {
+            one_at_a_time: Mutex::new(()),
             scorer,
             column,
             domain: data.domain.clone(),
@@ -122,6 +123,10 @@ impl ModelSource for PySource {
 /// A bound Python model: `scorer(rows_bytes, n_rows, column)` returns P(favourable) as the bytes
 /// of `n_rows` float64.
 struct PyModel {
+    /// Held for each call: one `predict_proba` at a time. Models that parallelise inside
+    /// (OpenMP in scikit-learn's boosted trees, XGBoost, LightGBM) release the GIL while they
+    /// work, and two such calls at once would run twice as many threads as there are cores.
+    one_at_a_time: Mutex<()>,
     scorer: Py<PyAny>,
     column: usize,
     domain: Domain,
@@ -196,6 +201,9 @@ impl PyModel {
         if rows == 0 {
             return Ok(());
         }
+        // The lock is taken before the GIL and released after it: no thread waits for it holding
+        // the GIL.
+        let _turn = self.one_at_a_time.lock().unwrap_or_else(|p| p.into_inner());
         let answer: PyResult<Option<String>> = Python::attach(|py| {
             let batch = PyBytes::new_with(py, std::mem::size_of_val(x), |bytes| {
                 for (cell, v) in bytes.chunks_exact_mut(8).zip(x) {
