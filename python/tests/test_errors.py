@@ -1,0 +1,179 @@
+"""Errors: a bad pipeline raises PipelineError whose `.problems` carry the CLI's located messages; a
+model that answers NaN, the wrong shape or an exception is an error naming the row, never a
+figure; a failed gate is reported, and raised as GateFailed only when asked."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import fairpipe_rs
+from conftest import ROOT
+
+
+def good_pipeline() -> str:
+    """A valid census pipeline with absolute paths to the bundled files (line 9: the load's `drop`,
+    line 18: the estimate's kind, 19: its model, 20: its trials)."""
+    data = json.dumps(str(ROOT / "pipelines" / "data" / "census.csv"))
+    model = json.dumps(str(ROOT / "pipelines" / "models" / "census.onnx"))
+    return f"""[pipeline]
+seed = 1
+
+[stages.data]
+kind = "load"
+path = {data}
+label = "income"
+protected = ["gender"]
+drop = ["row"]
+split_column = "split"
+
+[stages.model]
+kind = "load_model"
+data = "data"
+path = {model}
+
+[stages.estimate]
+kind = "estimate"
+model = "model"
+trials = 10
+samples = 100
+"""
+
+
+def test_the_good_pipeline_runs(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(good_pipeline())
+    assert fairpipe_rs.run(path).figures("estimate")["rate"] >= 0.0
+
+
+@pytest.mark.parametrize(
+    "old,new,line,column,fragment",
+    [
+        ('kind = "estimate"', 'kind = "estimat"', 18, 8, "unknown stage kind `estimat` (did you mean `estimate`?)"),
+        ("trials = 10", "trails = 10", 20, 1, "unknown key `trails` (did you mean `trials`?)"),
+        ('model = "model"', 'model = "modle"', 19, 9, "names stage `modle`, which does not exist (did you mean `model`?)"),
+    ],
+)
+def test_a_bad_pipeline_raises_with_located_problems(tmp_path, old, new, line, column, fragment):
+    text = good_pipeline()
+    assert text.splitlines()[line - 1].startswith(old.split(" ")[0])
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(old, new))
+    with pytest.raises(fairpipe_rs.PipelineError) as caught:
+        fairpipe_rs.run(path)
+    problems = caught.value.problems
+    assert problems, "at least one problem"
+    located = [p for p in problems if p.line == line and p.column == column and fragment in p.message]
+    assert located, f"no problem at {line}:{column} with {fragment!r} in {problems}"
+    assert str(located[0].file).endswith("bad.toml")
+    assert fragment in str(caught.value)
+
+
+def test_every_problem_of_a_pipeline_is_reported_at_once(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(good_pipeline().replace("trials = 10", "trails = 10").replace("drop = ", "dorp = "))
+    with pytest.raises(fairpipe_rs.PipelineError) as caught:
+        fairpipe_rs.run(path)
+    located = sorted((p.line, p.column) for p in caught.value.problems)
+    assert (9, 1) in located and (20, 1) in located, located
+
+
+def test_an_audit_naming_a_missing_column_raises_naming_it(xgb_model, census_frames):
+    _, frame = census_frames
+    with pytest.raises(fairpipe_rs.PipelineError, match="gendr"):
+        fairpipe_rs.audit(frame, xgb_model, label="income", protected=["gendr"])
+    with pytest.raises(fairpipe_rs.PipelineError, match="incme"):
+        fairpipe_rs.audit(frame, xgb_model, label="incme", protected=["gender"])
+
+
+class Answering:
+    """A model whose predict_proba is `answer(x)`; classes 0 and 1."""
+
+    classes_ = np.array([0, 1])
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def predict_proba(self, x):
+        return self.answer(np.asarray(x, dtype=float))
+
+
+def _two_columns(p):
+    return np.column_stack([1.0 - p, p])
+
+
+def test_a_model_answering_nan_raises_naming_the_row(census_frames):
+    """Every row with hours-per-week = 99 (a value of few rows) gets NaN: the audit fails, and
+    the message names the row and its values instead of reporting a figure."""
+    _, frame = census_frames
+    hours = frame.columns.get_loc("hours-per-week")
+    rare = frame["hours-per-week"].max()
+
+    def answer(x):
+        p = np.full(len(x), 0.3)
+        p[x[:, hours] == rare] = np.nan
+        return _two_columns(p)
+
+    with pytest.raises(fairpipe_rs.PipelineError) as caught:
+        fairpipe_rs.audit(frame, Answering(answer), label="income", protected=["gender"], checks=("group_metrics",))
+    message = str(caught.value)
+    assert "NaN" in message and "row" in message, message
+
+
+def test_a_model_answering_the_wrong_shape_raises(census_frames):
+    _, frame = census_frames
+    model = Answering(lambda x: np.full((len(x), 1), 0.5))
+    with pytest.raises(fairpipe_rs.PipelineError, match="row"):
+        fairpipe_rs.audit(frame, model, label="income", protected=["gender"], checks=("group_metrics",))
+
+
+def test_an_exception_in_the_model_raises_with_its_message(census_frames):
+    _, frame = census_frames
+
+    def answer(x):
+        raise ValueError("the model's own complaint")
+
+    with pytest.raises(fairpipe_rs.PipelineError, match="the model's own complaint") as caught:
+        fairpipe_rs.audit(frame, Answering(answer), label="income", protected=["gender"], checks=("group_metrics",))
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
+def test_a_failed_gate_is_reported_with_its_conditions(xgb_model, census_frames):
+    _, frame = census_frames
+    conditions = ["group_metrics.demographic_parity_ratio >= 0.99", "group_metrics.rows > 0"]
+    run = fairpipe_rs.audit(frame, xgb_model, label="income", protected=["gender"], checks=("group_metrics",), gate=conditions)
+    gate = run.gate
+    assert not gate.passed
+    outcomes = {c["condition"]: c["passed"] for c in gate.conditions}
+    assert outcomes == {conditions[0]: False, conditions[1]: True}
+    ratio = run.figures("group_metrics")["demographic_parity_ratio"]
+    assert [c["value"] for c in gate.conditions] == [ratio, len(frame)]
+    assert run.summary["gate"]["passed"] is False
+
+
+def test_a_failed_gate_raises_gate_failed_when_asked(xgb_model, census_frames):
+    _, frame = census_frames
+    conditions = ["group_metrics.demographic_parity_ratio >= 0.99"]
+    with pytest.raises(fairpipe_rs.GateFailed) as caught:
+        fairpipe_rs.audit(
+            frame, xgb_model, label="income", protected=["gender"], checks=("group_metrics",), gate=conditions, raise_on_gate=True
+        )
+    assert caught.value.gate.passed is False
+    assert caught.value.run.figures("group_metrics")["rows"] == len(frame)
+    assert conditions[0] in str(caught.value)
+
+
+def test_a_passing_gate_passes(xgb_model, census_frames):
+    _, frame = census_frames
+    run = fairpipe_rs.audit(
+        frame, xgb_model, label="income", protected=["gender"], checks=("group_metrics",), gate=["group_metrics.rows > 0"], raise_on_gate=True
+    )
+    assert run.gate.passed
+
+
+def test_a_run_without_a_gate_has_none(xgb_model, census_frames):
+    _, frame = census_frames
+    run = fairpipe_rs.audit(frame, xgb_model, label="income", protected=["gender"], checks=("group_metrics",))
+    assert run.gate is None and "gate" not in run.summary

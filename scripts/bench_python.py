@@ -1,0 +1,97 @@
+"""How much of a Python audit's wall time is fairpipe's own, beyond the model's predict_proba.
+
+A benchmark, not a test (issue 34, item 6): it trains scikit-learn's HistGradientBoostingClassifier
+on the bundled census train split, wraps the fitted object's predict_proba to time every call the
+engine makes, and runs `fairpipe_rs.audit` over the census rows (group metrics, estimate, check;
+gender, race and age) several times. It prints, per round and as medians, the audit's wall time,
+the time spent inside predict_proba, and fairpipe's share: (wall - predict_proba) / wall.
+
+    python scripts/bench_python.py [--rounds 5] [--rows N] [--checks group_metrics,estimate,check]
+
+Needs fairpipe_rs installed (pip install ./python) with scikit-learn, pandas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import pandas as pd
+import sklearn
+from sklearn.ensemble import HistGradientBoostingClassifier
+
+import fairpipe_rs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Timer:
+    """Wraps a bound predict_proba; adds up the seconds, calls and rows it served."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.reset()
+
+    def reset(self):
+        self.seconds, self.calls, self.rows = 0.0, 0, 0
+
+    def __call__(self, x):
+        started = time.perf_counter()
+        out = self.inner(x)
+        self.seconds += time.perf_counter() - started
+        self.calls += 1
+        self.rows += len(x)
+        return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rows", type=int, default=0, help="audit the first N rows only (0: every census row)")
+    ap.add_argument("--checks", default="group_metrics,estimate,check")
+    ap.add_argument("--protected", default="gender,race,age")
+    args = ap.parse_args()
+
+    df = pd.read_csv(ROOT / "pipelines" / "data" / "census.csv")
+    features = [c for c in df.columns if c not in ("row", "income", "split")]
+    train = df[df["split"] == "train"]
+    model = HistGradientBoostingClassifier(random_state=0).fit(train[features], train["income"])
+    audited = df[features + ["income"]]
+    if args.rows:
+        audited = audited.iloc[: args.rows]
+    timer = Timer(model.predict_proba)
+    model.predict_proba = timer  # the engine looks the method up on the object: this one is timed
+
+    checks = tuple(args.checks.split(","))
+    protected = args.protected.split(",")
+    print(
+        f"fairpipe_rs {getattr(fairpipe_rs, '__version__', '?')}, scikit-learn {sklearn.__version__}, "
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs; {len(audited)} rows, checks {checks}, protected {protected}"
+    )
+    print(f"{'round':>5}  {'wall s':>8}  {'predict s':>9}  {'calls':>6}  {'rows scored':>11}  {'fairpipe s':>10}  share")
+    walls, predicts, shares = [], [], []
+    for r in range(args.rounds):
+        timer.reset()
+        started = time.perf_counter()
+        run = fairpipe_rs.audit(audited, model, label="income", protected=protected, checks=checks, seed=r)
+        wall = time.perf_counter() - started
+        own = wall - timer.seconds
+        walls.append(wall)
+        predicts.append(timer.seconds)
+        shares.append(own / wall)
+        print(f"{r:>5}  {wall:>8.3f}  {timer.seconds:>9.3f}  {timer.calls:>6}  {timer.rows:>11}  {own:>10.3f}  {own / wall:.1%}")
+    print(
+        f"median: wall {statistics.median(walls):.3f} s, predict_proba {statistics.median(predicts):.3f} s, "
+        f"fairpipe's own {statistics.median(walls) - statistics.median(predicts):.3f} s, share {statistics.median(shares):.1%}"
+    )
+    figures = {c: run.figures(c) for c in checks}
+    if "check" in figures:
+        print(f"check: {figures['check']['discriminatory']} of {figures['check']['checked']} rows discriminatory")
+
+
+if __name__ == "__main__":
+    main()
