@@ -335,11 +335,16 @@ def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([str(cli_binary()), *args], cwd=cwd or ROOT, capture_output=True, text=True, timeout=1800)
 
 
+def is_timing(key: str) -> bool:
+    """Figures that measure time (`elapsed_s`, `run_elapsed_s`, `rule_sets_per_second`, ...): they
+    differ between two runs of the same audit; nothing else may."""
+    return key.endswith("_s") or key.endswith("_per_second")
+
+
 def without_timings(value):
-    """A summary (or a part of it) without what differs between two runs of the same audit: the
-    stages' `elapsed_s` and the fairpipe version's build details."""
+    """A summary (or a part of it) without its timing figures."""
     if isinstance(value, dict):
-        return {k: without_timings(v) for k, v in value.items() if k not in ("elapsed_s",)}
+        return {k: without_timings(v) for k, v in value.items() if not is_timing(k)}
     if isinstance(value, list):
         return [without_timings(v) for v in value]
     return value
