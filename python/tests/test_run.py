@@ -42,6 +42,8 @@ def test_run_of_a_bundled_pipeline_equals_the_clis_summary(cli_run):
     assert ours["stage_order"] == cli["stage_order"]
     assert ours["seed"] == cli["seed"]
     assert without_timings(ours["stages"]) == without_timings(cli["stages"])
+    # The rest of the summary too (pipeline, file, version, warnings).
+    assert without_timings(ours) == without_timings(cli)
     for stage in cli["stage_order"]:
         assert without_timings(run.figures(stage)) == without_timings(cli["stages"][stage])
 
