@@ -210,8 +210,10 @@ PARITY_SUMMARIES = [
 ]
 
 
-def attribute_sets(protected):
-    """The attribute sets fairpipe measures: each protected attribute, then their intersection."""
+def attribute_sets(protected, columns):
+    """The attribute sets fairpipe measures: each protected attribute, then their intersection
+    (attributes in the data's column order, as fairpipe names it: "race × sex")."""
+    protected = sorted(protected, key=list(columns).index)
     sets = [[p] for p in protected]
     if len(protected) > 1:
         sets.append(list(protected))
@@ -226,7 +228,7 @@ def fairlearn_reference(frame: pd.DataFrame, y_true: np.ndarray, y_pred: np.ndar
     fairlearn.metrics' named functions (asserted here)."""
     y_true, y_pred = np.asarray(y_true, dtype=int), np.asarray(y_pred, dtype=int)
     out = {}
-    for attrs in attribute_sets(protected):
+    for attrs in attribute_sets(protected, frame.columns):
         sf = frame[attrs].astype(str) if len(attrs) > 1 else frame[attrs[0]].astype(str)
         mf = MetricFrame(metrics=FAIRLEARN_METRICS, y_true=y_true, y_pred=y_pred, sensitive_features=sf)
         by_group = {}
