@@ -3,8 +3,10 @@
 # then builds and runs it.
 #
 #   scripts/test.sh [CARGO TEST ARGS]   provision, `cargo build --workspace --all-targets --locked`,
-#                                       `cargo test --workspace --locked [ARGS]`, then one line
-#                                       `tests: N passed, N failed`
+#                                       `cargo test --workspace --locked [ARGS]`, the Python
+#                                       package's pytest suite in a fresh venv
+#                                       (scripts/test-python.sh), then one line
+#                                       `tests: N passed, N failed` counting both
 #   scripts/test.sh --provision-only    provision only, and print the environment the tests read as
 #                                       `export` lines: eval "$(scripts/test.sh --provision-only)"
 #                                       before running one test by hand
@@ -129,10 +131,25 @@ status=0
 cargo test --workspace --locked "$@" 2>&1 | tee "$log" || status=$?
 
 # ---- Python package tests (pytest) ----------------------------------------------------------
-# The fairpipe_rs package's pytest run goes here (its venv under "$cache", like the servers'),
-# setting status=1 when it fails. Keep the closing line below the last line this script prints.
+# The fairpipe_rs package (python/): scripts/test-python.sh makes a fresh venv with the pinned test
+# dependencies, installs the package built from python/ (dev profile, sharing this target folder)
+# and runs pytest over python/tests; pytest's closing line is added to the counts below.
+pytest_log="$(dirname "$log")/pytest.log"
+rm -f "$pytest_log"
+FAIRPIPE_PYTEST_LOG="$pytest_log" scripts/test-python.sh || status=1
 # ---------------------------------------------------------------------------------------------
 
 # One closing line for the whole suite (every test binary's counts added up).
-awk '/^test result:/ {p += $4; f += $6} END {printf "tests: %d passed, %d failed\n", p, f}' "$log"
+# pytest's closing line ("N passed, N failed, N errors in ...") counts too; an error is a failure,
+# and a pytest that never ran (no log) is one failure.
+pytest_counts=$(tail -1 "$pytest_log" 2>/dev/null || echo "1 failed")
+awk -v py="$pytest_counts" '/^test result:/ {p += $4; f += $6}
+  END {
+    n = split(py, w, /[ ,=]+/)
+    for (i = 2; i <= n; i++) {
+      if (w[i] ~ /^passed/) p += w[i - 1]
+      if (w[i] ~ /^(failed|errors?)/) f += w[i - 1]
+    }
+    printf "tests: %d passed, %d failed\n", p, f
+  }' "$log"
 exit "$status"
