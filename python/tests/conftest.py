@@ -49,6 +49,10 @@ DATA = ROOT / "pipelines" / "data"
 TRAIN_ROWS = 4000
 AUDIT_ROWS = 3000
 
+# A smaller estimate than the default (the suite checks its form, not its precision): fewer
+# predict_proba rows, so the suite runs in a few minutes.
+SMALL_ESTIMATE = {"estimate": {"trials": 40, "samples": 500}}
+
 ADULT_CATEGORIES = ["workclass", "marital-status", "occupation", "relationship", "race", "sex", "native-country"]
 ADULT_NUMBERS = ["age", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
 

@@ -15,6 +15,7 @@ from conftest import (
     ADULT_CATEGORIES,
     ADULT_NUMBERS,
     CENSUS_FEATURES,
+    SMALL_ESTIMATE,
     assert_close,
     assert_group_metrics_equal_fairlearn,
     brute_force_check,
@@ -44,21 +45,21 @@ class Case:
 @pytest.fixture(scope="module")
 def sklearn_case(sklearn_pipeline, adult_frames):
     _, frame = adult_frames
-    run = fairpipe_rs.audit(frame, sklearn_pipeline, label="Y", favourable=">50K", protected=["sex", "race"])
+    run = fairpipe_rs.audit(frame, sklearn_pipeline, label="Y", favourable=">50K", protected=["sex", "race"], options=SMALL_ESTIMATE)
     return Case(sklearn_pipeline, frame, "Y", ">50K", ["sex", "race"], ADULT_FEATURES, False, run)
 
 
 @pytest.fixture(scope="module")
 def xgb_case(xgb_model, census_frames):
     _, frame = census_frames
-    run = fairpipe_rs.audit(frame, xgb_model, label="income", protected=["gender", "race"])
+    run = fairpipe_rs.audit(frame, xgb_model, label="income", protected=["gender", "race"], options=SMALL_ESTIMATE)
     return Case(xgb_model, frame, "income", 1, ["gender", "race"], CENSUS_FEATURES, False, run)
 
 
 @pytest.fixture(scope="module")
 def lgbm_case(lgbm_model, census_frames):
     _, frame = census_frames
-    run = fairpipe_rs.audit(frame, lgbm_model, label="income", favourable=1, protected=["gender"])
+    run = fairpipe_rs.audit(frame, lgbm_model, label="income", favourable=1, protected=["gender"], options=SMALL_ESTIMATE)
     return Case(lgbm_model, frame, "income", 1, ["gender"], CENSUS_FEATURES, True, run)
 
 

@@ -8,11 +8,11 @@ import pyarrow as pa
 import pytest
 
 import fairpipe_rs
-from conftest import without_timings
+from conftest import SMALL_ESTIMATE, without_timings
 
 
 def _audit(frame, model, **kw):
-    return without_timings(fairpipe_rs.audit(frame, model, seed=7, **kw).summary["stages"])
+    return without_timings(fairpipe_rs.audit(frame, model, seed=7, options=SMALL_ESTIMATE, **kw).summary["stages"])
 
 
 def test_pandas_polars_and_pyarrow_inputs_give_the_same_audit(sklearn_pipeline, adult_frames):
