@@ -33,6 +33,8 @@ python3 -m venv "$venv" || {
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r python/tests/requirements.txt
 say "test dependencies installed in a fresh venv in $((SECONDS - start)) s ($(du -sh "$venv" | cut -f1))"
 
+# The build runs the venv's maturin (--no-build-isolation: no second download of it).
+export PATH="$venv/bin:$PATH"
 start=$SECONDS
 MATURIN_PEP517_ARGS="--profile dev" CARGO_TARGET_DIR="$target" \
   "$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation ./python
