@@ -33,9 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 class Timer:
     """Wraps a bound predict_proba; records the interval of every call and the rows it served.
 
-    The engine may call the model from several threads at once (scikit-learn releases the GIL
-    while it predicts), so the model's time is the length of the union of the intervals, the wall
-    time during which some predict_proba call was running, not their sum.
+    The model's time is the length of the union of the intervals: the wall time during which some
+    predict_proba call was running. That stays right if calls overlap, where their sum would not.
     """
 
     def __init__(self, inner):

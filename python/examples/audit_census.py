@@ -2,7 +2,7 @@
 bundled UCI Adult census data (a pandas DataFrame with string categories), then audit the fitted
 object with fairpipe — no ONNX export, no CSV, no TOML.
 
-    pip install "./python[pandas]" scikit-learn     # from a clone of fairpipe (needs the Rust toolchain)
+    pip install "./python[examples]"      # from a clone of fairpipe (needs the Rust toolchain)
     python python/examples/audit_census.py
 
 Each block below is a notebook cell.
