@@ -6,12 +6,17 @@
 //! example texts, and their mitigation.
 //! It is built from the same figures and tables as `summary.json` and the CSV files.
 //!
-//! Charts are a few lines of hand-written SVG each (a line chart, interval bars, score bars):
-//! a plotting crate would add build time for three chart shapes.
+//! The page leads with its findings ([`findings`]): the gate's verdict when there is a gate, the
+//! run's warnings, then one line per headline finding; the detail follows. The HTML comes from
+//! minijinja templates under `core/engine/templates/report/`, built into the binary; the charts
+//! ([`charts`]) are inline SVG with axes and ticks, on fixed scales.
 
 use std::fmt::Write as _;
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use minijinja::{context, Environment, UndefinedBehavior};
 
 use polars::prelude::*;
 use serde::de::DeserializeOwned;
@@ -22,13 +27,78 @@ use crate::output::Table;
 use crate::stages::estimate::EstimateFigures;
 use crate::stages::generate::GenerateFigures;
 use crate::stages::group_metrics::{GroupFigure, GroupMetricsFigures};
-use crate::stages::group_score::GroupScoreFigures;
+use crate::stages::check::CheckFigures;
+use crate::stages::group_score::{GroupScoreFigures, TopGroup};
 use crate::stages::load::LoadFigures;
 use crate::stages::model_output::ModelFigures;
 use crate::stages::retrain::RetrainFigures;
 use crate::stages::verify::VerifyFigures;
 
+mod charts;
+mod findings;
 mod text;
+
+use charts::{Bar, BarChart, LineChart, Scale, Verdict};
+
+/// The report's templates, built into the binary so that the page needs no file at run time.
+const TEMPLATES: [(&str, &str); 5] = [
+    ("page.html", include_str!("../templates/report/page.html")),
+    ("findings.html", include_str!("../templates/report/findings.html")),
+    ("charts.html", include_str!("../templates/report/charts.html")),
+    ("bar_chart.html", "{% import \"charts.html\" as charts %}{{ charts.bar_chart(c, caption) }}"),
+    ("line_chart.html", "{% import \"charts.html\" as charts %}{{ charts.line_chart(c) }}"),
+];
+
+/// The templates with the report's filters (`num`: a figure, "—" when there is none).
+fn environment() -> &'static Environment<'static> {
+    static ENV: OnceLock<Environment<'static>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        for (name, source) in TEMPLATES {
+            // A template that does not parse is reported when it is used (and by the tests).
+            let _ = env.add_template(name, source);
+        }
+        env.add_filter("num", |v: Option<f64>| v.map_or_else(|| "—".to_string(), numf));
+        env
+    })
+}
+
+/// Render template `name` with `ctx`.
+fn render_template(name: &str, ctx: minijinja::Value) -> Result<String, minijinja::Error> {
+    environment().get_template(name)?.render(ctx)
+}
+
+/// A chart as HTML (an error in a template is shown in its place).
+fn bar_chart(c: &BarChart, caption: &str) -> String {
+    render_template("bar_chart.html", context! { c => c, caption => caption })
+        .unwrap_or_else(|e| format!("<p class=\"flag\">the chart could not be drawn: {}</p>", esc(&e.to_string())))
+}
+
+/// A line chart as HTML.
+fn line_chart(c: &LineChart) -> String {
+    render_template("line_chart.html", context! { c => c })
+        .unwrap_or_else(|e| format!("<p class=\"flag\">the chart could not be drawn: {}</p>", esc(&e.to_string())))
+}
+
+/// The id of a stage's place in the report (the findings link to it).
+fn section_id(stage: &str) -> String {
+    let safe: String = stage.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' }).collect();
+    format!("stage-{safe}")
+}
+
+/// A count with thousands separated by commas ("16,281").
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
 
 /// Escape text for HTML.
 fn esc(s: &str) -> String {
@@ -163,33 +233,87 @@ fn table_row(h: &mut String, class: Option<&str>, cells: &[String]) {
     h.push_str("</tr>");
 }
 
+/// A table row of stage `stage`'s figures, with the stage's id (the findings link to it).
+fn stage_row(h: &mut String, stage: &str, cells: &[String]) {
+    let _ = write!(h, "<tr id=\"{}\">", section_id(stage));
+    for c in cells {
+        let _ = write!(h, "<td>{c}</td>");
+    }
+    h.push_str("</tr>");
+}
+
 /// The report's style sheet (the sweep report uses it too).
-pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222;line-height:1.4}\
-h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}\
-table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}\
-th{background:#f4f4f4}.flag{background:#fde2e2}.diff{background:#fff3b0;font-weight:600}.muted{color:#777}\
-.ok{background:#e3f4e1}.kv td:first-child{color:#555}svg{background:#fafafa;border:1px solid #eee}";
+pub const STYLE: &str = include_str!("../templates/report/style.css");
+
+/// A warning of the run, as `summary.json` lists them.
+#[derive(Deserialize, serde::Serialize)]
+struct RunWarning {
+    #[serde(default)]
+    stage: String,
+    #[serde(default)]
+    message: String,
+}
+
+/// The gate's verdict, as `summary.json` has it.
+#[derive(Deserialize, serde::Serialize)]
+struct GateVerdict {
+    passed: bool,
+    conditions: Vec<crate::gate::Outcome>,
+}
 
 /// Render the report of a run.
 pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
-    let mut h = String::new();
-    let name = summary["pipeline"].as_str().unwrap_or("pipeline");
-    let _ = write!(
-        h,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>fairpipe: {}</title><style>{STYLE}</style></head><body>",
-        esc(name)
-    );
-    let _ = write!(
-        h,
-        "<h1>Fairness audit: {}</h1><p class=\"muted\">file {} · seed {} · fairpipe {}</p>",
-        esc(name),
-        num(&summary["file"]),
-        num(&summary["seed"]),
-        num(&summary["fairpipe_version"])
-    );
-    gate_section(&mut h, &summary["gate"]);
-    warnings_section(&mut h, &summary["warnings"]);
+    render_page(summary, tables).unwrap_or_else(|e| {
+        // The error and its causes, without the template listing of `{:#}`.
+        let mut message = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            let _ = write!(message, ": {c}");
+            cause = c.source();
+        }
+        format!(
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>fairpipe report</title></head><body>\
+             <p>The report could not be rendered: {}. The run's figures are in summary.json.</p></body></html>\n",
+            esc(&message)
+        )
+    })
+}
+
+fn render_page(summary: &Value, tables: &[(String, Table)]) -> Result<String, minijinja::Error> {
     let stages = Stages::new(summary);
+    let findings = findings::findings(&stages);
+    let detail = detail(&stages, tables);
+    let gate = GateVerdict::deserialize(&summary["gate"]).ok();
+    let warnings: Vec<RunWarning> = Vec::<RunWarning>::deserialize(&summary["warnings"]).unwrap_or_default();
+    let tags: BTreeMap<&str, &str> = [("fail", "fails"), ("warn", "check"), ("pass", "passes"), ("neutral", ""), ("plain", "measured")].into();
+    let text = |k: &str| match &summary[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => "—".into(),
+        other => other.to_string(),
+    };
+    let ctx = context! {
+        name => summary["pipeline"].as_str().unwrap_or("pipeline"),
+        file => text("file"),
+        seed => text("seed"),
+        version => text("fairpipe_version"),
+        style => STYLE,
+        gate => gate,
+        warnings => warnings,
+        findings => findings,
+        tags => tags,
+        contents => Vec::<(String, String)>::new(),
+        detail => detail,
+    };
+    let mut html = render_template("page.html", ctx)?;
+    if !html.ends_with('\n') {
+        html.push('\n');
+    }
+    Ok(html)
+}
+
+/// The detail sections after the findings.
+fn detail(stages: &Stages<'_>, tables: &[(String, Table)]) -> String {
+    let mut h = String::new();
     let loads = stages.of_kind::<LoadFigures>(&mut h, &["load"]);
     data_section(&mut h, &loads);
     let models = stages.of_kind::<ModelFigures>(&mut h, &["train", "load_model", "retrain"]);
@@ -198,18 +322,19 @@ pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
     search_section(&mut h, &verifies);
     let estimates = stages.of_kind::<EstimateFigures>(&mut h, &["estimate"]);
     estimate_section(&mut h, &estimates);
+    let checks = stages.of_kind::<CheckFigures>(&mut h, &["check"]);
+    check_section(&mut h, &checks);
     let groups = stages.of_kind::<GroupScoreFigures>(&mut h, &["group_score"]);
     groups_section(&mut h, &groups);
     let metrics = stages.of_kind::<GroupMetricsFigures>(&mut h, &["group_metrics"]);
     metrics_section(&mut h, &metrics, tables);
     let retrains = stages.of_kind::<RetrainFigures>(&mut h, &["retrain"]);
     retrain_section(&mut h, &retrains);
-    text::text_sections(&mut h, &stages, tables);
-    comparison_section(&mut h, &models, &stages);
+    text::text_sections(&mut h, stages, tables);
+    comparison_section(&mut h, &models, stages);
     let pair_sources: Vec<&str> =
         stages.entries.iter().filter(|(_, head, _)| head.kind == "verify" || head.kind == "check").map(|(n, ..)| n.as_str()).collect();
     pairs_section(&mut h, &pair_sources, tables);
-    h.push_str("</body></html>\n");
     h
 }
 
@@ -221,9 +346,9 @@ fn data_section(h: &mut String, loads: &[(String, LoadFigures)]) {
     open_table(h, &["stage", "rows", "train / test", "features", "protected", "label (favourable)", "favourable share"]);
     for (n, f) in loads {
         let protected: Vec<String> = f.protected.iter().map(|p| esc(p)).collect();
-        table_row(
+        stage_row(
             h,
-            None,
+            n,
             &[
                 esc(n),
                 count(f.rows as u64),
@@ -246,51 +371,9 @@ fn model_section(h: &mut String, models: &[(String, ModelFigures)]) {
     open_table(h, &["stage", "model", "train accuracy", "test accuracy"]);
     for (n, f) in models {
         let test = format!("{} ({} of {})", pctf(f.accuracy_test), count(f.correct_test as u64), count(f.total_test as u64));
-        table_row(h, None, &[esc(n), esc(&f.model), pctf(f.accuracy_train), test]);
+        stage_row(h, n, &[esc(n), esc(&f.model), pctf(f.accuracy_train), test]);
     }
     h.push_str("</table>");
-}
-
-/// A line chart of (seconds, IDIs) curves.
-/// Curves on one chart; `x_unit` follows the x axis' largest value, and the y axis is labelled
-/// with its largest value written with `y_decimals` decimals.
-fn line_chart(curves: &[(String, Vec<(f64, f64)>)], x_unit: &str, y_decimals: usize) -> String {
-    let (w, hgt, pad) = (640.0, 260.0, 45.0);
-    let max_x = curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.0)).fold(1e-9, f64::max);
-    let max_y = curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.1)).fold(1.0, f64::max);
-    let colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
-    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{hgt}\" role=\"img\">");
-    let _ = write!(
-        s,
-        "<line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/><line x1=\"{pad}\" y1=\"10\" x2=\"{pad}\" y2=\"{}\" stroke=\"#999\"/>",
-        hgt - pad,
-        w - 10.0,
-        hgt - pad,
-        hgt - pad
-    );
-    let _ = write!(s, "<text x=\"{}\" y=\"{}\" font-size=\"11\">{max_x:.3} {}</text>", w - 90.0, hgt - pad + 15.0, esc(x_unit));
-    let _ = write!(
-        s,
-        "<text x=\"2\" y=\"18\" font-size=\"11\">{max_y:.y_decimals$}</text><text x=\"{pad}\" y=\"{}\" font-size=\"11\">0</text>",
-        hgt - pad + 15.0
-    );
-    for (k, (label, c)) in curves.iter().enumerate() {
-        let colour = colours[k % colours.len()];
-        let points: Vec<String> = c
-            .iter()
-            .map(|(x, y)| format!("{:.1},{:.1}", pad + x / max_x * (w - pad - 10.0), hgt - pad - y / max_y * (hgt - pad - 10.0)))
-            .collect();
-        let _ = write!(s, "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>", points.join(" "));
-        let _ = write!(
-            s,
-            "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"{colour}\">{}</text>",
-            pad + 10.0,
-            20.0 + 15.0 * k as f64,
-            esc(label)
-        );
-    }
-    s.push_str("</svg>");
-    s
 }
 
 fn search_section(h: &mut String, verifies: &[(String, VerifyFigures)]) {
@@ -314,9 +397,9 @@ fn search_section(h: &mut String, verifies: &[(String, VerifyFigures)]) {
     );
     let mut curves = Vec::new();
     for (n, f) in verifies {
-        table_row(
+        stage_row(
             h,
-            None,
+            n,
             &[
                 esc(n),
                 count(f.discriminatory_full as u64),
@@ -336,30 +419,23 @@ fn search_section(h: &mut String, verifies: &[(String, VerifyFigures)]) {
     }
     h.push_str("</table>");
     if !curves.is_empty() {
-        h.push_str("<p>IDIs found over time (unique projections):</p>");
-        h.push_str(&line_chart(&curves, "s", 0));
+        h.push_str("<h3>IDIs found over time (unique non-protected projections)</h3>");
+        h.push_str(&line_chart(&LineChart::new(
+            "IDIs found over time",
+            &curves,
+            ("seconds since the search started", Scale::Number(1), None),
+            ("IDIs found", Scale::Number(0), None),
+        )));
     }
 }
 
-/// Horizontal bars with an interval: (label, value, low, high) on a 0..max scale.
-fn interval_bars(items: &[(String, f64, f64, f64)], colour: &str) -> String {
-    let (w, row) = (640.0, 26.0);
-    let label_w = 300.0;
-    let max = items.iter().map(|i| i.3.max(i.1)).fold(1e-9, f64::max);
-    let hgt = row * items.len() as f64 + 10.0;
-    let scale = |v: f64| label_w + v / max * (w - label_w - 60.0);
-    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{hgt}\" role=\"img\">");
-    for (k, (label, v, lo, hi)) in items.iter().enumerate() {
-        let y = 5.0 + row * k as f64;
-        let short: String = label.chars().take(48).collect();
-        let _ = write!(s, "<text x=\"4\" y=\"{}\" font-size=\"11\">{}</text>", y + 15.0, esc(&short));
-        let _ = write!(s, "<rect x=\"{label_w}\" y=\"{}\" width=\"{:.1}\" height=\"16\" fill=\"{colour}\"/>", y + 3.0, scale(*v) - label_w);
-        let _ =
-            write!(s, "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#000\"/>", scale(*lo), scale(*hi), y + 11.0, y + 11.0);
-        let _ = write!(s, "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\">{:.3}</text>", scale(*hi) + 4.0, y + 15.0, v);
-    }
-    s.push_str("</svg>");
-    s
+/// Bars of shares on the fixed 0–100% axis, with their intervals: (label, value, [low, high]).
+pub(crate) fn share_bars(title: &str, items: &[(String, f64, [f64; 2])], verdict: Verdict, axis_title: &str) -> BarChart {
+    let bars = items
+        .iter()
+        .map(|(label, v, ci)| Bar { label: label.clone(), value: *v, interval: Some(*ci), verdict, reference: false, text: pctf(*v) })
+        .collect();
+    BarChart::new(title, bars, 0.0, 1.0, Scale::Percent, axis_title, &[])
 }
 
 fn estimate_section(h: &mut String, estimates: &[(String, EstimateFigures)]) {
@@ -371,11 +447,56 @@ fn estimate_section(h: &mut String, estimates: &[(String, EstimateFigures)]) {
     let mut bars = Vec::new();
     for (n, f) in estimates {
         let interval = |ci: &[f64; 2]| format!("[{}, {}]", pctf(ci[0]), pctf(ci[1]));
-        table_row(h, None, &[esc(n), pctf(f.rate), interval(&f.ci95), interval(&f.ci95_wilson), count(f.samples as u64)]);
-        bars.push((n.clone(), or0(f.rate), f.ci95[0], f.ci95[1]));
+        stage_row(h, n, &[esc(n), pctf(f.rate), interval(&f.ci95), interval(&f.ci95_wilson), count(f.samples as u64)]);
+        bars.push((n.clone(), f.rate, f.ci95));
     }
     h.push_str("</table>");
-    h.push_str(&interval_bars(&bars, "#4c78a8"));
+    let chart = share_bars("Estimated discrimination rate", &bars, Verdict::Plain, "share of random inputs discriminated (95% interval)");
+    h.push_str(&bar_chart(&chart, ""));
+}
+
+/// Ranked groups as bars in rank order: the largest score (the value drawn) on top, on the fixed
+/// 0–100% axis of a difference of rates, red where the difference is significant. Items are
+/// (label, score, margin, significant).
+fn ranked_bars(title: &str, items: &[(String, f64, f64, bool)], axis_title: &str) -> BarChart {
+    let mut ranked: Vec<&(String, f64, f64, bool)> = items.iter().collect();
+    ranked.sort_by(|a, b| or0(b.1).total_cmp(&or0(a.1)));
+    let bars = ranked
+        .iter()
+        .map(|(label, score, margin, significant)| Bar {
+            label: label.clone(),
+            value: *score,
+            interval: Some([(score - margin).max(0.0), score + margin]),
+            verdict: if *significant { Verdict::Fail } else { Verdict::Neutral },
+            reference: false,
+            text: format!("{score:.3} ± {margin:.3}"),
+        })
+        .collect();
+    BarChart::new(title, bars, 0.0, 1.0, Scale::Percent, axis_title, &[])
+        .legend(&[(Verdict::Fail, "significant after Holm's correction"), (Verdict::Neutral, "not significant")])
+}
+
+/// The ranked groups of a `group_score` stage as bars in rank order.
+fn ranked_group_bars(top: &[TopGroup]) -> BarChart {
+    let items: Vec<(String, f64, f64, bool)> = top.iter().map(|g| (g.condition.clone(), g.score, g.margin, g.significant)).collect();
+    ranked_bars("Worst groups by score", &items, "|P(favourable | group) − P(favourable | rest)| (whisker: ± margin)")
+}
+
+/// The real rows re-checked with only their protected attributes changed.
+fn check_section(h: &mut String, checks: &[(String, CheckFigures)]) {
+    if checks.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Real rows whose decision flips when only protected attributes change</h2>");
+    open_table(h, &["stage", "rows checked", "rows flipped", "share", "95% interval (Wilson)"]);
+    let mut bars = Vec::new();
+    for (n, f) in checks {
+        let interval = format!("[{}, {}]", pctf(f.ci95[0]), pctf(f.ci95[1]));
+        stage_row(h, n, &[esc(n), thousands(f.checked), thousands(f.discriminatory), pctf(f.rate), interval]);
+        bars.push((n.clone(), f.rate, f.ci95));
+    }
+    h.push_str("</table>");
+    h.push_str(&bar_chart(&share_bars("Real rows flipped", &bars, Verdict::Plain, "share of real rows flipped (95% interval)"), ""));
 }
 
 fn groups_section(h: &mut String, groups: &[(String, GroupScoreFigures)]) {
@@ -384,21 +505,14 @@ fn groups_section(h: &mut String, groups: &[(String, GroupScoreFigures)]) {
         let own = |k: &str| f.plugin_figures.get(k).cloned().unwrap_or(Value::Null);
         let _ = write!(
             h,
-            "<h2>Group discrimination: {} ({})</h2><p>{} rule sets generated, {} scored; confidence {} per score. Worst groups (score = |P(favourable | group) − P(favourable | rest)|, bar = score, line = ± margin):</p>",
+            "<h2 id=\"{}\">Group discrimination: {} ({})</h2><p>{} rule sets generated, {} scored; confidence {} per score. Worst groups (score = |P(favourable | group) − P(favourable | rest)|, bar = score, line = ± margin):</p>",
+            section_id(n),
             esc(n),
             esc(&f.plugin),
             num(&own("rule_sets_generated")),
             num(&own("rule_sets_kept")),
             pct(&own("confidence"))
         );
-        let top: Vec<(String, f64, f64, f64)> = f
-            .top
-            .iter()
-            .map(|g| {
-                let (s, m) = (or0(g.score), or0(g.margin));
-                (g.condition.clone(), s, (s - m).max(0.0), s + m)
-            })
-            .collect();
         if f.significant_rule_sets == 0 {
             let _ = write!(
                 h,
@@ -452,7 +566,7 @@ fn groups_section(h: &mut String, groups: &[(String, GroupScoreFigures)]) {
             );
         }
         h.push_str("</table>");
-        h.push_str(&interval_bars(&top, "#e45756"));
+        h.push_str(&bar_chart(&ranked_group_bars(&f.top), ""));
     }
 }
 
@@ -464,36 +578,6 @@ fn cell(frame: &DataFrame, col: &str, row: usize) -> String {
         Some(v) => v.to_string(),
         None => String::new(),
     }
-}
-
-/// What the run warned of (a value it adjusted, an audit that will be slow), near the top: a
-/// reader of the report should not have to find it on a terminal.
-fn warnings_section(h: &mut String, warnings: &Value) {
-    let Some(list) = warnings.as_array().filter(|l| !l.is_empty()) else { return };
-    h.push_str("<h2>Warnings</h2><ul class=\"warnings\">");
-    for w in list {
-        let _ = write!(h, "<li><b>{}</b>: {}</li>", esc(w["stage"].as_str().unwrap_or("?")), esc(w["message"].as_str().unwrap_or("")));
-    }
-    h.push_str("</ul>");
-}
-
-/// The gate's verdict and every condition with its value, at the top of the page.
-fn gate_section(h: &mut String, gate: &Value) {
-    let Some(conditions) = gate["conditions"].as_array() else { return };
-    let passed = gate["passed"].as_bool() == Some(true);
-    let _ = write!(
-        h,
-        "<h2 class=\"{}\">Gate: {}</h2>",
-        if passed { "ok" } else { "flag" },
-        if passed { "passed" } else { "FAILED (exit code 3)" }
-    );
-    open_table(h, &["condition", "value", "result"]);
-    for c in conditions {
-        let ok = c["passed"].as_bool() == Some(true);
-        let result = if ok { "pass".to_string() } else { format!("FAIL {}", c["note"].as_str().map(esc).unwrap_or_default()) };
-        table_row(h, (!ok).then_some("flag"), &[esc(c["condition"].as_str().unwrap_or("")), num(&c["value"]), result]);
-    }
-    h.push_str("</table>");
 }
 
 /// The metrics of the readable group table, with whether each is tested against the reference.
@@ -535,14 +619,128 @@ fn group_significant(g: &GroupFigure, key: &str) -> bool {
     g.metrics.get(&format!("{key}_significant")).and_then(Value::as_bool).unwrap_or(false)
 }
 
+/// The colour of group `g`'s figure `key`: against the band of its ratio to the reference, red
+/// when outside and (for a tested metric) significant.
+fn band_verdict(g: &GroupFigure, key: &str) -> Verdict {
+    if g.reference || g.too_small {
+        Verdict::Neutral
+    } else if g.outside_band.iter().any(|m| m == key) {
+        let tested = matches!(key, "selection_rate" | "tpr" | "fpr");
+        if !tested || group_significant(g, key) {
+            Verdict::Fail
+        } else {
+            Verdict::Warn
+        }
+    } else {
+        Verdict::Pass
+    }
+}
+
+/// What the colours of a band chart mean.
+fn band_legend(f: &GroupMetricsFigures) -> Vec<(Verdict, &'static str)> {
+    let _ = f;
+    vec![
+        (Verdict::Fail, "outside the band, significant"),
+        (Verdict::Warn, "outside the band, not significant"),
+        (Verdict::Pass, "inside the band"),
+        (Verdict::Neutral, "reference group, or too small to test"),
+    ]
+}
+
+/// Groups charted per attribute set beyond which the smallest are left out.
+const MAX_CHARTED_GROUPS: usize = 40;
+
+/// The charts of one attribute set: the selection rate per group on the 0–100% axis (coloured by
+/// the four-fifths rule, with the reference group's rate and four-fifths of the highest rate
+/// drawn), then its ratio to the reference group's with the band's bounds drawn. An
+/// intersection's groups are charted largest rate first, without the groups too small to test.
+fn set_charts(h: &mut String, f: &GroupMetricsFigures, set: &str, groups: &[&GroupFigure]) {
+    let intersection = set.contains(" × ");
+    let mut shown: Vec<&GroupFigure> = groups.iter().copied().filter(|g| !intersection || !g.too_small || g.reference).collect();
+    if intersection {
+        shown.sort_by(|a, b| or0(b.selection_rate).total_cmp(&or0(a.selection_rate)));
+    }
+    let left_out = groups.len() - shown.len().min(MAX_CHARTED_GROUPS);
+    shown.truncate(MAX_CHARTED_GROUPS);
+    if shown.is_empty() {
+        return;
+    }
+    let highest = groups.iter().filter(|g| g.impact_ratio > 0.0).map(|g| g.selection_rate / g.impact_ratio).find(|r| r.is_finite());
+    let reference = groups.iter().find(|g| g.reference);
+    let bars = shown
+        .iter()
+        .map(|g| Bar {
+            label: g.group.clone(),
+            value: g.selection_rate,
+            interval: Some(g.ci95),
+            verdict: if g.reference || g.too_small {
+                Verdict::Neutral
+            } else if !g.four_fifths_ok {
+                if g.significant {
+                    Verdict::Fail
+                } else {
+                    Verdict::Warn
+                }
+            } else {
+                Verdict::Pass
+            },
+            reference: g.reference,
+            text: if g.impact_ratio.is_finite() { format!("{} (impact {:.2})", pctf(g.selection_rate), g.impact_ratio) } else { pctf(g.selection_rate) },
+        })
+        .collect();
+    let mut rules = Vec::new();
+    if let Some(r) = reference {
+        rules.push((r.selection_rate, "ref".to_string(), false));
+    }
+    if let Some(hi) = highest {
+        rules.push((f.threshold * hi, format!("{}×highest", numf(f.threshold)), true));
+    }
+    let caption = if left_out > 0 {
+        format!("{left_out} groups too small to test (under {} rows) are left out.", f.min_count)
+    } else {
+        String::new()
+    };
+    let chart = BarChart::new(&format!("Selection rate by {set}"), bars, 0.0, 1.0, Scale::Percent, &format!("selection rate by {set} (whisker: 95% interval)"), &rules)
+        .legend(&[
+            (Verdict::Fail, "fails the four-fifths rule, significant"),
+            (Verdict::Warn, "fails the four-fifths rule, not significant"),
+            (Verdict::Pass, "passes"),
+            (Verdict::Neutral, "reference group, or too small to judge"),
+        ]);
+    let _ = write!(h, "<h4>Selection rate by {}</h4>", esc(set));
+    h.push_str(&bar_chart(&chart, &caption));
+    let ratio = |g: &GroupFigure| g.metrics.get("selection_rate_ratio").and_then(Value::as_f64).unwrap_or(f64::NAN);
+    let max = charts::axis_max(shown.iter().map(|g| ratio(g)), f.ratio_band[1].max(1.5)).min(3.0);
+    let bars = shown
+        .iter()
+        .map(|g| {
+            let r = ratio(g);
+            Bar {
+                label: g.group.clone(),
+                value: r,
+                interval: None,
+                verdict: band_verdict(g, "selection_rate"),
+                reference: g.reference,
+                text: if g.reference { "1 (ref)".into() } else { format!("{r:.2}{}", if g.significant { " *" } else { "" }) },
+            }
+        })
+        .collect();
+    let rules = [(f.ratio_band[0], numf(f.ratio_band[0]), true), (1.0, "ref".to_string(), false), (f.ratio_band[1], numf(f.ratio_band[1]), true)];
+    let chart = BarChart::new(&format!("Selection rate ratio to the reference by {set}"), bars, 0.0, max, Scale::Number(2), "selection rate ÷ the reference group's (* significant)", &rules)
+        .legend(&band_legend(f));
+    let _ = write!(h, "<h4>Selection rate ratio to the reference group ({})</h4>", esc(reference.map(|r| r.group.as_str()).unwrap_or("?")));
+    h.push_str(&bar_chart(&chart, ""));
+}
+
 fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], tables: &[(String, Table)]) {
     for (n, f) in metrics {
         let _ = write!(
             h,
-            "<h2>Selection rates per group: {}</h2><p>On {} rows; a row is selected when {}. Each attribute set's table reads first: \
+            "<h2 id=\"{}\">Selection rates per group: {}</h2><p>On {} rows; a row is selected when {}. Each attribute set's table reads first: \
              the rate per group with its ratio to the reference group (<b>ref</b>) — green inside the band [{}, {}], red outside — and \
              <b>*</b> where the difference from the reference is significant at {} after Holm's correction over {} tests. Groups under \
              {} rows are marked <i>small</i> and are neither tested nor flagged.</p>",
+            section_id(n),
             esc(n),
             count(f.rows as u64),
             match f.selection.as_str() {
@@ -563,7 +761,8 @@ fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], ta
         for set in &sets {
             let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == *set).collect();
             if groups.len() > 40 {
-                let _ = write!(h, "<p class=\"muted\">{}: {} groups; see the CSV table.</p>", esc(set), groups.len());
+                let _ = write!(h, "<h3>{}</h3><p class=\"muted\">{} groups: too many for a table here; see the CSV table.</p>", esc(set), groups.len());
+                set_charts(h, f, set, &groups);
                 continue;
             }
             let _ = write!(h, "<h3>{}</h3><table><tr><th>metric</th>", esc(set));
@@ -619,6 +818,7 @@ fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], ta
                     numf(p.predictive_parity_difference)
                 );
             }
+            set_charts(h, f, set, &groups);
         }
         // Error rates by group with their intervals (single attributes).
         let single: Vec<&GroupFigure> = f.groups.iter().filter(|g| !g.attributes.contains(" × ")).collect();
@@ -628,17 +828,26 @@ fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], ta
             ("fpr", "False positive rate"),
             ("ppv", "Precision (PPV)"),
         ] {
-            let bars: Vec<(String, f64, f64, f64)> = single
+            let bars: Vec<Bar> = single
                 .iter()
                 .filter(|g| !group_value(g, key).is_nan())
                 .map(|g| {
-                    let ci = group_ci(g, key);
-                    (format!("{} = {}", g.attributes, g.group), group_value(g, key), or0(ci[0]), or0(ci[1]))
+                    let v = group_value(g, key);
+                    Bar {
+                        label: format!("{} = {}", g.attributes, g.group),
+                        value: v,
+                        interval: Some(group_ci(g, key)),
+                        verdict: band_verdict(g, key),
+                        reference: g.reference,
+                        text: pctf(v),
+                    }
                 })
                 .collect();
             if !bars.is_empty() {
                 let _ = write!(h, "<h3>{label} by group (95% interval)</h3>");
-                h.push_str(&interval_bars(&bars, "#72b7b2"));
+                let chart = BarChart::new(label, bars, 0.0, 1.0, Scale::Percent, &format!("{} (whisker: 95% interval)", label.to_lowercase()), &[])
+                    .legend(&band_legend(f));
+                h.push_str(&bar_chart(&chart, "Colour: the rate's ratio to its attribute's reference group (ref) against the band."));
             }
         }
         if let Some((_, t)) = tables.iter().find(|(s, t)| s == n && t.suffix == "sweep") {
@@ -688,7 +897,12 @@ fn sweep_charts(h: &mut String, frame: &DataFrame) {
                 continue;
             }
             let _ = write!(h, "<h3>Threshold sweep: {label} by {} (threshold 0 → 1)</h3>", esc(attr));
-            h.push_str(&line_chart(&curves, "threshold", 1));
+            h.push_str(&line_chart(&LineChart::new(
+                &format!("Threshold sweep: {label} by {attr}"),
+                &curves,
+                ("decision threshold on P(favourable)", Scale::Number(1), Some(1.0)),
+                (label, Scale::Percent, Some(1.0)),
+            )));
         }
     }
 }
@@ -701,9 +915,9 @@ fn retrain_section(h: &mut String, retrains: &[(String, RetrainFigures)]) {
     open_table(h, &["stage", "strategy", "added rows", "test accuracy before → after", "measure", "before → after", "reduction"]);
     for (n, f) in retrains {
         // Every strategy reports its measure (a rate or a group score) as rate_before / rate_after.
-        table_row(
+        stage_row(
             h,
-            None,
+            n,
             &[
                 esc(n),
                 esc(&f.strategy),
@@ -948,5 +1162,174 @@ mod tests {
         assert!(section.contains("<td>fair</td><td>79.00%</td><td>4 of 100 inputs</td>"), "{section}");
         // The estimate was taken of one model only: no column.
         assert!(!section.contains("estimated rate"), "{section}");
+    }
+
+    /// The HTML of the `<section id="findings">`.
+    fn findings_of(html: &str) -> &str {
+        let start = html.find("<section id=\"findings\">").unwrap_or_else(|| panic!("no findings section: {html}"));
+        &html[start..start + html[start..].find("</section>").expect("its end")]
+    }
+
+    /// A run of the bundled census model (a few trials): an estimate, a check of the real test
+    /// rows and the group metrics over gender and race.
+    fn census_run() -> crate::pipeline::Run {
+        use crate::pipeline::Pipeline;
+        use crate::stages::{check::CheckConfig, estimate::EstimateConfig, group_metrics::GroupMetricsConfig, load::LoadConfig};
+        use crate::stages::{load_model::LoadModelConfig, options::Rows};
+        let bundled = concat!(env!("CARGO_MANIFEST_DIR"), "/../../pipelines");
+        let frame = CsvReadOptions::default()
+            .try_into_reader_with_file_path(Some(format!("{bundled}/data/census.csv").into()))
+            .and_then(|r| r.finish())
+            .expect("the bundled census data");
+        let mut data = LoadConfig::from_frame(frame, "income", &["gender", "race"]);
+        data.drop = vec!["row".into()];
+        data.split_column = Some("split".into());
+        Pipeline::builder("census")
+            .seed(42)
+            .stage("data", data, &[])
+            .stage("model", LoadModelConfig::new(format!("{bundled}/models/census.onnx")), &[("data", "data")])
+            .stage("estimate", EstimateConfig { trials: 5, samples: 200, ..Default::default() }, &[("model", "model")])
+            .stage("check", CheckConfig { split: Rows::Test, ..Default::default() }, &[("model", "model")])
+            .stage("metrics", GroupMetricsConfig { bootstrap: 0, ..Default::default() }, &[("model", "model")])
+            .build()
+            .expect("the pipeline builds")
+            .execute(false)
+            .expect("the pipeline runs")
+    }
+
+    #[test]
+    fn the_findings_come_first_and_name_each_failed_rule_the_estimate_and_the_flipped_rows() {
+        let run = census_run();
+        let html = render(&run.summary, &run.tables);
+        let findings = findings_of(&html);
+        // First: nothing but the title and the run's line comes before it.
+        let before = &html[..html.find("<section id=\"findings\">").unwrap()];
+        assert!(!before.contains("<h2") && !before.contains("<table") && !before.contains("<svg"), "{before}");
+        // Each group failing the four-fifths rule has its line, with its impact ratio and its test.
+        let metrics: GroupMetricsFigures = run.figures("metrics").unwrap();
+        let failed: Vec<&GroupFigure> = metrics.groups.iter().filter(|g| !g.four_fifths_ok).collect();
+        assert!(!failed.is_empty(), "the census model selects women at well under four fifths of men's rate");
+        for g in failed.iter().take(3) {
+            let line = findings
+                .split("<li")
+                .find(|l| l.contains(&format!("{} = {} (", esc(&g.attributes), esc(&g.group))))
+                .unwrap_or_else(|| panic!("no line for {} = {}: {findings}", g.attributes, g.group));
+            assert!(line.contains("Four-fifths rule") && line.contains(&format!("{:.2} of the most selected group", g.impact_ratio)), "{line}");
+            assert!(line.contains(if g.significant { "significant, p = " } else { "not significant" }), "{line}");
+        }
+        // The estimate with its interval, and the real rows flipped.
+        let e: EstimateFigures = run.figures("estimate").unwrap();
+        assert!(findings.contains(&format!("{} of random inputs (95% interval {} – {})", pctf(e.rate), pctf(e.ci95[0]), pctf(e.ci95[1]))), "{findings}");
+        let c: CheckFigures = run.figures("check").unwrap();
+        assert!(findings.contains(&format!("{} of {} real rows", thousands(c.discriminatory), thousands(c.checked))), "{findings}");
+        // Each line links to its detail, which exists.
+        for id in ["stage-metrics", "stage-estimate", "stage-check"] {
+            assert!(findings.contains(&format!("href=\"#{id}\"")) && html.contains(&format!("id=\"{id}\"")), "{id}");
+        }
+    }
+
+    #[test]
+    fn a_gate_verdict_leads_the_findings_and_warnings_follow_it() {
+        let summary = json!({
+            "pipeline": "p", "seed": 1, "stage_order": ["est"],
+            "stages": {"est": entry("estimate", json!({"model": "m"}), &estimate(0.1))},
+            "gate": {"passed": false, "conditions": [
+                {"condition": "est.rate < 0.05", "value": 0.1, "passed": false},
+                {"condition": "est.samples > 10", "value": 1000.0, "passed": true}
+            ]},
+            "warnings": [{"stage": "est", "message": "the model's probability looks like the unfavourable class's"}]
+        });
+        let html = render(&summary, &[]);
+        let findings = findings_of(&html);
+        let verdict = findings.find("Gate FAILED (exit code 3): 1 of 2 conditions fail").expect(findings);
+        let warning = findings.find("the model&#x27;s probability looks like the unfavourable class&#x27;s").expect(findings);
+        let line = findings.find("Discrimination estimate").expect(findings);
+        assert!(verdict < warning && warning < line, "{findings}");
+        // No gate: no verdict, the findings still lead.
+        let summary = json!({"pipeline": "p", "seed": 1, "stage_order": ["est"], "stages": {"est": entry("estimate", json!({"model": "m"}), &estimate(0.1))}});
+        let html = render(&summary, &[]);
+        assert!(!html.contains("Gate") && findings_of(&html).contains("10.00% of random inputs"), "{html}");
+    }
+
+    /// The bars (`<rect class="bar …">`) of the chart after `marker` in `html`: (label, width).
+    fn bars_after<'h>(html: &'h str, marker: &str) -> Vec<(&'h str, f64)> {
+        let from = html.find(marker).expect(marker);
+        let svg = &html[from..from + html[from..].find("</svg>").unwrap()];
+        svg.split("<g>")
+            .skip(1)
+            .map(|g| {
+                let label = g.split("text-anchor=\"end\">").nth(1).and_then(|t| t.split('<').next()).unwrap_or("");
+                let width = g.split("class=\"bar").nth(1).and_then(|r| r.split("width=\"").nth(1)).and_then(|w| w.split('"').next());
+                (label, width.map_or(f64::NAN, |w| w.parse().unwrap()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rate_bars_are_drawn_on_a_fixed_axis_from_0_to_100_percent() {
+        let summary = json!({
+            "pipeline": "p", "seed": 1, "stage_order": ["small", "large"],
+            "stages": {
+                "small": entry("estimate", json!({"model": "m"}), &estimate(0.0066)),
+                "large": entry("estimate", json!({"model": "m"}), &estimate(0.5)),
+            }
+        });
+        let html = render(&summary, &[]);
+        let bars = bars_after(&html, "aria-label=\"Estimated discrimination rate\"");
+        // The plot is 410 px wide: 0.66% is 2.7 px, 50% is 205 px (not the whole width).
+        assert_eq!(bars, vec![("small", 2.7), ("large", 205.0)]);
+        assert!(html.contains(">0%</text>") && html.contains(">100%</text>"), "the axis is ticked 0% to 100%");
+    }
+
+    fn top_group(condition: &str, score: f64, significant: bool) -> TopGroup {
+        TopGroup {
+            condition: condition.into(),
+            complement: None,
+            selection_score: 0.3,
+            reestimated: true,
+            p_value: 0.001,
+            p_adjusted: 0.01,
+            significant,
+            score,
+            margin: 0.02,
+            rate_in: 0.2,
+            rate_out: 0.2 + score,
+            support: 0.1,
+        }
+    }
+
+    #[test]
+    fn ranked_groups_are_drawn_in_rank_order_of_the_score_drawn() {
+        // The auditor's ranking (by the selection draw) is not the order of the fresh scores shown.
+        let top = vec![top_group("race = 2", 0.1, false), top_group("age = 3", 0.3, true), top_group("gender = 1", 0.2, true)];
+        let figures = GroupScoreFigures {
+            plugin: "testsgd 0.1.0".into(),
+            params: json!({}),
+            run_elapsed_s: 1.0,
+            groups: 12,
+            rules: Vec::new(),
+            worst_score: Some(0.1),
+            significant_rule_sets: 2,
+            alpha: 0.05,
+            stopped_by: None,
+            plugin_figures: Default::default(),
+            top,
+        };
+        let summary = json!({"pipeline": "p", "seed": 1, "stage_order": ["groups"], "stages": {"groups": entry("group_score", json!({"model": "m"}), &figures)}});
+        let html = render(&summary, &[]);
+        let bars = bars_after(&html, "aria-label=\"Worst groups by score\"");
+        let labels: Vec<&str> = bars.iter().map(|b| b.0).collect();
+        assert_eq!(labels, ["age = 3", "gender = 1", "race = 2"]);
+        assert!(bars.windows(2).all(|w| w[0].1 >= w[1].1), "{bars:?}");
+        // And the ranked-first group is the finding, with its significance.
+        assert!(findings_of(&html).contains("testsgd ranks race = 2 worst"), "{html}");
+    }
+
+    #[test]
+    fn every_template_parses() {
+        let mut env = Environment::new();
+        for (name, source) in TEMPLATES {
+            env.add_template(name, source).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{count, esc, interval_bars, numf, open_table, or0, pctf, pvalue, table_row, Stages};
+use super::{bar_chart, count, esc, numf, open_table, pctf, pvalue, ranked_bars, table_row, Stages};
 use crate::output::Table;
 use crate::stages::check_text::CheckTextFigures;
 use crate::stages::group_score_text::GroupScoreTextFigures;
@@ -137,7 +137,7 @@ fn swaps_section(h: &mut String, checks: &[(String, CheckTextFigures)], tables: 
                 ),
             )
         };
-        let _ = write!(h, "<h2>{title}: {}</h2><p>{found}</p>", esc(n));
+        let _ = write!(h, "<h2 id=\"{}\">{title}: {}</h2><p>{found}</p>", super::section_id(n), esc(n));
         let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
         // The first label-changing swap of each of the first texts that have one.
         let mut seen = std::collections::HashSet::new();
@@ -174,7 +174,8 @@ fn groups_section(h: &mut String, groups: &[(String, GroupScoreTextFigures)]) {
     for (n, f) in groups {
         let _ = write!(
             h,
-            "<h2>Identity-term groups: {}</h2><p>{} rule sets of identity terms reach the support threshold; score = |P(class 1 | texts with the terms) − P(class 1 | the other texts)|, bar = score, line = ± margin. {} of them differ significantly at {} after Holm's correction{}.</p>",
+            "<h2 id=\"{}\">Identity-term groups: {}</h2><p>{} rule sets of identity terms reach the support threshold; score = |P(class 1 | texts with the terms) − P(class 1 | the other texts)|, bar = score, line = ± margin. {} of them differ significantly at {} after Holm's correction{}.</p>",
+            super::section_id(n),
             esc(n),
             count(f.rule_sets_kept as u64),
             count(f.significant_rule_sets as u64),
@@ -221,11 +222,10 @@ fn groups_section(h: &mut String, groups: &[(String, GroupScoreTextFigures)]) {
                     excerpt(g["example"].as_str().unwrap_or(""), first_term),
                 ],
             );
-            let (s, m) = (or0(num("score")), or0(num("margin")));
-            bars.push((rule.to_string(), s, (s - m).max(0.0), s + m));
+            bars.push((rule.to_string(), num("score"), num("margin"), significant));
         }
         h.push_str("</table>");
-        h.push_str(&interval_bars(&bars, "#e45756"));
+        h.push_str(&bar_chart(&ranked_bars("Identity-term groups by score", &bars, "|P(class 1 | texts with the terms) − P(class 1 | the rest)| (whisker: ± margin)"), ""));
     }
 }
 
@@ -236,9 +236,9 @@ fn mitigation_section(h: &mut String, retrains: &[(String, RetrainTextFigures)])
     h.push_str("<h2>Mitigation by retraining on generated texts</h2>");
     open_table(h, &["stage", "terms", "added texts (label)", "score before → after", "reduction", "test accuracy before → after"]);
     for (n, f) in retrains {
-        table_row(
+        super::stage_row(
             h,
-            None,
+            n,
             &[
                 esc(n),
                 esc(&f.group),
