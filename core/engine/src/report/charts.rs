@@ -30,13 +30,25 @@ pub(crate) enum Verdict {
 pub(crate) enum Scale {
     /// A share from 0 to 1, labelled as a percentage.
     Percent,
-    /// A plain number with this many decimals.
-    Number(usize),
+    /// A plain number with as many decimals as the ticks' step needs.
+    Auto,
 }
 
 impl Scale {
+    /// The label of a tick at `v` on an axis ticked every `step`.
+    fn tick(self, v: f64, step: f64) -> String {
+        match self {
+            Scale::Auto => {
+                let decimals = if step > 0.0 { (-(step.log10().floor())).max(0.0) as usize } else { 0 };
+                format!("{v:.decimals$}")
+            }
+            other => other.label(v),
+        }
+    }
+
     fn label(self, v: f64) -> String {
         match self {
+            Scale::Auto => format!("{v}"),
             Scale::Percent => {
                 let p = 100.0 * v;
                 if (p - p.round()).abs() < 1e-9 {
@@ -45,7 +57,6 @@ impl Scale {
                     format!("{p:.1}%")
                 }
             }
-            Scale::Number(d) => format!("{v:.d$}"),
         }
     }
 }
@@ -76,6 +87,8 @@ pub(crate) struct Rule {
     pub label: String,
     /// Whether it is dashed (a bound) or solid (the reference).
     pub dashed: bool,
+    /// The label's `text-anchor`.
+    pub anchor: &'static str,
 }
 
 /// A tick of an axis.
@@ -153,6 +166,15 @@ pub(crate) fn axis_max(values: impl IntoIterator<Item = f64>, floor: f64) -> f64
     (max / step).ceil() * step
 }
 
+/// The step between ticks (0 with fewer than two).
+fn step_of(ticks: &[f64]) -> f64 {
+    if ticks.len() > 1 {
+        ticks[1] - ticks[0]
+    } else {
+        0.0
+    }
+}
+
 fn round1(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
 }
@@ -169,7 +191,15 @@ fn cut(label: &str) -> String {
 impl BarChart {
     /// Bars of `bars` on an axis from `min` to `max` read as `scale`, titled `axis_title`, with
     /// lines at `rules` (value, label, dashed).
-    pub(crate) fn new(title: &str, bars: Vec<Bar>, min: f64, max: f64, scale: Scale, axis_title: &str, rules: &[(f64, String, bool)]) -> Self {
+    pub(crate) fn new(
+        title: &str,
+        bars: Vec<Bar>,
+        min: f64,
+        max: f64,
+        scale: Scale,
+        axis_title: &str,
+        rules: &[(f64, String, bool)],
+    ) -> Self {
         let (x0, x1) = (LABEL_W, WIDTH - TEXT_W);
         let top = if rules.is_empty() { 6.0 } else { 20.0 };
         let at = |v: f64| round1(x0 + (v.clamp(min, max) - min) / (max - min) * (x1 - x0));
@@ -197,12 +227,22 @@ impl BarChart {
             })
             .collect();
         let axis_y = top + ROW * placed.len() as f64 + 2.0;
-        let ticks = ticks(min, max, 5).into_iter().map(|v| Tick { at: at(v), label: scale.label(v) }).collect();
-        let rules = rules.iter().filter(|r| r.0.is_finite()).map(|(v, label, dashed)| Rule { x: at(*v), label: label.clone(), dashed: *dashed }).collect();
-        let mut legend: Vec<(Verdict, String)> = Vec::new();
-        for b in &placed {
-            if !legend.iter().any(|(v, _)| *v == b.verdict) {
-                legend.push((b.verdict, String::new()));
+        let tick_values = ticks(min, max, 5);
+        let step = step_of(&tick_values);
+        let ticks = tick_values.into_iter().map(|v| Tick { at: at(v), label: scale.tick(v, step) }).collect();
+        let mut rules: Vec<Rule> = rules
+            .iter()
+            .filter(|r| r.0.is_finite())
+            .map(|(v, label, dashed)| Rule { x: at(*v), label: label.clone(), dashed: *dashed, anchor: "middle" })
+            .collect();
+        // Labels of lines close together are pushed apart: the left one ends at its line, the
+        // right one starts at its line.
+        rules.sort_by(|a, b| a.x.total_cmp(&b.x));
+        for k in 1..rules.len() {
+            let room = 6.0 * (rules[k - 1].label.chars().count() + rules[k].label.chars().count()) as f64 / 2.0 + 6.0;
+            if rules[k].x - rules[k - 1].x < room {
+                rules[k - 1].anchor = "end";
+                rules[k].anchor = "start";
             }
         }
         BarChart {
@@ -217,21 +257,16 @@ impl BarChart {
             ticks,
             axis_title: axis_title.to_string(),
             rules,
+            legend: Vec::new(),
             bars: placed,
-            legend,
             title: title.to_string(),
         }
     }
 
-    /// Name what each colour means in the legend (verdicts without a name are left out of it).
+    /// Name what each colour means in the legend: the colours drawn that `names` names, in the
+    /// order of `names` (a chart without a legend has one colour, said by its title).
     pub(crate) fn legend(mut self, names: &[(Verdict, &str)]) -> Self {
-        self.legend.retain_mut(|(v, text)| match names.iter().find(|(n, _)| n == v) {
-            Some((_, t)) => {
-                *text = t.to_string();
-                true
-            }
-            None => false,
-        });
+        self.legend = names.iter().filter(|(v, _)| self.bars.iter().any(|b| b.verdict == *v)).map(|(v, t)| (*v, t.to_string())).collect();
         self
     }
 
@@ -246,7 +281,6 @@ impl BarChart {
     pub(crate) fn plot_width(&self) -> f64 {
         self.x1 - self.x0
     }
-
 }
 
 /// One curve of a line chart.
@@ -299,7 +333,12 @@ impl LineChart {
             .map(|(k, (label, c))| Curve {
                 label: label.clone(),
                 colour: CURVE_COLOURS[k % CURVE_COLOURS.len()],
-                points: c.iter().filter(|p| p.0.is_finite() && p.1.is_finite()).map(|&(x, y)| format!("{},{}", sx(x), sy(y))).collect::<Vec<_>>().join(" "),
+                points: c
+                    .iter()
+                    .filter(|p| p.0.is_finite() && p.1.is_finite())
+                    .map(|&(x, y)| format!("{},{}", sx(x), sy(y)))
+                    .collect::<Vec<_>>()
+                    .join(" "),
             })
             .collect();
         LineChart {
@@ -309,14 +348,20 @@ impl LineChart {
             x1,
             y0,
             y1,
-            x_ticks: ticks(0.0, x_max, 8).into_iter().map(|v| Tick { at: sx(v), label: x_scale.label(v) }).collect(),
-            y_ticks: ticks(0.0, y_max, 5).into_iter().map(|v| Tick { at: sy(v), label: y_scale.label(v) }).collect(),
+            x_ticks: axis_ticks(ticks(0.0, x_max, 8), x_scale, sx),
+            y_ticks: axis_ticks(ticks(0.0, y_max, 5), y_scale, sy),
             x_title: x_title.to_string(),
             y_title: y_title.to_string(),
             curves,
             title: title.to_string(),
         }
     }
+}
+
+/// Ticks at `values`, placed by `at`, labelled by `scale`.
+fn axis_ticks(values: Vec<f64>, scale: Scale, at: impl Fn(f64) -> f64) -> Vec<Tick> {
+    let step = step_of(&values);
+    values.into_iter().map(|v| Tick { at: at(v), label: scale.tick(v, step) }).collect()
 }
 
 #[cfg(test)]

@@ -18,14 +18,13 @@ use crate::stages::retrain::RetrainFigures;
 use crate::stages::retrain_text::RetrainTextFigures;
 use crate::stages::verify::VerifyFigures;
 
-/// Lines of one `group_metrics` stage beyond which the rest are counted, not listed.
-const MAX_GROUP_LINES: usize = 6;
-
 /// One headline finding.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Finding {
     /// Its colour: fail (a rule fails, significantly), warn, pass, plain (a measurement).
     pub verdict: Verdict,
+    /// The word before it ("fails", "found", "passes", "measured").
+    pub tag: String,
     /// What it is about ("Four-fifths rule", "Discrimination estimate").
     pub topic: String,
     /// The finding, in words and figures.
@@ -35,8 +34,8 @@ pub(crate) struct Finding {
 }
 
 impl Finding {
-    fn new(verdict: Verdict, topic: &str, text: String, stage: &str) -> Self {
-        Finding { verdict, topic: topic.to_string(), text, link: super::section_id(stage) }
+    fn new(verdict: Verdict, tag: &str, topic: &str, text: String, stage: &str) -> Self {
+        Finding { verdict, tag: tag.to_string(), topic: topic.to_string(), text, link: super::section_id(stage) }
     }
 }
 
@@ -59,7 +58,18 @@ fn significance(p: f64, significant: bool) -> String {
     if p.is_nan() {
         "not tested".into()
     } else {
-        format!("{}, p = {} after Holm's correction", if significant { "significant" } else { "not significant" }, pvalue(p))
+        let p = pvalue(p);
+        let p = p.strip_prefix('<').map_or_else(|| format!("p = {p}"), |small| format!("p < {small}"));
+        format!("{} ({p}, Holm-corrected)", if significant { "significant" } else { "not significant" })
+    }
+}
+
+/// A relative reduction in words: "21.09% lower", "40.08% higher".
+fn change(reduction: f64) -> String {
+    if reduction < 0.0 {
+        format!("{} higher", pctf(-reduction))
+    } else {
+        format!("{} lower", pctf(reduction))
     }
 }
 
@@ -74,79 +84,130 @@ fn tested(g: &GroupFigure, key: &str) -> (f64, f64, bool) {
     }
 }
 
-/// The lines of one `group_metrics` stage: a line per group that fails the four-fifths rule or
-/// lies outside the band on a tested metric, the significant ones first; or one line saying none
-/// does.
+/// Groups of one attribute set failing a rule beyond which they are summed up in one line.
+const MAX_LINES_PER_SET: usize = 2;
+
+/// A group that fails the four-fifths rule or lies outside the band on a tested metric.
+struct Failing<'a> {
+    g: &'a GroupFigure,
+    four_fifths: bool,
+    /// The tested metrics outside the band: (name, ratio, adjusted p, significant).
+    outside: Vec<(&'static str, f64, f64, bool)>,
+    significant: bool,
+}
+
+/// "selection rate ×0.32*, true positive rate ×0.86*" (* significant).
+fn outside_text(outside: &[(&str, f64, f64, bool)]) -> String {
+    outside
+        .iter()
+        .map(|(label, ratio, _, sig)| format!("{label} ×{ratio:.2}{}", if *sig { "*" } else { "" }))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The lines of one `group_metrics` stage: for each attribute set, a line per group that fails the
+/// four-fifths rule or lies outside the band on a tested metric (selection rate, TPR, FPR), with
+/// the significance of its difference from the reference group; an attribute set with more such
+/// groups (an intersection) gets one line naming the worst. One line says so when no group fails.
 fn group_metrics_lines(out: &mut Vec<Finding>, n: &str, f: &GroupMetricsFigures) {
-    let reference_of = |set: &str| f.groups.iter().find(|g| g.attributes == set && g.reference).map(|g| g.group.clone());
-    let mut lines: Vec<(u8, f64, Finding)> = Vec::new();
-    for g in &f.groups {
-        if g.reference {
+    let band = format!("[{}, {}]", f.ratio_band[0], f.ratio_band[1]);
+    let mut sets: Vec<&str> = f.groups.iter().map(|g| g.attributes.as_str()).collect();
+    sets.dedup();
+    let before = out.len();
+    for set in sets {
+        let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == set).collect();
+        let reference = groups.iter().find(|g| g.reference).map(|g| g.group.as_str()).unwrap_or("?");
+        let mut failing: Vec<Failing<'_>> = groups
+            .iter()
+            .filter(|g| !g.reference)
+            .filter_map(|g| {
+                let outside: Vec<(&'static str, f64, f64, bool)> = TESTED
+                    .iter()
+                    .filter(|(k, _)| g.outside_band.iter().any(|m| m == k))
+                    .map(|(k, label)| {
+                        let (ratio, p, sig) = tested(g, k);
+                        (*label, ratio, p, sig)
+                    })
+                    .collect();
+                let four_fifths = !g.four_fifths_ok;
+                let significant = outside.iter().any(|o| o.3) || (four_fifths && g.significant);
+                (four_fifths || !outside.is_empty()).then_some(Failing { g, four_fifths, outside, significant })
+            })
+            .collect();
+        if failing.is_empty() {
             continue;
         }
-        let four_fifths = !g.four_fifths_ok;
-        let outside: Vec<&(&str, &str)> = TESTED.iter().filter(|(k, _)| g.outside_band.iter().any(|m| m == k)).collect();
-        if !four_fifths && outside.is_empty() {
-            continue;
-        }
-        let mut parts = Vec::new();
-        let mut any_significant = false;
-        if four_fifths {
-            parts.push(format!(
-                "fails the four-fifths rule: {} selected, {:.2} of the most selected group's rate (below {})",
-                pctf(g.selection_rate),
-                g.impact_ratio,
-                f.threshold
-            ));
-        }
-        if !outside.is_empty() {
-            let reference = reference_of(&g.attributes).unwrap_or_else(|| "?".into());
-            let each: Vec<String> = outside
+        // The significant first, then the lowest impact ratio.
+        failing.sort_by(|a, b| b.significant.cmp(&a.significant).then(a.g.impact_ratio.total_cmp(&b.g.impact_ratio)));
+        if failing.len() <= MAX_LINES_PER_SET {
+            for x in &failing {
+                let g = x.g;
+                let highest = g.selection_rate / g.impact_ratio;
+                let mut text = if x.four_fifths {
+                    format!(
+                        "{set} = {} ({} rows) is selected at {}, {:.2} of the highest group's rate ({}): below {}; {}.",
+                        g.group,
+                        thousands(g.n),
+                        pctf(g.selection_rate),
+                        g.impact_ratio,
+                        pctf(highest),
+                        f.threshold,
+                        significance(g.p_adjusted, g.significant)
+                    )
+                } else {
+                    format!("{set} = {} ({} rows) against {set} = {reference}:", g.group, thousands(g.n))
+                };
+                if !x.outside.is_empty() {
+                    let lead = if x.four_fifths {
+                        format!(" Outside the band {band} against {set} = {reference}:")
+                    } else {
+                        format!(" outside the band {band}:")
+                    };
+                    text.push_str(&format!("{lead} {} (* significant after Holm's correction).", outside_text(&x.outside)));
+                }
+                let (verdict, tag) = if x.significant { (Verdict::Fail, "fails") } else { (Verdict::Warn, "fails, not significant") };
+                let topic = if x.four_fifths { "Four-fifths rule" } else { "Parity band" };
+                out.push(Finding::new(verdict, tag, topic, text, n));
+            }
+        } else {
+            let four_fifths = failing.iter().filter(|x| x.four_fifths).count();
+            let significant = failing.iter().filter(|x| x.significant).count();
+            let worst: Vec<String> = failing
                 .iter()
-                .map(|(k, label)| {
-                    let (ratio, p, sig) = tested(g, k);
-                    any_significant |= sig;
-                    format!("{label} ×{ratio:.2} ({})", significance(p, sig))
+                .take(3)
+                .map(|x| {
+                    format!(
+                        "{} ({} rows, selected at {}, impact ratio {:.2})",
+                        x.g.group,
+                        thousands(x.g.n),
+                        pctf(x.g.selection_rate),
+                        x.g.impact_ratio
+                    )
                 })
                 .collect();
-            parts.push(format!(
-                "outside the band [{}, {}] against {} = {}: {}",
-                f.ratio_band[0],
-                f.ratio_band[1],
-                g.attributes,
-                reference,
-                each.join("; ")
-            ));
-        } else if four_fifths {
-            any_significant |= g.significant;
-            parts.push(format!("difference from the reference group {}", significance(g.p_adjusted, g.significant)));
+            let judged = groups.iter().filter(|g| !g.reference && !g.too_small).count();
+            let text = format!(
+                "{} of the {judged} groups of {set} judged fail a rule ({four_fifths} the four-fifths rule, the others the band {band} on selection rate, TPR or FPR against {reference}); {significant} of them significantly. Worst: {}.",
+                failing.len(),
+                worst.join("; ")
+            );
+            let (verdict, tag) = if significant > 0 { (Verdict::Fail, "fails") } else { (Verdict::Warn, "fails, not significant") };
+            let topic = if set.contains(" × ") { "Intersections" } else { "Four-fifths rule and parity band" };
+            out.push(Finding::new(verdict, tag, topic, text, n));
         }
-        let verdict = if any_significant { Verdict::Fail } else { Verdict::Warn };
-        let topic = if four_fifths { "Four-fifths rule" } else { "Parity band" };
-        let text = format!("{} = {} ({} rows) {}.", g.attributes, g.group, thousands(g.n), parts.join("; "));
-        lines.push((u8::from(!any_significant) * 2 + u8::from(!four_fifths), g.impact_ratio, Finding::new(verdict, topic, text, n)));
     }
-    if lines.is_empty() {
+    if out.len() == before {
         let judged = f.groups.iter().filter(|g| !g.reference && !g.too_small).count();
         out.push(Finding::new(
             Verdict::Pass,
+            "passes",
             "Group rates",
             format!(
-                "No group fails the four-fifths rule or lies outside the band [{}, {}] on selection rate, true or false positive rate ({} groups of {} compared with their reference).",
-                f.ratio_band[0],
-                f.ratio_band[1],
-                judged,
+                "No group fails the four-fifths rule or lies outside the band {band} on selection rate, true or false positive rate ({judged} groups of {} compared with their reference).",
                 f.min_impact_ratio.keys().cloned().collect::<Vec<_>>().join(", ")
             ),
             n,
         ));
-        return;
-    }
-    lines.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let more = lines.len().saturating_sub(MAX_GROUP_LINES);
-    out.extend(lines.into_iter().take(MAX_GROUP_LINES).map(|(_, _, l)| l));
-    if more > 0 {
-        out.push(Finding::new(Verdict::Warn, "More groups", format!("{more} more groups fail a rule; see the tables below."), n));
     }
 }
 
@@ -166,6 +227,7 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
         let verdict = if f.discriminatory > 0 { Verdict::Warn } else { Verdict::Pass };
         out.push(Finding::new(
             verdict,
+            if f.discriminatory > 0 { "found" } else { "none found" },
             "Discrimination estimate",
             format!(
                 "{} of random inputs (95% interval {} – {}) get a different decision from model `{}` when only their protected attributes change ({} inputs, {} trials).",
@@ -186,6 +248,7 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
         let verdict = if f.discriminatory > 0 { Verdict::Warn } else { Verdict::Pass };
         out.push(Finding::new(
             verdict,
+            if f.discriminatory > 0 { "found" } else { "none found" },
             "Real rows flipped",
             format!(
                 "{} of {} real rows ({}, 95% interval {} – {}) get a different decision from model `{}` when only their protected attributes change.",
@@ -212,6 +275,7 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
         };
         out.push(Finding::new(
             verdict,
+            if g.significant { "fails" } else { "not significant" },
             "Worst group",
             format!(
                 "{} ranks {} worst: favourable decision for {} of it against {} of the rest (difference {:.3} ± {:.3}; {judged}).",
@@ -225,23 +289,25 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
             &n,
         ));
     }
-    for (n, f) in stages.of_kind::<RetrainFigures>(&mut ignored, &["retrain"]) {
-        out.push(Finding::new(
-            Verdict::Plain,
-            "Retraining",
-            format!(
-                "`{n}` ({} strategy, {} rows added): {} {} → {} ({} lower); test accuracy {} → {}.",
-                f.strategy,
-                thousands(f.added),
-                f.measure,
-                pctf(f.outcome.rate_before),
-                pctf(f.outcome.rate_after),
-                pctf(f.outcome.rate_reduction),
-                pctf(f.outcome.accuracy_before),
-                pctf(f.outcome.accuracy_after)
-            ),
-            &n,
-        ));
+    let retrains = stages.of_kind::<RetrainFigures>(&mut ignored, &["retrain"]);
+    if let Some((first, _)) = retrains.first() {
+        let each: Vec<String> = retrains
+            .iter()
+            .map(|(n, f)| {
+                format!(
+                    "`{n}` ({}, {} rows added): {} {} → {} ({}), test accuracy {} → {}",
+                    f.strategy,
+                    thousands(f.added),
+                    f.measure,
+                    pctf(f.outcome.rate_before),
+                    pctf(f.outcome.rate_after),
+                    change(f.outcome.rate_reduction),
+                    pctf(f.outcome.accuracy_before),
+                    pctf(f.outcome.accuracy_after)
+                )
+            })
+            .collect();
+        out.push(Finding::new(Verdict::Plain, "measured", "Retraining", format!("{}.", each.join("; ")), first));
     }
     text_lines(&mut out, stages);
     out
@@ -266,6 +332,7 @@ fn searches_line(out: &mut Vec<Finding>, stages: &Stages<'_>) {
     let Some(first) = first else { return };
     out.push(Finding::new(
         if found > 0 { Verdict::Warn } else { Verdict::Pass },
+        if found > 0 { "found" } else { "none found" },
         "Searches",
         format!(
             "Individual discriminatory instances (inputs whose decision changes when only protected attributes change), each re-checked: {}.",
@@ -282,6 +349,7 @@ fn text_lines(out: &mut Vec<Finding>, stages: &Stages<'_>) {
     for (n, f) in stages.of_kind::<CheckTextFigures>(&mut ignored, &["check_text"]) {
         out.push(Finding::new(
             if f.discriminatory > 0 { Verdict::Warn } else { Verdict::Pass },
+            if f.discriminatory > 0 { "found" } else { "none found" },
             "Identity-term swaps",
             format!(
                 "{} of {} texts with an identity term ({}) get a different predicted label when the term is swapped for another.",
@@ -298,6 +366,7 @@ fn text_lines(out: &mut Vec<Finding>, stages: &Stages<'_>) {
         let significant = g["significant"] == true;
         out.push(Finding::new(
             if significant { Verdict::Fail } else { Verdict::Pass },
+            if significant { "fails" } else { "not significant" },
             "Worst identity terms",
             format!(
                 "{}: class 1 for {} of the texts with the terms against {} of the rest (difference {:.3} ± {:.3}; {}).",
@@ -314,14 +383,15 @@ fn text_lines(out: &mut Vec<Finding>, stages: &Stages<'_>) {
     for (n, f) in stages.of_kind::<RetrainTextFigures>(&mut ignored, &["retrain_text"]) {
         out.push(Finding::new(
             Verdict::Plain,
+            "measured",
             "Retraining",
             format!(
-                "`{n}` ({} texts added for {}): score {:.3} → {:.3} ({} lower); test accuracy {} → {}.",
+                "`{n}` ({} texts added for {}): score {:.3} → {:.3} ({}); test accuracy {} → {}.",
                 thousands(f.added),
                 f.group,
                 f.outcome.rate_before,
                 f.outcome.rate_after,
-                pctf(f.outcome.rate_reduction),
+                change(f.outcome.rate_reduction),
                 pctf(f.outcome.accuracy_before),
                 pctf(f.outcome.accuracy_after)
             ),

@@ -225,7 +225,14 @@ fn groups_section(h: &mut String, groups: &[(String, GroupScoreTextFigures)]) {
             bars.push((rule.to_string(), num("score"), num("margin"), significant));
         }
         h.push_str("</table>");
-        h.push_str(&bar_chart(&ranked_bars("Identity-term groups by score", &bars, "|P(class 1 | texts with the terms) − P(class 1 | the rest)| (whisker: ± margin)"), ""));
+        h.push_str(&bar_chart(
+            &ranked_bars(
+                "Identity-term groups by score",
+                &bars,
+                "|P(class 1 | texts with the terms) − P(class 1 | the rest)| (whisker: ± margin)",
+            ),
+            "",
+        ));
     }
 }
 
