@@ -176,18 +176,18 @@ fn group_metrics_lines(out: &mut Vec<Finding>, n: &str, f: &GroupMetricsFigures)
                 .iter()
                 .take(3)
                 .map(|x| {
+                    let ratio = tested(x.g, "selection_rate").0;
                     format!(
-                        "{} ({} rows, selected at {}, impact ratio {:.2})",
+                        "{} ({} rows, selected at {}, ×{ratio:.2} the reference's rate)",
                         x.g.group,
                         thousands(x.g.n),
-                        pctf(x.g.selection_rate),
-                        x.g.impact_ratio
+                        pctf(x.g.selection_rate)
                     )
                 })
                 .collect();
             let judged = groups.iter().filter(|g| !g.reference && !g.too_small).count();
             let text = format!(
-                "{} of the {judged} groups of {set} judged fail a rule ({four_fifths} the four-fifths rule, the others the band {band} on selection rate, TPR or FPR against {reference}); {significant} of them significantly. Worst: {}.",
+                "{} of the {judged} groups of {set} judged fail a rule ({four_fifths} the four-fifths rule, the others the band {band} on selection rate, TPR or FPR against {set} = {reference}); {significant} of them significantly. Worst: {}.",
                 failing.len(),
                 worst.join("; ")
             );
