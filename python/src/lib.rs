@@ -107,6 +107,10 @@ fn engine_error(py: Python<'_>, e: Error, last: &LastError) -> PyErr {
         Error::Stage { stage, .. } => Some(stage.clone()),
         _ => None,
     };
+    let cause = last.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(interrupt) = cause.as_ref().filter(|c| c.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) {
+        return interrupt.clone_ref(py);
+    }
     let made = (|| -> PyResult<PyErr> {
         let problems = PyList::empty(py);
         for problem in located {
@@ -119,7 +123,7 @@ fn engine_error(py: Python<'_>, e: Error, last: &LastError) -> PyErr {
         }
         let class = py.import("fairpipe_rs._errors")?.getattr("PipelineError")?;
         let error = PyErr::from_value(class.call1((e.to_string(), problems, stage))?);
-        if let Some(cause) = last.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(cause) = cause {
             error.set_cause(py, Some(cause));
         }
         Ok(error)

@@ -205,6 +205,9 @@ impl PyModel {
         // the GIL.
         let _turn = self.one_at_a_time.lock().unwrap_or_else(|p| p.into_inner());
         let answer: PyResult<Option<String>> = Python::attach(|py| {
+            // Ctrl-C in a notebook or a terminal: seen here (on the main thread) between batches,
+            // and raised as KeyboardInterrupt once the run has stopped.
+            py.check_signals()?;
             let batch = PyBytes::new_with(py, std::mem::size_of_val(x), |bytes| {
                 for (cell, v) in bytes.chunks_exact_mut(8).zip(x) {
                     cell.copy_from_slice(&v.to_ne_bytes());
