@@ -29,7 +29,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use fairpipe_core::pipeline::Pipeline;
+use fairpipe_core::run::Pipeline;
 
 /// One benchmark case.
 struct Case {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark a model behind a KServe V2 server against the same model in-process (issue 17):
+# Benchmark a model behind a KServe V2 server against the same model in-process:
 # the census logistic regression of tests/fixtures/remote, served by MLServer at URL (start it as
 # tests/remote_models.rs does), audited by load_model (accuracy on all 45,222 census rows) and a
 # 200 × 1000 estimate (about 441,000 model rows asked), for several batch sizes and concurrencies.

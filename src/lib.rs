@@ -12,16 +12,16 @@ pub mod json;
 pub mod scaffold;
 
 use fairpipe_core::plugin::{self, Plugin, PluginError};
-use fairpipe_ffi::EntryFn;
+use fairpipe_ffi::PluginEntry;
 
 /// The methods linked into this package: name and entry function.
-pub const BUILTINS: &[(&str, EntryFn)] = &[
-    ("aequitas", fairpipe_plugin_aequitas::fairpipe_plugin_entry),
-    ("eidig", fairpipe_plugin_eidig::fairpipe_plugin_entry),
-    ("maft", fairpipe_plugin_maft::fairpipe_plugin_entry),
-    ("random", fairpipe_plugin_random::fairpipe_plugin_entry),
-    ("sg", fairpipe_plugin_sg::fairpipe_plugin_entry),
-    ("testsgd", fairpipe_plugin_testsgd::fairpipe_plugin_entry),
+pub const BUILTINS: &[(&str, PluginEntry)] = &[
+    ("aequitas", fairpipe_plugin_aequitas::FAIRPIPE_PLUGIN),
+    ("eidig", fairpipe_plugin_eidig::FAIRPIPE_PLUGIN),
+    ("maft", fairpipe_plugin_maft::FAIRPIPE_PLUGIN),
+    ("random", fairpipe_plugin_random::FAIRPIPE_PLUGIN),
+    ("sg", fairpipe_plugin_sg::FAIRPIPE_PLUGIN),
+    ("testsgd", fairpipe_plugin_testsgd::FAIRPIPE_PLUGIN),
 ];
 
 /// Register every built-in method with the engine's plugin host (idempotent).

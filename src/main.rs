@@ -15,7 +15,7 @@ macro_rules! say {
         }
     }};
 }
-use fairpipe_core::pipeline::registry::stage_reference;
+use fairpipe_core::run::registry::stage_reference;
 use fairpipe_core::sweep::Sweep;
 
 /// Test machine-learning classifiers for discrimination with TOML audit pipelines.
@@ -58,7 +58,7 @@ enum Command {
         /// The best combination of a `[matrix]`: `min STAGE.FIGURE` or `max STAGE.FIGURE`
         /// (overrides `[matrix] best`).
         #[arg(long, value_name = "min|max COLUMN")]
-        best: Option<fairpipe_core::sweep::matrix::Best>,
+        best: Option<fairpipe_core::sweep::compare::Best>,
     },
     /// Merge the parts of a sharded run (`run --shard`) into the result the unsharded run writes.
     Merge {

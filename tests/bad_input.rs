@@ -181,7 +181,7 @@ fn unknown_protected_override_names_the_stage_and_suggests_the_column() {
     assert_problems(&empty, &[(22, 13, "`protected` must name at least one column")]);
 }
 
-/// One bad input of issue 15's classes: files to put beside the pipeline, the pipeline text
+/// One bad input of the classes the bad-input tests cover: files to put beside the pipeline, the pipeline text
 /// (`{dir}` is the case's folder), the command, and what must come back.
 struct Case {
     /// The class and the example.
@@ -445,7 +445,7 @@ impl Replace for Vec<u8> {
     }
 }
 
-/// Every class of issue 15: the exit code, the message, and an out folder (holding a previous
+/// Every class of bad input: the exit code, the message, and an out folder (holding a previous
 /// result) left exactly as it was, with nothing beside it.
 #[test]
 fn every_class_of_bad_input_is_refused_clearly_and_writes_nothing() {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use fairpipe_core::data::{load_frame, LoadSpec};
 use fairpipe_core::error::ModelError;
 use fairpipe_core::oracle::{Model, Oracle};
-use fairpipe_core::pipeline::stage::{Artifact, Inputs, ModelArtifact, Stage, StageContext};
+use fairpipe_core::stage::{Artifact, Inputs, ModelArtifact, Stage, StageContext};
 use fairpipe_core::stages::group_metrics::{GroupFigure, GroupMetricsConfig, GroupMetricsFigures};
 use polars::prelude::*;
 use serde_json::json;

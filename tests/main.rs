@@ -7,6 +7,7 @@
 
 mod common;
 
+mod architecture;
 mod bad_input;
 mod budgets;
 mod cli;
@@ -17,6 +18,7 @@ mod fairlearn;
 mod gate;
 mod group_metrics;
 mod init;
+mod maft_gradient;
 mod model_exports;
 mod model_trust;
 mod model_zoo;

@@ -4,8 +4,8 @@
 
 use crate::common;
 
+use fairpipe_core::models::Model;
 use fairpipe_core::models::OnnxModel;
-use fairpipe_core::oracle::Model;
 
 fn fixture(name: &str) -> std::path::PathBuf {
     common::root().join("tests/fixtures/onnx").join(name)

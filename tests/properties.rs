@@ -7,7 +7,7 @@ use std::path::Path;
 
 use fairpipe_core::data::{self, LoadSpec, SplitSpec};
 use fairpipe_core::domain::{Attribute, AttributeKind, Domain};
-use fairpipe_core::pipeline::Pipeline;
+use fairpipe_core::run::Pipeline;
 use fairpipe_core::warnings::Warnings;
 use proptest::prelude::*;
 use rand::SeedableRng;

@@ -1,4 +1,4 @@
-//! A model server's security and faults, end to end against a real MLServer (issue 17): the bearer
+//! A model server's security and faults, end to end against a real MLServer: the bearer
 //! token of `token_env` reaches the server and nothing else; `https://` with a certificate the
 //! system trusts (`SSL_CERT_FILE`) works and an untrusted one is refused; `max_queries` stops the run
 //! before it sends more; a server killed during an audit ends the run with an error naming it.

@@ -1,4 +1,4 @@
-//! Models behind MLflow's scoring server (issue 17, `protocol = "mlflow"`): a real
+//! Models behind MLflow's scoring server (`protocol = "mlflow"`): a real
 //! `mlflow models serve` (mlflow-skinny, `--env-manager local`) serves the scikit-learn model of
 //! `tests/fixtures/remote/census-lr/` saved as an MLflow model by `make_census_mlflow.py`, and the
 //! audit over HTTP equals the audit of the same parameters in-process. The labels-only variant

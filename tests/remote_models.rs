@@ -1,4 +1,4 @@
-//! Models behind a server (issue 17): a real MLServer (scikit-learn runtime) serving the logistic
+//! Models behind a server: a real MLServer (scikit-learn runtime) serving the logistic
 //! regression of `tests/fixtures/remote/census-lr/` (made by its `make_census_lr.py` on the bundled
 //! census data) is audited over KServe V2 HTTP, and the audit equals the audit of the same
 //! parameters run in-process (`census-lr.fairpipe.json`): same probabilities, same accuracy, same

@@ -25,7 +25,7 @@ fn the_report_renders_in_a_headless_browser_without_console_errors() {
     let out = tempfile::tempdir().unwrap();
     let summary = common::run_pipeline(&common::root().join("pipelines/census-groups.toml"), out.path(), &[]);
     assert!(summary["stages"]["groups"]["rule_sets_kept"].as_u64().unwrap() > 0);
-    // The DESIGN.md contract names.
+    // The output contract's names (docs/output-contract.md).
     let rule = &summary["stages"]["groups"]["rules"][0];
     for key in ["rule", "score", "phi_in", "phi_out", "margin", "samples"] {
         assert!(!rule[key].is_null(), "group_score rules lack {key}: {rule}");

@@ -77,7 +77,7 @@ fn retraining_removes_most_of_a_planted_bias() {
         }
         let (acc_before, acc_after) = (f["before"]["accuracy_test"].as_f64().unwrap(), f["after"]["accuracy_test"].as_f64().unwrap());
         eprintln!("{strategy}: rate {before:.3} -> {after:.3}, test accuracy {acc_before:.3} -> {acc_after:.3}");
-        // The DESIGN.md contract fields.
+        // The output contract's fields (docs/output-contract.md).
         assert_eq!(f["rate_before"], f["before"]["rate"]);
         assert_eq!(f["accuracy_after"], f["after"]["accuracy_test"]);
         let (idis_before, idis_after) = (f["idis_before"].as_u64().unwrap(), f["idis_after"].as_u64().unwrap());

@@ -1,4 +1,4 @@
-//! The shared cache of scored rows (issue 19, part 2): a search finds exactly the same cases with
+//! The shared cache of scored rows: a search finds exactly the same cases with
 //! and without it, and the per-stage figures (`queries_asked`, `rows_scored`, `cache_hits`) are
 //! what a model that counts its own rows sees.
 

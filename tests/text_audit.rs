@@ -1,4 +1,4 @@
-//! Text audits (issue 20) on the Wikipedia Talk comments: fairpipe's TF-IDF and its natively
+//! Text audits on the Wikipedia Talk comments: fairpipe's TF-IDF and its natively
 //! trained logistic regression against scikit-learn's (fixtures made by
 //! `tests/fixtures/text/make_text_fixtures.py`), identity-term counts, and the counterfactual swap
 //! checked case by case.

@@ -1,4 +1,4 @@
-//! White-box search (issue 19): the gradient the host hands to plugins through the ABI's
+//! White-box search: the gradient the host hands to plugins through the ABI's
 //! `gradient` callback, checked against an independent computation, and EIDIG on the bundled
 //! reference census model with every case re-checked by the host.
 //!

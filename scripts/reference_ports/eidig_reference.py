@@ -2,7 +2,7 @@
 """The EIDIG reference code (github.com/LingfengZhang98/EIDIG: EIDIG.py, generation_utilities.py,
 experiments.comparison's EIDIG-5; the same files are in wangzh1998/MAFT), ported line by line to
 numpy, to measure the reference's own spread over many runs on fairpipe's bundled data and
-reference models (issue 19). With numpy seeds 1-6 on bank-age it reproduces, IDI for IDI, the six
+reference models. With numpy seeds 1-6 on bank-age it reproduces, IDI for IDI, the six
 runs of the TensorFlow code quoted in the README (15,762, 19,113, 16,535, 15,288, 16,555, 16,027).
 
 The Keras MLP is the bundled ONNX model (MatMul/Add/Relu x5, MatMul/Add/Sigmoid) run in numpy

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The MAFT reference code (github.com/wangzh1998/MAFT: MAFT.py, generation_utilities.py,
 experiments.py), ported line by line to numpy + onnxruntime, to measure the reference's own spread
-over many runs on fairpipe's bundled data and reference models (issue 19, part 3).
+over many runs on fairpipe's bundled data and reference models.
 
 What is kept from the reference, on purpose: seeds drawn with replacement from 4 k-means clusters
 of the train rows (`replace=1`), the global IDIs deduplicated before the local phase, the local

@@ -358,7 +358,8 @@ impl Exported {
 
 /// Export a [`Generator`](crate::sdk::Generator) as a fairpipe plugin: defines its `extern "C"`
 /// functions and the entry function `fairpipe_plugin_entry` at the crate root, exported as the
-/// symbol `fairpipe_plugin_entry_<crate name>`. The plugin's version is its crate's version.
+/// symbol `fairpipe_plugin_entry_<crate name>`, and `FAIRPIPE_PLUGIN`, that entry as a
+/// [`PluginEntry`](crate::ffi::PluginEntry). The plugin's version is its crate's version.
 #[macro_export]
 macro_rules! export_generator {
     ($ty:ty) => {
@@ -426,6 +427,13 @@ macro_rules! __export_plugin {
                 })
                 .descriptor()
         }
+
+        /// This crate's entry function, vouched for: what `register_builtin`, the conformance
+        /// library's `Subject::from_entry` and `assert_conforms` take.
+        pub const FAIRPIPE_PLUGIN: $crate::ffi::PluginEntry =
+            // SAFETY: `fairpipe_plugin_entry` above returns the static descriptor `Exported`
+            // builds, led by the ABI versions and laid out as `FfiPluginDescriptor`.
+            unsafe { $crate::ffi::PluginEntry::new(fairpipe_plugin_entry) };
     };
 }
 
@@ -626,6 +634,9 @@ mod tests {
         let (name, version) = unsafe { (CStr::from_ptr(d.name), CStr::from_ptr(d.version)) };
         assert_eq!((name.to_str().unwrap(), version.to_str().unwrap()), ("demo", env!("CARGO_PKG_VERSION")));
         assert_eq!(fairpipe_plugin_entry(), fairpipe_plugin_entry(), "one static descriptor");
+        // The vouched-for entry the macro defines checks out to the same descriptor.
+        let checked = FAIRPIPE_PLUGIN.descriptor().expect("the export's entry passes the host's checks");
+        assert!(std::ptr::eq(checked, d));
     }
 
     #[test]

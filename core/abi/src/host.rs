@@ -9,8 +9,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::Value;
 
 use crate::domain::Domain;
+use crate::error::PluginError;
 use crate::ffi::FfiBudget;
-use crate::sdk::PluginError;
 use crate::variants::{RowCheck, Variants};
 
 /// What a [`Host`] calls: the host's side of a run. Errors carry the host's message.

@@ -61,6 +61,7 @@
 pub use fairpipe_ffi as ffi;
 
 pub mod domain;
+pub mod error;
 pub mod export;
 pub mod gradient;
 mod host;

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::sdk::PluginError;
+use crate::error::PluginError;
 
 /// Key every plugin accepts, for the conformance suite: `true` makes the run panic inside the
 /// plugin (validation accepts it and ignores it).

@@ -8,34 +8,11 @@ use std::marker::PhantomData;
 
 use serde_json::Value;
 
+pub use crate::error::PluginError;
 pub use crate::host::Host;
 pub use crate::params::{at_least, did_you_mean, in_range, PluginParams, INJECT_PANIC_KEY};
 pub use crate::sink::{row_key, CaseSink, RowKey};
 pub use crate::variants::RowCheck;
-
-/// Why a plugin call failed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PluginError {
-    /// A parameter is unknown, of the wrong type or out of range.
-    InvalidParams(String),
-    /// The domain or seeds cannot be worked with.
-    InvalidInput(String),
-    /// The computation or a host callback failed.
-    Compute(String),
-    /// The budget is spent or the host asked to stop: not a failure, the run ends normally.
-    Stopped,
-}
-
-impl std::fmt::Display for PluginError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PluginError::InvalidParams(m) | PluginError::InvalidInput(m) | PluginError::Compute(m) => f.write_str(m),
-            PluginError::Stopped => f.write_str("stopped"),
-        }
-    }
-}
-
-impl std::error::Error for PluginError {}
 
 /// A method that searches for discriminatory cases.
 pub trait Generator {

@@ -4,8 +4,8 @@
 
 use std::collections::HashSet;
 
+use crate::error::PluginError;
 use crate::host::Host;
-use crate::sdk::PluginError;
 use crate::variants::RowCheck;
 
 /// A row as a hashable key: the bit patterns of its values (`-0.0` and `0.0` differ; rows come

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use fairpipe_ffi::{status, FfiAttribute, FfiCallbacks, FfiContext, FfiMatrix, FfiPluginDescriptor};
 use serde_json::Value;
 
-use crate::planted::Setup;
+use crate::planted::{Case, Setup};
 
 /// The message of the model failure [`StopPolicy::FailPredict`] injects.
 pub const PREDICT_FAILURE: &str = "conformance: the model server is down";
@@ -23,21 +23,6 @@ pub enum StopPolicy {
     Always,
     /// Fail every `predict` with [`PREDICT_FAILURE`].
     FailPredict,
-}
-
-/// One emitted case.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Case {
-    /// The instance.
-    pub instance: Vec<f64>,
-    /// Its counterpart.
-    pub counterpart: Vec<f64>,
-    /// The plugin's P(favourable) of the instance.
-    pub p: f64,
-    /// The plugin's P(favourable) of the counterpart.
-    pub p_counterpart: f64,
-    /// Origin code.
-    pub origin: u32,
 }
 
 /// What a run returned.

@@ -22,7 +22,7 @@
 //!
 //! ```no_run
 //! // In a plugin crate's tests (the plugin's rlib exports its entry function):
-//! // fairpipe_conformance::assert_conforms(my_plugin::fairpipe_plugin_entry);
+//! // fairpipe_conformance::assert_conforms(my_plugin::FAIRPIPE_PLUGIN);
 //! ```
 
 #![deny(missing_docs)]
@@ -35,10 +35,11 @@ mod selftest;
 use std::ffi::{c_char, CStr, CString};
 use std::path::Path;
 
-use fairpipe_ffi::{self as ffi, status, EntryFn, FfiBudget, FfiPluginDescriptor};
+use fairpipe_ffi::{self as ffi, status, EntryFn, FfiBudget, FfiPluginDescriptor, PluginEntry};
 use serde_json::{json, Value};
 
-pub use host::{Case, RunResult, StopPolicy, PREDICT_FAILURE};
+pub use host::{RunResult, StopPolicy, PREDICT_FAILURE};
+pub use planted::Case;
 pub use planted::{AttributeSpec, ModelFn, Setup};
 
 /// A plugin under test: its descriptor, read through its entry function.
@@ -48,12 +49,10 @@ pub struct Subject {
 }
 
 impl Subject {
-    /// A plugin linked into this program, by its entry function (as the plugin's rlib exports it:
-    /// `my_plugin::fairpipe_plugin_entry`).
-    pub fn from_entry(entry: EntryFn) -> Result<Subject, String> {
-        // SAFETY: an entry function of the ABI's type returns a static descriptor (what the export
-        // macro generates); `checked_descriptor` reads the versions before anything else.
-        let descriptor = unsafe { ffi::checked_descriptor(entry) }.map_err(|e| e.to_string())?;
+    /// A plugin linked into this program, by its entry (as the plugin's rlib exports it:
+    /// `my_plugin::FAIRPIPE_PLUGIN`).
+    pub fn from_entry(entry: PluginEntry) -> Result<Subject, String> {
+        let descriptor = entry.descriptor().map_err(|e| e.to_string())?;
         Ok(Subject { descriptor })
     }
 
@@ -68,7 +67,9 @@ impl Subject {
         for symbol in ffi::entry_symbols(file_name) {
             // SAFETY: fairpipe entry symbols have the ABI's `EntryFn` type.
             if let Ok(entry) = unsafe { library.get::<EntryFn>(symbol.as_bytes()) } {
-                return Subject::from_entry(*entry);
+                // SAFETY: a fairpipe entry symbol names a plugin entry function (the caller names
+                // a fairpipe plugin library), which returns its static descriptor.
+                return Subject::from_entry(unsafe { PluginEntry::new(*entry) });
             }
         }
         Err(format!("{}: no fairpipe entry symbol", path.display()))
@@ -239,7 +240,7 @@ pub fn check(subject: &Subject, setup: &Setup) -> Vec<String> {
 
 /// Check the plugin behind `entry` on the planted-bias [`Setup::planted`] with its default
 /// parameters, and panic listing every failure.
-pub fn assert_conforms(entry: EntryFn) {
+pub fn assert_conforms(entry: PluginEntry) {
     let subject = Subject::from_entry(entry).unwrap_or_else(|e| panic!("not a fairpipe plugin: {e}"));
     let failures = check(&subject, &Setup::planted());
     assert!(failures.is_empty(), "{} conformance failure(s):\n  {}", failures.len(), failures.join("\n  "));

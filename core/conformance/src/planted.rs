@@ -7,8 +7,6 @@ use std::sync::Arc;
 use fairpipe_ffi::{attribute_kind, FfiBudget};
 use serde_json::Value;
 
-use crate::host::Case;
-
 /// One attribute of the domain, as the host describes it to a plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttributeSpec {
@@ -28,6 +26,21 @@ pub struct AttributeSpec {
 
 /// The model under test: P(favourable) of one row.
 pub type ModelFn = Arc<dyn Fn(&[f64]) -> f64 + Send + Sync>;
+
+/// One emitted case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// The instance.
+    pub instance: Vec<f64>,
+    /// Its counterpart.
+    pub counterpart: Vec<f64>,
+    /// The plugin's P(favourable) of the instance.
+    pub p: f64,
+    /// The plugin's P(favourable) of the counterpart.
+    pub p_counterpart: f64,
+    /// Origin code.
+    pub origin: u32,
+}
 
 /// Everything a conformance run needs.
 #[derive(Clone)]

@@ -88,7 +88,8 @@ extern "C" fn liar_entry() -> *const FfiPluginDescriptor {
 
 #[test]
 fn a_plugin_that_breaks_the_rules_is_caught_on_each_rule() {
-    let subject = Subject::from_entry(liar_entry).unwrap();
+    // SAFETY: `liar_entry` returns the static `LIAR` descriptor, laid out as the ABI's.
+    let subject = Subject::from_entry(unsafe { fairpipe_ffi::PluginEntry::new(liar_entry) }).unwrap();
     let failures = check(&subject, &Setup::planted()).join("\n");
     assert!(failures.contains("is not discriminatory"), "{failures}");
     assert!(failures.contains("told to stop at once"), "{failures}");

@@ -4,7 +4,7 @@
 //!
 //! Run it with `cargo run -p fairpipe-core --example library_api`.
 
-use fairpipe_core::pipeline::Pipeline;
+use fairpipe_core::run::Pipeline;
 use fairpipe_core::stages::check::{CheckConfig, CheckFigures};
 use fairpipe_core::stages::estimate::{EstimateConfig, EstimateFigures};
 use fairpipe_core::stages::group_metrics::{GroupMetricsConfig, GroupMetricsFigures};

@@ -10,6 +10,7 @@ use crate::check::Checker;
 use crate::domain::Domain;
 use crate::error::ModelError;
 use crate::oracle::Oracle;
+use crate::stats::wilson;
 
 /// The estimate of the share of discriminatory inputs in the domain.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -123,19 +124,6 @@ impl Estimate {
     }
 }
 
-/// Wilson score interval for `successes` out of `n` at normal quantile `z`.
-pub fn wilson(successes: usize, n: usize, z: f64) -> [f64; 2] {
-    if n == 0 {
-        return [0.0, 1.0];
-    }
-    let n = n as f64;
-    let p = successes as f64 / n;
-    let denom = 1.0 + z * z / n;
-    let centre = (p + z * z / (2.0 * n)) / denom;
-    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
-    [(centre - half).max(0.0), (centre + half).min(1.0)]
-}
-
 /// The 97.5% quantile of Student's t with `df` degrees of freedom, exact for every `df`
 /// ([`crate::stats::t_quantile`]; `+∞` at 0).
 pub fn t_quantile_975(df: usize) -> f64 {
@@ -150,8 +138,8 @@ mod tests {
     use fairpipe_abi::domain::Attribute;
 
     use super::*;
+    use crate::models::Model;
     use crate::oracle::tests::Counting;
-    use crate::oracle::Model;
 
     /// The oracle's counting model, counting its calls and asking for calls of `rows_per_call`.
     struct Batched {

@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::stage::nan_if_null;
+use crate::serde_nan::nan_if_null;
 
 /// Confusion counts of one group; "positive" is the favourable outcome (class 1).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,13 +2,15 @@
 //!
 //! The engine of fairpipe, a toolkit that tests machine-learning classifiers for discrimination:
 //! the input [`domain`], the Polars [`data`] layer, [`models`] behind one batched [`oracle::Oracle`],
-//! the discrimination [`check`], the Aequitas [`estimate`], k-means seed selection ([`cluster`]) and
-//! the TOML [`pipeline`] runner.
+//! the discrimination [`check`], the Aequitas [`estimate`], k-means seed selection ([`cluster`]),
+//! the contract every stage implements ([`stage`]), the stage kinds themselves ([`stages`]) and the
+//! runner that reads a TOML pipeline and calls them ([`run`]). `ARCHITECTURE.md` at the
+//! repository's root maps the layers.
 //!
 //! A pipeline is usually a TOML file:
 //!
 //! ```no_run
-//! use fairpipe_core::pipeline::Pipeline;
+//! use fairpipe_core::run::Pipeline;
 //! use fairpipe_core::stages::estimate::EstimateFigures;
 //! let pipeline = Pipeline::load("pipelines/census-estimate.toml".as_ref(), None)?;
 //! let report = pipeline.run("out/census".as_ref(), false)?;
@@ -20,7 +22,7 @@
 //! figures read back (each stage kind's config and figures live in [`stages`]):
 //!
 //! ```
-//! use fairpipe_core::pipeline::Pipeline;
+//! use fairpipe_core::run::Pipeline;
 //! use fairpipe_core::stages::{estimate::*, group_metrics::*, load::LoadConfig, load_model::LoadModelConfig};
 //! use polars::prelude::*;
 //!
@@ -62,11 +64,13 @@ pub mod models;
 pub mod oracle;
 pub mod output;
 pub mod pieces;
-pub mod pipeline;
 pub mod plugin;
 pub mod progress;
 pub mod report;
+pub mod run;
 pub mod score_cache;
+pub mod serde_nan;
+pub mod stage;
 pub mod stages;
 pub mod staging;
 pub mod stats;

@@ -10,47 +10,9 @@ use rayon::prelude::*;
 use crate::error::ModelError;
 use crate::score_cache::ScoreCache;
 
-/// A binary classifier: maps encoded rows to the probability of class 1.
-pub trait Model: Send + Sync {
-    /// Number of input features.
-    fn n_features(&self) -> usize;
-    /// Write P(class 1) of each row of `x` (row-major, `out.len()` rows) into `out`.
-    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError>;
-    /// Short description for summaries ("mlp 12-64-32-16-8-4-2", "onnx census.onnx").
-    fn describe(&self) -> String;
-    /// What a model behind a server sent and how fast it was answered; `None` for a model run in
-    /// this process.
-    fn remote_usage(&self) -> Option<crate::models::remote::RemoteUsage> {
-        None
-    }
-
-    /// Whether [`Model::gradient_into`] computes the exact gradient (a network or a linear model
-    /// run in this process); the oracle takes finite differences of any other model.
-    fn has_exact_gradient(&self) -> bool {
-        false
-    }
-
-    /// P(class 1) of each row of `x` into `out` and its exact gradient with respect to each input
-    /// into `grad` (row-major, as `x`). Called only when [`Model::has_exact_gradient`].
-    fn gradient_into(&self, _x: &[f64], _out: &mut [f64], _grad: &mut [f64]) -> Result<(), ModelError> {
-        Err(ModelError::Inference(format!("{} has no exact gradient", self.describe())))
-    }
-
-    /// Whether a large batch should be cut into chunks scored on several threads (a model run
-    /// here); a model behind a server batches and overlaps its own requests, and wants the whole
-    /// batch in one call.
-    fn wants_thread_chunks(&self) -> bool {
-        true
-    }
-
-    /// Rows a call should carry to use the model well, if it has a preference: a model behind a
-    /// server asks for a request's `batch_size`, more when its `concurrency` exceeds the threads
-    /// calling at once. Callers that can merge their work (the host's checks, the estimate's
-    /// trials) size their calls by it ([`Oracle::rows_per_call`]); the answers do not depend on it.
-    fn rows_per_call(&self) -> Option<usize> {
-        None
-    }
-}
+/// The trait the oracle calls, defined beside the executors in `models` (re-exported here, where
+/// callers of the oracle look for it).
+pub use crate::models::Model;
 
 /// How the oracle computes a model's gradient for white-box methods (the generate stage's
 /// `gradient` figure).

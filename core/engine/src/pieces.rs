@@ -2,8 +2,8 @@
 //! (trial `t` draws from a stream of its own, so any split gives the same counts), a `generate`
 //! into `units` blocks of its seeds (each block searched by its own run of the plugin, with a
 //! stream derived from the stage seed and the block's number alone). A stage computes each piece
-//! on its own ([`crate::pipeline::stage::Stage::run_piece`]) and combines them in piece order
-//! ([`crate::pipeline::stage::Stage::combine`]); its ordinary run does exactly that, so pieces
+//! on its own ([`crate::stage::Stage::run_piece`]) and combines them in piece order
+//! ([`crate::stage::Stage::combine`]); its ordinary run does exactly that, so pieces
 //! computed on other machines (`fairpipe run --shard`) and combined by `fairpipe merge` give the
 //! figures of the unsharded run.
 

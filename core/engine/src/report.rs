@@ -917,7 +917,7 @@ fn pairs_section(h: &mut String, sources: &[&str], tables: &[(String, Table)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::stage::figures_map;
+    use crate::stage::figures_map;
     use serde_json::json;
 
     /// A summary entry: `figures` with the engine's kind and inputs.

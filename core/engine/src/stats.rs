@@ -18,6 +18,19 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 use statrs::function::factorial::ln_binomial;
 
+/// Wilson score interval for `successes` out of `n` at normal quantile `z`.
+pub fn wilson(successes: usize, n: usize, z: f64) -> [f64; 2] {
+    if n == 0 {
+        return [0.0, 1.0];
+    }
+    let n = n as f64;
+    let p = successes as f64 / n;
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+    [(centre - half).max(0.0), (centre + half).min(1.0)]
+}
+
 /// The `p` quantile of the standard normal distribution (`NaN` outside (0, 1)).
 pub fn normal_quantile(p: f64) -> f64 {
     if !(p > 0.0 && p < 1.0) {

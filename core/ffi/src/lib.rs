@@ -49,6 +49,41 @@ pub const ENTRY_SYMBOL_PREFIX: &str = "fairpipe_plugin_entry_";
 /// The entry function a plugin exports: returns its static descriptor.
 pub type EntryFn = extern "C" fn() -> *const FfiPluginDescriptor;
 
+/// A plugin's entry function vouched for as one: calling it returns a descriptor that satisfies
+/// [`checked_descriptor`]'s contract. Safe code cannot make one from an arbitrary `extern "C" fn`:
+/// the export macros (`fairpipe_abi::export_generator!`, `export_auditor!`) define one for their
+/// crate as `FAIRPIPE_PLUGIN`, and anything else goes through the `unsafe` [`PluginEntry::new`].
+/// The safe functions that call an entry (`register_builtin`, the conformance library's
+/// `Subject::from_entry` and `assert_conforms`) take this type, not a bare [`EntryFn`].
+#[derive(Clone, Copy)]
+pub struct PluginEntry(EntryFn);
+
+impl PluginEntry {
+    /// Vouch for `entry`.
+    ///
+    /// # Safety
+    /// `entry` must meet the contract of [`checked_descriptor`]: it returns null or a pointer to a
+    /// descriptor that stays valid and unchanged for the rest of the process, led by the `u32`
+    /// major and minor versions and, when its major is [`ABI_MAJOR`], laid out as
+    /// [`FfiPluginDescriptor`] with valid function pointers and static NUL-terminated strings.
+    pub const unsafe fn new(entry: EntryFn) -> PluginEntry {
+        PluginEntry(entry)
+    }
+
+    /// Call the entry and check its descriptor ([`checked_descriptor`]).
+    pub fn descriptor(self) -> Result<&'static FfiPluginDescriptor, DescriptorError> {
+        // SAFETY: a `PluginEntry` is made only by the export macros or by the caller of the
+        // `unsafe` `new`, who vouch for `checked_descriptor`'s contract.
+        unsafe { checked_descriptor(self.0) }
+    }
+}
+
+impl std::fmt::Debug for PluginEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PluginEntry({:p})", self.0 as *const ())
+    }
+}
+
 /// Status codes returned by every `extern "C"` function.
 pub mod status {
     /// Success.

@@ -75,8 +75,8 @@
 //! seeds (19,078, 41.8 global IDIs) were a low draw, and over 40 seeds the mean is about 19,600.
 
 use fairpipe_abi::sdk::{at_least, in_range, CaseSink, Generator, Host, PluginError, PluginParams};
-use fairpipe_plugin_maft::gradient::GradientSource;
-use fairpipe_plugin_maft::{global, local, SearchSettings};
+use fairpipe_search::gradient::GradientSource;
+use fairpipe_search::{global, local, SearchSettings};
 use serde::{Deserialize, Serialize};
 
 /// The EIDIG generator.
@@ -248,7 +248,7 @@ mod tests {
 
     #[test]
     fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::fairpipe_plugin_entry);
+        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
     }
 
     #[test]

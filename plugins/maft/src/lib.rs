@@ -1,15 +1,15 @@
 //! `maft`: Model-Agnostic Fairness Testing (MAFT), a black-box search for individual discriminatory
 //! instances (IDIs) guided by zero-order gradient estimates.
 //!
-//! * **Gradient** (Algorithm 2, [`gradient`]): for x, the rows x + h·e_i are scored in one batch; the
+//! * **Gradient** (Algorithm 2, [`fairpipe_search::gradient`]): for x, the rows x + h·e_i are scored in one batch; the
 //!   forward difference against f(x) is the gradient of P(class 1), negated when f(x) ≤ 0.5 so that it
 //!   is the gradient of the predicted class's probability.
-//! * **Global generation** (Algorithm 3, [`global`]): seeds from the `cluster` stage (k-means, the
+//! * **Global generation** (Algorithm 3, [`fairpipe_search::global`]): seeds from the `cluster` stage (k-means, the
 //!   paper's 4 clusters are the stage's default `k`) in round robin; `global_num` of them, each for
 //!   up to `max_iter` iterations: stop when discriminatory; otherwise pair x with the variant x' of the
 //!   largest output difference, accumulate momentum `grad = decay·grad + ∇` for both, and move every
 //!   non-protected attribute whose two gradient signs agree by −sign·`global_step`, clipped.
-//! * **Local generation** (Algorithm 4, [`local`]): from each distinct global IDI, `local_num`
+//! * **Local generation** (Algorithm 4, [`fairpipe_search::local`]): from each distinct global IDI, `local_num`
 //!   iterations of one-attribute steps of ±`local_step`, attribute drawn with the normalised
 //!   reciprocals of |∇x| + |∇x'| (+ε), probabilities recomputed every `update_interval` successes;
 //!   a discriminatory result is kept, otherwise x and the probabilities are reset.
@@ -36,7 +36,7 @@
 //! * `generated` counts distinct inputs checked; each distinct IDI is emitted once, with the phase
 //!   that found it first.
 //!
-//! # Line-by-line comparison with the reference code (issue 19, part 3)
+//! # Line-by-line comparison with the reference code
 //!
 //! Compared with `wangzh1998/MAFT` (`MAFT.py`, `generation_utilities.py`, `experiments.py`,
 //! `test.py`; its `global_generation`/`local_generation` are EIDIG's
@@ -77,15 +77,11 @@
 //! make, the paper's behaviour is kept as it is and no option beyond the paper was added.
 //!
 
-pub mod global;
-pub mod gradient;
-pub mod local;
-pub mod scored;
-
 use fairpipe_abi::sdk::{at_least, in_range, CaseSink, Generator, Host, PluginError, PluginParams};
 use serde::{Deserialize, Serialize};
 
-use crate::gradient::Perturbation;
+use fairpipe_search::gradient::Perturbation;
+use fairpipe_search::{global, local, SearchSettings};
 
 /// The MAFT generator.
 pub struct Maft;
@@ -116,28 +112,6 @@ pub struct MaftParams {
     pub parallel_walks: usize,
     /// Stop after this many distinct IDIs (0: no limit).
     pub max_idis: usize,
-}
-
-/// What the global and local phases read from a method's parameters (MAFT's, or another
-/// method's that shares the two phases, such as EIDIG).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchSettings {
-    /// Iterations of the local phase per global IDI.
-    pub local_num: usize,
-    /// Iterations per seed in the global phase.
-    pub max_iter: usize,
-    /// Global move, in attribute steps.
-    pub global_step: f64,
-    /// Local move, in attribute steps.
-    pub local_step: f64,
-    /// Momentum decay.
-    pub decay: f64,
-    /// Consecutive successful local iterations between probability updates (`usize::MAX`: never).
-    pub update_interval: usize,
-    /// ε of the selection probabilities.
-    pub epsilon: f64,
-    /// Seeds or walks advanced in lockstep.
-    pub parallel_walks: usize,
 }
 
 impl MaftParams {
@@ -245,7 +219,7 @@ mod tests {
 
     #[test]
     fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::fairpipe_plugin_entry);
+        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
     }
 
     #[test]

@@ -280,7 +280,7 @@ mod planted {
 
     #[test]
     fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::fairpipe_plugin_entry);
+        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
     }
 
     #[test]

@@ -134,6 +134,6 @@ mod tests {
     /// The conformance suite, through the plugin's real C entry (the one fairpipe calls).
     #[test]
     fn conforms_to_the_plugin_abi() {
-        fairpipe_conformance::assert_conforms(crate::fairpipe_plugin_entry);
+        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
     }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::standardise::Standardiser;
 use crate::error::ModelError;
-use crate::oracle::Model;
+use crate::models::Model;
 
 /// A fitted logistic regression over standardised inputs.
 #[derive(Debug, Clone, Serialize, Deserialize)]

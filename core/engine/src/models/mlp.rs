@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::standardise::Standardiser;
 use crate::error::ModelError;
-use crate::oracle::Model;
+use crate::models::Model;
 
 /// Training settings of the MLP.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

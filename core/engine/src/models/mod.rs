@@ -5,6 +5,7 @@ pub mod agreement;
 pub mod dense;
 pub mod logistic;
 pub mod mlp;
+pub mod model;
 pub mod model_inputs;
 pub mod model_outputs;
 pub mod onnx;
@@ -21,6 +22,7 @@ pub mod zoo;
 
 pub use logistic::Logistic;
 pub use mlp::{Mlp, MlpConfig};
+pub use model::{Model, RemoteUsage};
 pub use onnx::OnnxModel;
 pub use ort_model::OrtModel;
 pub use remote::RemoteModel;
@@ -31,7 +33,6 @@ pub use zoo::{Fitted, Forest, ModelFile};
 use std::sync::Arc;
 
 use crate::error::ModelError;
-use crate::oracle::Model;
 
 /// A model read the other way round: P(favourable) = 1 − P(label = 1), for a loaded model whose
 /// data has `favourable = 0`.
@@ -52,7 +53,7 @@ impl Model for Complement {
         format!("{}, read as 1 - p (favourable label 0)", self.0.describe())
     }
 
-    fn remote_usage(&self) -> Option<crate::models::remote::RemoteUsage> {
+    fn remote_usage(&self) -> Option<crate::models::RemoteUsage> {
         self.0.remote_usage()
     }
 

@@ -17,7 +17,7 @@ use super::model_inputs::ElementType;
 use super::model_outputs::{reader_for, Favourable, OutputReader, OutputTransform, RawOutput, ReadRule};
 use super::onnx_dense::dense_from_onnx;
 use crate::error::ModelError;
-use crate::oracle::Model;
+use crate::models::Model;
 
 type Plan = Arc<TypedRunnableModel>;
 

@@ -18,7 +18,7 @@ pub use super::model_outputs::OutputChoice;
 use super::model_outputs::{choose_output, ClassKey, OutputReader, RawOutput};
 use super::onnx_runtime::Runtime;
 use crate::error::ModelError;
-use crate::oracle::Model;
+use crate::models::Model;
 
 /// Rows used at load time to choose and check the output.
 const PROBE_ROWS: usize = 256;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::standardise::Standardiser;
 use crate::error::ModelError;
-use crate::oracle::Model;
+use crate::models::Model;
 
 /// The kernel of a support vector classifier.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use ndarray::{Array1, Array2};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
-use crate::oracle::Model;
+use crate::models::Model;
 
 /// One node: a split (`x[feature] < threshold` goes left) or a leaf with its class-1 share.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Logistic, Mlp, Recipe, Svm, Tree};
 use crate::error::ModelError;
-use crate::oracle::Model;
+use crate::models::Model;
 
 /// A random forest: each tree is grown on a bootstrap sample of the rows and a random subset of
 /// the features ([`Forest::default_features`] unless set);

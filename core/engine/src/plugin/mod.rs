@@ -18,7 +18,7 @@ use std::ffi::{c_char, CStr};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use fairpipe_ffi::{self as ffi, status, DescriptorError, EntryFn, FfiPluginDescriptor};
+use fairpipe_ffi::{self as ffi, status, DescriptorError, EntryFn, FfiPluginDescriptor, PluginEntry};
 
 pub use crate::error::PluginError;
 pub use run::{EmittedCase, GenerateOutput, GradientUse, RunSpec, GRACE_SECONDS};
@@ -60,19 +60,25 @@ pub struct Plugin {
 
 impl Plugin {
     /// Check the descriptor returned by `entry` and describe the plugin; `source` says where it came
-    /// from (for messages).
+    /// from (for messages). For an entry found in a library file by its symbol.
     ///
     /// # Safety
-    /// `entry` must be a fairpipe plugin entry function: it returns null or a pointer to a
-    /// descriptor that stays valid and unchanged for the rest of the process, whose first two
-    /// fields are `u32` major and minor versions, and which — when its major equals
-    /// [`ffi::ABI_MAJOR`] — has the layout of [`FfiPluginDescriptor`] with valid function pointers
-    /// and static NUL-terminated strings.
+    /// `entry` must be a fairpipe plugin entry function, as [`PluginEntry::new`] requires: it
+    /// returns null or a pointer to a descriptor that stays valid and unchanged for the rest of
+    /// the process, whose first two fields are `u32` major and minor versions, and which — when
+    /// its major equals [`ffi::ABI_MAJOR`] — has the layout of [`FfiPluginDescriptor`] with valid
+    /// function pointers and static NUL-terminated strings.
     pub unsafe fn from_entry(entry: EntryFn, source: Source) -> Result<Plugin, PluginError> {
+        // SAFETY: the caller's guarantee is `PluginEntry::new`'s.
+        Plugin::from_plugin_entry(unsafe { PluginEntry::new(entry) }, source)
+    }
+
+    /// Check the descriptor of a vouched-for entry and describe the plugin; `source` says where
+    /// it came from (for messages).
+    pub fn from_plugin_entry(entry: PluginEntry, source: Source) -> Result<Plugin, PluginError> {
         let origin = source.to_string();
         let invalid = |message: String| PluginError::Invalid { origin: origin.clone(), message };
-        // SAFETY: the caller's guarantee is `checked_descriptor`'s.
-        let descriptor = match unsafe { ffi::checked_descriptor(entry) } {
+        let descriptor = match entry.descriptor() {
             Ok(d) => d,
             Err(DescriptorError::OtherMajor(major, minor)) => {
                 return Err(PluginError::AbiMismatch {
@@ -160,19 +166,17 @@ fn builtins() -> &'static Mutex<BTreeMap<String, &'static Plugin>> {
     BUILTINS.get_or_init(Default::default)
 }
 
-/// Register a plugin linked into this executable through its entry function (as a library
-/// exports it: `fairpipe_plugin_maft::fairpipe_plugin_entry`). Its descriptor is checked exactly
-/// as a loaded file's. Registering the same name twice keeps the first.
+/// Register a plugin linked into this executable through its entry (as a plugin crate exports
+/// it: `fairpipe_plugin_maft::FAIRPIPE_PLUGIN`). Its descriptor is checked exactly as a loaded
+/// file's. Registering the same name twice keeps the first.
 ///
 /// ```no_run
 /// // In a program that links the method crates:
-/// // fairpipe_core::plugin::register_builtin(fairpipe_plugin_maft::fairpipe_plugin_entry)?;
+/// // fairpipe_core::plugin::register_builtin(fairpipe_plugin_maft::FAIRPIPE_PLUGIN)?;
 /// # Ok::<(), fairpipe_core::plugin::PluginError>(())
 /// ```
-pub fn register_builtin(entry: EntryFn) -> Result<&'static Plugin, PluginError> {
-    // SAFETY: the entry function is a plugin crate's exported entry (the function pointer type is
-    // the ABI's), linked into this executable: its descriptor is static.
-    let plugin = unsafe { Plugin::from_entry(entry, Source::Builtin) }?;
+pub fn register_builtin(entry: PluginEntry) -> Result<&'static Plugin, PluginError> {
+    let plugin = Plugin::from_plugin_entry(entry, Source::Builtin)?;
     let mut map = builtins().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(existing) = map.get(&plugin.name) {
         return Ok(existing);

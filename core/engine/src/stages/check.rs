@@ -8,13 +8,13 @@ use super::estimate::MODEL_INPUT;
 use super::options::{check_gamma, check_protected, Rows, GAMMA, PROTECTED};
 use crate::check::Checker;
 use crate::error::Result;
-use crate::estimate::wilson;
 use crate::output::TableBuilder;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
+use crate::stage::{
     audited_rows, figures_map, nan_if_null, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput,
 };
+use crate::stats::wilson;
 
 /// The `check` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -78,7 +78,7 @@ pub struct CheckFigures {
 
 impl Stage for CheckConfig {
     fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
-        crate::pipeline::stage::with_protected(&data.domain, self.protected.as_deref(), warnings).map(|_| ())
+        crate::stage::with_protected(&data.domain, self.protected.as_deref(), warnings).map(|_| ())
     }
 
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {

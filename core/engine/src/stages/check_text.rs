@@ -1,4 +1,4 @@
-//! `check_text`: the counterfactual term swap over texts (issue 20; Dixon et al., Garg et al.): a
+//! `check_text`: the counterfactual term swap over texts (Dixon et al., Garg et al.): a
 //! text whose predicted label changes when the identity terms of one category are replaced by
 //! another term of that category is a discriminatory instance. Writes every such swap with both
 //! texts and both probabilities.
@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use super::options::Rows;
 use crate::error::{Error, Result};
 use crate::output::TableBuilder;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::text::counterfactual::{check_swaps, check_twins};
 
 /// The `check_text` stage kind.
@@ -85,7 +85,7 @@ pub struct CheckTextFigures {
     /// Texts with at least one label-changing swap (individual discriminatory instances).
     pub discriminatory: usize,
     /// `discriminatory / texts_with_terms`.
-    #[serde(deserialize_with = "crate::pipeline::stage::nan_if_null")]
+    #[serde(deserialize_with = "crate::stage::nan_if_null")]
     pub rate: f64,
     /// Label-changing swaps per category.
     pub per_category: std::collections::BTreeMap<String, usize>,

@@ -8,9 +8,9 @@ use crate::cluster::cluster_seeds;
 use crate::data::Split;
 use crate::error::Result;
 use crate::output::TableBuilder;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
 
 /// The `cluster` stage kind.
 pub const KIND: StageKind = StageKind {

@@ -12,9 +12,9 @@ use crate::error::{Error, Result};
 use crate::estimate::{trial_counts_shown, Estimate};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::warnings::Warnings;
 
 /// The input of the auditing stages: the model under test.
@@ -94,7 +94,7 @@ impl StageConfig for EstimateConfig {
     }
 }
 
-/// Figures of an `estimate` stage (DESIGN.md: `rate`, `ci95`, `samples`).
+/// Figures of an `estimate` stage (output contract: `rate`, `ci95`, `samples`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EstimateFigures {
     /// Mean share of discriminatory inputs.

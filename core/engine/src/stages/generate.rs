@@ -12,12 +12,10 @@ use serde_json::{Map, Value};
 use super::options::{check_protected, PluginChoice, PROTECTED};
 use crate::error::{Error, Result};
 use crate::pieces::{block, piece_seed, Piece, SearchPiece};
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{
-    figures_map, with_protected, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput,
-};
 use crate::plugin::{Plugin, RunSpec};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, with_protected, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `generate` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -150,7 +148,7 @@ impl StageConfig for GenerateConfig {
     }
 }
 
-/// Figures of a `generate` stage (DESIGN.md: `generated`, `model_queries`).
+/// Figures of a `generate` stage (output contract: `generated`, `model_queries`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenerateFigures {
     /// Plugin name and version.

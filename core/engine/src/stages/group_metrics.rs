@@ -16,17 +16,17 @@ use serde_json::{json, Map, Value};
 use super::group_score::MODEL_INPUT;
 use super::options::{check_protected, Rows, PROTECTED};
 use crate::error::{Error, Result};
-use crate::estimate::wilson;
 use crate::fairness::{parity, Confusion, Metric, ParitySummary};
 use crate::group_rule::number;
 use crate::grouping::{assign, set_name};
 use crate::output::{Table, TableBuilder};
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
+use crate::stage::{
     audited_rows, figures_map, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext,
     StageOutput,
 };
+use crate::stats::wilson;
 use crate::stats::{auc, bootstrap_ci95, holm, proportions_test, TestKind};
 
 /// The `group_metrics` stage kind.
@@ -195,7 +195,7 @@ pub struct FlaggedGroup {
     pub n: usize,
 }
 
-/// One group: the DESIGN.md contract's names first, then the labelled metrics.
+/// One group: the output contract's names first, then the labelled metrics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupFigure {
     /// Attribute names.
@@ -454,7 +454,7 @@ fn rate_with_ci(c: &Confusion, m: Metric) -> (f64, [f64; 2]) {
 
 impl Stage for GroupMetricsConfig {
     fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
-        crate::pipeline::stage::with_protected(&data.domain, self.protected.as_deref(), warnings).map(|_| ())
+        crate::stage::with_protected(&data.domain, self.protected.as_deref(), warnings).map(|_| ())
     }
 
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {

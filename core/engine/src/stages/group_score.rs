@@ -15,12 +15,12 @@ use super::options::{check_protected, PluginChoice, Rows, PROTECTED};
 use crate::error::{Error, Result};
 use crate::group_rule::GroupRule;
 use crate::output::TableBuilder;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{
+use crate::plugin::{Plugin, RunSpec};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{
     audited_rows, figures_map, nan_if_null, Artifact, ArtifactKind, GroupScoreRow, GroupsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
-use crate::plugin::{Plugin, RunSpec};
 use crate::stats::{holm, proportions_test};
 
 /// The input of the group stages: the model with its dataset.
@@ -142,7 +142,7 @@ pub struct TopGroup {
     pub support: f64,
 }
 
-/// A ranked rule under the DESIGN.md contract's names.
+/// A ranked rule under the output contract's names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankedRule {
     /// The rule (condition).
@@ -225,7 +225,7 @@ struct GroupScore {
 
 impl Stage for GroupScore {
     fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
-        crate::pipeline::stage::with_protected(&data.domain, self.config.protected.as_deref(), warnings).map(|_| ())
+        crate::stage::with_protected(&data.domain, self.config.protected.as_deref(), warnings).map(|_| ())
     }
 
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {

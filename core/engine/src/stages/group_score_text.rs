@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextGroupsArtifact};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextGroupsArtifact};
 use crate::stats::{holm, proportions_test};
 use crate::text::groups::{frequent_text_rule_sets, score_text_rule_sets, TextGroupScore, TextRuleSet, TextScoreSettings};
 

@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{self, ColumnOverride, LoadSpec, MissingPolicy, Split, SplitSpec};
 use crate::error::Result;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
 /// The `load` stage kind.
@@ -400,7 +400,7 @@ pub struct LabelFigures {
     /// The favourable value.
     pub favourable: String,
     /// Share of rows with the favourable label.
-    #[serde(deserialize_with = "crate::pipeline::stage::nan_if_null")]
+    #[serde(deserialize_with = "crate::stage::nan_if_null")]
     pub favourable_share: f64,
 }
 

@@ -25,11 +25,11 @@ use crate::models::remote::http::{Http, HttpSettings};
 use crate::models::remote::mlflow::{declared_inputs, MlflowBackend, MlflowEndpoint};
 use crate::models::remote::v2::{V2Backend, V2Endpoint};
 use crate::models::remote::{Backend, RemoteModel, Traffic};
+use crate::models::Model;
 use crate::models::{Complement, ModelFile, OnnxModel, OrtModel};
-use crate::oracle::Model;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The `load_model` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -506,7 +506,7 @@ pub struct LoadModelFigures {
     pub remote_inputs: Option<String>,
     /// A model server's traffic over the whole run (filled in when the run ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remote: Option<crate::models::remote::RemoteUsage>,
+    pub remote: Option<crate::models::RemoteUsage>,
     /// The model's accuracy.
     #[serde(flatten)]
     pub model: ModelFigures,

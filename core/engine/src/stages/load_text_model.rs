@@ -12,9 +12,9 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::models::model_outputs::{Favourable, OutputChoice, OutputTransform};
 use crate::models::onnx_runtime::{install_advice, runtime};
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::TextClassifier;
 use crate::text::onnx_text::OrtTextModel;
 
@@ -76,10 +76,10 @@ pub struct LoadTextModelFigures {
     /// How its output is read.
     pub output_read: String,
     /// Accuracy on the train split.
-    #[serde(deserialize_with = "crate::pipeline::stage::nan_if_null")]
+    #[serde(deserialize_with = "crate::stage::nan_if_null")]
     pub accuracy_train: f64,
     /// Accuracy on the test split.
-    #[serde(deserialize_with = "crate::pipeline::stage::nan_if_null")]
+    #[serde(deserialize_with = "crate::stage::nan_if_null")]
     pub accuracy_test: f64,
     /// Correct test texts.
     pub correct_test: usize,

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{Dataset, Split};
 use crate::error::Result;
+use crate::models::Model;
 use crate::models::Recipe;
-use crate::oracle::{Model, Oracle};
-use crate::pipeline::stage::{nan_if_null, ModelArtifact};
+use crate::oracle::Oracle;
+use crate::stage::{nan_if_null, ModelArtifact};
 
-/// Figures of a model stage (DESIGN.md contract names).
+/// Figures of a model stage (output-contract names).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelFigures {
     /// The model, described.

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Split;
 use crate::error::{Error, Result};
-use crate::pipeline::config::Checks;
-use crate::pipeline::kind::KeyDoc;
 use crate::plugin::{self, Plugin};
+use crate::stage::config::Checks;
+use crate::stage::kind::KeyDoc;
 
 /// The rows of a dataset a stage looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

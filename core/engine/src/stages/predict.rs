@@ -10,9 +10,9 @@ use super::estimate::MODEL_INPUT;
 use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The `predict` stage kind.
 pub const KIND: StageKind = StageKind {

@@ -41,12 +41,13 @@ use crate::check::Checker;
 use crate::data::Split;
 use crate::error::{Error, Result};
 use crate::estimate::{estimate, Estimate};
+use crate::models::Model;
 use crate::models::Recipe;
-use crate::oracle::{accuracy, Model, Oracle};
+use crate::oracle::{accuracy, Oracle};
 use crate::output::TableBuilder;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{
     figures_map, nan_if_null, Artifact, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput,
 };
 
@@ -292,7 +293,7 @@ pub struct Measured {
     pub rate_out: Option<f64>,
 }
 
-/// The figures every retraining stage reports under DESIGN.md's names: its measure (a rate, or a
+/// The figures every retraining stage reports under the output contract's names: its measure (a rate, or a
 /// group score) and the test accuracy, before and after, and the IDIs used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetrainOutcome {
@@ -337,7 +338,7 @@ impl RetrainOutcome {
     }
 }
 
-/// Figures of a `retrain` stage (DESIGN.md: `accuracy_before`, `accuracy_after`, `rate_before`,
+/// Figures of a `retrain` stage (output contract: `accuracy_before`, `accuracy_after`, `rate_before`,
 /// `rate_after`, `idis_before`, `idis_after`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetrainFigures {
@@ -703,7 +704,7 @@ impl Stage for Retrain {
         };
         let new_oracle = Oracle::new(best_model.clone());
         let (acc_after, _) = accuracy(&new_oracle, &x_test, &y_test)?;
-        // DESIGN.md contract names. idis_before: the distinct IDIs (by non-protected projection) used;
+        // output-contract names. idis_before: the distinct IDIs (by non-protected projection) used;
         // idis_after: how many of those the retrained model still treats differently.
         let still = checker.check(&new_oracle, &used)?.iter().filter(|v| v.discriminatory).count();
         let measured = |accuracy_test: f64, e: &Estimate| Measured {

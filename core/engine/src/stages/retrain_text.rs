@@ -17,11 +17,9 @@ use super::train_text::text_accuracy;
 use crate::data::Split;
 use crate::error::{Error, Result};
 use crate::output::TableBuilder;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{
-    figures_map, nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact,
-};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::{TextClassifier, TfidfLogistic};
 use crate::text::mitigate::{fixed_score, mitigation_texts};
 use crate::text::terms::Mention;

@@ -10,9 +10,9 @@ use super::model_output::{model_output, ModelFigures};
 use crate::data::Split;
 use crate::error::Result;
 use crate::models::{MlpConfig, ModelFile, Recipe, SvmConfig, SvmKernel};
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The input of the model stages: the dataset.
 pub(crate) const DATA_INPUT: &[InputDoc] =

@@ -8,11 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Split;
 use crate::error::Result;
-use crate::pipeline::config::{configure, fields_of, Checks, StageConfig};
-use crate::pipeline::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{
-    figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact, TextsArtifact,
-};
+use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact, TextsArtifact};
 use crate::text::classifier::{TextClassifier, TextLogisticConfig, TfidfLogistic};
 
 /// The input of stages that read texts.
@@ -95,7 +93,7 @@ pub struct TrainTextFigures {
     /// Accuracy on the train split.
     pub accuracy_train: f64,
     /// Accuracy on the test split (NaN when it is empty).
-    #[serde(deserialize_with = "crate::pipeline::stage::nan_if_null")]
+    #[serde(deserialize_with = "crate::stage::nan_if_null")]
     pub accuracy_test: f64,
     /// Correct test texts.
     pub correct_test: usize,

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
-use crate::pipeline::config::{configure, fields_of, StageConfig};
-use crate::pipeline::kind::{InputDoc, StageEnv, StageKind};
-use crate::pipeline::stage::{figures_map, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::config::{configure, fields_of, StageConfig};
+use crate::stage::kind::{InputDoc, StageEnv, StageKind};
+use crate::stage::{figures_map, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `verify` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -41,7 +41,7 @@ impl StageConfig for VerifyConfig {
     }
 }
 
-/// Figures of a `verify` stage (DESIGN.md contract names).
+/// Figures of a `verify` stage (output-contract names).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerifyFigures {
     /// Cases checked.

@@ -7,7 +7,37 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
-use super::matrix::Best;
+/// How the best combination is chosen: `"min STAGE.FIGURE"` or `"max STAGE.FIGURE"`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Best {
+    /// `true`: the highest value is best.
+    pub highest: bool,
+    /// The comparison column, e.g. `estimate.rate`.
+    pub column: String,
+}
+
+impl std::str::FromStr for Best {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut words = s.split_whitespace();
+        let (order, column) = (words.next(), words.next());
+        let highest = match order {
+            Some("max") => true,
+            Some("min") => false,
+            _ => return Err(format!("`{s}`: expected `min STAGE.FIGURE` or `max STAGE.FIGURE`, e.g. \"min estimate.rate\"")),
+        };
+        match (column, words.next()) {
+            (Some(c), None) if c.contains('.') => Ok(Best { highest, column: c.to_string() }),
+            _ => Err(format!("`{s}`: expected `min STAGE.FIGURE` or `max STAGE.FIGURE`, e.g. \"min estimate.rate\"")),
+        }
+    }
+}
+
+impl std::fmt::Display for Best {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", if self.highest { "max" } else { "min" }, self.column)
+    }
+}
 
 /// The comparison figures of a stage kind: column `STAGE.FIGURE` for each figure named here.
 pub fn figures_of_kind(kind: &str) -> &'static [&'static str] {

@@ -16,9 +16,10 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::pipeline::problems::Problems;
-use crate::pipeline::registry;
-use crate::pipeline::toml_spans::{Sp, Val};
+use super::compare::Best;
+use crate::run::registry;
+use crate::stage::problems::Problems;
+use crate::stage::toml_spans::{Sp, Val};
 use crate::suggest::hint;
 
 /// At most this many combinations in one sweep.
@@ -37,38 +38,6 @@ pub struct Axis {
     pub settings: Vec<Vec<(Vec<String>, Sp<Val>)>>,
     /// Per value, a group entry's `name`, if given.
     pub names: Vec<Option<String>>,
-}
-
-/// How the best combination is chosen: `"min STAGE.FIGURE"` or `"max STAGE.FIGURE"`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Best {
-    /// `true`: the highest value is best.
-    pub highest: bool,
-    /// The comparison column, e.g. `estimate.rate`.
-    pub column: String,
-}
-
-impl std::str::FromStr for Best {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let mut words = s.split_whitespace();
-        let (order, column) = (words.next(), words.next());
-        let highest = match order {
-            Some("max") => true,
-            Some("min") => false,
-            _ => return Err(format!("`{s}`: expected `min STAGE.FIGURE` or `max STAGE.FIGURE`, e.g. \"min estimate.rate\"")),
-        };
-        match (column, words.next()) {
-            (Some(c), None) if c.contains('.') => Ok(Best { highest, column: c.to_string() }),
-            _ => Err(format!("`{s}`: expected `min STAGE.FIGURE` or `max STAGE.FIGURE`, e.g. \"min estimate.rate\"")),
-        }
-    }
-}
-
-impl std::fmt::Display for Best {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", if self.highest { "max" } else { "min" }, self.column)
-    }
 }
 
 /// The `[matrix]` table, read and checked.
@@ -453,7 +422,7 @@ fn sanitise(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::toml_spans;
+    use crate::stage::toml_spans;
 
     fn read(text: &str) -> (Matrix, Vec<String>) {
         let root = toml_spans::parse(text).unwrap();

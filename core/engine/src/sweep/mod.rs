@@ -21,11 +21,12 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{ConfigError, Error, Result};
 use crate::output::{write_atomic, write_json};
-use crate::pipeline::problems::Problems;
-use crate::pipeline::toml_spans::{Sp, Val};
-use crate::pipeline::{parse_root, read_text, Pipeline};
+use crate::run::{parse_root, read_text, Pipeline};
+use crate::stage::problems::Problems;
+use crate::stage::toml_spans::{Sp, Val};
+use compare::Best;
 use compare::{Comparison, Row};
-use matrix::{Best, Combination, Matrix};
+use matrix::{Combination, Matrix};
 
 /// The unit id of a plain pipeline (no `[matrix]`): its one unit.
 pub const PLAIN_UNIT: &str = "run";

@@ -17,7 +17,7 @@ use super::{finish, PipelineSource, Sweep, SweepInfo, SweepReport};
 use crate::error::{Error, OutputError, Result};
 use crate::output::write_json;
 use crate::pieces::Piece;
-use crate::pipeline::PieceMode;
+use crate::run::PieceMode;
 
 /// The environment variable holding the shard index when `--shard env` is given (Kubernetes sets
 /// it in an Indexed Job).

@@ -1,4 +1,4 @@
-//! The counterfactual swap on text (issue 20; Dixon et al.'s and Garg et al.'s counterfactual token
+//! The counterfactual swap on text (Dixon et al.'s and Garg et al.'s counterfactual token
 //! fairness): a text whose predicted label changes when the identity terms of one category are
 //! replaced by another term of that category is a discriminatory instance. Every text is tried with
 //! every other term of every category it mentions, all swapped texts scored in one batch.

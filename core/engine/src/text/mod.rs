@@ -1,4 +1,4 @@
-//! Text audits (TestSGD on text, issue 20): identity terms and where texts mention them
+//! Text audits (TestSGD on text): identity terms and where texts mention them
 //! ([`terms`]), TF-IDF features ([`tfidf`]), text classifiers and the native TF-IDF + logistic
 //! regression ([`classifier`]), the counterfactual term swap ([`counterfactual`]), rule sets and
 //! their scores ([`groups`]) and TestSGD's mitigation by retraining ([`mitigate`]).

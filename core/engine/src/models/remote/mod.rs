@@ -28,13 +28,12 @@ use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 use fairpipe_abi::domain::Domain;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::model_inputs::{plan, DeclaredInput, ElementType, InputBatch, InputPlan, InputValues};
 use super::model_outputs::{choose_output, OutputChoice, OutputReader, RawOutput};
 use crate::error::ModelError;
-use crate::oracle::Model;
+use crate::models::{Model, RemoteUsage};
 use crate::score_cache::ScoreCache;
 
 /// Rows used at load time to choose and check the output.
@@ -107,30 +106,6 @@ struct Stats {
     rows_asked: AtomicU64,
     cache_hits: AtomicU64,
     latencies_ms: Mutex<Vec<f64>>,
-}
-
-/// What a remote model sent and how fast it was answered (the `remote` figures of `load_model`
-/// in `summary.json`, counted over the whole run).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RemoteUsage {
-    /// HTTP requests sent to score rows (the load-time probe included).
-    pub requests: u64,
-    /// Rows sent in them.
-    pub rows_sent: u64,
-    /// Rows asked for by the stages.
-    pub rows_asked: u64,
-    /// Rows answered from the run's cache instead of the server.
-    pub cache_hits: u64,
-    /// Request latency percentiles, milliseconds.
-    pub latency_ms_p50: f64,
-    /// 95th percentile.
-    pub latency_ms_p95: f64,
-    /// 99th percentile.
-    pub latency_ms_p99: f64,
-    /// Rows per request.
-    pub batch_size: usize,
-    /// Requests in flight at once.
-    pub concurrency: usize,
 }
 
 impl std::fmt::Debug for RemoteModel {

@@ -5,9 +5,9 @@
 use std::ops::Range;
 use std::path::PathBuf;
 
-use crate::pipeline::problems::Problems;
-use crate::pipeline::stage::{ArtifactKind, Stage};
-use crate::pipeline::toml_spans::{Sp, Val};
+use crate::stage::problems::Problems;
+use crate::stage::toml_spans::{Sp, Val};
+use crate::stage::{ArtifactKind, Stage};
 
 /// One key of a stage kind's configuration (its typed config struct has a field of this name).
 #[derive(Debug, Clone, Copy)]
@@ -62,7 +62,7 @@ pub struct StageTable<'a> {
 }
 
 /// What configuring a stage may use besides its table.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StageEnv {
     /// The folder relative paths resolve against (the pipeline file's).
     pub dir: PathBuf,
@@ -71,6 +71,20 @@ pub struct StageEnv {
     /// Folders searched for plugin libraries before `FAIRPIPE_PLUGIN_PATH` (`[pipeline]
     /// plugin_path`, resolved against the pipeline file's folder).
     pub plugin_path: Vec<PathBuf>,
+    /// Every stage kind the runner knows (its registry), so that an unknown key can be named as
+    /// another kind's; the contract never imports the runner.
+    pub kinds: &'static [StageKind],
+}
+
+impl std::fmt::Debug for StageEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StageEnv")
+            .field("dir", &self.dir)
+            .field("seed", &self.seed)
+            .field("plugin_path", &self.plugin_path)
+            .field("kinds", &self.kinds.iter().map(|k| k.name).collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// Reads, validates and instantiates one stage from its table, recording problems; `None` when

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 
 use crate::error::Result;
-use crate::pipeline::config_de::{read_all, DeError, DeProblem};
-pub use crate::pipeline::config_fields::fields_of;
-use crate::pipeline::kind::{StageEnv, StageKind, StageTable};
-use crate::pipeline::problems::Problems;
-use crate::pipeline::stage::Stage;
-use crate::pipeline::toml_spans::{Sp, Val};
+use crate::stage::config_de::{read_all, DeError, DeProblem};
+pub use crate::stage::config_fields::fields_of;
+use crate::stage::kind::{StageEnv, StageKind, StageTable};
+use crate::stage::problems::Problems;
+use crate::stage::toml_spans::{Sp, Val};
+use crate::stage::Stage;
 use crate::suggest::hint;
 
 /// Checks on a stage's config values beyond their types, each problem located at its key.
@@ -169,9 +169,8 @@ pub trait StageConfig: DeserializeOwned {
 
 /// " (a key of `load_text`)" when up to three other stage kinds take `key` (a text column given to
 /// `load`, say), else "".
-fn kinds_with_key(key: &str) -> String {
-    let kinds: Vec<String> =
-        super::registry::STAGE_KINDS.iter().filter(|k| k.all_keys().contains(&key)).map(|k| format!("`{}`", k.name)).collect();
+fn kinds_with_key(all: &[StageKind], key: &str) -> String {
+    let kinds: Vec<String> = all.iter().filter(|k| k.all_keys().contains(&key)).map(|k| format!("`{}`", k.name)).collect();
     if kinds.is_empty() || kinds.len() > 3 {
         return String::new();
     }
@@ -179,7 +178,7 @@ fn kinds_with_key(key: &str) -> String {
 }
 
 /// Render a read error of stage `table` of kind `kind` into a located problem.
-fn report(kind: &StageKind, table: &StageTable<'_>, e: &DeError, problems: &mut Problems) {
+fn report(kind: &StageKind, kinds: &[StageKind], table: &StageTable<'_>, e: &DeError, problems: &mut Problems) {
     let span = e.span.clone().unwrap_or(table.header.clone());
     let message = match (&e.problem, e.variant.as_deref()) {
         (DeProblem::UnknownKey { key, .. }, variant) if !e.key.as_deref().unwrap_or("").contains('.') => {
@@ -192,7 +191,7 @@ fn report(kind: &StageKind, table: &StageTable<'_>, e: &DeError, problems: &mut 
                     let accepted = kind.all_keys();
                     let mut near = hint(key, &accepted);
                     if near.is_empty() {
-                        near = kinds_with_key(key);
+                        near = kinds_with_key(kinds, key);
                     }
                     format!("unknown key `{key}`{near}; accepted keys: {}", accepted.join(", "))
                 }
@@ -216,7 +215,7 @@ pub fn configure<C: StageConfig>(
 ) -> Option<Box<dyn Stage>> {
     let (config, errors) = read_all::<C>(&table.entries, table.header.clone());
     for e in &errors {
-        report(kind, table, e, problems);
+        report(kind, env.kinds, table, e, problems);
     }
     // Check what could be read even when some keys could not, so every problem shows at once.
     let config = config?;

@@ -1,16 +1,9 @@
-//! Pipelines: a TOML file of named stages forming a DAG. [`Pipeline::load`] reads and validates the
+//! The runner, above the stages: a pipeline is a TOML file of named stages forming a DAG. [`Pipeline::load`] reads and validates the
 //! whole file (every problem located as `file:line:col`); [`Pipeline::run`] executes the stages in
 //! dependency order and writes the results.
 
 pub mod builder;
-pub mod config;
-pub mod config_de;
-pub mod config_fields;
-pub mod kind;
-pub mod problems;
 pub mod registry;
-pub mod stage;
-pub mod toml_spans;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -22,11 +15,11 @@ use serde_json::{json, Map, Value};
 use crate::error::{ConfigError, ConfigProblem, Error, Result};
 use crate::output::{write_atomic, write_json, write_table, Table};
 use crate::pieces::Piece;
+use crate::stage::kind::{StageEnv, StageKind, StageTable};
+use crate::stage::problems::Problems;
+use crate::stage::toml_spans::{self, Sp, Val};
+use crate::stage::{Artifact, Inputs, Stage, StageContext};
 use crate::suggest::hint;
-use kind::{StageEnv, StageKind, StageTable};
-use problems::Problems;
-use stage::{Artifact, Inputs, Stage, StageContext};
-use toml_spans::{Sp, Val};
 
 /// A stage as read in phase two: name, kind, inputs by role, and the configured stage (if valid).
 type BuiltStage = (Sp<String>, &'static StageKind, BTreeMap<String, Sp<String>>, Option<Box<dyn Stage>>);
@@ -279,7 +272,12 @@ impl Pipeline {
                 }
             }
             let table = StageTable { name: &stage_name.v, header: stage_name.span.clone(), entries: config_entries };
-            let env = StageEnv { dir: dir.clone(), seed: stage_seed(seed, &stage_name.v), plugin_path: plugin_path.clone() };
+            let env = StageEnv {
+                dir: dir.clone(),
+                seed: stage_seed(seed, &stage_name.v),
+                plugin_path: plugin_path.clone(),
+                kinds: registry::STAGE_KINDS,
+            };
             let stage = (kind.configure)(kind, &table, &env, &mut p);
             built.push((stage_name.clone(), kind, inputs, stage));
         }

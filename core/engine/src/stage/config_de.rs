@@ -14,7 +14,7 @@ use std::ops::Range;
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Visitor};
 
-use crate::pipeline::toml_spans::{Sp, Val};
+use crate::stage::toml_spans::{Sp, Val};
 use crate::suggest::hint;
 
 /// What went wrong while a config was read.
@@ -575,8 +575,8 @@ mod tests {
     use super::*;
     use serde::Deserialize;
 
-    use crate::pipeline::config_fields::fields_of;
-    use crate::pipeline::toml_spans::{line_col, parse};
+    use crate::stage::config_fields::fields_of;
+    use crate::stage::toml_spans::{line_col, parse};
 
     #[derive(Debug, Deserialize, PartialEq)]
     #[serde(deny_unknown_fields)]

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use fairpipe_core::data::{load, LoadSpec, Split, SplitSpec};
 use fairpipe_core::models::mlp::{Mlp, MlpConfig};
-use fairpipe_plugin_maft::gradient::{cosine, sign, Perturbation};
+use fairpipe_search::gradient::{cosine, sign, Perturbation};
 use ndarray::{Array2, ArrayView2};
 
 fn census() -> fairpipe_core::data::Dataset {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../pipelines");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pipelines");
     let mut spec = LoadSpec::new(root.join("data/census.csv"), "income");
     spec.protected = vec!["gender".into()];
     spec.drop = vec!["row".into()];

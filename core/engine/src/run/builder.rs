@@ -2,7 +2,7 @@
 //! take a Polars `DataFrame` already in memory), checked the same way as a file's.
 //!
 //! ```no_run
-//! use fairpipe_core::pipeline::Pipeline;
+//! use fairpipe_core::run::Pipeline;
 //! use fairpipe_core::stages::{estimate::EstimateConfig, load::LoadConfig, load_model::LoadModelConfig};
 //! # let frame = polars::prelude::DataFrame::empty();
 //! let pipeline = Pipeline::builder("audit")
@@ -18,11 +18,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::ConfigError;
-use crate::pipeline::config::{Checks, StageConfig};
-use crate::pipeline::kind::{StageEnv, StageKind, StageTable};
-use crate::pipeline::problems::Problems;
-use crate::pipeline::stage::Stage;
-use crate::pipeline::{stage_seed, topological_order, Pipeline, PlannedStage};
+use crate::run::{stage_seed, topological_order, Pipeline, PlannedStage};
+use crate::stage::config::{Checks, StageConfig};
+use crate::stage::kind::{StageEnv, StageKind, StageTable};
+use crate::stage::problems::Problems;
+use crate::stage::Stage;
 
 /// Validates and instantiates one stage, given its environment.
 type Make = Box<dyn FnOnce(&str, &StageEnv, &mut Problems) -> Option<Box<dyn Stage>>>;
@@ -113,7 +113,12 @@ impl PipelineBuilder {
                     _ => {}
                 }
             }
-            let env = StageEnv { dir: self.dir.clone(), seed: stage_seed(self.seed, &name), plugin_path: self.plugin_path.clone() };
+            let env = StageEnv {
+                dir: self.dir.clone(),
+                seed: stage_seed(self.seed, &name),
+                plugin_path: self.plugin_path.clone(),
+                kinds: crate::run::registry::STAGE_KINDS,
+            };
             let stage = make(&name, &env, &mut p);
             planned.push((name, kind, inputs, stage));
         }

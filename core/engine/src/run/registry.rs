@@ -2,7 +2,7 @@
 //! [`crate::stages`] (name, doc, inputs, keys, example, config); a new kind is one file plus one
 //! line here.
 
-use crate::pipeline::kind::StageKind;
+use crate::stage::kind::StageKind;
 use crate::stages;
 
 /// Every stage kind, in pipeline order.
@@ -41,9 +41,9 @@ pub fn stage_reference() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::kind::{StageEnv, StageTable};
-    use crate::pipeline::problems::Problems;
-    use crate::pipeline::toml_spans::{parse, Val};
+    use crate::stage::kind::{StageEnv, StageTable};
+    use crate::stage::problems::Problems;
+    use crate::stage::toml_spans::{parse, Val};
 
     #[test]
     fn kinds_are_unique_snake_case_documented_and_their_examples_parse() {
@@ -71,7 +71,7 @@ mod tests {
         let Val::Table(entries) = &root.v else { unreachable!() };
         let table = StageTable { name: "s", header: 0..0, entries: entries.iter().collect() };
         let mut p = Problems::new("t.toml".as_ref(), body);
-        let env = StageEnv { dir: std::env::temp_dir(), seed: 1, plugin_path: Vec::new() };
+        let env = StageEnv { dir: std::env::temp_dir(), seed: 1, plugin_path: Vec::new(), kinds: STAGE_KINDS };
         let _ = (k.configure)(k, &table, &env, &mut p);
         p.into_result().err().map(|e| e.problems.into_iter().map(|p| p.message).collect()).unwrap_or_default()
     }

@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::error::{ConfigError, ConfigProblem};
-use crate::pipeline::toml_spans::LineIndex;
+use crate::stage::toml_spans::LineIndex;
 
 /// Collects located problems for one pipeline file.
 #[derive(Debug)]
