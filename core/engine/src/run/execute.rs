@@ -1,0 +1,220 @@
+//! Running a planned pipeline: the stages in order, each given its inputs' artifacts, a progress
+//! display and its warnings; the checks a later stage can make as soon as its data is loaded
+//! (`preflight`); the summary and the gate. A sharded run computes or combines the pieces of the
+//! stages that split ([`PieceMode`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use super::{stage_seed, Pipeline, Run, RunReport};
+use crate::error::{Error, Result};
+use crate::output::Table;
+use crate::pieces::Piece;
+use crate::stage::{Artifact, Inputs, StageContext};
+
+impl Pipeline {
+    /// Run every stage in order and, when all succeed, write the results into `out_dir`. Nothing
+    /// is written when a stage fails: the out folder and the `save` paths are checked first, the
+    /// folder is locked against a second run for the whole run, and the results are written into a
+    /// staging folder moved into place at the end ([`crate::staging`]).
+    pub fn run(&self, out_dir: &Path, show_progress: bool) -> Result<RunReport> {
+        crate::staging::check_target(out_dir)?;
+        let _lock = crate::staging::Lock::acquire(out_dir)?;
+        let run = self.execute(show_progress)?;
+        let files = run.write_unlocked(out_dir, self.report)?;
+        Ok(RunReport { summary: run.summary, files })
+    }
+
+    /// Run every stage in order and keep the results in memory (nothing is written): the
+    /// summary, the typed figures through [`Run::figures`], the tables and the artifacts.
+    pub fn execute(&self, show_progress: bool) -> Result<Run> {
+        Ok(self.execute_with(show_progress, &mut PieceMode::Whole)?.0)
+    }
+
+    /// The stages whose work splits into pieces and that a sharded run deals out, with their
+    /// piece counts, in order: every stage with [`Stage::pieces`] above 0 that does not read
+    /// (directly or through others) another such stage — one that does runs whole, after the
+    /// merge.
+    pub fn split_stages(&self) -> Vec<(String, usize)> {
+        let mut below_split: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        let mut split = Vec::new();
+        for planned in &self.stages {
+            let upstream = planned.inputs.values().any(|t| below_split.contains(t.as_str()));
+            let pieces = planned.stage.pieces();
+            if pieces > 0 && !upstream {
+                split.push((planned.name.clone(), pieces));
+            }
+            if pieces > 0 || upstream {
+                below_split.insert(&planned.name);
+            }
+        }
+        split
+    }
+
+    /// The stages that `names` read, directly or through others (not `names` themselves).
+    fn ancestors_of(&self, names: &[String]) -> std::collections::BTreeSet<String> {
+        let mut found: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+        for planned in self.stages.iter().rev() {
+            if found.contains(&planned.name) {
+                found.extend(planned.inputs.values().cloned());
+            }
+        }
+        found.retain(|n| !names.contains(n));
+        found
+    }
+
+    /// [`Pipeline::execute`], with the split stages treated as `mode` says. In
+    /// [`PieceMode::Compute`] only the pieces asked for and the stages they read run (the
+    /// returned [`Run`] holds those stages' figures); the pieces come back in stage and piece
+    /// order.
+    pub(crate) fn execute_with(&self, show_progress: bool, mode: &mut PieceMode) -> Result<(Run, Vec<ComputedPiece>)> {
+        let needed = match mode {
+            PieceMode::Compute(held) => Some(self.ancestors_of(&held.keys().cloned().collect::<Vec<_>>())),
+            _ => None,
+        };
+        let mut computed: Vec<ComputedPiece> = Vec::new();
+        let mut artifacts: BTreeMap<String, Artifact> = BTreeMap::new();
+        let mut stage_figures = Map::new();
+        let mut tables: Vec<(String, Table)> = Vec::new();
+        let mut extra_files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+        // Every stage's warnings, in run order, as {"stage", "message"}.
+        let mut warnings: Vec<Value> = Vec::new();
+        let show = crate::progress::wanted(show_progress);
+        // Warnings of the checks made before a stage runs (`Stage::preflight`), by stage name;
+        // the stage keeps them when it runs.
+        let mut early_warnings: BTreeMap<String, crate::warnings::Warnings> = BTreeMap::new();
+        for (position, planned) in self.stages.iter().enumerate() {
+            let held = match mode {
+                PieceMode::Compute(held) => held.get(&planned.name).cloned(),
+                _ => None,
+            };
+            if held.is_none() && needed.as_ref().is_some_and(|n| !n.contains(&planned.name)) {
+                continue;
+            }
+            let mut inputs = Inputs::default();
+            for (role, target) in &planned.inputs {
+                let artifact =
+                    artifacts.get(target).cloned().ok_or_else(|| Error::Invalid(format!("stage `{target}` produced nothing")))?;
+                inputs.by_role.insert(role.clone(), artifact);
+            }
+            let progress = crate::progress::stage(&planned.name, planned.kind.name, show);
+            let mut ctx = StageContext::new(&planned.name, stage_seed(self.seed, &planned.name));
+            ctx.progress = progress;
+            if let Some(early) = early_warnings.remove(&planned.name) {
+                ctx.warnings = early;
+            }
+            let started = Instant::now();
+            let in_stage =
+                |e: Error| Error::Stage { stage: planned.name.clone(), kind: planned.kind.name.to_string(), source: Box::new(e) };
+            if let Some(held) = held {
+                for k in held {
+                    computed.push((planned.name.clone(), k, planned.stage.run_piece(&ctx, &inputs, k).map_err(in_stage)?));
+                }
+                ctx.progress.finish_and_clear();
+                continue;
+            }
+            let output = match mode {
+                PieceMode::Combine(pieces) if pieces.contains_key(&planned.name) => {
+                    let mine = pieces.remove(&planned.name).unwrap_or_default();
+                    planned.stage.combine(&ctx, &inputs, mine)
+                }
+                _ => planned.stage.run(&ctx, &inputs),
+            }
+            .map_err(in_stage)?;
+            ctx.progress.finish_and_clear();
+            let mut figures = Map::new();
+            figures.insert("kind".into(), json!(planned.kind.name));
+            figures.insert("elapsed_s".into(), json!(started.elapsed().as_secs_f64()));
+            figures.insert("model_queries".into(), json!(output.model_queries));
+            figures.insert("inputs".into(), json!(planned.inputs));
+            for (k, v) in output.figures {
+                figures.insert(k, v);
+            }
+            let stage_warnings = ctx.warnings.take();
+            if !stage_warnings.is_empty() {
+                figures.insert("warnings".into(), json!(stage_warnings));
+            }
+            warnings.extend(stage_warnings.into_iter().map(|message| json!({ "stage": planned.name, "message": message })));
+            stage_figures.insert(planned.name.clone(), Value::Object(figures));
+            for t in output.tables {
+                tables.push((planned.name.clone(), t));
+            }
+            extra_files.extend(ctx.files.into_inner().unwrap_or_else(|e| e.into_inner()));
+            if let Artifact::Dataset(data) = &output.artifact {
+                self.preflight_after(position, data, &mut early_warnings)?;
+            }
+            artifacts.insert(planned.name.clone(), output.artifact);
+        }
+        // A model behind a server: its traffic over the whole run, under the stage that loaded it.
+        for (name, artifact) in &artifacts {
+            if let (Artifact::Model(model), Some(Value::Object(figures))) = (artifact, stage_figures.get_mut(name)) {
+                if let Some(usage) = model.oracle.model().remote_usage() {
+                    figures.insert("remote".into(), serde_json::to_value(usage).unwrap_or(Value::Null));
+                }
+            }
+        }
+        let mut summary = json!({
+            "pipeline": self.name,
+            "file": self.file.file_name().map(|f| f.to_string_lossy().into_owned()),
+            "seed": self.seed,
+            "fairpipe_version": env!("CARGO_PKG_VERSION"),
+            "stage_order": self.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+            "stages": Value::Object(stage_figures),
+            "warnings": warnings,
+        });
+        if !self.gate.is_empty() {
+            summary["gate"] = crate::gate::section(&crate::gate::evaluate(&self.gate, &summary));
+        }
+        Ok((Run { summary, tables, extra_files, artifacts }, computed))
+    }
+}
+
+/// A piece computed by [`Pipeline::execute_with`]: its stage's name, its number and its result.
+pub(crate) type ComputedPiece = (String, usize, Piece);
+
+/// How [`Pipeline::execute_with`] treats the stages that split into pieces.
+pub(crate) enum PieceMode {
+    /// Run every stage whole: the ordinary run.
+    Whole,
+    /// Compute these pieces (stage name → piece numbers) and the stages they read; nothing else.
+    Compute(BTreeMap<String, Vec<usize>>),
+    /// Run every stage, the split ones from all their pieces (stage name → pieces in order).
+    Combine(BTreeMap<String, Vec<Piece>>),
+}
+
+impl Pipeline {
+    /// Once the stage at `position` has loaded `data`, run the checks of every later stage whose
+    /// audit descends from it and that no earlier dataset has checked: a limit the audit would
+    /// pass stops the run now, before the stages in between (training, say) take their time.
+    fn preflight_after(
+        &self,
+        position: usize,
+        data: &crate::data::Dataset,
+        early_warnings: &mut BTreeMap<String, crate::warnings::Warnings>,
+    ) -> Result<()> {
+        let source = &self.stages[position].name;
+        // The stages that read `source`, directly or through others: stages are in execution
+        // order, so one forward pass finds them all.
+        let mut descendants: std::collections::BTreeSet<&str> = std::collections::BTreeSet::from([source.as_str()]);
+        for planned in &self.stages[position + 1..] {
+            if !planned.inputs.values().any(|target| descendants.contains(target.as_str())) {
+                continue;
+            }
+            descendants.insert(&planned.name);
+            if early_warnings.contains_key(&planned.name) {
+                continue;
+            }
+            let warnings = crate::warnings::Warnings::with_prefix(format!("stage `{}`: ", planned.name));
+            planned.stage.preflight(data, &warnings).map_err(|e| Error::Stage {
+                stage: planned.name.clone(),
+                kind: planned.kind.name.to_string(),
+                source: Box::new(Error::Invalid(format!("checked as soon as `{source}` was loaded, before it runs: {e}"))),
+            })?;
+            early_warnings.insert(planned.name.clone(), warnings);
+        }
+        Ok(())
+    }
+}
