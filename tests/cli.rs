@@ -94,7 +94,7 @@ fn list_json_describes_every_kind_and_plugin() {
     assert!(ok, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
     let kinds: Vec<&str> = v["stages"].as_array().unwrap().iter().map(|k| k["kind"].as_str().unwrap()).collect();
-    let expected: Vec<&str> = fairpipe_core::pipeline::registry::STAGE_KINDS.iter().map(|k| k.name).collect();
+    let expected: Vec<&str> = fairpipe_core::run::registry::STAGE_KINDS.iter().map(|k| k.name).collect();
     assert_eq!(kinds, expected);
     let estimate = v["stages"].as_array().unwrap().iter().find(|k| k["kind"] == "estimate").unwrap();
     assert_eq!(estimate["output"], "estimate");
