@@ -13,7 +13,7 @@ use std::sync::Arc;
 use fairpipe_core::error::{ConfigError, Error};
 use fairpipe_core::models::provided::ProvidedModel;
 use fairpipe_core::output::Table;
-use fairpipe_core::pipeline::Pipeline;
+use fairpipe_core::run::Pipeline;
 use fairpipe_core::stages::check::CheckConfig;
 use fairpipe_core::stages::estimate::EstimateConfig;
 use fairpipe_core::stages::generate::GenerateConfig;

@@ -654,7 +654,7 @@ mod tests {
             assert_eq!(listed.names, fields, "{kind}: KIND_FIGURES against {figures_struct}'s fields");
             assert_eq!(listed.open, open, "{kind}: whether a plugin adds figures");
         }
-        for kind in crate::pipeline::registry::STAGE_KINDS {
+        for kind in crate::run::registry::STAGE_KINDS {
             assert!(kind_figures(kind.name).is_some(), "KIND_FIGURES lacks the kind {}", kind.name);
         }
     }

@@ -103,7 +103,7 @@ impl<'p, 'a> Checks<'p, 'a> {
     /// `value` of `key` must be at most `max` (a documented limit, [`crate::limits`]).
     pub fn at_most(&mut self, key: &str, value: u128, max: u128) {
         if value > max {
-            self.problem(key, format!("`{key}` must be at most {max}, found {value} (the limits are listed in the README)"));
+            self.problem(key, format!("`{key}` must be at most {max}, found {value} (the limits are listed in docs/cli.md)"));
         }
     }
 
