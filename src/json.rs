@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use fairpipe_core::error::ConfigError;
-use fairpipe_core::stage::kind::StageKind;
-use fairpipe_core::run::registry::STAGE_KINDS;
 use fairpipe_core::plugin::{self, Plugin};
+use fairpipe_core::run::registry::STAGE_KINDS;
+use fairpipe_core::stage::kind::StageKind;
 use fairpipe_core::sweep::Sweep;
 use serde_json::{json, Value};
 

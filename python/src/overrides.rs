@@ -8,10 +8,10 @@ use std::path::Path;
 
 use fairpipe_core::error::{ConfigError, ConfigProblem};
 use fairpipe_core::models::provided::ProvidedModel;
+use fairpipe_core::run::{stage_seed, Pipeline};
 use fairpipe_core::stage::config::{Checks, StageConfig};
 use fairpipe_core::stage::kind::{StageEnv, StageTable};
 use fairpipe_core::stage::problems::Problems;
-use fairpipe_core::run::{stage_seed, Pipeline};
 use fairpipe_core::stages::load::LoadConfig;
 use fairpipe_core::stages::load_model::LoadModelConfig;
 use polars::prelude::DataFrame;
@@ -51,7 +51,12 @@ pub fn apply(pipeline: &mut Pipeline, file: &Path, text: &str, replacements: Vec
         }
         let mut table = root.get("stages").and_then(|s| s.get(&name)).and_then(|t| t.as_table()).cloned().unwrap_or_default();
         table.remove("kind");
-        let env = StageEnv { dir: dir.clone(), seed: stage_seed(pipeline.seed, &name), plugin_path: pipeline.plugin_path.clone(), kinds: fairpipe_core::run::registry::STAGE_KINDS };
+        let env = StageEnv {
+            dir: dir.clone(),
+            seed: stage_seed(pipeline.seed, &name),
+            plugin_path: pipeline.plugin_path.clone(),
+            kinds: fairpipe_core::run::registry::STAGE_KINDS,
+        };
         let spot = StageTable { name: &name, header: header.clone(), entries: Vec::new() };
         let before = problems.len();
         let stage = match replacement {

@@ -1049,8 +1049,8 @@ mod tests {
 
     /// A run of the bundled census model (a few trials): an estimate, a check of the real test
     /// rows and the group metrics over gender and race.
-    fn census_run() -> crate::pipeline::Run {
-        use crate::pipeline::Pipeline;
+    fn census_run() -> crate::run::Run {
+        use crate::run::Pipeline;
         use crate::stages::{check::CheckConfig, estimate::EstimateConfig, group_metrics::GroupMetricsConfig, load::LoadConfig};
         use crate::stages::{load_model::LoadModelConfig, options::Rows};
         let bundled = concat!(env!("CARGO_MANIFEST_DIR"), "/../../pipelines");
