@@ -66,7 +66,10 @@ fn a_failing_condition_writes_the_results_and_exits_3() {
     assert!(ratio < 0.8);
     assert_eq!(gate["conditions"][1]["passed"], true);
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(report.contains("Gate: FAILED"), "the verdict is at the top of the report");
+    // The verdict leads the findings, which lead the page.
+    let verdict = report.find("Gate FAILED (exit code 3)").expect("the gate's verdict is in the report");
+    let findings = report.find("id=\"findings\"").expect("the report has a findings section");
+    assert!(findings < verdict && report[..findings].matches("<table").count() == 0, "the verdict is at the top of the report");
 }
 
 #[test]
@@ -104,4 +107,50 @@ fn malformed_gate_conditions_are_located_errors() {
         "{stderr}"
     );
     assert!(stderr.contains("no stage `estimate`"), "{stderr}");
+}
+
+#[test]
+fn a_figure_name_no_stage_writes_fails_validate_and_run_with_exit_1_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = pipeline("[gate]\nconditions = [\"metrics.rows > 0\", \"metrics.demographic_parity_ration >= 0.8\"]");
+    let file = write(dir.path(), "typo.toml", &text);
+    let line = text.lines().position(|l| l.starts_with("conditions")).unwrap() + 1;
+    let col = text.lines().nth(line - 1).unwrap().find("\"metrics.demographic_parity_ration").unwrap() + 1;
+    let says = format!(
+        "typo.toml:{line}:{col}: [gate] `metrics.demographic_parity_ration >= 0.8`: stage `metrics` (group_metrics) has no figure `demographic_parity_ration` (did you mean `demographic_parity_ratio`?)"
+    );
+    let validate =
+        Command::new(env!("CARGO_BIN_EXE_fairpipe")).args(["validate", file.to_str().unwrap()]).current_dir(root()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&validate.stderr);
+    assert_eq!(validate.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&says), "{stderr}");
+    // `run` refuses it the same way, before any stage runs: a typo is not a fairness failure (3).
+    let out = dir.path().join("out");
+    let (code, _, stderr) = run(&file, &out, &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(&says), "{stderr}");
+    assert!(!out.exists());
+    // The same typo given with --gate names the argument.
+    let good = write(dir.path(), "good.toml", &pipeline(""));
+    let (code, _, stderr) = run(&good, &out, &["--gate", "metrics.demographic_parity_ration >= 0.8"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--gate `metrics.demographic_parity_ration >= 0.8`: stage `metrics` (group_metrics) has no figure `demographic_parity_ration` (did you mean `demographic_parity_ratio`?)"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+    // A figure of the model stage, a nested one and a runner's figure are accepted.
+    let (code, _, stderr) = run(
+        &good,
+        &out,
+        &[
+            "--gate",
+            "model.agreement.auc > 0.5",
+            "--gate",
+            "metrics.parity.gender.demographic_parity_ratio > 0",
+            "--gate",
+            "metrics.elapsed_s >= 0",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
 }

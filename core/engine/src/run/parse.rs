@@ -59,7 +59,8 @@ impl Pipeline {
         Ok(Pipeline { file: file.to_path_buf(), name, seed, out, report, plugin_path, stages, gate })
     }
 
-    /// Add a gate condition (from `--gate`); an error when it reads a stage the pipeline lacks.
+    /// Add a gate condition (from `--gate`); an error when it reads a stage the pipeline lacks or
+    /// a figure its stage's kind does not write.
     pub fn add_gate(&mut self, condition: crate::gate::Condition) -> std::result::Result<(), String> {
         let names: Vec<&str> = self.stages.iter().map(|s| s.name.as_str()).collect();
         if !names.contains(&condition.stage()) {
@@ -70,6 +71,8 @@ impl Pipeline {
                 hint(condition.stage(), &names)
             ));
         }
+        let stage_kinds: Vec<(&str, &str)> = self.stages.iter().map(|s| (s.name.as_str(), s.kind.name)).collect();
+        crate::gate::check_names(&condition, &stage_kinds).map_err(|problem| format!("--gate `{condition}`: {problem}"))?;
         self.gate.push(condition);
         Ok(())
     }
@@ -317,9 +320,16 @@ fn plan(
             }
         }
     }
+    // Each condition's stage, and its figure against the stage kind's figures: a typo fails
+    // here (exit 1), not after every stage has run as a failed gate (exit 3).
+    let stage_kinds: Vec<(&str, &str)> = built.iter().map(|(n, kind, ..)| (n.v.as_str(), kind.name)).collect();
     for (c, span) in gate {
         if !stage_names.contains(&c.stage()) {
             p.at(span, format!("[gate] `{c}`: no stage `{}`{}", c.stage(), hint(c.stage(), &stage_names)));
+        } else if stage_kinds.iter().any(|(n, _)| *n == c.stage()) {
+            if let Err(problem) = crate::gate::check_names(c, &stage_kinds) {
+                p.at(span, format!("[gate] `{c}`: {problem}"));
+            }
         }
     }
     let order = topological_order(
