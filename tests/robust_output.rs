@@ -234,5 +234,8 @@ fn a_value_the_run_adjusts_is_stated_in_the_summary_and_the_report() {
     assert_eq!(summary["warnings"][0]["message"], stated[0]);
     assert!(summary["stages"]["data"].get("warnings").is_none(), "a stage without warnings lists none");
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(report.contains("<h2>Warnings</h2>") && report.contains(&format!("{train} seeds are emitted")));
+    // The warnings lead the report's findings, before any table.
+    let warnings = report.find("id=\"warnings\"").expect("the report has its warnings block");
+    assert!(report[..warnings].matches("<table").count() == 0, "the warnings come before the tables");
+    assert!(report[warnings..].contains(&format!("{train} seeds are emitted")));
 }
