@@ -5,6 +5,13 @@
 //! comparison; discrimination-check throughput (rows checked/s); and the shared score cache's cost
 //! (direct, all misses, all hits).
 //!
+//! The tree exports of tests/fixtures/onnx/trees (group `trees/…`, issue 38): the native tree
+//! executor beside ONNX Runtime through `ort`, batch 64 and 4096, one thread and all threads, on
+//! the census rows; then ONNX Runtime in Python on the same rows (scripts/bench_trees_python.py,
+//! run with `FAIRPIPE_TREES_PYTHON`, default ~/.cache/fairpipe/trees-venv/bin/python), printed as
+//! `python-onnxruntime MODEL threadsT BATCH ROWS_PER_S` lines. `FAIRPIPE_BENCH_TREES=xgboost,…`
+//! keeps to some exports.
+//!
 //! `cargo bench --bench oracle` (ONNX Runtime: `pip install onnxruntime`).
 
 use std::path::PathBuf;
@@ -16,7 +23,8 @@ use fairpipe_core::data::{load, LoadSpec, MissingPolicy, Split, SplitSpec};
 use fairpipe_core::models::model_outputs::{Favourable, OutputTransform};
 use fairpipe_core::models::onnx_runtime::runtime;
 use fairpipe_core::models::ort_model::OutputChoice;
-use fairpipe_core::models::{Mlp, MlpConfig, OnnxModel, OrtModel};
+use fairpipe_core::models::trees::Graph;
+use fairpipe_core::models::{Mlp, MlpConfig, OnnxModel, OrtModel, TreeModel};
 use fairpipe_core::oracle::{Model, Oracle};
 
 fn census() -> fairpipe_core::data::Dataset {
@@ -88,6 +96,70 @@ fn exports_throughput(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("threads1", batch), &batch, |b, _| {
             pool.install(|| b.iter(|| oracle.predict_proba(x).expect("predict")))
         });
+    }
+    group.finish();
+}
+
+/// The tree exports: native-trees vs ONNX Runtime through `ort`, then ONNX Runtime in Python.
+fn trees_throughput(c: &mut Criterion) {
+    let data = census();
+    let rows: Vec<f64> = data.x.iter().copied().collect();
+    let width = data.domain.width();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("tests/fixtures/onnx/trees");
+    let wanted = std::env::var("FAIRPIPE_BENCH_TREES").ok();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/fixtures/onnx/trees")
+        .filter_map(|e| e.ok()?.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .filter(|n| wanted.as_deref().is_none_or(|w| w.split(',').any(|x| x == n)))
+        .collect();
+    names.sort();
+    names.dedup();
+    for name in &names {
+        let path = dir.join(format!("{name}.onnx"));
+        if path.extension().is_none() || !path.exists() {
+            continue;
+        }
+        let graph = Graph::read(&path, width).expect("the tree executor covers the export");
+        // Multiclass exports: read the probability of their first class.
+        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped };
+        let choice = OutputChoice { name: None, transform: OutputTransform::None, favourable, classes: Vec::new() };
+        let Ok(native) = TreeModel::load(&path, graph, choice, &rows) else {
+            eprintln!("{name}: not a binary classifier fairpipe reads yet; skipped");
+            continue;
+        };
+        let ort = ort_model(&path, &data);
+        for (executor, oracle) in [
+            ("native-trees", Oracle::new(Arc::new(native) as Arc<dyn Model>)),
+            ("onnxruntime", Oracle::new(Arc::new(ort) as Arc<dyn Model>)),
+        ] {
+            bench_trees(c, &format!("trees/{name}/{executor}"), &oracle, &rows, width);
+        }
+    }
+    let python = std::env::var("FAIRPIPE_TREES_PYTHON")
+        .unwrap_or_else(|_| format!("{}/.cache/fairpipe/trees-venv/bin/python", std::env::var("HOME").unwrap_or_default()));
+    let script = root.join("scripts/bench_trees_python.py");
+    match std::process::Command::new(&python).arg(&script).args(&names).output() {
+        Ok(out) if out.status.success() => print!("{}", String::from_utf8_lossy(&out.stdout)),
+        Ok(out) => eprintln!("{python} {}: {}", script.display(), String::from_utf8_lossy(&out.stderr)),
+        Err(e) => eprintln!("{python}: {e} (set FAIRPIPE_TREES_PYTHON to a Python with onnxruntime, pandas)"),
+    }
+}
+
+/// Batch 64 and 4096, each on one thread and on all threads.
+fn bench_trees(c: &mut Criterion, group: &str, oracle: &Oracle, rows: &[f64], width: usize) {
+    let all = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut group = c.benchmark_group(group);
+    group.sample_size(10).measurement_time(std::time::Duration::from_secs(2));
+    for batch in [64usize, 4096] {
+        let x = &rows[..batch * width];
+        group.throughput(Throughput::Elements(batch as u64));
+        for threads in [1, all] {
+            let pool = pool(threads);
+            group.bench_with_input(BenchmarkId::new(format!("threads{threads}"), batch), &batch, |b, _| {
+                pool.install(|| b.iter(|| oracle.predict_proba(x).expect("predict")))
+            });
+        }
     }
     group.finish();
 }
@@ -180,6 +252,6 @@ fn cache_overhead(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(3)).warm_up_time(std::time::Duration::from_secs(1));
-    targets = oracle_throughput, exports_throughput, check_throughput, cache_overhead
+    targets = oracle_throughput, exports_throughput, check_throughput, cache_overhead, trees_throughput
 }
 criterion_main!(benches);

@@ -36,4 +36,5 @@ mod robust_output;
 mod score_cache;
 mod sweeps;
 mod text_audit;
+mod tree_executor;
 mod white_box;

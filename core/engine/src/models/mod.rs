@@ -1,5 +1,6 @@
 //! Models under test: trained natively (MLP, logistic regression, decision tree, random forest,
-//! SVM) or loaded (ONNX, run natively, by tract or by ONNX Runtime).
+//! SVM) or loaded (ONNX, run natively — dense networks and tree ensembles —, by tract or by ONNX
+//! Runtime).
 
 pub mod agreement;
 pub mod dense;
@@ -18,6 +19,7 @@ pub mod remote;
 pub mod standardise;
 pub mod svm;
 pub mod tree;
+pub mod trees;
 pub mod zoo;
 
 pub use logistic::Logistic;
@@ -28,6 +30,7 @@ pub use ort_model::OrtModel;
 pub use remote::RemoteModel;
 pub use svm::{Svm, SvmConfig, SvmKernel};
 pub use tree::Tree;
+pub use trees::TreeModel;
 pub use zoo::{Fitted, Forest, ModelFile};
 
 use std::sync::Arc;

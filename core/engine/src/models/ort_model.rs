@@ -118,6 +118,21 @@ impl OrtModel {
     }
 }
 
+/// Every output of the model at `path` for the rows of `x` (row-major f64, `width` features, fed
+/// as its one float32 input `[N, width]`), in its output order, read as [`OrtModel`] reads them:
+/// how the native tree executor is held against ONNX Runtime.
+pub fn raw_outputs(path: &Path, runtime: &Runtime, x: &[f64], width: usize) -> Result<Vec<(String, RawOutput)>, ModelError> {
+    let mut session = open_session(path, runtime)?;
+    let rows = x.len() / width.max(1);
+    let input = session.inputs().first().map(|i| i.name().to_string()).unwrap_or_default();
+    let values: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    let tensor =
+        Tensor::from_array((vec![rows, width], values)).map_err(|e| ModelError::Inference(format!("input {input}: {e}")))?.into_dyn();
+    let names: Vec<String> = session.outputs().iter().map(|o| o.name().to_string()).collect();
+    let outputs = session.run(vec![(input, tensor)]).map_err(|e| ModelError::Inference(format!("ONNX Runtime: {e}")))?;
+    names.iter().map(|name| Ok((name.clone(), extract(name, &outputs[name.as_str()])?))).collect()
+}
+
 /// A single-threaded ONNX Runtime session of `path` under `runtime`.
 pub(crate) fn open_session(path: &Path, runtime: &Runtime) -> Result<Session, ModelError> {
     Session::builder(runtime.environment())

@@ -25,8 +25,9 @@ use crate::models::remote::http::{Http, HttpSettings};
 use crate::models::remote::mlflow::{declared_inputs, MlflowBackend, MlflowEndpoint};
 use crate::models::remote::v2::{V2Backend, V2Endpoint};
 use crate::models::remote::{Backend, RemoteModel, Traffic};
+use crate::models::trees::Graph as TreeGraph;
 use crate::models::Model;
-use crate::models::{Complement, ModelFile, OnnxModel, OrtModel};
+use crate::models::{Complement, ModelFile, OnnxModel, OrtModel, TreeModel};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
 use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
 use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
@@ -93,7 +94,7 @@ pub const KIND: StageKind = StageKind {
             "executor",
             "\"auto\"|\"native\"|\"tract\"|\"onnxruntime\"",
             "\"auto\"",
-            "auto: ONNX Runtime for ai.onnx.ml operators, string/float64/several inputs, sequence or map outputs, or what tract refuses; else tract, replaced by the native dense executor once it reproduces tract on every row of the data (no label change, |dp| <= 1e-5)",
+            "auto: the native tree executor (native-trees) for tree ensembles it covers (TreeEnsembleClassifier/Regressor with Cast, Identity, ZipMap, ArrayFeatureExtractor, Normalizer, Scaler, Add/Sub/Mul/Div by a constant, on one float input), held against ONNX Runtime when it is installed; ONNX Runtime for other ai.onnx.ml operators, string/float64/several inputs, sequence or map outputs, or what tract refuses; else tract, replaced by the native dense executor once it reproduces tract on every row of the data (no label change, |dp| <= 1e-5). native: the native tree or dense executor, an error naming the operator it does not cover",
         ),
         KeyDoc::new(
             "onnxruntime",
@@ -112,11 +113,12 @@ pub const KIND: StageKind = StageKind {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Executor {
-    /// ONNX Runtime where the graph needs it, else the native dense executor when it reproduces
-    /// tract on the data, else tract.
+    /// The native tree executor for a tree ensemble it covers, else ONNX Runtime where the graph
+    /// needs it, else the native dense executor when it reproduces tract on the data, else tract.
     #[default]
     Auto,
-    /// The native dense executor (the graph must be a dense stack that reproduces tract).
+    /// The native tree executor (a tree ensemble it covers) or the native dense executor (a dense
+    /// stack that reproduces tract); any other graph is an error naming what is not covered.
     Native,
     /// Always tract.
     Tract,
@@ -699,7 +701,26 @@ impl LoadModel {
         let facts = graph_facts(&self.path)?;
         let favourable = self.favourable(data);
         let rows: Vec<f64> = data.x.iter().copied().collect();
-        let needs = facts.needs_onnxruntime.join(", ");
+        let mut needs = facts.needs_onnxruntime.join(", ");
+        // A tree ensemble: the native tree executor when it covers the graph.
+        if matches!(self.executor, Executor::Auto | Executor::Native) && !facts.needs_onnxruntime.is_empty() {
+            match TreeGraph::read(&self.path, data.domain.width()) {
+                Ok(graph) => return self.load_trees(data, favourable, &facts, graph, &rows, figures),
+                Err(uncovered) if self.executor == Executor::Native => {
+                    return Err(ModelError::Onnx {
+                        path: self.path.clone(),
+                        message: format!(
+                            "executor = \"native\" cannot run it: the native tree executor does not cover {uncovered}; use executor = \"auto\" or \"onnxruntime\""
+                        ),
+                    }
+                    .into());
+                }
+                Err(uncovered) if facts.needs_onnxruntime.iter().any(|n| n.contains("TreeEnsemble")) => {
+                    needs = format!("{needs} (the native tree executor does not cover {uncovered})");
+                }
+                Err(_) => {}
+            }
+        }
         match self.executor {
             Executor::Onnxruntime => return self.load_ort(data, favourable, &facts, &rows, figures, "executor = \"onnxruntime\""),
             Executor::Auto if !facts.needs_onnxruntime.is_empty() => {
@@ -761,7 +782,10 @@ impl LoadModel {
         }
         figures.executor = Some(model.executor());
         if self.executor == Executor::Auto {
-            if let Some(reference) = self.check_against_onnxruntime(data, &model, favourable, facts.classes, &rows, figures)? {
+            let executor = model.executor();
+            if let Some(reference) =
+                self.check_against_onnxruntime(data, &model, model.output_name(), &executor, favourable, facts.classes, &rows, figures)?
+            {
                 return Ok(reference);
             }
         }
@@ -772,10 +796,13 @@ impl LoadModel {
     /// against it on the data's rows: a graph that tract runs differently (seen: `Sqrt` of a
     /// negative number, NaN in onnxruntime, a number in tract) is then run by ONNX Runtime, and
     /// its NaN refused, instead of audited on tract's figures. `None` keeps `model`.
+    #[allow(clippy::too_many_arguments)]
     fn check_against_onnxruntime(
         &self,
         data: &Dataset,
-        model: &OnnxModel,
+        model: &dyn Model,
+        output: &str,
+        executor: &str,
         favourable: Favourable,
         classes: Vec<crate::models::model_outputs::ClassKey>,
         rows: &[f64],
@@ -785,7 +812,7 @@ impl LoadModel {
             figures.reference_check = Some("not made: ONNX Runtime is not installed".into());
             return Ok(None);
         };
-        let choice = OutputChoice { name: Some(model.output_name()), transform: self.transform, favourable, classes };
+        let choice = OutputChoice { name: Some(output), transform: self.transform, favourable, classes };
         let reference = match OrtModel::load(&self.path, runtime, &data.domain, choice, rows) {
             Ok(reference) => reference,
             Err(e @ ModelError::NotFinite { .. }) => return Err(e.into()),
@@ -807,16 +834,16 @@ impl LoadModel {
         figures.reference_checked_rows = Some(n);
         figures.reference_max_abs_diff = Some(max_abs_diff);
         if flips == 0 && max_abs_diff <= REFERENCE_TOLERANCE {
-            figures.reference_check = Some(format!("{} reproduces onnxruntime {}", model.executor(), reference.runtime().version));
+            figures.reference_check = Some(format!("{executor} reproduces onnxruntime {}", reference.runtime().version));
             return Ok(None);
         }
         figures.reference_check = Some(format!(
-            "{} differs from onnxruntime {} ({flips} label flips, max |dp| {max_abs_diff:e}): onnxruntime runs it",
-            model.executor(),
+            "{executor} differs from onnxruntime {} ({flips} label flips, max |dp| {max_abs_diff:e}): onnxruntime runs it",
             reference.runtime().version
         ));
         figures.executor = Some(reference.executor());
-        figures.executor_reason = Some("tract's probabilities differ from onnxruntime's".into());
+        figures.executor_reason =
+            Some(format!("{}'s probabilities differ from onnxruntime's", executor.split(' ').next().unwrap_or(executor)));
         figures.onnxruntime_path = Some(reference.runtime().path.display().to_string());
         figures.native_checked_rows = None;
         figures.native_max_abs_diff = None;
@@ -838,19 +865,7 @@ impl LoadModel {
             reason: reason.to_string(),
             message: e.message,
         })?;
-        if let Some(class) = self.favourable_class {
-            if facts.classes.iter().any(|c| matches!(c, ClassKey::Text(_))) {
-                let names: Vec<String> = facts.classes.iter().map(ToString::to_string).collect();
-                return Err(ModelError::Onnx {
-                    path: self.path.clone(),
-                    message: format!(
-                        "`favourable_class = {class}` names a numbered class, but the model names its classes [{}] and they are matched to the data's label by name: leave `favourable_class` out, and set `favourable` on the load stage to the one that is favourable",
-                        names.join(", ")
-                    ),
-                }
-                .into());
-            }
-        }
+        self.refuse_numbered_class(facts)?;
         let choice = OutputChoice { name: self.output.as_deref(), transform: self.transform, favourable, classes: facts.classes.clone() };
         let model = OrtModel::load(&self.path, runtime, &data.domain, choice, rows)?;
         let read = model.input_plan().attributes_read(data.domain.width());
@@ -868,6 +883,69 @@ impl LoadModel {
         figures.executor_reason = Some(reason.to_string());
         figures.onnxruntime_path = Some(model.runtime().path.display().to_string());
         Ok(Arc::new(model))
+    }
+
+    /// `favourable_class` names a numbered class: refused for a model that names its classes by
+    /// text (they are matched to the data's label by name).
+    fn refuse_numbered_class(&self, facts: &GraphFacts) -> std::result::Result<(), ModelError> {
+        if let Some(class) = self.favourable_class {
+            if facts.classes.iter().any(|c| matches!(c, ClassKey::Text(_))) {
+                let names: Vec<String> = facts.classes.iter().map(ToString::to_string).collect();
+                return Err(ModelError::Onnx {
+                    path: self.path.clone(),
+                    message: format!(
+                        "`favourable_class = {class}` names a numbered class, but the model names its classes [{}] and they are matched to the data's label by name: leave `favourable_class` out, and set `favourable` on the load stage to the one that is favourable",
+                        names.join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Load a tree ensemble the native tree executor covers, and hold it against ONNX Runtime on
+    /// the data's rows when ONNX Runtime is installed: with `auto`, a difference hands the model
+    /// to ONNX Runtime; with `native`, it is an error.
+    fn load_trees(
+        &self,
+        data: &Dataset,
+        favourable: Favourable,
+        facts: &GraphFacts,
+        graph: TreeGraph,
+        rows: &[f64],
+        figures: &mut LoadModelFigures,
+    ) -> Result<Arc<dyn Model>> {
+        self.refuse_numbered_class(facts)?;
+        let operators = graph.operators().join(", ");
+        let choice = OutputChoice {
+            name: self.output.as_deref(),
+            transform: self.transform,
+            favourable: favourable.clone(),
+            classes: facts.classes.clone(),
+        };
+        let model = TreeModel::load(&self.path, graph, choice, rows)?;
+        figures.output = Some(model.output_name().to_string());
+        figures.output_read = Some(model.reader().describe());
+        figures.labels_only = Some(model.reader().labels_only());
+        figures.favourable_class_assumed = Some(model.reader().assumed_class);
+        figures.input_contract = Some(format!("one float32 input [N,{}] (encoded features)", data.domain.width()));
+        let executor = model.executor();
+        figures.executor = Some(executor.clone());
+        figures.executor_reason = Some(format!("the native tree executor covers every operator of the graph ({operators})"));
+        let reference =
+            self.check_against_onnxruntime(data, &model, model.output_name(), &executor, favourable, facts.classes.clone(), rows, figures)?;
+        match reference {
+            Some(_) if self.executor == Executor::Native => Err(ModelError::Onnx {
+                path: self.path.clone(),
+                message: format!(
+                    "executor = \"native\": {}; use executor = \"auto\" or \"onnxruntime\"",
+                    figures.reference_check.clone().unwrap_or_default()
+                ),
+            }
+            .into()),
+            Some(reference) => Ok(reference),
+            None => Ok(Arc::new(model)),
+        }
     }
 
     fn executor_name(&self) -> &'static str {
