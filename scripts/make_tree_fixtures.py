@@ -163,7 +163,7 @@ def main() -> None:
     manifest.append(check(save(onnxmltools.convert_lightgbm(lgbm, initial_types=initial, target_opset=15), "lightgbm_multiclass.onnx"), lgbm, x, list(lgbm.classes_)))
 
     # CatBoost (its own exporter).
-    cb = catboost.CatBoostClassifier(iterations=200, depth=5, learning_rate=0.1, random_seed=11, verbose=False, thread_count=1)
+    cb = catboost.CatBoostClassifier(iterations=200, depth=5, learning_rate=0.1, random_seed=11, verbose=False, thread_count=1, allow_writing_files=False)
     cb.fit(xt, yt)
     path = OUT / "catboost.onnx"
     cb.save_model(str(path), format="onnx", export_parameters={"onnx_domain": "ai.catboost", "onnx_model_version": 1, "onnx_graph_name": "catboost"})

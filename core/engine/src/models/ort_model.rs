@@ -3,7 +3,9 @@
 //! whatever tract cannot run or runs slowly.
 //!
 //! Inputs follow the contract of [`super::model_inputs`]; outputs are read and checked by
-//! [`super::model_outputs`]. Each rayon worker gets its own single-threaded session, so a large
+//! [`super::model_outputs`]. A `ZipMap` output is read from the probability tensor under it: the
+//! graph is run without the ZipMap (checked to give the same figures at load), so no map per row
+//! is built. Each rayon worker gets its own single-threaded session, so a large
 //! batch is spread over the cores the same way as for the native models.
 
 use std::path::{Path, PathBuf};
@@ -15,7 +17,7 @@ use ort::value::{DynMapValueType, DynValue, Tensor, TensorElementType, ValueType
 
 use super::model_inputs::{fixed_batch, plan, DeclaredInput, ElementType, InputBatch, InputPlan, InputValues};
 pub use super::model_outputs::OutputChoice;
-use super::model_outputs::{choose_output, ClassKey, OutputReader, RawOutput};
+use super::model_outputs::{choose_output, ClassKey, OutputReader, RawOutput, ReadRule};
 use super::onnx_runtime::Runtime;
 use crate::error::ModelError;
 use crate::models::Model;
@@ -32,6 +34,10 @@ pub struct OrtModel {
     batch: Option<usize>,
     sessions: SessionPool,
     runtime: Arc<Runtime>,
+    /// The session output fetched and how it is read: the chosen output and `reader`, or the
+    /// probability tensor a ZipMap output is made of and its column, when the ZipMap is cut off
+    /// (its maps are never built).
+    fetch: (String, OutputReader),
 }
 
 impl std::fmt::Debug for OrtModel {
@@ -83,8 +89,35 @@ impl OrtModel {
         let raw: Vec<Option<RawOutput>> = raw_by_output.into_iter().map(concat).collect();
         let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let reader = choose_output(&file, &typed, &raw, &choice, probe_rows, &|message| err(message))?;
-        let sessions = SessionPool::new(first, path, &runtime)?;
-        Ok(OrtModel { path: path.to_path_buf(), domain: domain.clone(), plan: input_plan, reader, batch, sessions, runtime })
+        let mut fetch = (reader.name.clone(), reader.clone());
+        // A ZipMap output: run the graph without it and read its probability tensor, if that
+        // gives the same figures on the probe rows.
+        let chosen = names.iter().position(|n| *n == reader.name);
+        let cut = match (&reader.rule, chosen.and_then(|i| raw[i].clone())) {
+            (ReadRule::MapEntry(key), Some(maps)) => without_zipmap(path, &reader.name, key).map(|cut| (cut, maps)),
+            _ => None,
+        };
+        let sessions = match cut {
+            Some(((bytes, tensor, column), maps)) => {
+                let mut session = open_session_bytes(&bytes, path, &runtime)?;
+                let column_reader = OutputReader { rule: ReadRule::Column { column }, name: tensor.clone(), ..reader.clone() };
+                let mut by_maps = vec![0.0; probe_rows];
+                reader.read(maps, &mut by_maps, 0)?;
+                let mut by_tensor = vec![0.0; probe_rows];
+                let same = run(&mut session, &input_plan, domain, probe, probe_rows, batch, Some(&tensor))
+                    .ok()
+                    .and_then(|mut v| v.pop())
+                    .is_some_and(|raw| column_reader.read(raw, &mut by_tensor, 0).is_ok() && by_maps == by_tensor);
+                if same && batch.is_none() {
+                    fetch = (tensor, column_reader);
+                    SessionPool::with(session, || open_session_bytes(&bytes, path, &runtime))?
+                } else {
+                    SessionPool::new(first, path, &runtime)?
+                }
+            }
+            None => SessionPool::new(first, path, &runtime)?,
+        };
+        Ok(OrtModel { path: path.to_path_buf(), domain: domain.clone(), plan: input_plan, reader, batch, sessions, runtime, fetch })
     }
 
     /// The output read.
@@ -144,6 +177,40 @@ pub(crate) fn open_session(path: &Path, runtime: &Runtime) -> Result<Session, Mo
         })
 }
 
+/// A single-threaded session of the model `bytes` (a rewritten `path`).
+fn open_session_bytes(bytes: &[u8], path: &Path, runtime: &Runtime) -> Result<Session, ModelError> {
+    Session::builder(runtime.environment())
+        .and_then(|b| b.with_intra_threads(1).map_err(|e| e.into()))
+        .and_then(|mut b| b.commit_from_memory(bytes))
+        .map_err(|e| ModelError::Onnx {
+            path: path.to_path_buf(),
+            message: format!("ONNX Runtime {} cannot load it without its ZipMap: {e}", runtime.version),
+        })
+}
+
+/// The model at `path` with the ZipMap that computes `output` cut off: its bytes, the name of
+/// the probability tensor the ZipMap read (now the only output), and the column of `key` in it.
+/// `None` when `output` is not a ZipMap of a float tensor, or `key` is not among its classes.
+fn without_zipmap(path: &Path, output: &str, key: &ClassKey) -> Option<(Vec<u8>, String, usize)> {
+    use prost::Message;
+    use tract_onnx::pb::{type_proto, TypeProto, ValueInfoProto};
+    use tract_onnx::prelude::Framework;
+    let mut proto = tract_onnx::onnx().proto_model_for_path(path).ok()?;
+    let graph = proto.graph.as_mut()?;
+    let at = graph.node.iter().position(|n| n.op_type == "ZipMap" && n.output.first().is_some_and(|o| o == output))?;
+    let node = graph.node.remove(at);
+    let tensor = node.input.first()?.clone();
+    let attribute = |name: &str| node.attribute.iter().find(|a| a.name == name);
+    let column = match key {
+        ClassKey::Int(i) => attribute("classlabels_int64s")?.ints.iter().position(|v| v == i)?,
+        ClassKey::Text(t) => attribute("classlabels_strings")?.strings.iter().position(|v| v.as_slice() == t.as_bytes())?,
+    };
+    let float =
+        TypeProto { value: Some(type_proto::Value::TensorType(type_proto::Tensor { elem_type: 1, shape: None })), ..Default::default() };
+    graph.output = vec![ValueInfoProto { name: tensor.clone(), r#type: Some(float), ..Default::default() }];
+    Some((proto.encode_to_vec(), tensor, column))
+}
+
 /// One single-threaded session per rayon worker (the first one already open), so that a large
 /// batch is scored on every core without the sessions' own thread pools competing.
 pub(crate) struct SessionPool(Vec<Mutex<Session>>);
@@ -151,9 +218,14 @@ pub(crate) struct SessionPool(Vec<Mutex<Session>>);
 impl SessionPool {
     /// `first` and as many more sessions of `path` as rayon has workers.
     pub(crate) fn new(first: Session, path: &Path, runtime: &Runtime) -> Result<Self, ModelError> {
+        Self::with(first, || open_session(path, runtime))
+    }
+
+    /// `first` and as many more sessions made by `open` as rayon has workers.
+    fn with(first: Session, open: impl Fn() -> Result<Session, ModelError>) -> Result<Self, ModelError> {
         let mut sessions = vec![Mutex::new(first)];
         for _ in 1..rayon::current_num_threads().max(1) {
-            sessions.push(Mutex::new(open_session(path, runtime)?));
+            sessions.push(Mutex::new(open()?));
         }
         Ok(SessionPool(sessions))
     }
@@ -184,9 +256,10 @@ impl Model for OrtModel {
         for start in (0..rows).step_by(per_run) {
             let n = per_run.min(rows - start);
             let chunk = &x[start * width..(start + n) * width];
-            let mut values = run(&mut session, &self.plan, &self.domain, chunk, n, self.batch, Some(&self.reader.name))?;
-            let raw = values.pop().ok_or_else(|| ModelError::Inference(format!("output {} missing", self.reader.name)))?;
-            self.reader.read(raw, &mut out[start..start + n], start)?;
+            let (fetch, reader) = &self.fetch;
+            let mut values = run(&mut session, &self.plan, &self.domain, chunk, n, self.batch, Some(fetch))?;
+            let raw = values.pop().ok_or_else(|| ModelError::Inference(format!("output {fetch} missing")))?;
+            reader.read(raw, &mut out[start..start + n], start)?;
         }
         Ok(())
     }
