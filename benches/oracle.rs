@@ -20,6 +20,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fairpipe_core::check::Checker;
 use fairpipe_core::data::{load, LoadSpec, MissingPolicy, Split, SplitSpec};
+use fairpipe_core::models::model_inputs::Feeding;
 use fairpipe_core::models::model_outputs::{Favourable, OutputTransform};
 use fairpipe_core::models::onnx_runtime::runtime;
 use fairpipe_core::models::ort_model::OutputChoice;
@@ -30,6 +31,8 @@ use fairpipe_core::oracle::{Model, Oracle};
 fn census() -> fairpipe_core::data::Dataset {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut spec = LoadSpec::new(root.join("pipelines/data/census.csv"), "income");
+    spec.codes = Some(fairpipe_core::codes::read(&root.join("pipelines/data/census.codes.toml")).expect("the census codes"));
+    spec.favourable = Some(">50K".into());
     spec.protected = vec!["gender".into()];
     spec.drop = vec!["row".into()];
     spec.split = SplitSpec::Column("split".into());
@@ -58,10 +61,11 @@ fn models(data: &fairpipe_core::data::Dataset) -> Vec<(&'static str, Oracle)> {
 /// `path` run by ONNX Runtime on `data`'s rows.
 fn ort_model(path: &std::path::Path, data: &fairpipe_core::data::Dataset) -> OrtModel {
     let runtime = runtime(None).expect("ONNX Runtime (pip install onnxruntime)");
-    let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped };
+    let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped, code: data.label_code };
     let choice = OutputChoice { name: None, transform: OutputTransform::None, favourable, classes: Vec::new() };
     let rows: Vec<f64> = data.x.iter().copied().collect();
-    OrtModel::load(path, runtime, &data.domain, choice, &rows).expect("onnxruntime model")
+    let feeding = Feeding { coded: data.coded.clone(), ..Feeding::default() };
+    OrtModel::load(path, runtime, &data.domain, &feeding, choice, &rows).expect("onnxruntime model")
 }
 
 /// The raw UCI Adult file as the exports were trained on it.
@@ -122,7 +126,7 @@ fn trees_throughput(c: &mut Criterion) {
         }
         let graph = Graph::read(&path, width).expect("the tree executor covers the export");
         // Multiclass exports: read the probability of their first class.
-        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped };
+        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped, code: data.label_code };
         let choice = OutputChoice { name: None, transform: OutputTransform::None, favourable, classes: Vec::new() };
         let Ok(native) = TreeModel::load(&path, graph, choice, &rows) else {
             eprintln!("{name}: not a binary classifier fairpipe reads yet; skipped");

@@ -30,7 +30,9 @@ seed = 1
 [stages.data]
 kind = "load"
 path = "$repo/pipelines/data/census.csv"
+codes = "$repo/pipelines/data/census.codes.toml"
 label = "income"
+favourable = ">50K"
 protected = ["gender"]
 drop = ["row"]
 split_column = "split"

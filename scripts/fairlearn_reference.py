@@ -22,6 +22,7 @@ The Rust test tests/fairlearn.rs computes the same from the CSV with fairpipe's 
 asserts equality to 1e-9.
 """
 import json
+import tomllib
 import pathlib
 
 import fairlearn
@@ -57,6 +58,10 @@ def compas():
 
 def census():
     df = pd.read_csv(ROOT / "pipelines" / "data" / "census.csv")
+    # The papers' integer codes, as the census pipelines' `codes` key applies them.
+    codes = tomllib.loads((ROOT / "pipelines" / "data" / "census.codes.toml").read_text(encoding="utf-8"))
+    for column, names in codes.items():
+        df[column] = df[column].map(names)
     y = df["income"].astype(int)
     x = df.drop(columns=["row", "income", "split"]).astype(float)
     for c in ["gender", "race", "age"]:

@@ -566,7 +566,7 @@ pub fn init(options: &InitOptions) -> Result<Init, InitError> {
             for a in &mut load_domain.attributes {
                 a.protected = searched.contains(&a.name);
             }
-            match model_inputs::plan(model, &facts.inputs, &load_domain).map_err(InitError::Model)? {
+            match model_inputs::plan(model, &facts.inputs, &load_domain, &model_inputs::Feeding::default()).map_err(InitError::Model)? {
                 InputPlan::Vector { input, width, .. } => model_notes.push(format!(
                     "The model's one input `{input}` takes the {width} feature columns as encoded vectors, in file order \
                      (categories as level codes, levels sorted): check that the model was trained on this encoding."

@@ -9,8 +9,9 @@ use crate::common;
 
 fn endless_search(dir: &std::path::Path, budget: &str) -> std::path::PathBuf {
     let text = format!(
-        "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"sg\"\nparams = {{ sample_limit = 1000000 }}\n{budget}\n\n[stages.verified]\nkind = \"verify\"\ncases = \"search\"\n",
+        "[stages.data]\nkind = \"load\"\npath = \"{}\"\ncodes = \"{}\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"sg\"\nparams = {{ sample_limit = 1000000 }}\n{budget}\n\n[stages.verified]\nkind = \"verify\"\ncases = \"search\"\n",
         common::bundled("data/census.csv"),
+        common::bundled("data/census.codes.toml"),
         common::bundled("models/census.onnx")
     );
     common::write(dir, "endless.toml", &text)

@@ -230,8 +230,9 @@ fn plugins_built_for_earlier_minors_still_load_and_run() {
 fn validate_census_with(stages: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
-        "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n{stages}",
+        "[stages.data]\nkind = \"load\"\npath = \"{}\"\ncodes = \"{}\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n{stages}",
         common::bundled("data/census.csv"),
+        common::bundled("data/census.codes.toml"),
         common::bundled("models/census.onnx")
     );
     let file = common::write(dir.path(), "p.toml", &text);

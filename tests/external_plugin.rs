@@ -43,9 +43,10 @@ fn a_plugin_made_from_the_template_builds_outside_the_workspace_and_runs_from_a_
     assert!(libs.join(fairpipe_core::plugin::library_file_name("demo_method")).is_file());
 
     let pipeline = format!(
-        "[pipeline]\nplugin_path = [\"{}\"]\n\n[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"demo_method\"\nparams = {{ samples = 2000 }}\n\n[stages.verified]\nkind = \"verify\"\ncases = \"search\"\n",
+        "[pipeline]\nplugin_path = [\"{}\"]\n\n[stages.data]\nkind = \"load\"\npath = \"{}\"\ncodes = \"{}\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"demo_method\"\nparams = {{ samples = 2000 }}\n\n[stages.verified]\nkind = \"verify\"\ncases = \"search\"\n",
         libs.display(),
         common::bundled("data/census.csv"),
+        common::bundled("data/census.codes.toml"),
         common::bundled("models/census.onnx")
     );
     let file = common::write(tmp.path(), "demo.toml", &pipeline);

@@ -98,7 +98,7 @@ fn init_on_every_bundled_csv_writes_a_pipeline_that_validates() {
     // file, label, favourable line, protected attributes expected among the searched ones.
     let cases: &[(&str, &str, &str, &[&str])] = &[
         ("adult.data.csv", "Y", "favourable = \">50K\"", &["sex", "race"]),
-        ("census.csv", "income", "# favourable = 1", &["gender", "race"]),
+        ("census.csv", "income", "favourable = \">50K\"", &["gender", "race"]),
         ("bank.csv", "y", "# favourable = 1", &["age"]),
         ("compas.csv", "two_year_recid", "favourable = 0", &["sex", "race"]),
         ("credit.csv", "label_CREDITRATING_eq_1", "# favourable = 1", &["PersonStatusSex"]),

@@ -11,6 +11,8 @@ use ndarray::{Array2, ArrayView2};
 fn census() -> fairpipe_core::data::Dataset {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pipelines");
     let mut spec = LoadSpec::new(root.join("data/census.csv"), "income");
+    spec.codes = Some(fairpipe_core::codes::read(&root.join("data/census.codes.toml")).expect("the census codes"));
+    spec.favourable = Some(">50K".into());
     spec.protected = vec!["gender".into()];
     spec.drop = vec!["row".into()];
     spec.split = SplitSpec::Column("split".into());

@@ -20,6 +20,7 @@ mod group_metrics;
 mod init;
 mod maft_gradient;
 mod model_exports;
+mod model_inputs;
 mod model_trust;
 mod model_zoo;
 mod onnx_outputs;

@@ -10,39 +10,27 @@ use crate::common;
 
 use common::*;
 
-/// The bundled census data with its 0/1 `income` written as text (`<=50K`, `>50K`), the form an
-/// exported model's data usually has: the model's numbered classes must then be matched to it.
-fn census_text_labels(dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(root().join("pipelines/data/census.csv")).unwrap();
-    let mut lines = text.lines();
-    let header = lines.next().unwrap();
-    let income = header.split(',').position(|c| c == "income").unwrap();
-    let mut out = format!("{header}\n");
-    for line in lines {
-        let cells: Vec<&str> = line
-            .split(',')
-            .enumerate()
-            .map(|(i, c)| {
-                if i != income {
-                    c
-                } else if c == "1" {
-                    ">50K"
-                } else {
-                    "<=50K"
-                }
-            })
-            .collect();
-        out.push_str(&cells.join(","));
-        out.push('\n');
-    }
-    let path = dir.join("census_text.csv");
-    std::fs::write(&path, out).unwrap();
+/// The papers' codes of the bundled census data for every column but the label: the label is then
+/// text only (`<=50K`, `>50K`), the form an exported model's data usually has, and the model's
+/// numbered classes must be matched to it.
+fn census_codes_without_label(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(bundled("data/census.codes.toml")).unwrap();
+    let cut = text.find("[\"income\"]").expect("the census codes declare the label");
+    let rest = &text[cut..];
+    let end = rest.find("\n\n").map_or(text.len(), |e| cut + e);
+    let path = dir.join("codes_without_label.toml");
+    std::fs::write(&path, format!("{}{}", &text[..cut], &text[end..])).unwrap();
     path
 }
 
-/// A pipeline loading `model` (extra keys `model_keys`) on `data` (`favourable` as given) and
-/// measuring group metrics on it.
-fn pipeline(data: &Path, favourable: &str, model: &str, model_keys: &str) -> String {
+/// The papers' codes of the bundled census data, the label's included (`">50K" = 1`).
+fn census_codes() -> PathBuf {
+    PathBuf::from(bundled("data/census.codes.toml"))
+}
+
+/// A pipeline loading `model` (extra keys `model_keys`) on the bundled census data encoded with
+/// `codes` (`favourable` as given) and measuring group metrics on it.
+fn pipeline(codes: &Path, favourable: &str, model: &str, model_keys: &str) -> String {
     format!(
         r#"[pipeline]
 seed = 1
@@ -50,6 +38,7 @@ seed = 1
 [stages.data]
 kind = "load"
 path = "{data}"
+codes = "{codes}"
 label = "income"
 {favourable}
 protected = ["gender"]
@@ -68,9 +57,13 @@ model = "model"
 split = "test"
 bootstrap = 20
 "#,
-        data = data.display(),
+        data = bundled("data/census.csv"),
+        codes = codes.display(),
     )
 }
+
+/// The census label's favourable value.
+const FAVOURABLE: &str = "favourable = \">50K\"";
 
 fn fixture(name: &str) -> String {
     root().join("tests/fixtures/onnx").join(name).to_string_lossy().into_owned()
@@ -88,8 +81,8 @@ fn warnings_of(summary: &serde_json::Value) -> Vec<String> {
 #[test]
 fn an_inverted_model_whose_class_is_assumed_is_refused_with_the_fix() {
     let dir = tempfile::tempdir().unwrap();
-    let data = census_text_labels(dir.path());
-    let file = write(dir.path(), "inverted.toml", &pipeline(&data, "favourable = \">50K\"", &fixture("census_inverted.onnx"), ""));
+    let codes = census_codes_without_label(dir.path());
+    let file = write(dir.path(), "inverted.toml", &pipeline(&codes, "favourable = \">50K\"", &fixture("census_inverted.onnx"), ""));
     let out = dir.path().join("out");
     let stderr = run_failing(&file, &out);
     assert!(stderr.contains("stage `model` (load_model) failed"), "{stderr}");
@@ -103,11 +96,11 @@ fn an_inverted_model_whose_class_is_assumed_is_refused_with_the_fix() {
 #[test]
 fn the_named_class_turns_the_refusal_into_a_warning_in_the_terminal_summary_and_report() {
     let dir = tempfile::tempdir().unwrap();
-    let data = census_text_labels(dir.path());
+    let codes = census_codes_without_label(dir.path());
     let file = write(
         dir.path(),
         "named.toml",
-        &pipeline(&data, "favourable = \">50K\"", &fixture("census_inverted.onnx"), "favourable_class = 1"),
+        &pipeline(&codes, "favourable = \">50K\"", &fixture("census_inverted.onnx"), "favourable_class = 1"),
     );
     let out = dir.path().join("out");
     // Not quiet: the terminal shows the warning as the stage ends.
@@ -131,12 +124,12 @@ fn the_named_class_turns_the_refusal_into_a_warning_in_the_terminal_summary_and_
 #[test]
 fn favourable_class_0_reads_the_inverted_model_as_the_original() {
     let dir = tempfile::tempdir().unwrap();
-    let data = census_text_labels(dir.path());
+    let codes = census_codes_without_label(dir.path());
     let mut accuracies = Vec::new();
     for (name, model, keys) in
         [("original", bundled("models/census.onnx"), ""), ("inverted", fixture("census_inverted.onnx"), "favourable_class = 0")]
     {
-        let file = write(dir.path(), &format!("{name}.toml"), &pipeline(&data, "favourable = \">50K\"", &model, keys));
+        let file = write(dir.path(), &format!("{name}.toml"), &pipeline(&codes, "favourable = \">50K\"", &model, keys));
         let summary = run_pipeline(&file, &dir.path().join(name), &[]);
         assert!(warnings_of(&summary).iter().all(|w| !w.contains("chance")), "{name}: {:?}", warnings_of(&summary));
         let stage = &summary["stages"]["model"];
@@ -149,31 +142,32 @@ fn favourable_class_0_reads_the_inverted_model_as_the_original() {
 
 #[test]
 fn a_zero_one_label_model_read_the_wrong_way_is_warned_of() {
-    // With 0/1 labels the model's class 1 is the data's label 1 by name: a model that disagrees
-    // is audited, with the warning at the top.
+    // With the label's codes declared the model's class 1 is the data's ">50K" by its code: a
+    // model that disagrees is audited, with the warning at the top.
     let dir = tempfile::tempdir().unwrap();
-    let data = PathBuf::from(bundled("data/census.csv"));
-    let file = write(dir.path(), "numbered.toml", &pipeline(&data, "", &fixture("census_inverted.onnx"), ""));
+    let file = write(dir.path(), "numbered.toml", &pipeline(&census_codes(), FAVOURABLE, &fixture("census_inverted.onnx"), ""));
     let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
     let warnings = warnings_of(&summary);
     assert!(warnings.iter().any(|w| w.contains("below chance") && w.contains("favourable_class = 0")), "{warnings:?}");
     assert!(
         warnings.iter().all(|w| !w.contains("`favourable = ")),
-        "0/1 labels: naming the other favourable changes nothing: {warnings:?}"
+        "coded labels: naming the other favourable changes nothing: {warnings:?}"
     );
 }
 
 #[test]
 fn a_model_returning_nan_is_refused_at_load_on_every_executor_naming_the_row() {
     let dir = tempfile::tempdir().unwrap();
-    let data = PathBuf::from(bundled("data/census.csv"));
     // NaN from the last layer on (tract clamps a sigmoid's input, so its output would be a
     // number), and from the first layer's biases on (hidden from tract by ReLU's max).
     for model in ["census_nan.onnx", "census_nan_hidden.onnx"] {
         for executor in ["auto", "native", "tract", "onnxruntime"] {
             let name = format!("{executor}-{model}");
-            let file =
-                write(dir.path(), &format!("{name}.toml"), &pipeline(&data, "", &fixture(model), &format!("executor = \"{executor}\"")));
+            let file = write(
+                dir.path(),
+                &format!("{name}.toml"),
+                &pipeline(&census_codes(), FAVOURABLE, &fixture(model), &format!("executor = \"{executor}\"")),
+            );
             let stderr = run_failing(&file, &dir.path().join(&name));
             assert!(stderr.contains("stage `model` (load_model) failed"), "{name}: {stderr}");
             assert!(stderr.contains("is NaN for row 0"), "{name}: {stderr}");
@@ -186,8 +180,8 @@ fn a_model_returning_nan_is_refused_at_load_on_every_executor_naming_the_row() {
         "nan_model.py",
         "import json, sys\nfor line in sys.stdin:\n    rows = json.loads(line)[\"data\"]\n    print(json.dumps({\"p\": [float(\"nan\")] * len(rows)}), flush=True)\n",
     );
-    let text =
-        pipeline(&data, "", "unused", "").replace("path = \"unused\"", &format!("command = [\"python3\", \"{}\"]", program.display()));
+    let text = pipeline(&census_codes(), FAVOURABLE, "unused", "")
+        .replace("path = \"unused\"", &format!("command = [\"python3\", \"{}\"]", program.display()));
     let file = write(dir.path(), "command.toml", &text);
     let stderr = run_failing(&file, &dir.path().join("command"));
     assert!(stderr.contains("model output p of command") && stderr.contains("is NaN for row 0"), "{stderr}");

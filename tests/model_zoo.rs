@@ -15,15 +15,17 @@ fn train_pipeline(algorithm: &str, save: &str) -> String {
         _ => "",
     };
     format!(
-        "[stages.data]\nkind = \"load\"\npath = {:?}\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"{algorithm}\"\n{own}save = {save:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
-        bundled("data/census.csv")
+        "[stages.data]\nkind = \"load\"\npath = {:?}\ncodes = {:?}\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"{algorithm}\"\n{own}save = {save:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
+        bundled("data/census.csv"),
+        bundled("data/census.codes.toml")
     )
 }
 
 fn load_pipeline(model: &str, drop: &str) -> String {
     format!(
-        "[stages.data]\nkind = \"load\"\npath = {:?}\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [{drop}]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = {model:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
-        bundled("data/census.csv")
+        "[stages.data]\nkind = \"load\"\npath = {:?}\ncodes = {:?}\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [{drop}]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = {model:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
+        bundled("data/census.csv"),
+        bundled("data/census.codes.toml")
     )
 }
 

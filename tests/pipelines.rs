@@ -1,6 +1,8 @@
 //! End-to-end: every bundled pipeline validates and runs through the CLI, the reference ONNX models
 //! reproduce their published test accuracy exactly, and runs are reproducible.
 
+use std::path::Path;
+
 use crate::common;
 
 use common::*;
@@ -127,9 +129,7 @@ fn raw_categorical_data_is_decoded_back_on_output() {
 fn native_dense_executor_is_verified_and_agrees_with_tract() {
     let text = std::fs::read_to_string(root().join("pipelines/census-estimate.toml")).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let data = bundled("data/census.csv");
-    let model = bundled("models/census.onnx");
-    let text = text.replace("\"data/census.csv\"", &format!("{data:?}")).replace("\"models/census.onnx\"", &format!("{model:?}"));
+    let text = common::with_bundled_paths(&text);
     let auto = write(dir.path(), "auto.toml", &text);
     let tract = write(dir.path(), "tract.toml", &text.replace("kind = \"load_model\"", "kind = \"load_model\"\nexecutor = \"tract\""));
     let a = run_pipeline(&auto, &dir.path().join("a"), &[]);
@@ -154,12 +154,13 @@ fn parquet_input_gives_the_same_audit_as_csv() {
     let mut frame = CsvReadOptions::default().with_has_header(true).try_into_reader_with_file_path(Some(csv)).unwrap().finish().unwrap();
     let parquet = dir.path().join("census.parquet");
     ParquetWriter::new(std::fs::File::create(&parquet).unwrap()).finish(&mut frame).unwrap();
-    let text = std::fs::read_to_string(root().join("pipelines/census-estimate.toml"))
-        .unwrap()
-        .replace("\"models/census.onnx\"", &format!("{:?}", bundled("models/census.onnx")));
-    let from_csv = write(dir.path(), "csv.toml", &text.replace("\"data/census.csv\"", &format!("{:?}", bundled("data/census.csv"))));
-    let from_parquet =
-        write(dir.path(), "parquet.toml", &text.replace("\"data/census.csv\"", &format!("{:?}", parquet.display().to_string())));
+    let text = std::fs::read_to_string(root().join("pipelines/census-estimate.toml")).unwrap();
+    let from_csv = write(dir.path(), "csv.toml", &common::with_bundled_paths(&text));
+    let from_parquet = write(
+        dir.path(),
+        "parquet.toml",
+        &common::with_bundled_paths(&text.replace("\"data/census.csv\"", &format!("{:?}", parquet.display().to_string()))),
+    );
     let a = run_pipeline(&from_csv, &dir.path().join("a"), &[]);
     let b = run_pipeline(&from_parquet, &dir.path().join("b"), &[]);
     assert_eq!(b["stages"]["model"]["correct_test"], 8275);
@@ -167,4 +168,63 @@ fn parquet_input_gives_the_same_audit_as_csv() {
     {
         assert_eq!(a["stages"][stage][key], b["stages"][stage][key], "{stage}.{key}");
     }
+}
+
+/// The bundled census data is written with Adult's own names; its codes file gives back the
+/// papers' integer encoding exactly. The expected numbers are those of the papers' own encoded
+/// file (MAFT/EIDIG's processed census.csv): its first rows, per-column sums and bounds.
+#[test]
+fn the_named_census_data_encodes_to_the_papers_codes() {
+    let data = common::census_data();
+    let first: Vec<Vec<f64>> = (0..3).map(|r| data.x.row(r).to_vec()).collect();
+    assert_eq!(first[0], [1.0, 0.0, 7.0, 2.0, 7.0, 1.0, 4.0, 1.0, 1.0, 1.0, 2.0, 0.0]);
+    assert_eq!(first[1], [2.0, 0.0, 9.0, 0.0, 9.0, 2.0, 0.0, 1.0, 1.0, 1.0, 3.0, 0.0]);
+    assert_eq!(first[2], [2.0, 4.0, 12.0, 0.0, 12.0, 2.0, 0.0, 1.0, 1.0, 1.0, 2.0, 0.0]);
+    assert_eq!(data.y[..3], [0, 0, 1]);
+    let sums: Vec<f64> = data.x.columns().into_iter().map(|c| c.sum()).collect();
+    let papers = [104404, 34193, 492234, 52891, 231806, 116411, 22417, 32650, 53121, 51124, 107799, 70858];
+    assert_eq!(sums, papers.map(f64::from));
+    assert_eq!(data.y.iter().filter(|&&y| y == 1).count(), 11687);
+    let bounds: Vec<(f64, f64)> = data.domain.attributes.iter().map(|a| (a.lower, a.upper)).collect();
+    let lower = [1, 0, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0];
+    let upper = [4, 7, 16, 6, 13, 5, 4, 1, 3, 2, 4, 40];
+    assert_eq!(bounds, lower.iter().zip(upper).map(|(&l, u)| (f64::from(l), f64::from(u))).collect::<Vec<_>>());
+    // The codes carry the names: the model reads numbers, people read categories.
+    let name = |column: &str, code: f64| data.domain.attributes[data.domain.index_of(column).unwrap()].decode(code);
+    assert_eq!((name("gender", 0.0), name("race", 4.0), name("age", 2.0)), ("Female".into(), "Black".into(), "26–45".into()));
+    assert_eq!((data.label_values.clone(), data.label_code), (["<=50K".to_string(), ">50K".to_string()], Some(1)));
+}
+
+/// A codes file's problems are found by `validate`, each at its own `file:line:col` beside the
+/// pipeline's `codes` key; a cell without a code stops the run naming its line and the file.
+#[test]
+fn codes_files_are_checked_at_validate_and_their_cells_at_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = |codes: &Path| {
+        common::census_data_stage()
+            .replace(&format!("{:?}", bundled("data/census.codes.toml")), &format!("{:?}", codes.display().to_string()))
+    };
+    let validate = |name: &str, text: &str| {
+        let codes = write(dir.path(), name, text);
+        let file = write(dir.path(), &format!("{name}.p.toml"), &pipeline(&codes));
+        let (ok, _, stderr) = fairpipe(&["validate", file.to_str().unwrap()]);
+        assert!(!ok && stderr.contains(&format!("{}:4:", file.display())), "the pipeline's `codes` key: {stderr}");
+        (codes, stderr)
+    };
+    let (codes, stderr) = validate("typo.toml", "[\"gendr\"]\nFemale = 0\nMale = 1\n");
+    let at = |codes: &Path, line: usize, col: usize| format!("{}:{line}:{col}: ", codes.display());
+    assert!(
+        stderr.contains(&format!("{}column `gendr` is not a column of", at(&codes, 1, 2))) && stderr.contains("did you mean `gender`"),
+        "{stderr}"
+    );
+    let (codes, stderr) = validate("gap.toml", "[race]\nWhite = 0\nBlack = 2\n");
+    assert!(stderr.contains(&format!("{}the codes of column `race` skip 1", at(&codes, 1, 2))), "{stderr}");
+    // Well formed, but a category of the data has no code.
+    let codes = write(dir.path(), "short.toml", "[race]\nWhite = 0\nBlack = 1\n");
+    let file = write(dir.path(), "short.toml.p.toml", &pipeline(&codes));
+    let stderr = run_failing(&file, &dir.path().join("out"));
+    assert!(
+        stderr.contains("column `race`: line 21: value \"Asian-Pac-Islander\" has no code in") && stderr.contains("short.toml:1:2"),
+        "{stderr}"
+    );
 }

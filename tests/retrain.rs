@@ -90,10 +90,7 @@ fn retraining_removes_most_of_a_planted_bias() {
 #[test]
 fn a_loaded_model_cannot_be_retrained_and_says_why() {
     let text = std::fs::read_to_string(root().join("pipelines/census-maft.toml")).unwrap();
-    let text = text
-        .replace("\"data/census.csv\"", &format!("{:?}", bundled("data/census.csv")))
-        .replace("\"models/census.onnx\"", &format!("{:?}", bundled("models/census.onnx")))
-        .replace("global_num = 100, local_num = 1000", "global_num = 10, local_num = 10")
+    let text = common::with_bundled_paths(&text).replace("global_num = 100, local_num = 1000", "global_num = 10, local_num = 10")
         + "\n[stages.fairer]\nkind = \"retrain\"\nmodel = \"model\"\ncases = \"gender_verified\"\n";
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "p.toml", &text);

@@ -12,8 +12,9 @@ use crate::common;
 /// A quick census audit (estimate and check over the reference model) writing a few tables.
 fn census_pipeline(dir: &Path) -> PathBuf {
     let text = format!(
-        "[pipeline]\nseed = 3\n\n[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 10\nsamples = 100\n\n[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"test\"\n",
+        "[pipeline]\nseed = 3\n\n[stages.data]\nkind = \"load\"\npath = \"{}\"\ncodes = \"{}\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 10\nsamples = 100\n\n[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"test\"\n",
         common::bundled("data/census.csv"),
+        common::bundled("data/census.codes.toml"),
         common::bundled("models/census.onnx")
     );
     common::write(dir, "census.toml", &text)
@@ -156,8 +157,9 @@ fn stubborn_pipeline(dir: &Path, budget: &str) -> PathBuf {
     let library = common::plugin_dir().join(format!("{}fixture_stubborn{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
     assert!(library.exists(), "{} is built by cargo build --workspace", library.display());
     let text = format!(
-        "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\npath = \"{}\"\n{budget}\n",
+        "[stages.data]\nkind = \"load\"\npath = \"{}\"\ncodes = \"{}\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\npath = \"{}\"\n{budget}\n",
         common::bundled("data/census.csv"),
+        common::bundled("data/census.codes.toml"),
         common::bundled("models/census.onnx"),
         library.display()
     );

@@ -207,7 +207,7 @@ fn the_onnx_text_model_gives_onnx_runtimes_probabilities() {
     let choice = OutputChoice {
         name: None,
         transform: OutputTransform::None,
-        favourable: Favourable { label: "True".into(), is_zero: false },
+        favourable: Favourable { label: "True".into(), is_zero: false, code: None },
         classes,
     };
     let model = OrtTextModel::load(&path, runtime, choice, &data.text_refs()).unwrap();
@@ -225,7 +225,7 @@ fn the_onnx_text_model_gives_onnx_runtimes_probabilities() {
     let choice = OutputChoice {
         name: None,
         transform: OutputTransform::None,
-        favourable: Favourable { label: "1".into(), is_zero: false },
+        favourable: Favourable { label: "1".into(), is_zero: false, code: None },
         classes: vec![],
     };
     let err = OrtTextModel::load(&two_inputs, runtime, choice, &["a text"]).err().unwrap().to_string();

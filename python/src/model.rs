@@ -34,14 +34,17 @@ impl PySource {
     }
 }
 
-/// The domain and label as `fairpipe_rs._model.bind` reads them (JSON).
+/// The domain and label as `fairpipe_rs._model.bind` reads them (JSON). A category column with
+/// declared codes (`codes` on the load stage) is described as integer: the model gets its codes.
 fn describe_data(data: &Dataset) -> String {
     let attributes: Vec<serde_json::Value> = data
         .domain
         .attributes
         .iter()
-        .map(|a| {
+        .enumerate()
+        .map(|(i, a)| {
             let (kind, levels) = match &a.kind {
+                AttributeKind::Categorical { .. } if data.coded.get(i).copied().unwrap_or(false) => ("integer", None),
                 AttributeKind::Categorical { levels } => ("categorical", Some(levels.clone())),
                 AttributeKind::Integer => ("integer", None),
                 AttributeKind::Continuous => ("continuous", None),
@@ -97,7 +100,7 @@ impl ModelSource for PySource {
             *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             model_error
         })?;
-        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped };
+        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped, code: data.label_code };
         let (column, assumed, output_read) = match &classes {
             Some(classes) => {
                 let (class, assumed) = favourable.class_among(classes).map_err(|m| ModelError::Inference(format!("{}: {m}", self.name)))?;
@@ -144,9 +147,7 @@ impl PyModel {
             .iter()
             .zip(x)
             .map(|(a, v)| match &a.kind {
-                AttributeKind::Categorical { levels } => {
-                    format!("{}={:?}", a.name, levels.get(*v as usize).map(String::as_str).unwrap_or("?"))
-                }
+                AttributeKind::Categorical { .. } => format!("{}={:?}", a.name, a.decode(*v)),
                 _ => format!("{}={v}", a.name),
             })
             .collect();

@@ -15,8 +15,9 @@ from conftest import ROOT
 
 def good_pipeline() -> str:
     """A valid census pipeline with absolute paths to the bundled files (line 9: the load's `drop`,
-    line 18: the estimate's kind, 19: its model, 20: its trials)."""
+    line 20: the estimate's kind, 21: its model, 22: its trials)."""
     data = json.dumps(str(ROOT / "pipelines" / "data" / "census.csv"))
+    codes = json.dumps(str(ROOT / "pipelines" / "data" / "census.codes.toml"))
     model = json.dumps(str(ROOT / "pipelines" / "models" / "census.onnx"))
     return f"""[pipeline]
 seed = 1
@@ -28,6 +29,8 @@ label = "income"
 protected = ["gender"]
 drop = ["row"]
 split_column = "split"
+codes = {codes}
+favourable = ">50K"
 
 [stages.model]
 kind = "load_model"
@@ -51,9 +54,9 @@ def test_the_good_pipeline_runs(tmp_path):
 @pytest.mark.parametrize(
     "old,new,line,column,fragment",
     [
-        ('kind = "estimate"', 'kind = "estimat"', 18, 8, "unknown stage kind `estimat` (did you mean `estimate`?)"),
-        ("trials = 10", "trails = 10", 20, 1, "unknown key `trails` (did you mean `trials`?)"),
-        ('model = "model"', 'model = "modle"', 19, 9, "names stage `modle`, which does not exist (did you mean `model`?)"),
+        ('kind = "estimate"', 'kind = "estimat"', 20, 8, "unknown stage kind `estimat` (did you mean `estimate`?)"),
+        ("trials = 10", "trails = 10", 22, 1, "unknown key `trails` (did you mean `trials`?)"),
+        ('model = "model"', 'model = "modle"', 21, 9, "names stage `modle`, which does not exist (did you mean `model`?)"),
     ],
 )
 def test_a_bad_pipeline_raises_with_located_problems(tmp_path, old, new, line, column, fragment):
@@ -77,7 +80,7 @@ def test_every_problem_of_a_pipeline_is_reported_at_once(tmp_path):
     with pytest.raises(fairpipe_rs.PipelineError) as caught:
         fairpipe_rs.run(path)
     located = sorted((p.line, p.column) for p in caught.value.problems)
-    assert (9, 1) in located and (20, 1) in located, located
+    assert (9, 1) in located and (22, 1) in located, located
 
 
 def test_an_audit_naming_a_missing_column_raises_naming_it(xgb_model, census_frames):

@@ -16,6 +16,7 @@ from conftest import (
     ROOT,
     brute_force_check,
     census,
+    census_named,
     run_cli,
     without_timings,
 )
@@ -52,6 +53,7 @@ def test_a_pipeline_given_as_a_string_runs_as_the_file(tmp_path):
     """A TOML string whose paths are absolute runs as the same file does."""
     text = (ROOT / "pipelines" / "census-estimate.toml").read_text()
     text = text.replace('"data/census.csv"', json.dumps(str(ROOT / "pipelines" / "data" / "census.csv")))
+    text = text.replace('"data/census.codes.toml"', json.dumps(str(ROOT / "pipelines" / "data" / "census.codes.toml")))
     text = text.replace('"models/census.onnx"', json.dumps(str(ROOT / "pipelines" / "models" / "census.onnx")))
     from_string = fairpipe_rs.run(text)
     from_file = fairpipe_rs.run(str(ROOT / "pipelines" / "census-estimate.toml"))
@@ -84,7 +86,7 @@ def test_data_replaces_a_loads_file():
     stage's `drop` and `split_column` still apply)."""
     path = ROOT / "pipelines" / "census-estimate.toml"
     from_file = fairpipe_rs.run(path)
-    from_frame = fairpipe_rs.run(path, data={"data": census()})
+    from_frame = fairpipe_rs.run(path, data={"data": census_named()})
     assert without_timings(from_frame.summary["stages"]) == without_timings(from_file.summary["stages"])
 
 

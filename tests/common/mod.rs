@@ -39,6 +39,17 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// `text` (a bundled pipeline) with its `"data/…"` and `"models/…"` paths made absolute, to run
+/// from another folder.
+pub fn with_bundled_paths(text: &str) -> String {
+    let abs = |rel: &str| format!("{:?}", bundled(rel));
+    let mut out = text.to_string();
+    for rel in ["data/census.csv", "data/census.codes.toml", "models/census.onnx"] {
+        out = out.replace(&format!("\"{rel}\""), &abs(rel));
+    }
+    out
+}
+
 /// Absolute path of a bundled file under `pipelines/`.
 pub fn bundled(rel: &str) -> String {
     root().join("pipelines").join(rel).to_string_lossy().into_owned()
@@ -62,19 +73,22 @@ pub fn library(name: &str) -> &'static fairpipe_core::plugin::Plugin {
     fairpipe_core::plugin::load_path(&path).unwrap_or_else(|e| panic!("{name}: {e} (run cargo build --workspace first)"))
 }
 
-/// The `[stages.data]` table that loads the bundled census data (absolute path; protected
-/// `gender`, the papers' split column), for pipelines written by the tests.
+/// The `[stages.data]` table that loads the bundled census data (absolute paths; the papers'
+/// codes, protected `gender`, the papers' split column), for pipelines written by the tests.
 pub fn census_data_stage() -> String {
     format!(
-        "[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n",
-        bundled("data/census.csv")
+        "[stages.data]\nkind = \"load\"\npath = \"{}\"\ncodes = \"{}\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n",
+        bundled("data/census.csv"),
+        bundled("data/census.codes.toml")
     )
 }
 
-/// The bundled census data as the papers split it, `gender` protected.
+/// The bundled census data as the papers encode and split it, `gender` protected.
 pub fn census_data() -> fairpipe_core::data::Dataset {
     use fairpipe_core::data::{load, LoadSpec, SplitSpec};
     let mut spec = LoadSpec::new(root().join("pipelines/data/census.csv"), "income");
+    spec.codes = Some(fairpipe_core::codes::read(&root().join("pipelines/data/census.codes.toml")).expect("the census codes"));
+    spec.favourable = Some(">50K".into());
     spec.protected = vec!["gender".into()];
     spec.drop = vec!["row".into()];
     spec.split = SplitSpec::Column("split".into());

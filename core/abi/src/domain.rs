@@ -13,9 +13,10 @@ pub enum AttributeKind {
     /// Any real number between the bounds; `step` is the perturbation size and the grid used when
     /// the attribute is protected and its values must be enumerated.
     Continuous,
-    /// One of a fixed list of levels, encoded as the level's index.
+    /// One of a fixed list of levels, encoded as the level's index counted from `lower` (0 unless
+    /// declared codes start elsewhere: level `k` is `lower + k`).
     Categorical {
-        /// Level names in encoding order (index = encoded value).
+        /// Level names in encoding order (index = encoded value − `lower`).
         levels: Vec<String>,
     },
 }
@@ -102,7 +103,7 @@ impl Attribute {
     pub fn decode(&self, v: f64) -> String {
         match &self.kind {
             AttributeKind::Categorical { levels } => {
-                let idx = v.round();
+                let idx = (v - if self.lower.is_finite() { self.lower } else { 0.0 }).round();
                 if idx >= 0.0 && (idx as usize) < levels.len() {
                     levels[idx as usize].clone()
                 } else {
@@ -244,6 +245,13 @@ mod tests {
         assert_eq!(combos[0], vec![0.0, 0.0]);
         assert_eq!(combos[5], vec![1.0, 2.0]);
         assert_eq!(d.size(), Some(24));
+    }
+
+    #[test]
+    fn categories_coded_from_one_decode_by_their_offset() {
+        let levels = vec!["17–25".to_string(), "26–45".to_string()];
+        let a = Attribute { kind: AttributeKind::Categorical { levels }, ..int("age", 1.0, 2.0, true) };
+        assert_eq!((a.decode(1.0), a.decode(2.0), a.decode(0.0)), ("17–25".into(), "26–45".into(), "<level 0>".into()));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use fairpipe_core::run::Pipeline;
 use fairpipe_core::stages::check::{CheckConfig, CheckFigures};
 use fairpipe_core::stages::estimate::{EstimateConfig, EstimateFigures};
 use fairpipe_core::stages::group_metrics::{GroupMetricsConfig, GroupMetricsFigures};
-use fairpipe_core::stages::load::{LoadConfig, LoadFigures};
+use fairpipe_core::stages::load::{LabelValue, LoadConfig, LoadFigures};
 use fairpipe_core::stages::load_model::{LoadModelConfig, LoadModelFigures};
 use fairpipe_core::stages::options::Rows;
 use polars::prelude::*;
@@ -25,6 +25,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut data = LoadConfig::from_frame(frame, "income", &["gender"]);
     data.drop = vec!["row".into()];
     data.split_column = Some("split".into());
+    data.codes = Some(format!("{bundled}/data/census.codes.toml").into());
+    data.favourable = Some(LabelValue::Text(">50K".into()));
 
     let pipeline = Pipeline::builder("census-from-code")
         .seed(1)

@@ -10,6 +10,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::codes::{Codes, ColumnCodes};
 use crate::domain::{Attribute, AttributeKind, Domain};
 use crate::error::DataError;
 use crate::suggest::hint;
@@ -88,6 +89,9 @@ pub struct LoadSpec {
     pub separator: u8,
     /// Per-column overrides.
     pub columns: BTreeMap<String, ColumnOverride>,
+    /// Declared category codes (the `load` stage's `codes` file): a column they name is encoded
+    /// with them, and the label's favourable value gets its code.
+    pub codes: Option<Codes>,
 }
 
 impl LoadSpec {
@@ -105,6 +109,7 @@ impl LoadSpec {
             missing_markers: vec![String::new(), "?".into(), "NA".into()],
             separator: b',',
             columns: BTreeMap::new(),
+            codes: None,
         }
     }
 }
@@ -130,6 +135,12 @@ pub struct Dataset {
     /// Whether the class numbers are the opposite of a 0/1 label's own values (`favourable = 0`):
     /// a loaded model that outputs P(label = 1) must then be read as 1 − P(favourable).
     pub label_flipped: bool,
+    /// The favourable label value's code when a codes file declares the label's codes: a model
+    /// trained on that encoding names the favourable class by this number.
+    pub label_code: Option<i64>,
+    /// Per feature: whether its categories have declared codes (a model's numeric input then
+    /// receives the code).
+    pub coded: Vec<bool>,
     /// Rows dropped for missing values.
     pub dropped_rows: usize,
 }
@@ -355,6 +366,10 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
     for c in spec.columns.keys() {
         require(c, "a column override")?;
     }
+    let codes_of = |column: &str| spec.codes.as_ref().and_then(|c| c.column(column));
+    for c in spec.codes.iter().flat_map(|c| &c.columns) {
+        require(&c.column, "a column of the codes file")?;
+    }
     let split_column = match &spec.split {
         SplitSpec::Column(c) => {
             require(c, "the split column")?;
@@ -416,7 +431,10 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
     for (j, name) in features.iter().enumerate() {
         let over = spec.columns.get(name).cloned().unwrap_or_default();
         let texts: Vec<&str> = keep.iter().map(|&r| cell(name, r)).collect();
-        let (attr, values) = encode_column(path, name, &texts, &keep, &over, spec.protected.contains(name))?;
+        let (attr, values) = match codes_of(name) {
+            Some(codes) => encode_codes(path, codes, &texts, &keep, spec.protected.contains(name))?,
+            None => encode_column(path, name, &texts, &keep, &over, spec.protected.contains(name))?,
+        };
         for (i, v) in values.into_iter().enumerate() {
             x[[i, j]] = v;
         }
@@ -434,7 +452,26 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
 
     // Label.
     let labels: Vec<&str> = keep.iter().map(|&r| cell(&spec.label, r)).collect();
-    let (y, label_values, label_flipped) = encode_label(path, &spec.label, &labels, spec.favourable.as_deref())?;
+    let (y, label_values, mut label_flipped) = encode_label(path, &spec.label, &labels, spec.favourable.as_deref())?;
+    let label_code = match codes_of(&spec.label) {
+        Some(codes) => {
+            let code = codes.code(&label_values[1]).ok_or_else(|| DataError::Column {
+                path: path.to_path_buf(),
+                column: spec.label.clone(),
+                message: format!(
+                    "the favourable label {:?} has no code in {} (its codes: {}); add it there",
+                    label_values[1],
+                    codes.at_text(),
+                    codes.listing()
+                ),
+            })?;
+            // A model trained on the codes gives P(code 1): the favourable value coded 0 is
+            // read as its complement, as for a 0/1 label with `favourable = 0`.
+            label_flipped = code == 0;
+            Some(code)
+        }
+        None => None,
+    };
 
     // Split.
     let split = match &spec.split {
@@ -460,6 +497,8 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
         label_name: spec.label.clone(),
         label_values,
         label_flipped,
+        label_code,
+        coded: features.iter().map(|f| codes_of(f).is_some()).collect(),
         dropped_rows: n_all - keep.len(),
     })
 }
@@ -588,6 +627,38 @@ fn encode_column(
         return Err(column_err(format!("step must be positive, found {step}")));
     }
     let attr = Attribute { name: name.into(), kind, lower, upper, step, protected };
+    Ok((attr, values))
+}
+
+/// Encode a column with its declared codes: categorical, one level per code from the first code
+/// on; a cell without a code is refused, naming its line and the codes file.
+fn encode_codes(
+    path: &Path,
+    codes: &ColumnCodes,
+    texts: &[&str],
+    rows: &[usize],
+    protected: bool,
+) -> Result<(Attribute, Vec<f64>), DataError> {
+    let mut values = Vec::with_capacity(texts.len());
+    for (i, t) in texts.iter().enumerate() {
+        let Some(code) = codes.code(t) else {
+            return Err(DataError::Column {
+                path: path.to_path_buf(),
+                column: codes.column.clone(),
+                message: format!(
+                    "line {}: value {t:?} has no code in {} (its codes: {}); add it there or fix the cell",
+                    line_of(path, rows[i]),
+                    codes.at_text(),
+                    codes.listing()
+                ),
+            });
+        };
+        values.push(code as f64);
+    }
+    let levels: Vec<String> = codes.names.iter().map(|(n, _)| n.clone()).collect();
+    let lower = codes.first() as f64;
+    let upper = lower + levels.len().saturating_sub(1) as f64;
+    let attr = Attribute { name: codes.column.clone(), kind: AttributeKind::Categorical { levels }, lower, upper, step: 1.0, protected };
     Ok((attr, values))
 }
 

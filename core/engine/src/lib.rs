@@ -23,7 +23,7 @@
 //!
 //! ```
 //! use fairpipe_core::run::Pipeline;
-//! use fairpipe_core::stages::{estimate::*, group_metrics::*, load::LoadConfig, load_model::LoadModelConfig};
+//! use fairpipe_core::stages::{estimate::*, group_metrics::*, load::{LabelValue, LoadConfig}, load_model::LoadModelConfig};
 //! use polars::prelude::*;
 //!
 //! let bundled = concat!(env!("CARGO_MANIFEST_DIR"), "/../../pipelines");
@@ -33,6 +33,9 @@
 //! let mut data = LoadConfig::from_frame(frame, "income", &["gender"]);
 //! data.drop = vec!["row".into()];
 //! data.split_column = Some("split".into());
+//! // The papers' integer codes for the category names, which the bundled model was trained on.
+//! data.codes = Some(format!("{bundled}/data/census.codes.toml").into());
+//! data.favourable = Some(LabelValue::Text(">50K".into()));
 //! let run = Pipeline::builder("census")
 //!     .stage("data", data, &[])
 //!     .stage("model", LoadModelConfig::new(format!("{bundled}/models/census.onnx")), &[("data", "data")])
@@ -50,6 +53,7 @@
 
 pub mod check;
 pub mod cluster;
+pub mod codes;
 pub mod csv_check;
 pub mod data;
 pub mod error;

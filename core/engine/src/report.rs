@@ -1051,7 +1051,12 @@ mod tests {
     /// rows and the group metrics over gender and race.
     fn census_run() -> crate::run::Run {
         use crate::run::Pipeline;
-        use crate::stages::{check::CheckConfig, estimate::EstimateConfig, group_metrics::GroupMetricsConfig, load::LoadConfig};
+        use crate::stages::{
+            check::CheckConfig,
+            estimate::EstimateConfig,
+            group_metrics::GroupMetricsConfig,
+            load::{LabelValue, LoadConfig},
+        };
         use crate::stages::{load_model::LoadModelConfig, options::Rows};
         let bundled = concat!(env!("CARGO_MANIFEST_DIR"), "/../../pipelines");
         let frame = CsvReadOptions::default()
@@ -1061,6 +1066,8 @@ mod tests {
         let mut data = LoadConfig::from_frame(frame, "income", &["gender", "race"]);
         data.drop = vec!["row".into()];
         data.split_column = Some("split".into());
+        data.codes = Some(format!("{bundled}/data/census.codes.toml").into());
+        data.favourable = Some(LabelValue::Text(">50K".into()));
         Pipeline::builder("census")
             .seed(42)
             .stage("data", data, &[])
@@ -1085,10 +1092,12 @@ mod tests {
         // The group failing the four-fifths rule has its line, with its impact ratio and its test;
         // an attribute set with more failing groups has a line naming the worst.
         let metrics: GroupMetricsFigures = run.figures("metrics").unwrap();
-        let women = metrics.groups.iter().find(|g| g.attributes == "gender" && g.group == "0").unwrap();
+        let women = metrics.groups.iter().find(|g| g.attributes == "gender" && g.group == "Female").unwrap();
         assert!(!women.four_fifths_ok && women.significant, "the census model selects women at well under four fifths of men's rate");
-        let line =
-            findings.split("<li").find(|l| l.contains("gender = 0 (")).unwrap_or_else(|| panic!("no line for gender = 0: {findings}"));
+        let line = findings
+            .split("<li")
+            .find(|l| l.contains("gender = Female ("))
+            .unwrap_or_else(|| panic!("no line for gender = Female: {findings}"));
         assert!(line.contains("Four-fifths rule") && line.contains(&format!("{:.2} of the highest group", women.impact_ratio)), "{line}");
         assert!(line.contains("class=\"fail\"") && line.contains("significant (p "), "{line}");
         for g in metrics.groups.iter().filter(|g| !g.four_fifths_ok) {

@@ -68,6 +68,9 @@ pub struct Favourable {
     pub label: String,
     /// Whether the data's favourable class is the label 0 (`favourable = 0`).
     pub is_zero: bool,
+    /// The favourable label's code when the data declares its label's codes (`codes` on the
+    /// load stage): the model's integer class of that number is favourable.
+    pub code: Option<i64>,
 }
 
 impl Favourable {
@@ -76,7 +79,7 @@ impl Favourable {
     pub fn class_among(&self, classes: &[ClassKey]) -> Result<(ClassKey, bool), String> {
         if let Some(c) = classes.iter().find(|c| match c {
             ClassKey::Text(t) => t.trim() == self.label.trim(),
-            ClassKey::Int(i) => self.label.trim().parse::<f64>().is_ok_and(|v| v == *i as f64),
+            ClassKey::Int(i) => self.code == Some(*i) || self.label.trim().parse::<f64>().is_ok_and(|v| v == *i as f64),
         }) {
             return Ok((c.clone(), false));
         }
@@ -343,7 +346,7 @@ mod tests {
     use super::*;
 
     fn fav(label: &str) -> Favourable {
-        Favourable { label: label.into(), is_zero: label == "0" }
+        Favourable { label: label.into(), is_zero: label == "0", code: None }
     }
 
     #[test]

@@ -103,6 +103,7 @@ fn declared(input: &tract_onnx::pb::ValueInfoProto) -> DeclaredInput {
         6 => ElementType::Int32,
         7 => ElementType::Int64,
         8 => ElementType::String,
+        10 => ElementType::Float16,
         11 => ElementType::Float64,
         other => ElementType::Other(element_name(other)),
     };
@@ -120,6 +121,7 @@ fn element_name(code: i32) -> String {
         6 => "int32".into(),
         7 => "int64".into(),
         8 => "string".into(),
+        10 => "float16".into(),
         11 => "float64".into(),
         other => format!("#{other}"),
     }

@@ -15,7 +15,7 @@ use fairpipe_abi::domain::Domain;
 use ort::session::Session;
 use ort::value::{DynMapValueType, DynValue, Tensor, TensorElementType, ValueType};
 
-use super::model_inputs::{fixed_batch, plan, DeclaredInput, ElementType, InputBatch, InputPlan, InputValues};
+use super::model_inputs::{fixed_batch, plan, DeclaredInput, ElementType, Feeding, InputBatch, InputPlan, InputValues};
 pub use super::model_outputs::OutputChoice;
 use super::model_outputs::{choose_output, ClassKey, OutputReader, RawOutput, ReadRule};
 use super::onnx_runtime::Runtime;
@@ -47,13 +47,20 @@ impl std::fmt::Debug for OrtModel {
 }
 
 impl OrtModel {
-    /// Load `path` under `runtime` for rows of `domain`, choose the output (checked on up to 256 of
-    /// `probe` rows, row-major) and build one session per rayon worker.
-    pub fn load(path: &Path, runtime: Arc<Runtime>, domain: &Domain, choice: OutputChoice<'_>, probe: &[f64]) -> Result<Self, ModelError> {
+    /// Load `path` under `runtime` for rows of `domain` fed as `feeding` says, choose the output
+    /// (checked on up to 256 of `probe` rows, row-major) and build one session per rayon worker.
+    pub fn load(
+        path: &Path,
+        runtime: Arc<Runtime>,
+        domain: &Domain,
+        feeding: &Feeding,
+        choice: OutputChoice<'_>,
+        probe: &[f64],
+    ) -> Result<Self, ModelError> {
         let err = |message: String| ModelError::Onnx { path: path.to_path_buf(), message };
         let mut first = open_session(path, &runtime)?;
         let inputs: Vec<DeclaredInput> = first.inputs().iter().map(|o| declared(o.name(), o.dtype())).collect();
-        let input_plan = plan(path, &inputs, domain)?;
+        let input_plan = plan(path, &inputs, domain, feeding)?;
         let batch = fixed_batch(&inputs);
         let width = domain.width();
         let probe_rows = (probe.len() / width.max(1)).min(PROBE_ROWS);
@@ -321,6 +328,9 @@ fn to_value(batch: InputBatch) -> Result<DynValue, ModelError> {
         InputValues::Float64(v) => Tensor::from_array((shape, v)).map_err(err)?.into_dyn(),
         InputValues::Int64(v) => Tensor::from_array((shape, v)).map_err(err)?.into_dyn(),
         InputValues::Int32(v) => Tensor::from_array((shape, v)).map_err(err)?.into_dyn(),
+        InputValues::Float16(v) => {
+            Tensor::from_array((shape, v.into_iter().map(half::f16::from_bits).collect::<Vec<_>>())).map_err(err)?.into_dyn()
+        }
         InputValues::String(v) => Tensor::from_string_array((shape, v.as_slice())).map_err(err)?.into_dyn(),
     })
 }
@@ -447,6 +457,7 @@ pub(crate) fn element_type(ty: TensorElementType) -> ElementType {
         TensorElementType::Float64 => ElementType::Float64,
         TensorElementType::Int64 => ElementType::Int64,
         TensorElementType::Int32 => ElementType::Int32,
+        TensorElementType::Float16 => ElementType::Float16,
         TensorElementType::String => ElementType::String,
         other => ElementType::Other(format!("{other:?}").to_lowercase()),
     }

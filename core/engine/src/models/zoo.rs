@@ -146,6 +146,10 @@ pub struct ModelFile {
     /// checked).
     #[serde(default)]
     pub levels: BTreeMap<String, Vec<String>>,
+    /// The first code of each categorical feature whose codes do not start at 0 (declared codes,
+    /// the load stage's `codes`); checked like `levels`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_codes: BTreeMap<String, f64>,
     /// The training recipe (so the model can be retrained).
     pub recipe: Recipe,
     /// The fitted parameters.
@@ -156,7 +160,15 @@ impl ModelFile {
     /// A file for `model` trained by `recipe` on rows of `domain`.
     pub fn new(domain: &Domain, recipe: Recipe, model: Fitted) -> Self {
         let features = domain.attributes.iter().map(|a| a.name.clone()).collect();
-        ModelFile { format: FORMAT.into(), version: VERSION, features, levels: levels_of(domain), recipe, model }
+        ModelFile {
+            format: FORMAT.into(),
+            version: VERSION,
+            features,
+            levels: levels_of(domain),
+            first_codes: first_codes_of(domain),
+            recipe,
+            model,
+        }
     }
 
     /// The file as JSON text.
@@ -190,6 +202,15 @@ impl ModelFile {
                 )));
             }
         }
+        let data_first = first_codes_of(domain);
+        for column in file.levels.keys() {
+            let (trained, found) = (file.first_codes.get(column).copied().unwrap_or(0.0), data_first.get(column).copied().unwrap_or(0.0));
+            if trained != found {
+                return Err(err(format!(
+                    "column {column:?} is coded from {found} in the data but from {trained} when the model was trained, so its codes would mean other categories; load the data with the codes it was trained with (`codes` on the load stage)"
+                )));
+            }
+        }
         Ok(file)
     }
 }
@@ -203,6 +224,16 @@ fn levels_of(domain: &Domain) -> BTreeMap<String, Vec<String>> {
             AttributeKind::Categorical { levels } => Some((a.name.clone(), levels.clone())),
             _ => None,
         })
+        .collect()
+}
+
+/// The first code of each categorical attribute of `domain` whose codes do not start at 0.
+fn first_codes_of(domain: &Domain) -> BTreeMap<String, f64> {
+    domain
+        .attributes
+        .iter()
+        .filter(|a| matches!(a.kind, AttributeKind::Categorical { .. }) && a.lower != 0.0)
+        .map(|a| (a.name.clone(), a.lower))
         .collect()
 }
 

@@ -34,9 +34,10 @@ pub const KIND: StageKind = StageKind {
         KeyDoc::new("missing_values", "string list", "[\"\", \"?\", \"NA\"]", "cell texts that mean missing"),
         KeyDoc::new("separator", "string", "\",\"", "CSV field separator (one character)"),
         KeyDoc::new("columns", "table", "{}", "per-column overrides: columns.NAME = { kind, min, max, step, levels }"),
+        KeyDoc::new("codes", "path", "none", "TOML file giving each category name its integer code, one [\"column\"] table of \"name\" = code lines (codes without gaps, from any start): data written with names encoded as a model was trained (data/census.codes.toml: the MAFT/EIDIG papers' encoding); the label's codes name the model's favourable class"),
     ],
     tag: None,
-    example: "[stages.data]\nkind = \"load\"\npath = \"data/census.csv\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"",
+    example: "[stages.data]\nkind = \"load\"\npath = \"data/census.csv\"\ncodes = \"data/census.codes.toml\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"",
     configure: configure::<LoadConfig>,
     fields: fields_of::<LoadConfig>,
 };
@@ -135,6 +136,8 @@ pub struct LoadConfig {
     /// Per-column overrides.
     #[serde(default)]
     pub columns: BTreeMap<String, ColumnConfig>,
+    /// A file of category codes (see [`crate::codes`]), relative to the pipeline file.
+    pub codes: Option<PathBuf>,
     /// A table already in memory, read instead of `path` (library use; not in TOML).
     #[serde(skip)]
     pub frame: Option<DataFrame>,
@@ -258,6 +261,39 @@ impl LoadConfig {
     }
 }
 
+impl LoadConfig {
+    /// The `codes` file: readable, well formed, naming columns of the data, not also overridden in
+    /// `columns`. Problems inside the file carry its own `file:line:col`.
+    fn check_codes(&self, checks: &mut Checks<'_, '_>, names: &[String], source: &str) {
+        let Some(path) = &self.codes else { return };
+        let resolved = checks.existing_file("codes", path);
+        if !resolved.is_file() {
+            return;
+        }
+        let codes = match crate::codes::read(&resolved) {
+            Ok(codes) => codes,
+            Err(problems) => {
+                for p in problems {
+                    checks.problem("codes", p);
+                }
+                return;
+            }
+        };
+        for p in codes.unknown_columns(names, source) {
+            checks.problem("codes", p);
+        }
+        for c in &codes.columns {
+            if self.columns.get(&c.column).is_some_and(|o| o.kind.is_some() || o.levels.is_some()) {
+                let span = checks.nested_key_span("columns", &c.column);
+                checks.at(
+                    &span,
+                    format!("column `{}` has codes in {}; drop its kind and levels here (the codes fix both)", c.column, c.at_text()),
+                );
+            }
+        }
+    }
+}
+
 impl StageConfig for LoadConfig {
     fn kind() -> &'static StageKind {
         &KIND
@@ -355,6 +391,7 @@ impl StageConfig for LoadConfig {
             let span = checks.nested_key_span("columns", c);
             check(checks, c, span, "column override");
         }
+        self.check_codes(checks, &names, &source);
     }
 
     fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
@@ -362,7 +399,14 @@ impl StageConfig for LoadConfig {
             (None, Some(p)) => env.dir.join(p),
             _ => PathBuf::from("<data frame>"),
         };
-        let spec = self.spec(path, env.seed);
+        let mut spec = self.spec(path, env.seed);
+        if let Some(codes) = &self.codes {
+            let file = env.dir.join(codes);
+            spec.codes = Some(crate::codes::read(&file).map_err(|problems| crate::error::DataError::Read {
+                path: file,
+                message: problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+            })?);
+        }
         Ok(Box::new(Load { spec, frame: self.frame }))
     }
 }

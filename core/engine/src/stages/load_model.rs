@@ -2,6 +2,7 @@
 //! Runtime), from a model file saved by `train`, behind an inference server (KServe V2, MLflow), or
 //! as a program (`command`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use super::train::DATA_INPUT;
 use crate::data::Dataset;
 use crate::error::{ModelError, Result};
 use crate::models::agreement::{Agreement, Verdict};
-use crate::models::model_inputs::InputPlan;
+use crate::models::model_inputs::{Feeding, InputPlan};
 use crate::models::model_outputs::{ClassKey, Favourable, OutputTransform};
 use crate::models::onnx_graph::{graph_facts, GraphFacts};
 use crate::models::onnx_runtime::{install_advice, runtime};
@@ -31,6 +32,7 @@ use crate::models::{Complement, ModelFile, OnnxModel, OrtModel, TreeModel};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
 use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
 use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::suggest::hint;
 
 /// The `load_model` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -83,6 +85,12 @@ pub const KIND: StageKind = StageKind {
             "\"none\"|\"sigmoid\"|\"softmax\"",
             "\"none\"",
             "turn an output of logits into probabilities; without it, values outside [0, 1] or rows not summing to 1 are refused",
+        ),
+        KeyDoc::new(
+            "inputs",
+            "table",
+            "each named input from the column of its own name",
+            "which data column feeds which of the model's named inputs, for exports whose input names differ from the columns: inputs = { edu_num = \"educational-num\" } (inputs not listed keep their own name); the names are checked against the model's inputs when the pipeline is validated and against the data's columns when it runs. Numeric inputs of any type ONNX Runtime takes (float32, float64, float16, int64, int32) get the encoded features cast to it, once a check shows the cast loses nothing the model reads",
         ),
         KeyDoc::new(
             "favourable_class",
@@ -209,6 +217,10 @@ pub struct LoadModelConfig {
     /// class 1 assumed).
     #[serde(default)]
     pub favourable_class: Option<i64>,
+    /// Model input name → the data column feeding it (inputs not listed: the column of their
+    /// own name).
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
     /// Which executor runs an ONNX model.
     #[serde(default)]
     pub executor: Executor,
@@ -241,6 +253,7 @@ impl LoadModelConfig {
             output: None,
             output_transform: OutputTransform::None,
             favourable_class: None,
+            inputs: BTreeMap::new(),
             executor: Executor::Auto,
             onnxruntime: None,
             provided: None,
@@ -305,6 +318,12 @@ impl StageConfig for LoadModelConfig {
                 );
             }
         }
+        if !self.inputs.is_empty() && (self.command.is_some() || self.protocol == Protocol::Mlflow) {
+            checks.problem(
+                "inputs",
+                "`inputs` maps a model's named inputs to columns; a command or an MLflow server receives every column by its own name",
+            );
+        }
         if self.protocol == Protocol::Mlflow && self.url.is_none() {
             checks.problem("protocol", "`protocol` is the protocol of a model server: give its `url`");
         }
@@ -317,17 +336,33 @@ impl StageConfig for LoadModelConfig {
         // A model that only ONNX Runtime runs is refused here, before any stage runs, when the
         // runtime cannot be found.
         let Some(path) = resolved else { return };
-        if !path.is_file() || path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+        let saved = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if saved && !self.inputs.is_empty() {
+            checks.problem(
+                "inputs",
+                "`inputs` maps an exported model's named inputs; a model saved by a train stage reads the features it was trained on",
+            );
+        }
+        if !path.is_file() || saved {
             return;
         }
-        let needs = match graph_facts(&path) {
-            Ok(_) if self.executor == Executor::Onnxruntime => vec!["executor = \"onnxruntime\"".to_string()],
-            Ok(facts) if self.executor == Executor::Auto => facts.needs_onnxruntime,
-            Ok(_) => return,
+        let facts = match graph_facts(&path) {
+            Ok(facts) => facts,
             Err(e) => {
                 checks.problem("path", e);
                 return;
             }
+        };
+        self.check_input_names(checks, &facts);
+        let needs = match facts {
+            _ if self.executor == Executor::Onnxruntime => vec!["executor = \"onnxruntime\"".to_string()],
+            mut facts if self.executor == Executor::Auto => {
+                if !self.inputs.is_empty() {
+                    facts.needs_onnxruntime.push("the `inputs` map".into());
+                }
+                facts.needs_onnxruntime
+            }
+            _ => return,
         };
         if needs.is_empty() {
             return;
@@ -367,6 +402,7 @@ impl StageConfig for LoadModelConfig {
             output: self.output,
             transform: self.output_transform,
             favourable_class: self.favourable_class,
+            inputs: self.inputs,
             executor: self.executor,
             onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
         }))
@@ -374,6 +410,21 @@ impl StageConfig for LoadModelConfig {
 }
 
 impl LoadModelConfig {
+    /// The `inputs` map's keys against the ONNX model's inputs (did-you-mean), each at its own
+    /// `inputs.NAME`; a column named twice.
+    fn check_input_names(&self, checks: &mut Checks<'_, '_>, facts: &GraphFacts) {
+        let names: Vec<&str> = facts.inputs.iter().map(|i| i.name.as_str()).collect();
+        for (i, (input, column)) in self.inputs.iter().enumerate() {
+            let span = checks.nested_key_span("inputs", input);
+            if !names.contains(&input.as_str()) {
+                checks.at(&span, format!("the model has no input {input:?}{}; its inputs: {}", hint(input, &names), names.join(", ")));
+            }
+            if self.inputs.values().take(i).any(|c| c == column) {
+                checks.at(&span, format!("column {column:?} is mapped to two inputs; each input takes its own column"));
+            }
+        }
+    }
+
     /// The HTTP settings, the token read from `token_env` (an error names the variable, never a
     /// value).
     fn http_settings(&self) -> std::result::Result<HttpSettings, String> {
@@ -543,6 +594,7 @@ struct LoadModel {
     output: Option<String>,
     transform: OutputTransform,
     favourable_class: Option<i64>,
+    inputs: BTreeMap<String, String>,
     executor: Executor,
     onnxruntime: Option<PathBuf>,
 }
@@ -578,9 +630,14 @@ impl LoadModel {
     /// `favourable_class` names it, else the data's favourable label (matched by name).
     fn favourable(&self, data: &Dataset) -> Favourable {
         match self.favourable_class {
-            Some(class) => Favourable { label: class.to_string(), is_zero: class == 0 },
-            None => Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped },
+            Some(class) => Favourable { label: class.to_string(), is_zero: class == 0, code: None },
+            None => Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped, code: data.label_code },
         }
+    }
+
+    /// How the data's rows feed the model's inputs: the `inputs` map and the columns with codes.
+    fn feeding(&self, data: &Dataset) -> Feeding {
+        Feeding { inputs: self.inputs.clone(), coded: data.coded.clone() }
     }
 
     /// Where the model is, for messages: its file, server or command.
@@ -605,9 +662,10 @@ impl LoadModel {
         }
         let favourable = &data.label_values[1];
         let read = figures.output_read.as_deref().unwrap_or("its output");
-        // With 0/1 labels the data's and the model's classes are matched by number, so naming the
-        // other label favourable flips both sides and changes nothing: only text labels offer it.
-        let text_labels = data.label_values.iter().any(|v| v.parse::<f64>().is_err());
+        // With 0/1 labels (or the label's codes declared) the data's and the model's classes are
+        // matched by number, so naming the other label favourable flips both sides and changes
+        // nothing: only text labels without codes offer it.
+        let text_labels = data.label_code.is_none() && data.label_values.iter().any(|v| v.parse::<f64>().is_err());
         let other_label = (text_labels && !data.label_values[0].starts_with("not ")).then(|| data.label_values[0].clone());
         let assumed = figures.favourable_class_assumed == Some(true);
         let class_fix = match self.favourable_class {
@@ -661,7 +719,7 @@ impl LoadModel {
             }
             Place::Mlflow { endpoint, settings } => {
                 let backend = MlflowBackend::connect(endpoint.clone(), settings.clone())?;
-                (Box::new(backend) as Box<dyn Backend>, declared_inputs(&data.domain))
+                (Box::new(backend) as Box<dyn Backend>, declared_inputs(&data.domain, &data.coded))
             }
             Place::Program { argv, dir } => {
                 let columns = data.domain.attributes.iter().map(|a| a.name.clone()).collect();
@@ -669,7 +727,7 @@ impl LoadModel {
             }
         };
         let location = backend.location();
-        let model = RemoteModel::load(backend, declared, remote.traffic.clone(), &data.domain, choice, &rows)?;
+        let model = RemoteModel::load(backend, declared, remote.traffic.clone(), &data.domain, &self.feeding(data), choice, &rows)?;
         let read = model.input_plan().attributes_read(data.domain.width());
         check_protected_read(Path::new(&location), data, &read).map_err(|e| match e {
             ModelError::Onnx { message, .. } => ModelError::Remote { url: location.clone(), message },
@@ -698,12 +756,16 @@ impl LoadModel {
 
     /// Load the ONNX model with the executor chosen (see [`Executor`]).
     fn load_onnx(&self, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
-        let facts = graph_facts(&self.path)?;
+        let mut facts = graph_facts(&self.path)?;
+        if !self.inputs.is_empty() {
+            // Only ONNX Runtime's input plan follows the map.
+            facts.needs_onnxruntime.push("the `inputs` map".into());
+        }
         let favourable = self.favourable(data);
         let rows: Vec<f64> = data.x.iter().copied().collect();
         let mut needs = facts.needs_onnxruntime.join(", ");
         // A tree ensemble: the native tree executor when it covers the graph.
-        if matches!(self.executor, Executor::Auto | Executor::Native) && !facts.needs_onnxruntime.is_empty() {
+        if matches!(self.executor, Executor::Auto | Executor::Native) && !facts.needs_onnxruntime.is_empty() && self.inputs.is_empty() {
             match TreeGraph::read(&self.path, data.domain.width()) {
                 Ok(graph) => return self.load_trees(data, favourable, &facts, graph, &rows, figures),
                 Err(uncovered) if self.executor == Executor::Native => {
@@ -813,7 +875,7 @@ impl LoadModel {
             return Ok(None);
         };
         let choice = OutputChoice { name: Some(output), transform: self.transform, favourable, classes };
-        let reference = match OrtModel::load(&self.path, runtime, &data.domain, choice, rows) {
+        let reference = match OrtModel::load(&self.path, runtime, &data.domain, &self.feeding(data), choice, rows) {
             Ok(reference) => reference,
             Err(e @ ModelError::NotFinite { .. }) => return Err(e.into()),
             Err(e) => {
@@ -867,7 +929,7 @@ impl LoadModel {
         })?;
         self.refuse_numbered_class(facts)?;
         let choice = OutputChoice { name: self.output.as_deref(), transform: self.transform, favourable, classes: facts.classes.clone() };
-        let model = OrtModel::load(&self.path, runtime, &data.domain, choice, rows)?;
+        let model = OrtModel::load(&self.path, runtime, &data.domain, &self.feeding(data), choice, rows)?;
         let read = model.input_plan().attributes_read(data.domain.width());
         check_protected_read(&self.path, data, &read)?;
         check_known_categories(&self.path, data, model.input_plan(), facts)?;

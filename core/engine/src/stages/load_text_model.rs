@@ -95,7 +95,7 @@ impl Stage for LoadTextModelConfig {
             reason: "a text model (string input)".into(),
             message: e.to_string(),
         })?;
-        let favourable = Favourable { label: texts.data.label_values[1].clone(), is_zero: texts.data.label_flipped };
+        let favourable = Favourable { label: texts.data.label_values[1].clone(), is_zero: texts.data.label_flipped, code: None };
         let classes = crate::models::onnx_graph::graph_facts(&self.path)?.classes;
         let choice = OutputChoice { name: self.output.as_deref(), transform: OutputTransform::default(), favourable, classes };
         let model = OrtTextModel::load(&self.path, runtime, choice, &texts.data.text_refs())?;

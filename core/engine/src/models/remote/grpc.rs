@@ -278,6 +278,7 @@ fn raw_len(values: &InputValues) -> usize {
         InputValues::Float64(v) => v.len() * 8,
         InputValues::Int64(v) => v.len() * 8,
         InputValues::Int32(v) => v.len() * 4,
+        InputValues::Float16(v) => v.len() * 2,
         InputValues::String(v) => v.iter().map(|s| s.len() + 4).sum(),
     }
 }
@@ -289,6 +290,7 @@ fn write_raw(values: &InputValues, out: &mut Vec<u8>) {
         InputValues::Float64(v) => write_numbers(v, out, |x, out| out.extend_from_slice(&x.to_le_bytes())),
         InputValues::Int64(v) => write_numbers(v, out, |x, out| out.extend_from_slice(&x.to_le_bytes())),
         InputValues::Int32(v) => write_numbers(v, out, |x, out| out.extend_from_slice(&x.to_le_bytes())),
+        InputValues::Float16(v) => write_numbers(v, out, |x, out| out.extend_from_slice(&x.to_le_bytes())),
         InputValues::String(v) => {
             for text in v {
                 out.extend_from_slice(&(text.len() as u32).to_le_bytes());

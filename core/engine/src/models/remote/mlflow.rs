@@ -47,13 +47,15 @@ impl MlflowEndpoint {
 }
 
 /// The inputs an MLflow model is sent: one per feature column, by name, as text for text
-/// categories and as numbers otherwise.
-pub fn declared_inputs(domain: &Domain) -> Vec<DeclaredInput> {
+/// categories without declared codes (`coded`, per feature) and as numbers otherwise.
+pub fn declared_inputs(domain: &Domain, coded: &[bool]) -> Vec<DeclaredInput> {
     domain
         .attributes
         .iter()
-        .map(|a| {
-            let text = matches!(&a.kind, AttributeKind::Categorical { levels } if !levels.iter().all(|l| l.trim().parse::<f64>().is_ok()));
+        .enumerate()
+        .map(|(i, a)| {
+            let text = !coded.get(i).copied().unwrap_or(false)
+                && matches!(&a.kind, AttributeKind::Categorical { levels } if !levels.iter().all(|l| l.trim().parse::<f64>().is_ok()));
             DeclaredInput { name: a.name.clone(), ty: if text { ElementType::String } else { ElementType::Float64 }, shape: vec![-1, 1] }
         })
         .collect()
@@ -103,6 +105,7 @@ pub fn dataframe_split(inputs: &[InputBatch], rows: usize) -> Value {
             InputValues::Float32(v) => v.iter().zip(&mut data).for_each(|(&x, row)| row.push(number(f64::from(x)))),
             InputValues::Int64(v) => v.iter().zip(&mut data).for_each(|(&x, row)| row.push(json!(x))),
             InputValues::Int32(v) => v.iter().zip(&mut data).for_each(|(&x, row)| row.push(json!(x))),
+            InputValues::Float16(v) => v.iter().zip(&mut data).for_each(|(&x, row)| row.push(number(half::f16::from_bits(x).to_f64()))),
             InputValues::String(v) => v.iter().zip(&mut data).for_each(|(x, row)| row.push(Value::String(x.clone()))),
         }
     }

@@ -30,7 +30,7 @@ use std::time::Instant;
 use fairpipe_abi::domain::Domain;
 use serde_json::Value;
 
-use super::model_inputs::{plan, DeclaredInput, ElementType, InputBatch, InputPlan, InputValues};
+use super::model_inputs::{plan, DeclaredInput, ElementType, Feeding, InputBatch, InputPlan, InputValues};
 use super::model_outputs::{choose_output, OutputChoice, OutputReader, RawOutput};
 use crate::error::ModelError;
 use crate::models::{Model, RemoteUsage};
@@ -116,12 +116,14 @@ impl std::fmt::Debug for RemoteModel {
 
 impl RemoteModel {
     /// Plan the inputs the backend declares (`declared`; empty: one `[N,k]` FP64 input `input-0`)
-    /// for rows of `domain`, and choose its output on up to 256 of `probe` rows (row-major).
+    /// for rows of `domain` fed as `feeding` says, and choose its output on up to 256 of `probe`
+    /// rows (row-major).
     pub fn load(
         backend: Box<dyn Backend>,
         declared: Vec<DeclaredInput>,
         traffic: Traffic,
         domain: &Domain,
+        feeding: &Feeding,
         choice: OutputChoice<'_>,
         probe: &[f64],
     ) -> Result<Self, ModelError> {
@@ -133,7 +135,7 @@ impl RemoteModel {
         } else {
             vec![DeclaredInput { name: "input-0".into(), ty: ElementType::Float64, shape: vec![-1, width as i64] }]
         };
-        let input_plan = plan(Path::new(&url), &inputs, domain).map_err(|e| match e {
+        let input_plan = plan(Path::new(&url), &inputs, domain, feeding).map_err(|e| match e {
             ModelError::Onnx { message, .. } => ModelError::Remote { url: url.clone(), message },
             other => other,
         })?;
@@ -537,11 +539,11 @@ mod tests {
         let choice = OutputChoice {
             name: None,
             transform: OutputTransform::None,
-            favourable: Favourable { label: "1".into(), is_zero: false },
+            favourable: Favourable { label: "1".into(), is_zero: false, code: None },
             classes: Vec::new(),
         };
         let traffic = Traffic { batch_size: 1000, concurrency: 1, max_rows: None };
-        RemoteModel::load(Box::new(backend), declared, traffic, domain, choice, &[999.0, 0.0]).unwrap()
+        RemoteModel::load(Box::new(backend), declared, traffic, domain, &Feeding::default(), choice, &[999.0, 0.0]).unwrap()
     }
 
     /// A server that answers p = x0 / 1000 after `delay`, counting requests and the most requests

@@ -113,7 +113,7 @@ impl V2Endpoint {
             }
             let ty = element_type(datatype);
             let raw = match &ty {
-                ElementType::Float32 | ElementType::Float64 => RawOutput::Floats {
+                ElementType::Float32 | ElementType::Float64 | ElementType::Float16 => RawOutput::Floats {
                     values: flat
                         .iter()
                         .map(|v| v.as_f64().ok_or_else(|| bad(format!("output {name:?}: {v} is not a number"))))
@@ -192,6 +192,7 @@ pub fn datatype(values: &InputValues) -> &'static str {
         InputValues::Float64(_) => "FP64",
         InputValues::Int64(_) => "INT64",
         InputValues::Int32(_) => "INT32",
+        InputValues::Float16(_) => "FP16",
         InputValues::String(_) => "BYTES",
     }
 }
@@ -214,6 +215,7 @@ fn request_body(inputs: &[InputBatch], outputs: &[String]) -> Vec<u8> {
         I64(&'a [i64]),
         I32(&'a [i32]),
         Text(&'a [String]),
+        Numbers(Vec<f32>),
     }
     #[derive(serde::Serialize)]
     struct Output<'a> {
@@ -233,6 +235,7 @@ fn request_body(inputs: &[InputBatch], outputs: &[String]) -> Vec<u8> {
                 InputValues::Float64(v) => Data::F64(v),
                 InputValues::Int64(v) => Data::I64(v),
                 InputValues::Int32(v) => Data::I32(v),
+                InputValues::Float16(v) => Data::Numbers(v.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect()),
                 InputValues::String(v) => Data::Text(v),
             };
             Tensor { name: &batch.name, shape: &batch.shape, datatype: datatype(&batch.values), data }
