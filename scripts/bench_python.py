@@ -15,6 +15,7 @@ Needs fairpipe_rs installed (pip install ./python) with scikit-learn, pandas.
 from __future__ import annotations
 
 import argparse
+import tomllib
 import os
 import platform
 import statistics
@@ -78,6 +79,9 @@ def main():
     args = ap.parse_args()
 
     df = pd.read_csv(ROOT / "pipelines" / "data" / "census.csv")
+    # The papers' integer codes for the named census file (what its pipelines' `codes` key applies).
+    for _column, _names in tomllib.loads((ROOT / "pipelines" / "data" / "census.codes.toml").read_text(encoding="utf-8")).items():
+        df[_column] = df[_column].map(_names)
     features = [c for c in df.columns if c not in ("row", "income", "split")]
     train = df[df["split"] == "train"]
     model = HistGradientBoostingClassifier(random_state=0).fit(train[features], train["income"])

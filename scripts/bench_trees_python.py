@@ -12,6 +12,7 @@ Prints one line per measurement: `python-onnxruntime MODEL threadsT BATCH ROWS_P
 from __future__ import annotations
 
 import argparse
+import tomllib
 import os
 import time
 from pathlib import Path
@@ -29,6 +30,9 @@ FEATURES = [
 
 def rows() -> np.ndarray:
     df = pd.read_csv(ROOT / "pipelines" / "data" / "census.csv")
+    # The papers' integer codes for the named census file (what its pipelines' `codes` key applies).
+    for _column, _names in tomllib.loads((ROOT / "pipelines" / "data" / "census.codes.toml").read_text(encoding="utf-8")).items():
+        df[_column] = df[_column].map(_names)
     return np.ascontiguousarray(df[FEATURES].to_numpy(dtype=np.float32))
 
 

@@ -15,6 +15,7 @@ Run with the Python that has mlserver-sklearn, plus `pip install onnx` (to read 
 Nothing here is checked in or run by CI.
 """
 import json
+import tomllib
 import pathlib
 import shutil
 import sys
@@ -47,6 +48,9 @@ def save(name, model):
 shutil.copytree(repo / "tests" / "fixtures" / "remote" / "census-lr", out / "census-lr", dirs_exist_ok=True)
 
 data = pd.read_csv(repo / "pipelines" / "data" / "census.csv")
+# The papers' integer codes for the named census file (what its pipelines' `codes` key applies).
+for _column, _names in tomllib.loads((repo / "pipelines" / "data" / "census.codes.toml").read_text(encoding="utf-8")).items():
+    data[_column] = data[_column].map(_names)
 features = [c for c in data.columns if c not in ("row", "income", "split")]
 train = data[data["split"] == "train"]
 x, y = train[features].to_numpy(dtype="float64"), train["income"].to_numpy()

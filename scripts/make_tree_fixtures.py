@@ -22,6 +22,7 @@ float64). The list of exports, their operators and sizes goes to manifest.json. 
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,9 @@ CLASSES = ["denied", "review", "approved"]
 
 def data():
     df = pd.read_csv(ROOT / "pipelines" / "data" / "census.csv")
+    # The papers' integer codes for the named census file (what its pipelines' `codes` key applies).
+    for _column, _names in tomllib.loads((ROOT / "pipelines" / "data" / "census.codes.toml").read_text(encoding="utf-8")).items():
+        df[_column] = df[_column].map(_names)
     x = df[FEATURES].to_numpy(dtype=np.float32)
     y = df["income"].to_numpy(dtype=np.int64)
     # Three classes: denied (income 0), review (income 1, few hours), approved (income 1, full hours).
