@@ -428,7 +428,7 @@ fn methods_row(
     root: &Path,
     repeats: u64,
     dir: &Path,
-) -> Option<String> {
+) -> Option<(String, serde_json::Value)> {
     let (dataset, protected, name) = benchmark;
     let case = Case { name: "methods", dataset, protected, plugin: method.plugin, params, reference: None };
     let mut text = pipeline_text(&case, root);
@@ -473,34 +473,55 @@ fn methods_row(
         Some((i, s)) => (format!("{i:.0} in {s:.0} s"), format!("{:.1}", i / s), format!("{:.0}×", rate / (i / s))),
         None => ("—".into(), "—".into(), "—".into()),
     };
-    Some(format!(
+    let row = format!(
         "| {} | {name} | {full_mean:.0} ± {full_sd:.0} | {projection_mean:.0} ± {projection_sd:.0} | {rows_mean:.0} | {:.1} | {first} | {seconds_mean:.3} | {rate:.0} | {ref_idis} | {ref_rate} | {ratio} |\n",
         method.name,
         1000.0 * full_mean / rows_mean.max(1.0),
-    ))
+    );
+    // The same row for scripts/bench_compare.py --methods (one commit's figures against another's).
+    let figures = serde_json::json!({
+        "method": method.name,
+        "benchmark": name,
+        "mode": if max_queries > 0 { "queries" } else { "budget" },
+        "idis_full_mean": full_mean,
+        "idis_full_sd": full_sd,
+        "model_rows_mean": rows_mean,
+        "search_s_mean": seconds_mean,
+        "idis_per_s": rate,
+        "repeats": repeats,
+    });
+    Some((row, figures))
 }
 
-/// The methods table: every method × benchmark at the common budget and at equal model queries.
-fn methods_table(root: &Path, dir: &Path, repeats: u64) -> String {
+/// The methods table: every method × benchmark at the common budget and at equal model queries,
+/// as Markdown and as one JSON row per cell (for scripts/bench_compare.py --methods).
+fn methods_table(root: &Path, dir: &Path, repeats: u64) -> (String, Vec<serde_json::Value>) {
     let queries: u64 = std::env::var("FAIRPIPE_BENCH_QUERIES").ok().and_then(|v| v.parse().ok()).unwrap_or(500_000);
     let header = "| method | benchmark | IDIs (full) ± sd | IDIs (projection) ± sd | model rows | IDIs per 1,000 model rows | s to 1,000 IDIs | search s | IDIs/s | reference | reference IDIs/s | IDIs/s ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     let mut out = format!(
         "**At the same budget** (50 global seeds × 1,000 local steps; random 50,000 inputs; SG its default 1,000 inputs), mean ± sd over {repeats} seeds:\n\n{header}"
     );
+    let mut rows = Vec::new();
     for method in METHODS {
         for &benchmark in BENCHMARKS {
-            out.extend(methods_row(method, benchmark, method.budget, 0, root, repeats, dir));
+            if let Some((row, figures)) = methods_row(method, benchmark, method.budget, 0, root, repeats, dir) {
+                out.push_str(&row);
+                rows.push(figures);
+            }
             eprintln!("{} {} (budget) done", method.name, benchmark.2);
         }
     }
     let _ = write!(out, "\n**At the same number of model queries** (each stopped by `max_queries = {queries}` rows asked; model rows are those the score cache did not answer), mean ± sd over {repeats} seeds:\n\n{header}");
     for method in METHODS {
         for &benchmark in BENCHMARKS {
-            out.extend(methods_row(method, benchmark, method.unbounded, queries, root, repeats, dir));
+            if let Some((row, figures)) = methods_row(method, benchmark, method.unbounded, queries, root, repeats, dir) {
+                out.push_str(&row);
+                rows.push(figures);
+            }
             eprintln!("{} {} (queries) done", method.name, benchmark.2);
         }
     }
-    out
+    (out, rows)
 }
 
 /// The paper's Wikipedia Talk model (a CNN-LSTM on the full corpus): Table 5's rule sets and
@@ -607,11 +628,13 @@ fn main() {
         return;
     }
     if filter.as_deref() == Some("methods") {
-        let table = methods_table(&root, dir.path(), repeats);
+        let (table, rows) = methods_table(&root, dir.path(), repeats);
         println!("{table}");
         let out = root.join("target/bench");
         if std::fs::create_dir_all(&out).is_ok() {
             let _ = std::fs::write(out.join("methods.md"), &table);
+            let json = serde_json::to_string_pretty(&rows).unwrap_or_default();
+            let _ = std::fs::write(out.join("methods.json"), json);
         }
         return;
     }

@@ -3,7 +3,8 @@
 # release, runs `cargo bench --bench search -- methods` (every method × census-gender, census-age,
 # credit-age, bank-age, at the same budget and at the same number of model queries, 10 seeds each;
 # FAIRPIPE_BENCH_REPEATS and FAIRPIPE_BENCH_QUERIES change that) and puts target/bench/methods.md
-# into docs/benchmarks.md between the `methods-table` markers.
+# into docs/benchmarks.md between the `methods-table` markers; target/bench/methods.json keeps the
+# same figures for `scripts/bench_compare.py --methods OLD.json NEW.json`.
 #
 #   scripts/bench-methods.sh            (about 10 minutes on 2 cores)
 set -eu

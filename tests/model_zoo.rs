@@ -55,6 +55,34 @@ fn every_algorithm_saves_and_loads_with_identical_results() {
 }
 
 #[test]
+fn every_algorithm_trains_the_same_model_run_after_run_and_at_any_thread_count() {
+    // The forest grows its trees in parallel, the estimate samples in parallel: neither the
+    // schedule nor the number of threads may change a split, a weight or a figure.
+    let dir = tempfile::tempdir().unwrap();
+    for algorithm in ["tree", "forest", "mlp", "svm", "logistic"] {
+        let mut first: Option<(String, Vec<u8>)> = None;
+        for (run, threads) in [1usize, 2, 3, 2].into_iter().enumerate() {
+            let model_file = dir.path().join(format!("{algorithm}_{run}.json"));
+            let text = train_pipeline(algorithm, model_file.to_str().unwrap());
+            let train = write(dir.path(), &format!("train_{algorithm}_{run}.toml"), &text);
+            let mut summary = run_pipeline_threads(&train, &dir.path().join(format!("out_{algorithm}_{run}")), threads);
+            without_timings(&mut summary);
+            // The summary names its pipeline file, which differs per run.
+            summary.as_object_mut().unwrap().remove("file");
+            let figures = serde_json::to_string_pretty(&summary["stages"]).unwrap();
+            let model = std::fs::read(&model_file).unwrap();
+            match &first {
+                None => first = Some((figures, model)),
+                Some((figures_1, model_1)) => {
+                    assert!(model_1 == &model, "{algorithm}: the model trained with {threads} threads (run {run}) differs from the first");
+                    assert_eq!(figures_1, &figures, "{algorithm}: figures with {threads} threads (run {run}) differ from the first");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn a_failed_run_writes_no_model_file() {
     let dir = tempfile::tempdir().unwrap();
     let model_file = dir.path().join("never.json");

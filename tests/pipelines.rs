@@ -65,16 +65,6 @@ fn reference_onnx_models_reproduce_their_recorded_test_accuracy() {
     }
 }
 
-/// Remove every timing from a summary.
-fn without_timings(v: &mut serde_json::Value) {
-    if let Some(map) = v.as_object_mut() {
-        map.retain(|k, _| !(k.ends_with("_s") || k.ends_with("per_second")));
-        for value in map.values_mut() {
-            without_timings(value);
-        }
-    }
-}
-
 #[test]
 fn same_pipeline_and_seed_give_identical_results() {
     let file = root().join("pipelines/adult-train.toml");

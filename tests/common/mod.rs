@@ -24,6 +24,30 @@ pub fn run_pipeline(pipeline: &Path, out: &Path, extra: &[&str]) -> serde_json::
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
+/// Run a pipeline into `out` with rayon's worker count set to `threads` (RAYON_NUM_THREADS),
+/// asserting success; returns the parsed summary.json.
+pub fn run_pipeline_threads(pipeline: &Path, out: &Path, threads: usize) -> serde_json::Value {
+    let out_text = out.to_str().unwrap();
+    let result = Command::new(env!("CARGO_BIN_EXE_fairpipe"))
+        .args(["run", pipeline.to_str().unwrap(), "--out", out_text, "--quiet"])
+        .env("RAYON_NUM_THREADS", threads.to_string())
+        .current_dir(root())
+        .output()
+        .expect("run fairpipe");
+    assert!(result.status.success(), "{} failed with {threads} threads:\n{}", pipeline.display(), String::from_utf8_lossy(&result.stderr));
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+/// Remove every timing (keys ending in `_s` or `per_second`) from a summary, recursively.
+pub fn without_timings(v: &mut serde_json::Value) {
+    if let Some(map) = v.as_object_mut() {
+        map.retain(|k, _| !(k.ends_with("_s") || k.ends_with("per_second")));
+        for value in map.values_mut() {
+            without_timings(value);
+        }
+    }
+}
+
 /// Run a pipeline into `out`, asserting that it fails; returns its stderr.
 pub fn run_failing(pipeline: &Path, out: &Path) -> String {
     let (ok, stdout, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
