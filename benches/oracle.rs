@@ -114,7 +114,9 @@ fn trees_throughput(c: &mut Criterion) {
     let wanted = std::env::var("FAIRPIPE_BENCH_TREES").ok();
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("tests/fixtures/onnx/trees")
-        .filter_map(|e| e.ok()?.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .filter(|n| wanted.as_deref().is_none_or(|w| w.split(',').any(|x| x == n)))
         .collect();
     names.sort();
