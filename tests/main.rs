@@ -23,6 +23,7 @@ mod model_exports;
 mod model_inputs;
 mod model_trust;
 mod model_zoo;
+mod multiclass;
 mod onnx_outputs;
 mod pipelines;
 mod planted_bias;

@@ -94,6 +94,23 @@ impl Favourable {
             names.join(", ")
         ))
     }
+
+    /// The favourable class of a model with three or more `classes`: it must be named (matched by
+    /// the data's favourable label or its code), never assumed; the refusal lists the classes.
+    pub fn named_among(&self, classes: &[ClassKey]) -> Result<ClassKey, String> {
+        match self.class_among(classes) {
+            Ok((class, false)) => Ok(class),
+            _ => {
+                let names: Vec<String> = classes.iter().map(ToString::to_string).collect();
+                Err(format!(
+                    "the model has {} classes [{}] and none is the data's favourable label {:?}; name the favourable one by its value with `favourable = \"…\"` on the load stage (the label column must hold the model's class values): the audit is then that class against the rest",
+                    classes.len(),
+                    names.join(", "),
+                    self.label
+                ))
+            }
+        }
+    }
 }
 
 /// How the probability of the favourable class is read from one output.
@@ -126,6 +143,9 @@ pub struct OutputReader {
     pub transform: OutputTransform,
     /// Whether the favourable class had to be assumed (integer classes, text labels in the data).
     pub assumed_class: bool,
+    /// The model's classes when it has three or more: P(favourable) is then that of the named
+    /// class, and the audit is that class against the rest. Empty for a binary model.
+    pub classes: Vec<ClassKey>,
 }
 
 /// Largest amount by which a probability may leave [0, 1], or a two-class row's sum may differ
@@ -137,7 +157,7 @@ impl OutputReader {
     /// sigmoid): how an executor that computes P(class 1) itself, as the native dense one does,
     /// reads its result.
     pub fn favourable_is_complement(&self) -> bool {
-        matches!(self.rule, ReadRule::Column { column: 0 } | ReadRule::Sigmoid { complement: true })
+        self.classes.is_empty() && matches!(self.rule, ReadRule::Column { column: 0 } | ReadRule::Sigmoid { complement: true })
     }
 
     /// Whether the model gives labels only.
@@ -154,11 +174,18 @@ impl OutputReader {
             ReadRule::MapEntry(key) => format!("ZipMap entry {key}"),
             ReadRule::Label(key) => format!("labels only (favourable {key})"),
         };
+        let base = if self.classes.is_empty() { base } else { format!("{base}, {}", self.versus_rest()) };
         match self.transform {
             OutputTransform::None => base,
             OutputTransform::Sigmoid => format!("{base} after sigmoid"),
             OutputTransform::Softmax => format!("{base} after softmax"),
         }
+    }
+
+    /// "favourable vs the rest of 3 classes [0, 1, 2]" (for a model with three or more classes).
+    pub fn versus_rest(&self) -> String {
+        let names: Vec<String> = self.classes.iter().map(ToString::to_string).collect();
+        format!("favourable vs the rest of {} classes [{}]", self.classes.len(), names.join(", "))
     }
 
     /// Write P(favourable) of each row of `raw` into `out`, checking every value. `first_row` is
@@ -302,6 +329,7 @@ pub fn reader_for(
     classes: &[ClassKey],
 ) -> Result<OutputReader, String> {
     let int_classes = [ClassKey::Int(0), ClassKey::Int(1)];
+    let mut many = Vec::new();
     let (rule, assumed_class) = match raw {
         RawOutput::Floats { columns: 1, .. } => {
             let known = if classes.is_empty() { &int_classes[..] } else { classes };
@@ -316,15 +344,29 @@ pub fn reader_for(
             (ReadRule::Column { column }, assumed)
         }
         RawOutput::Floats { columns, .. } => {
-            return Err(format!("output {name} ({ty}) has {columns} columns per row; a binary classifier's has 1 or 2"))
+            if classes.len() != *columns {
+                return Err(format!(
+                    "output {name} ({ty}) has {columns} columns per row, one per class, but the model does not name its classes (found {}); a binary classifier's has 1 or 2",
+                    classes.len()
+                ));
+            }
+            let class = favourable.named_among(classes)?;
+            many = classes.to_vec();
+            (ReadRule::Column { column: classes.iter().position(|c| *c == class).unwrap_or(0) }, false)
         }
         RawOutput::Maps(_) => {
             let known = raw.classes();
-            if known.len() != 2 {
-                return Err(format!("output {name} maps {} classes; a binary classifier's maps 2", known.len()));
+            if known.len() < 2 {
+                return Err(format!("output {name} maps {} class; a classifier's maps 2 or more", known.len()));
             }
-            let (class, assumed) = favourable.class_among(&known)?;
-            (ReadRule::MapEntry(class), assumed)
+            if known.len() > 2 {
+                let class = favourable.named_among(&known)?;
+                many = known;
+                (ReadRule::MapEntry(class), false)
+            } else {
+                let (class, assumed) = favourable.class_among(&known)?;
+                (ReadRule::MapEntry(class), assumed)
+            }
         }
         RawOutput::IntLabels(_) | RawOutput::TextLabels(_) => {
             let mut known = raw.classes();
@@ -334,11 +376,17 @@ pub fn reader_for(
             if known.len() == 1 && matches!(known[0], ClassKey::Int(_)) {
                 known = int_classes.to_vec();
             }
-            let (class, assumed) = favourable.class_among(&known)?;
-            (ReadRule::Label(class), assumed)
+            if known.len() > 2 {
+                let class = favourable.named_among(&known)?;
+                many = known;
+                (ReadRule::Label(class), false)
+            } else {
+                let (class, assumed) = favourable.class_among(&known)?;
+                (ReadRule::Label(class), assumed)
+            }
         }
     };
-    Ok(OutputReader { name: name.to_string(), rule, transform, assumed_class })
+    Ok(OutputReader { name: name.to_string(), rule, transform, assumed_class, classes: many })
 }
 
 #[cfg(test)]
@@ -389,6 +437,42 @@ mod tests {
         let mut out = [0.0; 1];
         reader.read(raw, &mut out, 0).unwrap();
         assert_eq!(out, [0.9]);
+    }
+
+    #[test]
+    fn three_classes_read_the_named_class_against_the_rest_and_refuse_an_assumed_one() {
+        let classes = [ClassKey::Int(0), ClassKey::Int(1), ClassKey::Int(2)];
+        let raw = RawOutput::Floats { values: vec![0.2, 0.3, 0.5, 0.6, 0.3, 0.1], columns: 3 };
+        let reader = reader_for("probabilities", &ElementType::Float32, &raw, &fav("2"), OutputTransform::None, &classes).unwrap();
+        let mut out = [0.0; 2];
+        reader.read(raw.clone(), &mut out, 0).unwrap();
+        assert_eq!(out, [0.5, 0.1]);
+        assert_eq!(reader.describe(), "column 2, favourable vs the rest of 3 classes [0, 1, 2]");
+        assert!(!reader.assumed_class && !reader.favourable_is_complement());
+        // Text labels in the data, numbered classes: nothing names the favourable class.
+        let err = reader_for("probabilities", &ElementType::Float32, &raw, &fav(">50K"), OutputTransform::None, &classes).unwrap_err();
+        assert!(err.contains("3 classes [0, 1, 2]") && err.contains("favourable = "), "{err}");
+        // Labels only, three classes: the same refusal rather than class 1 assumed.
+        let labels = RawOutput::IntLabels(vec![0, 1, 2]);
+        assert!(reader_for("label", &ElementType::Int64, &labels, &fav(">50K"), OutputTransform::None, &[])
+            .unwrap_err()
+            .contains("3 classes"));
+        // A ZipMap with string classes: the named entry.
+        let row = |a: f64, d: f64| {
+            vec![
+                (ClassKey::Text("approved".into()), a),
+                (ClassKey::Text("denied".into()), d),
+                (ClassKey::Text("review".into()), 1.0 - a - d),
+            ]
+        };
+        let maps = RawOutput::Maps(vec![row(0.7, 0.1), row(0.2, 0.5)]);
+        let reader = reader_for("output_probability", &ElementType::Float32, &maps, &fav("approved"), OutputTransform::None, &[]).unwrap();
+        let mut out = [0.0; 2];
+        reader.read(maps.clone(), &mut out, 0).unwrap();
+        assert_eq!(out, [0.7, 0.2]);
+        assert_eq!(reader.classes.len(), 3);
+        let err = reader_for("output_probability", &ElementType::Float32, &maps, &fav("1"), OutputTransform::None, &[]).unwrap_err();
+        assert!(err.contains("[\"approved\", \"denied\", \"review\"]"), "{err}");
     }
 }
 

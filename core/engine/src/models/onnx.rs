@@ -121,7 +121,8 @@ impl OnnxModel {
         let plan = model.into_optimized().map_err(err)?.into_runnable().map_err(err)?;
         let candidate = dense_from_onnx(path).filter(|net| net.n_features() == n_features);
         let rule = if columns == 2 { ReadRule::Column { column: 1 } } else { ReadRule::Sigmoid { complement: false } };
-        let reader = OutputReader { name: names[chosen].clone(), rule, transform: OutputTransform::None, assumed_class: false };
+        let reader =
+            OutputReader { name: names[chosen].clone(), rule, transform: OutputTransform::None, assumed_class: false, classes: Vec::new() };
         Ok(OnnxModel {
             path: path.to_path_buf(),
             plan,

@@ -515,6 +515,14 @@ pub struct LoadModelFigures {
     /// labels in the data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub favourable_class_assumed: Option<bool>,
+    /// The model's classes when it has three or more: the audit then reads P(favourable) of the
+    /// class named like the data's favourable label, against the rest of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_classes: Option<Vec<String>>,
+    /// Whether the audit is the favourable class against the rest (a model of three or more
+    /// classes), said also as a warning at the top of the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub favourable_vs_rest: Option<bool>,
     /// How rows reach the model ("one float32 input …", "13 named inputs (raw columns)").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_contract: Option<String>,
@@ -618,6 +626,14 @@ impl Stage for LoadModel {
         };
         let (artifact, model_figures, model_queries, scored) = model_output_scored(model, Arc::clone(&data), recipe)?;
         figures.model = model_figures;
+        if figures.favourable_vs_rest == Some(true) {
+            ctx.warn(format!(
+                "the model has {} classes ({}): the audit reads P({:?}) and judges that class against the rest",
+                figures.model_classes.as_ref().map_or(0, Vec::len),
+                figures.model_classes.as_deref().unwrap_or_default().join(", "),
+                data.label_values[1]
+            ));
+        }
         let agreement = Agreement::measure(&scored.scores, &scored.labels);
         self.judge_agreement(ctx, &data, &agreement, &figures)?;
         figures.agreement = Some(agreement);
@@ -737,6 +753,7 @@ impl LoadModel {
         figures.output_read = Some(model.reader().describe());
         figures.labels_only = Some(model.reader().labels_only());
         figures.favourable_class_assumed = Some(model.reader().assumed_class);
+        versus_rest(figures, model.reader());
         figures.input_contract = Some(model.input_plan().describe());
         figures.remote_inputs = Some(if matches!(remote.place, Place::Mlflow { .. }) {
             format!("the data's {} columns by name (dataframe_split)", data.domain.width())
@@ -814,6 +831,7 @@ impl LoadModel {
         figures.output = Some(model.output_name().to_string());
         figures.output_read = Some(model.reader().describe());
         figures.favourable_class_assumed = Some(model.reader().assumed_class);
+        versus_rest(figures, model.reader());
         figures.input_contract = Some(format!("one float32 input [N,{}] (encoded features)", data.domain.width()));
         if self.executor != Executor::Tract {
             match model.verify_native(&rows)? {
@@ -939,6 +957,7 @@ impl LoadModel {
         figures.output_read = Some(model.reader().describe());
         figures.labels_only = Some(model.reader().labels_only());
         figures.favourable_class_assumed = Some(model.reader().assumed_class);
+        versus_rest(figures, model.reader());
         figures.input_contract = Some(model.input_plan().describe());
         figures.unused_features = (!unused.is_empty()).then_some(unused);
         figures.executor = Some(model.executor());
@@ -990,6 +1009,7 @@ impl LoadModel {
         figures.output_read = Some(model.reader().describe());
         figures.labels_only = Some(model.reader().labels_only());
         figures.favourable_class_assumed = Some(model.reader().assumed_class);
+        versus_rest(figures, model.reader());
         figures.input_contract = Some(format!("one float32 input [N,{}] (encoded features)", data.domain.width()));
         let executor = model.executor();
         figures.executor = Some(executor.clone());
@@ -1038,6 +1058,14 @@ fn load_provided(provided: &ProvidedModel, data: &Dataset, figures: &mut LoadMod
     figures.unused_features = (!unused.is_empty()).then_some(unused);
     figures.executor = Some(described);
     Ok(bound.model)
+}
+
+/// Record a model of three or more classes in its figures (`model_classes`, `favourable_vs_rest`).
+fn versus_rest(figures: &mut LoadModelFigures, reader: &crate::models::model_outputs::OutputReader) {
+    if !reader.classes.is_empty() {
+        figures.model_classes = Some(reader.classes.iter().map(ToString::to_string).collect());
+        figures.favourable_vs_rest = Some(true);
+    }
 }
 
 /// A string input whose model knows a fixed list of categories (a `OneHotEncoder` ignores an
