@@ -34,9 +34,19 @@ pub struct GraphFacts {
 
 /// Read the facts of the ONNX file at `path`.
 pub fn graph_facts(path: &Path) -> Result<GraphFacts, ModelError> {
-    let proto: ModelProto = tract_onnx::onnx()
-        .proto_model_for_path(path)
-        .map_err(|e| ModelError::Onnx { path: path.to_path_buf(), message: format!("not a readable ONNX file: {e:#}") })?;
+    let proto = tract_onnx::onnx().proto_model_for_path(path);
+    facts_of(path, proto)
+}
+
+/// [`graph_facts`] of an ONNX file's bytes already read (`path` names them in messages).
+pub fn graph_facts_from_bytes(path: &Path, bytes: &[u8]) -> Result<GraphFacts, ModelError> {
+    let proto = tract_onnx::onnx().proto_model_for_read(&mut &bytes[..]);
+    facts_of(path, proto)
+}
+
+/// The facts of a decoded graph (or the decoder's error, as unreadable).
+fn facts_of(path: &Path, proto: tract_onnx::prelude::TractResult<ModelProto>) -> Result<GraphFacts, ModelError> {
+    let proto = proto.map_err(|e| ModelError::Onnx { path: path.to_path_buf(), message: format!("not a readable ONNX file: {e:#}") })?;
     let Some(graph) = proto.graph.as_ref() else {
         return Err(ModelError::Onnx { path: path.to_path_buf(), message: "the file holds no graph".into() });
     };
@@ -124,5 +134,21 @@ fn element_name(code: i32) -> String {
         10 => "float16".into(),
         11 => "float64".into(),
         other => format!("#{other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_as_the_file_and_garbage_is_an_error() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/exports/sklearn_named_zipmap.onnx"));
+        let bytes = std::fs::read(path).unwrap();
+        let facts = graph_facts_from_bytes(path, &bytes).unwrap();
+        assert_eq!(facts, graph_facts(path).unwrap());
+        assert!(facts.needs_onnxruntime.iter().any(|n| n == "operator ai.onnx.ml.ZipMap"), "{facts:?}");
+        let e = graph_facts_from_bytes(Path::new("x.onnx"), b"\xff\xff\xff").unwrap_err().to_string();
+        assert!(e.contains("x.onnx") && e.contains("not a readable ONNX file"), "{e}");
     }
 }

@@ -202,10 +202,7 @@ impl GrpcBackend {
         }
         let metadata: proto::ModelMetadataResponse =
             backend.call("ModelMetadata", &proto::ModelMetadataRequest { name: backend.endpoint.model.clone(), version: String::new() })?;
-        let inputs =
-            metadata.inputs.into_iter().map(|t| DeclaredInput { ty: element_type(&t.datatype), name: t.name, shape: t.shape }).collect();
-        let outputs = metadata.outputs.into_iter().map(|t| (t.name, element_type(&t.datatype))).collect();
-        Ok((backend, V2Metadata { inputs, outputs }))
+        Ok((backend, metadata_of(metadata)))
     }
 
     /// One unary call: `request` framed, `POST {base}/inference.GRPCInferenceService/{method}`,
@@ -225,8 +222,7 @@ impl GrpcBackend {
                     return Err(if RETRYABLE_CODES.contains(&code) { Failure::Retryable(said) } else { Failure::Final(said) });
                 }
             }
-            let message = unframe(bytes).map_err(Failure::Final)?;
-            A::decode(message).map_err(|e| Failure::Final(format!("the answer to {method} is not a {method} response: {e}")))
+            decode_body(method, bytes).map_err(Failure::Final)
         })
     }
 }
@@ -245,6 +241,29 @@ impl Backend for GrpcBackend {
         let answer: proto::ModelInferResponse = self.call_framed("ModelInfer", frame(&request, &raw))?;
         read_answer(answer, rows).map_err(|message| ModelError::Remote { url: self.location(), message })
     }
+}
+
+/// The outputs of a `ModelInfer` answer's body (one framed gRPC message) for `rows` rows.
+pub fn read_infer_body(body: &[u8], rows: usize) -> Result<Returned, String> {
+    read_answer(decode_body("ModelInfer", body)?, rows)
+}
+
+/// The model's metadata from a `ModelMetadata` answer's body (one framed gRPC message).
+pub fn read_metadata_body(body: &[u8]) -> Result<V2Metadata, String> {
+    decode_body("ModelMetadata", body).map(metadata_of)
+}
+
+/// The one message of the answer to `method`, decoded.
+fn decode_body<A: Message + Default>(method: &str, body: &[u8]) -> Result<A, String> {
+    A::decode(unframe(body)?).map_err(|e| format!("the answer to {method} is not a {method} response: {e}"))
+}
+
+/// A `ModelMetadata` answer as the inputs and outputs it declares.
+fn metadata_of(metadata: proto::ModelMetadataResponse) -> V2Metadata {
+    let inputs =
+        metadata.inputs.into_iter().map(|t| DeclaredInput { ty: element_type(&t.datatype), name: t.name, shape: t.shape }).collect();
+    let outputs = metadata.outputs.into_iter().map(|t| (t.name, element_type(&t.datatype))).collect();
+    V2Metadata { inputs, outputs }
 }
 
 /// A `ModelInfer` request without its raw contents, and the values of each input, which
@@ -317,7 +336,13 @@ fn read_answer(answer: proto::ModelInferResponse, rows: usize) -> Result<Returne
     let mut result = Vec::with_capacity(answer.outputs.len());
     for tensor in answer.outputs {
         let name = tensor.name;
-        let columns = if tensor.shape.len() >= 2 { tensor.shape[1..].iter().product::<i64>().max(1) as usize } else { 1 };
+        if let Some(d) = tensor.shape.iter().find(|&&d| d < 0) {
+            return Err(format!("output {name:?}: its shape {:?} has a negative dimension ({d})", tensor.shape));
+        }
+        let Some(columns) = tensor.shape.get(1..).unwrap_or_default().iter().try_fold(1usize, |n, &d| n.checked_mul(d as usize)) else {
+            return Err(format!("output {name:?}: its shape {:?} counts more values than a computer can hold", tensor.shape));
+        };
+        let columns = columns.max(1);
         let values = match tensor.contents.filter(|c| !is_empty(c)) {
             Some(contents) => typed_values(&contents),
             None => {
@@ -325,7 +350,7 @@ fn read_answer(answer: proto::ModelInferResponse, rows: usize) -> Result<Returne
                 raw_values(&tensor.datatype, &bytes).map_err(|e| format!("output {name:?}: {e}"))?
             }
         };
-        if values.len() != rows * columns {
+        if rows.checked_mul(columns) != Some(values.len()) {
             return Err(format!("output {name:?} holds {} values for {rows} rows (shape {:?})", values.len(), tensor.shape));
         }
         let ty = element_type(&tensor.datatype);
@@ -464,8 +489,8 @@ fn unframe(body: &[u8]) -> Result<&[u8], String> {
     body.get(5..5 + len).ok_or_else(|| format!("the answer is cut short: {} of {len} message bytes", body.len() - 5))
 }
 
-/// `grpc-message` is percent-encoded.
-fn percent_decode(text: &str) -> String {
+/// A `grpc-message` header's text (percent-encoded), decoded.
+pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -571,6 +596,25 @@ mod tests {
         };
         assert_eq!(read_answer(typed, 1).unwrap()[0].2, RawOutput::TextLabels(vec![">50K".into()]));
         assert!(raw_values("FP64", &proba[..7]).is_err());
+    }
+
+    #[test]
+    fn a_negative_or_overflowing_shape_is_refused() {
+        // Regression (fuzzing, issue 36): a dimension product that overflowed, or a negative
+        // dimension cast to a huge column count, panicked in debug builds.
+        let answer = |shape: Vec<i64>| proto::ModelInferResponse {
+            outputs: vec![proto::InferOutputTensor { name: "p".into(), datatype: "FP64".into(), shape, contents: None }],
+            raw_output_contents: vec![[0.5f64, 0.25].iter().flat_map(|x| x.to_le_bytes()).collect()],
+            ..Default::default()
+        };
+        let e = read_answer(answer(vec![2, i64::MAX, 4]), 2).unwrap_err();
+        assert!(e.contains("counts more values than a computer can hold"), "{e}");
+        let e = read_answer(answer(vec![2, -3]), 2).unwrap_err();
+        assert!(e.contains("output \"p\": its shape [2, -3] has a negative dimension (-3)"), "{e}");
+        // The same answer framed, as the fuzz target and a server send it.
+        let body = frame(&answer(vec![2, 1]), &[]);
+        assert_eq!(read_infer_body(&body, 2).unwrap()[0].2, RawOutput::Floats { values: vec![0.5, 0.25], columns: 1 });
+        assert!(read_metadata_body(&body[..3]).unwrap_err().contains("shorter than a gRPC message header"));
     }
 
     #[test]

@@ -66,24 +66,7 @@ impl V2Endpoint {
     pub fn metadata(&self, http: &Http) -> Result<V2Metadata, ModelError> {
         let url = self.model_url();
         let value = http.get_json(&url)?;
-        let tensors = |key: &str| -> Result<Vec<(String, ElementType, Vec<i64>)>, ModelError> {
-            let Some(list) = value.get(key).and_then(Value::as_array) else { return Ok(Vec::new()) };
-            list.iter()
-                .map(|t| {
-                    let name = t.get("name").and_then(Value::as_str).ok_or_else(|| ModelError::Remote {
-                        url: url.clone(),
-                        message: format!("metadata: an entry of \"{key}\" has no name: {t}"),
-                    })?;
-                    let ty = t.get("datatype").and_then(Value::as_str).map(element_type).unwrap_or(ElementType::Float32);
-                    let shape =
-                        t.get("shape").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_i64).collect()).unwrap_or_default();
-                    Ok((name.to_string(), ty, shape))
-                })
-                .collect()
-        };
-        let inputs = tensors("inputs")?.into_iter().map(|(name, ty, shape)| DeclaredInput { name, ty, shape }).collect();
-        let outputs = tensors("outputs")?.into_iter().map(|(name, ty, _)| (name, ty)).collect();
-        Ok(V2Metadata { inputs, outputs })
+        read_metadata(&value).map_err(|message| ModelError::Remote { url, message })
     }
 
     /// Score one batch: `POST /v2/models/NAME/infer` with `inputs`, asking for `outputs` (the
@@ -91,50 +74,7 @@ impl V2Endpoint {
     pub fn infer(&self, http: &Http, inputs: &[InputBatch], outputs: &[String], rows: usize) -> Result<Returned, ModelError> {
         let url = format!("{}/infer", self.model_url());
         let answer = http.post_json_text(&url, request_body(inputs, outputs))?;
-        let bad = |message: String| ModelError::Remote { url: url.clone(), message };
-        let list = answer
-            .get("outputs")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad(format!("the answer has no \"outputs\" list: {}", start(&answer))))?;
-        let mut result = Vec::with_capacity(list.len());
-        for t in list {
-            let name = t.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            let datatype = t.get("datatype").and_then(Value::as_str).unwrap_or("");
-            let shape: Vec<usize> = t
-                .get("shape")
-                .and_then(Value::as_array)
-                .map(|s| s.iter().filter_map(Value::as_u64).map(|d| d as usize).collect())
-                .unwrap_or_default();
-            let mut flat: Vec<&Value> = Vec::with_capacity(rows);
-            flatten(t.get("data").unwrap_or(&Value::Null), &mut flat);
-            let columns = if shape.len() >= 2 { shape[1..].iter().product::<usize>().max(1) } else { 1 };
-            if flat.len() != rows * columns {
-                return Err(bad(format!("output {name:?} holds {} values for {rows} rows (shape {shape:?})", flat.len())));
-            }
-            let ty = element_type(datatype);
-            let raw = match &ty {
-                ElementType::Float32 | ElementType::Float64 | ElementType::Float16 => RawOutput::Floats {
-                    values: flat
-                        .iter()
-                        .map(|v| v.as_f64().ok_or_else(|| bad(format!("output {name:?}: {v} is not a number"))))
-                        .collect::<Result<_, _>>()?,
-                    columns,
-                },
-                ElementType::Int64 | ElementType::Int32 => RawOutput::IntLabels(
-                    flat.iter()
-                        .map(|v| v.as_i64().ok_or_else(|| bad(format!("output {name:?}: {v} is not an integer"))))
-                        .collect::<Result<_, _>>()?,
-                ),
-                ElementType::String => {
-                    RawOutput::TextLabels(flat.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect())
-                }
-                ElementType::Other(other) => {
-                    return Err(bad(format!("output {name:?} has datatype {other}, which fairpipe does not read")))
-                }
-            };
-            result.push((name, ty, raw));
-        }
-        Ok(result)
+        read_infer_answer(&answer, rows).map_err(|message| ModelError::Remote { url, message })
     }
 }
 
@@ -171,6 +111,74 @@ impl Backend for V2Backend {
     fn infer(&self, inputs: &[InputBatch], rows: usize) -> Result<Returned, ModelError> {
         self.endpoint.infer(&self.http, inputs, &self.outputs, rows)
     }
+}
+
+/// A model's metadata from the answer to `GET /v2/models/NAME` (an entry without a name is an
+/// error; a missing list is empty).
+pub fn read_metadata(value: &Value) -> Result<V2Metadata, String> {
+    let tensors = |key: &str| -> Result<Vec<(String, ElementType, Vec<i64>)>, String> {
+        let Some(list) = value.get(key).and_then(Value::as_array) else { return Ok(Vec::new()) };
+        list.iter()
+            .map(|t| {
+                let name =
+                    t.get("name").and_then(Value::as_str).ok_or_else(|| format!("metadata: an entry of \"{key}\" has no name: {t}"))?;
+                let ty = t.get("datatype").and_then(Value::as_str).map(element_type).unwrap_or(ElementType::Float32);
+                let shape =
+                    t.get("shape").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_i64).collect()).unwrap_or_default();
+                Ok((name.to_string(), ty, shape))
+            })
+            .collect()
+    };
+    let inputs = tensors("inputs")?.into_iter().map(|(name, ty, shape)| DeclaredInput { name, ty, shape }).collect();
+    let outputs = tensors("outputs")?.into_iter().map(|(name, ty, _)| (name, ty)).collect();
+    Ok(V2Metadata { inputs, outputs })
+}
+
+/// The outputs of the answer to an `infer` request for `rows` rows, by name: each output's values
+/// (flat or nested by row) checked against the rows and its shape and read by its datatype.
+pub fn read_infer_answer(answer: &Value, rows: usize) -> Result<Returned, String> {
+    let list =
+        answer.get("outputs").and_then(Value::as_array).ok_or_else(|| format!("the answer has no \"outputs\" list: {}", start(answer)))?;
+    let mut result = Vec::with_capacity(list.len());
+    for t in list {
+        let name = t.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let datatype = t.get("datatype").and_then(Value::as_str).unwrap_or("");
+        let shape: Vec<usize> = t
+            .get("shape")
+            .and_then(Value::as_array)
+            .map(|s| s.iter().filter_map(Value::as_u64).map(|d| d as usize).collect())
+            .unwrap_or_default();
+        let mut flat: Vec<&Value> = Vec::with_capacity(rows);
+        flatten(t.get("data").unwrap_or(&Value::Null), &mut flat);
+        let Some(columns) = shape.get(1..).unwrap_or_default().iter().try_fold(1usize, |n, &d| n.checked_mul(d)) else {
+            return Err(format!("output {name:?}: its shape {shape:?} counts more values than a computer can hold"));
+        };
+        let columns = columns.max(1);
+        if rows.checked_mul(columns) != Some(flat.len()) {
+            return Err(format!("output {name:?} holds {} values for {rows} rows (shape {shape:?})", flat.len()));
+        }
+        let ty = element_type(datatype);
+        let raw = match &ty {
+            ElementType::Float32 | ElementType::Float64 | ElementType::Float16 => RawOutput::Floats {
+                values: flat
+                    .iter()
+                    .map(|v| v.as_f64().ok_or_else(|| format!("output {name:?}: {v} is not a number")))
+                    .collect::<Result<_, _>>()?,
+                columns,
+            },
+            ElementType::Int64 | ElementType::Int32 => RawOutput::IntLabels(
+                flat.iter()
+                    .map(|v| v.as_i64().ok_or_else(|| format!("output {name:?}: {v} is not an integer")))
+                    .collect::<Result<_, _>>()?,
+            ),
+            ElementType::String => {
+                RawOutput::TextLabels(flat.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect())
+            }
+            ElementType::Other(other) => return Err(format!("output {name:?} has datatype {other}, which fairpipe does not read")),
+        };
+        result.push((name, ty, raw));
+    }
+    Ok(result)
 }
 
 /// A V2 datatype as an element type.
@@ -273,5 +281,29 @@ mod tests {
         assert!(V2Endpoint::parse("http://host", None).unwrap_err().contains("name the model"));
         assert!(V2Endpoint::parse("http://host/v2/models/a", Some("b")).unwrap_err().contains("differs"));
         assert!(V2Endpoint::parse("ftp://host", Some("b")).unwrap_err().contains("not an http"));
+    }
+
+    #[test]
+    fn answers_read_flat_or_nested_and_checked_against_the_rows() {
+        let answer = serde_json::json!({"outputs": [
+            {"name": "predict_proba", "datatype": "FP64", "shape": [2, 2], "data": [[0.75, 0.25], [0.125, 0.875]]},
+            {"name": "label", "datatype": "BYTES", "shape": [2], "data": [">50K", "<=50K"]},
+        ]});
+        let returned = read_infer_answer(&answer, 2).unwrap();
+        assert_eq!(returned[0].2, RawOutput::Floats { values: vec![0.75, 0.25, 0.125, 0.875], columns: 2 });
+        assert_eq!(returned[1].2, RawOutput::TextLabels(vec![">50K".into(), "<=50K".into()]));
+        assert!(read_infer_answer(&answer, 3).unwrap_err().contains("holds 4 values for 3 rows"));
+        let metadata =
+            serde_json::json!({"inputs": [{"name": "x", "datatype": "FP64", "shape": [-1, 12]}], "outputs": [{"datatype": "FP64"}]});
+        assert!(read_metadata(&metadata).unwrap_err().contains("an entry of \"outputs\" has no name"));
+    }
+
+    #[test]
+    fn a_shape_counting_more_values_than_fit_in_memory_is_refused() {
+        // Regression (fuzzing, issue 36): the product of the dimensions overflowed (a panic in
+        // debug builds, a wrapped column count in release ones).
+        let answer = serde_json::json!({"outputs": [{"name": "p", "datatype": "FP64", "shape": [2, 4294967296u64, 4294967296u64], "data": [0.5, 0.5]}]});
+        let e = read_infer_answer(&answer, 2).unwrap_err();
+        assert!(e.contains("output \"p\": its shape [2, 4294967296, 4294967296] counts more values than a computer can hold"), "{e}");
     }
 }
