@@ -218,3 +218,25 @@ fn codes_files_are_checked_at_validate_and_their_cells_at_run() {
         "{stderr}"
     );
 }
+
+#[test]
+fn census_zoo_gives_identical_results_at_one_and_two_threads() {
+    // Four models trained (the forest's trees in parallel), estimated, searched and one retrained:
+    // the thread count may change nothing but the timings.
+    let file = root().join("pipelines/census-zoo.toml");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut one = run_pipeline_threads(&file, a.path(), 1);
+    let mut two = run_pipeline_threads(&file, b.path(), 2);
+    without_timings(&mut one);
+    without_timings(&mut two);
+    assert_eq!(serde_json::to_string_pretty(&one).unwrap(), serde_json::to_string_pretty(&two).unwrap());
+    let mut tables = 0;
+    for entry in std::fs::read_dir(a.path()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".csv") {
+            assert_eq!(std::fs::read(a.path().join(&name)).unwrap(), std::fs::read(b.path().join(&name)).unwrap(), "{name} differs");
+            tables += 1;
+        }
+    }
+    assert!(tables >= 8, "expected the zoo's estimate and verify tables, found {tables}");
+}

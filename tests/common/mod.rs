@@ -38,10 +38,11 @@ pub fn run_pipeline_threads(pipeline: &Path, out: &Path, threads: usize) -> serd
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
-/// Remove every timing (keys ending in `_s` or `per_second`) from a summary, recursively.
+/// Remove every timing (keys ending in `_s`, `per_second` or `time_share`) from a summary,
+/// recursively.
 pub fn without_timings(v: &mut serde_json::Value) {
     if let Some(map) = v.as_object_mut() {
-        map.retain(|k, _| !(k.ends_with("_s") || k.ends_with("per_second")));
+        map.retain(|k, _| !(k.ends_with("_s") || k.ends_with("per_second") || k.ends_with("time_share")));
         for value in map.values_mut() {
             without_timings(value);
         }
