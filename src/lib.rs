@@ -18,6 +18,7 @@ use fairpipe_ffi::PluginEntry;
 pub const BUILTINS: &[(&str, PluginEntry)] = &[
     ("aequitas", fairpipe_plugin_aequitas::FAIRPIPE_PLUGIN),
     ("eidig", fairpipe_plugin_eidig::FAIRPIPE_PLUGIN),
+    ("grft", fairpipe_plugin_grft::FAIRPIPE_PLUGIN),
     ("maft", fairpipe_plugin_maft::FAIRPIPE_PLUGIN),
     ("random", fairpipe_plugin_random::FAIRPIPE_PLUGIN),
     ("sg", fairpipe_plugin_sg::FAIRPIPE_PLUGIN),
