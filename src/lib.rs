@@ -17,6 +17,7 @@ use fairpipe_ffi::PluginEntry;
 /// The methods linked into this package: name and entry function.
 pub const BUILTINS: &[(&str, PluginEntry)] = &[
     ("aequitas", fairpipe_plugin_aequitas::FAIRPIPE_PLUGIN),
+    ("aft", fairpipe_plugin_aft::FAIRPIPE_PLUGIN),
     ("eidig", fairpipe_plugin_eidig::FAIRPIPE_PLUGIN),
     ("grft", fairpipe_plugin_grft::FAIRPIPE_PLUGIN),
     ("maft", fairpipe_plugin_maft::FAIRPIPE_PLUGIN),

@@ -18,6 +18,7 @@ mod fairlearn;
 mod gate;
 mod group_metrics;
 mod init;
+mod label_only;
 mod maft_gradient;
 mod model_exports;
 mod model_inputs;

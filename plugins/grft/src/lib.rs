@@ -305,7 +305,13 @@ fn global_phase(params: &GrftParams, host: &mut Host, seeds: &[f64], free: &[usi
 }
 
 /// The local phase (`local_generation_random`) from the global IDIs `walkers` (row-major).
-fn local_phase(params: &GrftParams, host: &mut Host, mut walkers: Vec<f64>, free: &[usize], sink: &mut CaseSink) -> Result<(), PluginError> {
+fn local_phase(
+    params: &GrftParams,
+    host: &mut Host,
+    mut walkers: Vec<f64>,
+    free: &[usize],
+    sink: &mut CaseSink,
+) -> Result<(), PluginError> {
     let w = host.domain.width();
     let stride = host.variants.n_variants() + 1;
     if walkers.is_empty() || free.is_empty() {
@@ -422,20 +428,22 @@ mod tests {
     fn the_genetic_search_reaches_a_band_the_seed_is_far_from() {
         // Every seed at the origin: the initial spread (±5 on two attributes) reaches sums of at
         // most 10, so an IDI (sum 12..=15) needs the bred generations.
-        let seeds = vec![0.0, 0.0, 0.0, 0.0].repeat(20);
+        let seeds = [0.0, 0.0, 0.0, 0.0].repeat(20);
         let params = json!({"num_seeds": 20, "local_num": 0});
         let run = planted().with_seeds(seeds).generate::<Grft>(params).unwrap();
         assert!(!run.cases.is_empty() && run.cases.iter().all(band), "{} cases", run.cases.len());
         // Label-only: the same search on 0/1 outputs still finds the band by mutation alone.
         let labels = MockHost::new(planted_domain(3), |r| if r[0] + r[1] + r[2] + 4.0 * r[3] >= 16.0 { 1.0 } else { 0.0 });
-        let run = labels.with_seeds(vec![6.0, 3.0, 0.0, 0.0].repeat(20)).generate::<Grft>(json!({"num_seeds": 20, "local_num": 100})).unwrap();
+        let run = labels.with_seeds([6.0, 3.0, 0.0, 0.0].repeat(20)).generate::<Grft>(json!({"num_seeds": 20, "local_num": 100})).unwrap();
         assert!(run.cases.len() > 10 && run.cases.iter().all(band), "{} cases", run.cases.len());
     }
 
     #[test]
     fn results_do_not_depend_on_parallel_walks_and_the_budget_stops_a_run() {
         let seeds = planted_domain(3).sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 30);
-        let run = |pw: usize| planted().with_seeds(seeds.clone()).generate::<Grft>(json!({"num_seeds": 30, "local_num": 20, "parallel_walks": pw})).unwrap();
+        let run = |pw: usize| {
+            planted().with_seeds(seeds.clone()).generate::<Grft>(json!({"num_seeds": 30, "local_num": 20, "parallel_walks": pw})).unwrap()
+        };
         let (one, many) = (run(1), run(64));
         let sorted = |r: &fairpipe_abi::testing::Run| {
             let mut v: Vec<Vec<f64>> = r.cases.iter().map(|c| c.instance.clone()).collect();
