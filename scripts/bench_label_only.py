@@ -43,7 +43,9 @@ seed = 1
 [stages.data]
 kind = "load"
 path = "{root}/pipelines/data/{data}.csv"
+codes = "{root}/pipelines/data/{data}.codes.toml"
 label = "income"
+favourable = ">50K"
 protected = ["{protected}"]
 drop = ["row"]
 split_column = "split"

@@ -15,7 +15,7 @@ numpy's global generator, as in the reference (scikit-learn's KMeans included).
 Needs numpy, onnx and scikit-learn (pip).
 """
 import os
-import sys, csv, itertools, time, numpy as np, onnx
+import sys, csv, itertools, time, tomllib, numpy as np, onnx
 from onnx import numpy_helper
 from sklearn import cluster
 
@@ -29,7 +29,11 @@ BENCH = {  # name: (data/model file, protected attribute indices)  -- the refere
 def load(name):
     r = list(csv.reader(open(os.path.join(REPO, 'pipelines', 'data', '%s.csv' % name))))
     rows = r[1:]
-    X = np.array([[int(v) for v in row[1:-2]] for row in rows])  # the reference's X is integer
+    # census.csv names its categories; census.codes.toml gives the papers' integer code of each
+    codes_file = os.path.join(REPO, 'pipelines', 'data', '%s.codes.toml' % name)
+    codes = tomllib.loads(open(codes_file, encoding='utf-8').read()) if os.path.exists(codes_file) else {}
+    code = [codes.get(c, {}) for c in r[0][1:-2]]
+    X = np.array([[int(code[i].get(v, v)) for i, v in enumerate(row[1:-2])] for row in rows])  # the reference's X is integer
     split = np.array([row[-1] for row in rows])
     return X, split, r[0][1:-2]
 
