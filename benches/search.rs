@@ -233,8 +233,9 @@ fn run_case(case: &Case, root: &Path, repeats: u64, dir: &Path) -> Figures {
     for seed in 1..=repeats {
         let pipeline = Pipeline::load(&file, Some(seed)).unwrap_or_else(|e| panic!("{}: {e}", case.name));
         let report = pipeline.run(&dir.join("out"), false).unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        let search = &report.summary["stages"]["search"];
-        let verified = &report.summary["stages"]["verified"];
+        let summary = report.summary.to_json();
+        let search = &summary["stages"]["search"];
+        let verified = &summary["stages"]["verified"];
         assert_eq!(verified["rejected"], 0, "{}: the host rejected cases", case.name);
         per_run.push(verified["discriminatory_full"].as_f64().unwrap_or(0.0));
         f.idis_projection += verified["discriminatory"].as_f64().unwrap_or(0.0);
@@ -323,7 +324,8 @@ fn group_table(root: &Path, dir: &Path, filter: Option<&str>) -> String {
         std::fs::write(&file, group_pipeline_text(case, root)).expect("write bench pipeline");
         let pipeline = Pipeline::load(&file, Some(1)).unwrap_or_else(|e| panic!("{}: {e}", case.name));
         let report = pipeline.run(&dir.join("out"), false).unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        let g = &report.summary["stages"]["groups"];
+        let summary = report.summary.to_json();
+        let g = &summary["stages"]["groups"];
         let (kept, seconds) = (g["rule_sets_kept"].as_f64().unwrap_or(0.0), g["run_elapsed_s"].as_f64().unwrap_or(0.0));
         let rate = kept / seconds.max(1e-9);
         let paper_rate = case.paper.0 / case.paper.1;
@@ -447,8 +449,9 @@ fn methods_row(
             }
         };
         let report = pipeline.run(&dir.join("out"), false).unwrap_or_else(|e| panic!("{} {name}: {e}", method.name));
-        let search = &report.summary["stages"]["search"];
-        let verified = &report.summary["stages"]["verified"];
+        let summary = report.summary.to_json();
+        let search = &summary["stages"]["search"];
+        let verified = &summary["stages"]["verified"];
         assert_eq!(verified["rejected"], 0, "{} {name}: the host rejected cases", method.name);
         full.push(verified["discriminatory_full"].as_f64().unwrap_or(0.0));
         projection.push(verified["discriminatory"].as_f64().unwrap_or(0.0));
@@ -550,7 +553,8 @@ fn text_table(root: &Path, dir: &Path, repeats: u64) -> String {
         for seed in 1..=repeats {
             let pipeline = Pipeline::load(&path, Some(seed)).unwrap_or_else(|e| panic!("{file}: {e}"));
             let report = pipeline.run(&dir.join("out"), false).unwrap_or_else(|e| panic!("{file}: {e}"));
-            let stages = &report.summary["stages"];
+            let summary = report.summary.to_json();
+            let stages = &summary["stages"];
             let (g, f) = (&stages["groups"], &stages["fairer"]);
             let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
             kept = num(&g["rule_sets_kept"]);

@@ -245,16 +245,15 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             if quiet {
                 say!("{}", out.display());
             } else {
-                print_summary(&report.summary);
+                print_summary(&report.summary.to_json());
                 say!("\nresults: {}", out.display());
                 for f in &report.files {
                     say!("  {}", f.display());
                 }
             }
-            if let Some(gate) = report.summary.get("gate") {
-                let outcomes: Vec<fairpipe_core::gate::Outcome> = serde_json::from_value(gate["conditions"].clone()).unwrap_or_default();
-                let passed = gate["passed"].as_bool() == Some(true);
-                let table = fairpipe_core::gate::table(&outcomes);
+            if let Some(gate) = &report.summary.gate {
+                let passed = gate.passed;
+                let table = fairpipe_core::gate::table(&gate.conditions);
                 if !passed && quiet {
                     eprintln!("gate: FAILED (exit code 3)\n{}", table.trim_end());
                 } else if !quiet {

@@ -37,7 +37,7 @@ const SPLIT_COLUMN: &str = "__fairpipe_split";
 /// A finished run: the summary, the result tables and the files written (when `out` was given).
 #[pyclass(module = "fairpipe_rs._native", frozen)]
 struct NativeRun {
-    summary: Value,
+    summary: fairpipe_core::stage::summary::Summary,
     tables: Vec<(String, Table)>,
     files: Vec<String>,
 }
@@ -46,7 +46,7 @@ struct NativeRun {
 impl NativeRun {
     /// The summary as JSON text (what `summary.json` holds).
     fn summary_json(&self) -> String {
-        self.summary.to_string()
+        self.summary.to_json().to_string()
     }
 
     /// The names of the result tables: the stage's name, or `STAGE_SUFFIX` for a stage's second

@@ -20,10 +20,10 @@ use minijinja::{context, Environment, UndefinedBehavior};
 
 use polars::prelude::*;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::output::Table;
+use crate::stage::summary::{Figures, StageSummary, Summary};
 use crate::stages::check::CheckFigures;
 use crate::stages::estimate::EstimateFigures;
 use crate::stages::generate::GenerateFigures;
@@ -177,40 +177,32 @@ fn or0(f: f64) -> f64 {
 }
 
 /// What every stage's entry in the summary has besides its figures.
-#[derive(Deserialize)]
 struct Head {
     kind: String,
-    #[serde(default)]
     inputs: BTreeMap<String, String>,
 }
 
 /// The summary's stages, in run order, with their kind and inputs.
 struct Stages<'a> {
-    entries: Vec<(String, Head, &'a Value)>,
+    entries: Vec<(String, Head, &'a StageSummary)>,
 }
 
 impl<'a> Stages<'a> {
-    fn new(summary: &'a Value) -> Self {
-        let order = summary["stage_order"].as_array().into_iter().flatten().filter_map(|v| v.as_str());
-        let entries = order
-            .filter_map(|n| {
-                let f = summary["stages"].get(n)?;
-                let head = Head::deserialize(f).ok()?;
-                Some((n.to_string(), head, f))
-            })
-            .collect();
+    fn new(summary: &'a Summary) -> Self {
+        let entries =
+            summary.in_order().map(|(n, f)| (n.to_string(), Head { kind: f.kind.clone(), inputs: f.inputs.clone() }, f)).collect();
         Stages { entries }
     }
 
     /// The stages of one of `kinds`, their figures read as `F`; a stage whose figures do not read
     /// is reported on the page instead of being drawn with gaps.
-    fn of_kind<F: DeserializeOwned>(&self, h: &mut String, kinds: &[&str]) -> Vec<(String, F)> {
+    fn of_kind<F: Figures + DeserializeOwned + Clone>(&self, h: &mut String, kinds: &[&str]) -> Vec<(String, F)> {
         let mut out = Vec::new();
         for (n, head, f) in &self.entries {
             if !kinds.contains(&head.kind.as_str()) {
                 continue;
             }
-            match F::deserialize(*f) {
+            match f.figures::<F>() {
                 Ok(figures) => out.push((n.clone(), figures)),
                 Err(e) => {
                     let _ = write!(h, "<p class=\"flag\">stage {}: its figures do not read: {}</p>", esc(n), esc(&e.to_string()));
@@ -220,7 +212,7 @@ impl<'a> Stages<'a> {
         out
     }
 
-    fn get(&self, name: &str) -> Option<&(String, Head, &'a Value)> {
+    fn get(&self, name: &str) -> Option<&(String, Head, &'a StageSummary)> {
         self.entries.iter().find(|(n, ..)| n == name)
     }
 }
@@ -260,24 +252,8 @@ fn stage_row(h: &mut String, stage: &str, cells: &[String]) {
 /// The report's style sheet (the sweep report uses it too).
 pub const STYLE: &str = include_str!("../templates/report/style.css");
 
-/// A warning of the run, as `summary.json` lists them.
-#[derive(Deserialize, serde::Serialize)]
-struct RunWarning {
-    #[serde(default)]
-    stage: String,
-    #[serde(default)]
-    message: String,
-}
-
-/// The gate's verdict, as `summary.json` has it.
-#[derive(Deserialize, serde::Serialize)]
-struct GateVerdict {
-    passed: bool,
-    conditions: Vec<crate::gate::Outcome>,
-}
-
 /// Render the report of a run.
-pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
+pub fn render(summary: &Summary, tables: &[(String, Table)]) -> String {
     render_page(summary, tables).unwrap_or_else(|e| {
         // The error and its causes, without the template listing of `{:#}`.
         let mut message = e.to_string();
@@ -294,22 +270,17 @@ pub fn render(summary: &Value, tables: &[(String, Table)]) -> String {
     })
 }
 
-fn render_page(summary: &Value, tables: &[(String, Table)]) -> Result<String, minijinja::Error> {
+fn render_page(summary: &Summary, tables: &[(String, Table)]) -> Result<String, minijinja::Error> {
     let stages = Stages::new(summary);
     let findings = findings::findings(&stages);
     let detail = detail(&stages, tables)?;
-    let gate = GateVerdict::deserialize(&summary["gate"]).ok();
-    let warnings: Vec<RunWarning> = Vec::<RunWarning>::deserialize(&summary["warnings"]).unwrap_or_default();
-    let text = |k: &str| match &summary[k] {
-        Value::String(s) => s.clone(),
-        Value::Null => "—".into(),
-        other => other.to_string(),
-    };
+    let gate = summary.gate.as_ref();
+    let warnings = &summary.warnings;
     let ctx = context! {
-        name => summary["pipeline"].as_str().unwrap_or("pipeline"),
-        file => text("file"),
-        seed => text("seed"),
-        version => text("fairpipe_version"),
+        name => summary.pipeline.as_str(),
+        file => summary.file.clone().unwrap_or_else(|| "—".into()),
+        seed => summary.seed.to_string(),
+        version => if summary.fairpipe_version.is_empty() { "—".to_string() } else { summary.fairpipe_version.clone() },
         style => STYLE,
         gate => gate,
         warnings => warnings,
@@ -811,11 +782,11 @@ fn sweep_charts(h: &mut String, frame: &DataFrame) {
 
 /// One measurement of a model: the model, the family it belongs to (the same measurement taken of
 /// another model has the same family) and its value.
-fn measurement(stages: &Stages<'_>, head: &Head, f: &Value) -> Option<(String, String, String)> {
+fn measurement(stages: &Stages<'_>, head: &Head, f: &StageSummary) -> Option<(String, String, String)> {
     let model = |head: &Head| head.inputs.get("model").cloned();
     match head.kind.as_str() {
         "estimate" => {
-            let e = EstimateFigures::deserialize(f).ok()?;
+            let e = f.figures::<EstimateFigures>().ok()?;
             Some((
                 model(head)?,
                 format!("estimated rate ({} inputs)", count(e.samples as u64)),
@@ -823,10 +794,10 @@ fn measurement(stages: &Stages<'_>, head: &Head, f: &Value) -> Option<(String, S
             ))
         }
         "verify" => {
-            let v = VerifyFigures::deserialize(f).ok()?;
+            let v = f.figures::<VerifyFigures>().ok()?;
             let (_, source_head, source) = stages.get(head.inputs.get("cases")?)?;
             // The cases come from a generate stage (or a check stage, which has no plugin).
-            let g = GenerateFigures::deserialize(*source).ok();
+            let g = source.figures::<GenerateFigures>().ok();
             let plugin = esc(g.as_ref().map(|g| g.plugin.as_str()).unwrap_or("?").split(' ').next().unwrap_or("?"));
             let seed_source = g.as_ref().map(|g| esc(&g.seed_source)).unwrap_or_else(|| "—".into());
             let params = g.as_ref().map(|g| g.params.to_string()).unwrap_or_else(|| "null".into());
@@ -837,7 +808,7 @@ fn measurement(stages: &Stages<'_>, head: &Head, f: &Value) -> Option<(String, S
             ))
         }
         "group_score" => {
-            let g = GroupScoreFigures::deserialize(f).ok()?;
+            let g = f.figures::<GroupScoreFigures>().ok()?;
             Some((model(head)?, "worst group score".into(), g.worst_score.map(numf).unwrap_or_else(|| "—".into())))
         }
         _ => None,
@@ -919,6 +890,11 @@ mod tests {
     use super::*;
     use crate::stage::figures_map;
     use serde_json::json;
+
+    /// The report of a summary written as JSON (as `summary.json` holds it).
+    fn render(summary: &Value, tables: &[(String, Table)]) -> String {
+        super::render(&Summary::from_json(summary).expect("a summary"), tables)
+    }
 
     /// A summary entry: `figures` with the engine's kind and inputs.
     fn entry<F: serde::Serialize>(kind: &str, inputs: Value, figures: &F) -> Value {
@@ -1084,7 +1060,7 @@ mod tests {
     #[test]
     fn the_findings_come_first_and_name_each_failed_rule_the_estimate_and_the_flipped_rows() {
         let run = census_run();
-        let html = render(&run.summary, &run.tables);
+        let html = super::render(&run.summary, &run.tables);
         let findings = findings_of(&html);
         // First: nothing but the title and the run's line comes before it.
         let before = &html[..html.find("<section id=\"findings\">").unwrap()];

@@ -362,20 +362,19 @@ fn text_lines(out: &mut Vec<Finding>, stages: &Stages<'_>) {
     }
     for (n, f) in stages.of_kind::<GroupScoreTextFigures>(&mut ignored, &["group_score_text"]) {
         let Some(g) = f.top.first() else { continue };
-        let num = |k: &str| g[k].as_f64().unwrap_or(f64::NAN);
-        let significant = g["significant"] == true;
+        let significant = g.significant;
         out.push(Finding::new(
             if significant { Verdict::Fail } else { Verdict::Pass },
             if significant { "fails" } else { "not significant" },
             "Worst identity terms",
             format!(
                 "{}: class 1 for {} of the texts with the terms against {} of the rest (difference {:.3} ± {:.3}; {}).",
-                g["rule"].as_str().unwrap_or("?"),
-                pctf(num("rate_in")),
-                pctf(num("rate_out")),
-                num("score"),
-                num("margin"),
-                if significant { significance(num("p_adjusted"), true) } else { "not significant".into() }
+                g.rule,
+                pctf(g.rate_in),
+                pctf(g.rate_out),
+                g.score,
+                g.margin,
+                if significant { significance(g.p_adjusted, true) } else { "not significant".into() }
             ),
             &n,
         ));

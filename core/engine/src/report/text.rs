@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 use super::{bar_chart, count, esc, numf, open_table, pctf, pvalue, ranked_bars, table_row, Stages};
 use crate::output::Table;
@@ -21,7 +21,7 @@ const EXCERPT: usize = 110;
 pub(super) fn text_sections(h: &mut String, stages: &Stages<'_>, tables: &[(String, Table)]) {
     let loads = stages.of_kind::<LoadTextFigures>(h, &["load_text"]);
     texts_section(h, &loads);
-    let models = stages.of_kind::<Value>(h, &["train_text", "load_text_model", "retrain_text"]);
+    let models = stages.of_kind::<TextModelView>(h, &["train_text", "load_text_model", "retrain_text"]);
     models_section(h, &models);
     let checks = stages.of_kind::<CheckTextFigures>(h, &["check_text"]);
     swaps_section(h, &checks, tables);
@@ -95,16 +95,30 @@ fn texts_section(h: &mut String, loads: &[(String, LoadTextFigures)]) {
     h.push_str("</table>");
 }
 
-fn models_section(h: &mut String, models: &[(String, Value)]) {
+/// What the text-model table shows of a `train_text`, `load_text_model` or `retrain_text` stage
+/// (the figures all three write).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+struct TextModelView {
+    kind: String,
+    #[serde(default)]
+    model: String,
+    accuracy_train: Option<f64>,
+    #[serde(default)]
+    accuracy_test: Option<f64>,
+    #[serde(default)]
+    accuracy_after: Option<f64>,
+}
+
+fn models_section(h: &mut String, models: &[(String, TextModelView)]) {
     if models.is_empty() {
         return;
     }
     h.push_str("<h2>Text models</h2>");
     open_table(h, &["stage", "model", "train accuracy", "test accuracy"]);
     for (n, f) in models {
-        let accuracy = |k: &str| f[k].as_f64().map(pctf).unwrap_or_else(|| "—".into());
-        let test = if f["kind"] == "retrain_text" { accuracy("accuracy_after") } else { accuracy("accuracy_test") };
-        table_row(h, None, &[esc(n), esc(f["model"].as_str().unwrap_or("")), accuracy("accuracy_train"), test]);
+        let accuracy = |v: Option<f64>| v.map(pctf).unwrap_or_else(|| "—".into());
+        let test = if f.kind == "retrain_text" { accuracy(f.accuracy_after) } else { accuracy(f.accuracy_test) };
+        table_row(h, None, &[esc(n), esc(&f.model), accuracy(f.accuracy_train), test]);
     }
     h.push_str("</table>");
 }
@@ -199,30 +213,25 @@ fn groups_section(h: &mut String, groups: &[(String, GroupScoreTextFigures)]) {
         );
         let mut bars = Vec::new();
         for g in &f.top {
-            let num = |k: &str| g[k].as_f64().unwrap_or(f64::NAN);
-            let rule = g["rule"].as_str().unwrap_or("");
-            let significant = g["significant"] == true;
+            let rule = g.rule.as_str();
+            let significant = g.significant;
             let first_term = rule.split(", ").next().unwrap_or("");
             table_row(
                 h,
                 significant.then_some("flag"),
                 &[
                     esc(rule),
-                    format!(
-                        "{}{}",
-                        numf(num("score")),
-                        if g["reestimated"] == true { " <span class=\"muted\">(fresh)</span>" } else { "" }
-                    ),
-                    format!("±{}", numf(num("margin"))),
-                    numf(num("selection_score")),
-                    pvalue(num("p_adjusted")),
-                    pctf(num("rate_in")),
-                    pctf(num("rate_out")),
-                    pctf(num("support")),
-                    excerpt(g["example"].as_str().unwrap_or(""), first_term),
+                    format!("{}{}", numf(g.score), if g.reestimated { " <span class=\"muted\">(fresh)</span>" } else { "" }),
+                    format!("±{}", numf(g.margin)),
+                    numf(g.selection_score),
+                    pvalue(g.p_adjusted),
+                    pctf(g.rate_in),
+                    pctf(g.rate_out),
+                    pctf(g.support),
+                    excerpt(&g.example, first_term),
                 ],
             );
-            bars.push((rule.to_string(), num("score"), num("margin"), significant));
+            bars.push((rule.to_string(), g.score, g.margin, significant));
         }
         h.push_str("</table>");
         h.push_str(&bar_chart(

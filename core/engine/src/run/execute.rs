@@ -7,12 +7,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde_json::{json, Map, Value};
-
 use super::{stage_seed, Pipeline, Run, RunReport};
 use crate::error::{Error, Result};
 use crate::output::Table;
 use crate::pieces::Piece;
+use crate::stage::summary::{GateSection, RunWarning, StageSummary, Summary};
 use crate::stage::{Artifact, Inputs, StageContext};
 
 impl Pipeline {
@@ -77,11 +76,11 @@ impl Pipeline {
         };
         let mut computed: Vec<ComputedPiece> = Vec::new();
         let mut artifacts: BTreeMap<String, Artifact> = BTreeMap::new();
-        let mut stage_figures = Map::new();
+        let mut stage_entries: BTreeMap<String, StageSummary> = BTreeMap::new();
         let mut tables: Vec<(String, Table)> = Vec::new();
         let mut extra_files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
-        // Every stage's warnings, in run order, as {"stage", "message"}.
-        let mut warnings: Vec<Value> = Vec::new();
+        // Every stage's warnings, in run order.
+        let mut warnings: Vec<RunWarning> = Vec::new();
         let show = crate::progress::wanted(show_progress);
         // Warnings of the checks made before a stage runs (`Stage::preflight`), by stage name;
         // the stage keeps them when it runs.
@@ -125,20 +124,18 @@ impl Pipeline {
             }
             .map_err(in_stage)?;
             ctx.progress.finish_and_clear();
-            let mut figures = Map::new();
-            figures.insert("kind".into(), json!(planned.kind.name));
-            figures.insert("elapsed_s".into(), json!(started.elapsed().as_secs_f64()));
-            figures.insert("model_queries".into(), json!(output.model_queries));
-            figures.insert("inputs".into(), json!(planned.inputs));
-            for (k, v) in output.figures {
-                figures.insert(k, v);
-            }
             let stage_warnings = ctx.warnings.take();
-            if !stage_warnings.is_empty() {
-                figures.insert("warnings".into(), json!(stage_warnings));
-            }
-            warnings.extend(stage_warnings.into_iter().map(|message| json!({ "stage": planned.name, "message": message })));
-            stage_figures.insert(planned.name.clone(), Value::Object(figures));
+            warnings.extend(stage_warnings.iter().map(|message| RunWarning { stage: planned.name.clone(), message: message.clone() }));
+            let entry = StageSummary {
+                kind: planned.kind.name.to_string(),
+                elapsed_s: started.elapsed().as_secs_f64(),
+                model_queries: output.model_queries,
+                inputs: planned.inputs.clone(),
+                warnings: stage_warnings,
+                remote: None,
+                figures: output.figures,
+            };
+            stage_entries.insert(planned.name.clone(), entry);
             for t in output.tables {
                 tables.push((planned.name.clone(), t));
             }
@@ -150,23 +147,22 @@ impl Pipeline {
         }
         // A model behind a server: its traffic over the whole run, under the stage that loaded it.
         for (name, artifact) in &artifacts {
-            if let (Artifact::Model(model), Some(Value::Object(figures))) = (artifact, stage_figures.get_mut(name)) {
-                if let Some(usage) = model.oracle.model().remote_usage() {
-                    figures.insert("remote".into(), serde_json::to_value(usage).unwrap_or(Value::Null));
-                }
+            if let (Artifact::Model(model), Some(entry)) = (artifact, stage_entries.get_mut(name)) {
+                entry.remote = model.oracle.model().remote_usage();
             }
         }
-        let mut summary = json!({
-            "pipeline": self.name,
-            "file": self.file.file_name().map(|f| f.to_string_lossy().into_owned()),
-            "seed": self.seed,
-            "fairpipe_version": env!("CARGO_PKG_VERSION"),
-            "stage_order": self.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
-            "stages": Value::Object(stage_figures),
-            "warnings": warnings,
-        });
+        let mut summary = Summary {
+            pipeline: self.name.clone(),
+            file: self.file.file_name().map(|f| f.to_string_lossy().into_owned()),
+            seed: self.seed,
+            fairpipe_version: env!("CARGO_PKG_VERSION").to_string(),
+            stage_order: self.stages.iter().map(|s| s.name.clone()).collect(),
+            stages: stage_entries,
+            warnings,
+            gate: None,
+        };
         if !self.gate.is_empty() {
-            summary["gate"] = crate::gate::section(&crate::gate::evaluate(&self.gate, &summary));
+            summary.gate = Some(GateSection::new(crate::gate::evaluate(&self.gate, &summary)));
         }
         Ok((Run { summary, tables, extra_files, artifacts }, computed))
     }

@@ -13,11 +13,10 @@ mod write;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde_json::Value;
-
 use crate::error::{Error, Result};
 use crate::output::Table;
 use crate::stage::kind::StageKind;
+use crate::stage::summary::{Figures, Summary};
 use crate::stage::{Artifact, Stage};
 
 pub(crate) use execute::PieceMode;
@@ -61,7 +60,7 @@ pub struct Pipeline {
 #[derive(Debug, Clone)]
 pub struct RunReport {
     /// The summary written to `summary.json`.
-    pub summary: Value,
+    pub summary: Summary,
     /// Every file written.
     pub files: Vec<PathBuf>,
 }
@@ -82,7 +81,7 @@ pub fn stage_seed(seed: u64, name: &str) -> u64 {
 /// A finished run, in memory.
 pub struct Run {
     /// What `summary.json` holds.
-    pub summary: Value,
+    pub summary: Summary,
     /// Result tables by stage name.
     pub tables: Vec<(String, Table)>,
     /// Files stages asked to write (path, contents), e.g. a saved model.
@@ -91,16 +90,10 @@ pub struct Run {
     pub artifacts: BTreeMap<String, Artifact>,
 }
 
-/// Stage `stage`'s figures in `summary`, read as `F` (e.g. [`crate::stages::estimate::EstimateFigures`]).
-fn figures_in<F: serde::de::DeserializeOwned>(summary: &Value, stage: &str) -> Result<F> {
-    let entry = summary["stages"].get(stage).ok_or_else(|| Error::Invalid(format!("no stage `{stage}` in the run")))?;
-    serde_json::from_value(entry.clone()).map_err(|e| Error::Invalid(format!("stage `{stage}`: figures do not read as expected: {e}")))
-}
-
 impl Run {
     /// Stage `stage`'s typed figures, e.g. `run.figures::<EstimateFigures>("estimate")`.
-    pub fn figures<F: serde::de::DeserializeOwned>(&self, stage: &str) -> Result<F> {
-        figures_in(&self.summary, stage)
+    pub fn figures<F: Figures + serde::de::DeserializeOwned + Clone>(&self, stage: &str) -> Result<F> {
+        self.summary.figures(stage).map_err(|e| Error::Invalid(e.to_string()))
     }
 
     /// Stage `stage`'s result table, if it has one.
@@ -111,7 +104,7 @@ impl Run {
 
 impl RunReport {
     /// Stage `stage`'s typed figures, e.g. `report.figures::<EstimateFigures>("estimate")`.
-    pub fn figures<F: serde::de::DeserializeOwned>(&self, stage: &str) -> Result<F> {
-        figures_in(&self.summary, stage)
+    pub fn figures<F: Figures + serde::de::DeserializeOwned + Clone>(&self, stage: &str) -> Result<F> {
+        self.summary.figures(stage).map_err(|e| Error::Invalid(e.to_string()))
     }
 }

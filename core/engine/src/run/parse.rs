@@ -71,7 +71,7 @@ impl Pipeline {
                 hint(condition.stage(), &names)
             ));
         }
-        let stage_kinds: Vec<(&str, &str)> = self.stages.iter().map(|s| (s.name.as_str(), s.kind.name)).collect();
+        let stage_kinds: Vec<(&str, &StageKind)> = self.stages.iter().map(|s| (s.name.as_str(), s.kind)).collect();
         crate::gate::check_names(&condition, &stage_kinds).map_err(|problem| format!("--gate `{condition}`: {problem}"))?;
         self.gate.push(condition);
         Ok(())
@@ -322,7 +322,7 @@ fn plan(
     }
     // Each condition's stage, and its figure against the stage kind's figures: a typo fails
     // here (exit 1), not after every stage has run as a failed gate (exit 3).
-    let stage_kinds: Vec<(&str, &str)> = built.iter().map(|(n, kind, ..)| (n.v.as_str(), kind.name)).collect();
+    let stage_kinds: Vec<(&str, &StageKind)> = built.iter().map(|(n, kind, ..)| (n.v.as_str(), *kind)).collect();
     for (c, span) in gate {
         if !stage_names.contains(&c.stage()) {
             p.at(span, format!("[gate] `{c}`: no stage `{}`{}", c.stage(), hint(c.stage(), &stage_names)));

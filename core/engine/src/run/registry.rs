@@ -171,4 +171,53 @@ mod tests {
              (everything before the plugins) between the markers, inside a ``` block.\n--- expected ---\n{expected}\n--- docs/pipeline-reference.md ---\n{block}"
         );
     }
+
+    /// The fields a figures struct serializes at its top level, read from the source: `pub` fields,
+    /// flattened structs recursed into; `true` when a flattened map lets a plugin add names.
+    fn struct_fields(source: &str, name: &str) -> (Vec<String>, bool) {
+        let start = source.find(&format!("pub struct {name} {{")).unwrap_or_else(|| panic!("no struct {name}"));
+        let body = &source[start..];
+        let body = &body[..body.find("\n}").unwrap()];
+        let (mut fields, mut open, mut flatten) = (Vec::new(), false, false);
+        for line in body.lines().skip(1).map(str::trim) {
+            if line.starts_with("#[") {
+                flatten |= line.contains("flatten");
+                continue;
+            }
+            let Some(rest) = line.strip_prefix("pub ") else { continue };
+            let (field, ty) = rest.split_once(": ").unwrap();
+            let ty = ty.trim_end_matches(',');
+            if std::mem::take(&mut flatten) {
+                if ty.contains("Map<") {
+                    open = true;
+                } else {
+                    let (inner, inner_open) = struct_fields(source, ty);
+                    fields.extend(inner);
+                    open |= inner_open;
+                }
+            } else {
+                fields.push(field.to_string());
+            }
+        }
+        (fields, open)
+    }
+
+    /// Each kind's declared figures (`FigureDoc`, which the gate checks names against) are exactly
+    /// what its figures struct (`{Kind}Figures` in its own file) writes, and every compared figure
+    /// is read.
+    #[test]
+    fn every_kind_declares_exactly_the_figures_its_struct_writes() {
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+        let mut source = std::fs::read_to_string(format!("{src}/fairness.rs")).unwrap();
+        for entry in std::fs::read_dir(format!("{src}/stages")).unwrap() {
+            source.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+        }
+        for kind in STAGE_KINDS {
+            let figures_struct: String =
+                kind.name.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).chain(["Figures".to_string()]).collect();
+            let (fields, open) = struct_fields(&source, &figures_struct);
+            assert_eq!(kind.figures.names, fields, "{}: its FigureDoc against {figures_struct}'s fields", kind.name);
+            assert_eq!(kind.figures.open, open, "{}: whether a plugin adds figures", kind.name);
+        }
+    }
 }

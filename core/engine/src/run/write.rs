@@ -38,7 +38,7 @@ impl Run {
             staged.push(path);
         }
         let summary_path = dir.join("summary.json");
-        write_json(&summary_path, summary)?;
+        write_json(&summary_path, &summary.to_json())?;
         staged.push(summary_path);
         crate::output::fail_point("before-commit")?;
         let mut files: Vec<PathBuf> = staged.iter().map(|p| staging.final_path(p)).collect();

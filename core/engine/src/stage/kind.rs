@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 
 use crate::stage::problems::Problems;
+use crate::stage::summary::StageSummary;
 use crate::stage::toml_spans::{Sp, Val};
 use crate::stage::{ArtifactKind, Stage};
 
@@ -95,6 +96,45 @@ pub type ConfigureFn = fn(&'static StageKind, &StageTable<'_>, &StageEnv, &mut P
 /// variant), for the test that keeps [`StageKind::keys`] and the config struct in step.
 pub type FieldsFn = fn() -> Vec<(Option<&'static str>, &'static str)>;
 
+/// The figures a stage kind writes into its entry of `summary.json`, declared in the kind's own
+/// file: the gate checks a condition's names against them at validate, and a sweep compares its
+/// combinations on the `compared` ones.
+#[derive(Clone, Copy)]
+pub struct FigureDoc {
+    /// The top-level names its figures struct serializes (a flattened struct's included); a test
+    /// holds them against the struct.
+    pub names: &'static [&'static str],
+    /// Whether a plugin adds figures of its own (so a name outside `names` may exist).
+    pub open: bool,
+    /// The figures a sweep's comparison has a column of (`STAGE.FIGURE`, `--best`).
+    pub compared: &'static [&'static str],
+    /// Reads the `compared` figures, in that order, from one of the kind's entries (`null` for
+    /// one the entry lacks).
+    pub compare: fn(&StageSummary) -> Vec<serde_json::Value>,
+}
+
+impl FigureDoc {
+    /// The figures `names` of a kind that a sweep does not compare.
+    pub const fn named(names: &'static [&'static str], open: bool) -> FigureDoc {
+        FigureDoc { names, open, compared: &[], compare: compare_none }
+    }
+}
+
+/// The `compare` of a kind that a sweep does not compare.
+fn compare_none(_: &StageSummary) -> Vec<serde_json::Value> {
+    Vec::new()
+}
+
+/// The `compared` figures of an entry read as `F` by `read`; `n` nulls when its figures do not
+/// read as `F`.
+pub fn compare_as<F: crate::stage::summary::Figures + serde::de::DeserializeOwned + Clone>(
+    entry: &StageSummary,
+    n: usize,
+    read: impl Fn(&F) -> Vec<serde_json::Value>,
+) -> Vec<serde_json::Value> {
+    entry.figures::<F>().map(|f| read(&f)).unwrap_or_else(|_| vec![serde_json::Value::Null; n])
+}
+
 /// A stage kind.
 #[derive(Clone, Copy)]
 pub struct StageKind {
@@ -116,6 +156,8 @@ pub struct StageKind {
     pub configure: ConfigureFn,
     /// Its config's fields.
     pub fields: FieldsFn,
+    /// The figures it writes into `summary.json`.
+    pub figures: FigureDoc,
 }
 
 impl StageKind {

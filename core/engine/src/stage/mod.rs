@@ -10,6 +10,7 @@ pub mod config_de;
 pub mod config_fields;
 pub mod kind;
 pub mod problems;
+pub mod summary;
 pub mod toml_spans;
 
 use std::collections::BTreeMap;
@@ -172,8 +173,8 @@ impl StageContext {
 pub struct StageOutput {
     /// Handed to later stages.
     pub artifact: Artifact,
-    /// Figures for `summary.json`.
-    pub figures: Map<String, Value>,
+    /// The stage's figures (its `*Figures` struct) for `summary.json`.
+    pub figures: Arc<dyn summary::Figures>,
     /// Result tables, written as CSV and Parquet.
     pub tables: Vec<Table>,
     /// Model rows scored by the stage.

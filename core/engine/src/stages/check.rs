@@ -10,10 +10,8 @@ use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
-use crate::stage::{
-    audited_rows, figures_map, nan_if_null, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput,
-};
+use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{audited_rows, nan_if_null, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 use crate::stats::wilson;
 
 /// The `check` stage kind.
@@ -27,7 +25,24 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"test\"",
     configure: configure::<CheckConfig>,
     fields: fields_of::<CheckConfig>,
+    figures: FigureDoc {
+        names: &[
+            "checked",
+            "discriminatory",
+            "rate",
+            "ci95",
+        ],
+        open: false,
+        compared: &["discriminatory"],
+        compare: compare_figures,
+    },
 };
+
+/// The figures a sweep compares a `check` stage on (`FigureDoc::compared`).
+fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    compare_as::<CheckFigures>(entry, 1, |f| vec![Value::from(f.discriminatory)])
+}
 
 /// The `check` stage's config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,6 +143,6 @@ impl Stage for CheckConfig {
             elapsed_s: 0.0,
             queries: model_queries,
         };
-        Ok(StageOutput { artifact: Artifact::Cases(Arc::new(cases)), figures: figures_map(&figures), tables: vec![table], model_queries })
+        Ok(StageOutput { artifact: Artifact::Cases(Arc::new(cases)), figures: Arc::new(figures), tables: vec![table], model_queries })
     }
 }

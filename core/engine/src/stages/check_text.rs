@@ -11,8 +11,8 @@ use super::options::Rows;
 use crate::error::{Error, Result};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::text::counterfactual::{check_swaps, check_twins};
 
 /// The `check_text` stage kind.
@@ -38,6 +38,20 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.swaps]\nkind = \"check_text\"\nmodel = \"model\"",
     configure: configure::<CheckTextConfig>,
     fields: fields_of::<CheckTextConfig>,
+    figures: FigureDoc::named(
+        &[
+            "counterfactuals",
+            "checked",
+            "texts_with_terms",
+            "swaps",
+            "discriminatory_swaps",
+            "discriminatory",
+            "rate",
+            "per_category",
+            "texts_scored",
+        ],
+        false,
+    ),
 };
 
 /// The `check_text` stage's config.
@@ -146,9 +160,9 @@ impl Stage for CheckTextConfig {
             .build("")?;
         Ok(StageOutput {
             artifact: Artifact::TextModel(Arc::clone(&model)),
-            figures: figures_map(&figures),
-            tables: vec![table],
             model_queries: figures.texts_scored as u64,
+            figures: Arc::new(figures),
+            tables: vec![table],
         })
     }
 }

@@ -9,8 +9,8 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
+use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
 
 /// The `cluster` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -28,6 +28,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 4\nseeds = 1000",
     configure: configure::<ClusterConfig>,
     fields: fields_of::<ClusterConfig>,
+    figures: FigureDoc::named(&["clusters", "cluster_sizes", "seeds"], false),
 };
 
 /// `split = "train" | "all"`.
@@ -116,7 +117,7 @@ impl Stage for ClusterConfig {
             .build("")?;
         Ok(StageOutput {
             artifact: Artifact::Seeds(Arc::new(SeedsArtifact { seeds, data })),
-            figures: figures_map(&figures),
+            figures: Arc::new(figures),
             tables: vec![table],
             model_queries: 0,
         })

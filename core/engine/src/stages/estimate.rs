@@ -13,8 +13,8 @@ use crate::estimate::{trial_counts_shown, Estimate};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::warnings::Warnings;
 
 /// The input of the auditing stages: the model under test.
@@ -43,7 +43,28 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 400\nsamples = 1000",
     configure: configure::<EstimateConfig>,
     fields: fields_of::<EstimateConfig>,
+    figures: FigureDoc {
+        names: &[
+            "rate",
+            "ci95",
+            "ci95_wilson",
+            "samples",
+            "trials",
+            "per_trial",
+            "discriminatory",
+            "variants_per_input",
+        ],
+        open: false,
+        compared: &["rate", "ci95_low", "ci95_high"],
+        compare: compare_figures,
+    },
 };
+
+/// The figures a sweep compares a `estimate` stage on (`FigureDoc::compared`).
+fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    compare_as::<EstimateFigures>(entry, 3, |f| vec![Value::from(f.rate), Value::from(f.ci95[0]), Value::from(f.ci95[1])])
+}
 
 /// The `estimate` stage's config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -212,6 +233,6 @@ impl EstimateConfig {
             variants_per_input: variants,
         };
         let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
-        Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: figures_map(&figures), tables: vec![table], model_queries })
+        Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: Arc::new(figures), tables: vec![table], model_queries })
     }
 }

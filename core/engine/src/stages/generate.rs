@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::pieces::{block, piece_seed, Piece, SearchPiece};
 use crate::plugin::{Plugin, RunSpec};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{figures_map, with_protected, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `generate` stage kind.
@@ -60,6 +60,30 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nseeds = \"seeds\"\nplugin = \"aequitas\"\nparams = { strategy = \"fully_directed\" }",
     configure: configure::<GenerateConfig>,
     fields: fields_of::<GenerateConfig>,
+    figures: FigureDoc::named(
+        &[
+            "plugin",
+            "params",
+            "seed_source",
+            "generated",
+            "emitted",
+            "run_elapsed_s",
+            "model_time_s",
+            "model_time_share",
+            "queries_asked",
+            "rows_scored",
+            "cache_hits",
+            "cache",
+            "gradient",
+            "gradient_rows",
+            "gradient_model_rows",
+            "stopped_by",
+            "units",
+            "duplicates_dropped",
+            "unit_figures",
+        ],
+        true,
+    ),
 };
 
 /// The `generate` stage's config.
@@ -413,7 +437,7 @@ impl Stage for Generate {
         }
         Ok(StageOutput {
             artifact: Artifact::Cases(Arc::new(cases)),
-            figures: figures_map(&figures),
+            figures: Arc::new(figures),
             tables: Vec::new(),
             model_queries: queries,
         })

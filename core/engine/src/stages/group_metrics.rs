@@ -21,10 +21,9 @@ use crate::group_rule::number;
 use crate::grouping::{assign, set_name};
 use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{
-    audited_rows, figures_map, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext,
-    StageOutput,
+    audited_rows, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
 use crate::stats::wilson;
 use crate::stats::{auc, bootstrap_ci95, holm, proportions_test, TestKind};
@@ -63,7 +62,49 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.metrics]\nkind = \"group_metrics\"\nmodel = \"model\"\nsplit = \"test\"\nprotected = [\"gender\", \"race\"]\nreference = { gender = \"1\" }",
     configure: configure::<GroupMetricsConfig>,
     fields: fields_of::<GroupMetricsConfig>,
+    figures: FigureDoc {
+        names: &[
+            "rows",
+            "selection_rate",
+            "min_impact_ratio",
+            "below_threshold",
+            "groups",
+            "threshold",
+            "min_share",
+            "decision_threshold",
+            "selection",
+            "probabilities",
+            "reference",
+            "ratio_band",
+            "min_count",
+            "alpha",
+            "tests",
+            "significant_groups",
+            "parity",
+            "parity_min_count",
+            "demographic_parity_difference",
+            "demographic_parity_ratio",
+            "equalized_odds_difference",
+            "equalized_odds_ratio",
+            "equal_opportunity_difference",
+            "equal_opportunity_ratio",
+            "predictive_parity_difference",
+        ],
+        open: false,
+        compared: &["min_impact_ratio"],
+        compare: compare_figures,
+    },
 };
+
+/// The figures a sweep compares a `group_metrics` stage on (`FigureDoc::compared`).
+fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    // The worst (lowest) impact ratio over the attribute sets.
+    compare_as::<GroupMetricsFigures>(entry, 1, |f| {
+        let lowest = f.min_impact_ratio.values().filter_map(|v| v.filter(|x| x.is_finite())).reduce(f64::min);
+        vec![lowest.map(Value::from).unwrap_or(Value::Null)]
+    })
+}
 
 /// The `group_metrics` stage's config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -637,7 +678,7 @@ impl Stage for GroupMetricsConfig {
             .collect();
         Ok(StageOutput {
             artifact: Artifact::GroupMetrics(Arc::new(GroupMetricsArtifact { rows: rows_out })),
-            figures: figures_map(&figures),
+            figures: Arc::new(figures),
             tables,
             model_queries,
         })

@@ -17,9 +17,9 @@ use crate::group_rule::GroupRule;
 use crate::output::TableBuilder;
 use crate::plugin::{Plugin, RunSpec};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{
-    audited_rows, figures_map, nan_if_null, Artifact, ArtifactKind, GroupScoreRow, GroupsArtifact, Inputs, Stage, StageContext, StageOutput,
+    audited_rows, nan_if_null, Artifact, ArtifactKind, GroupScoreRow, GroupsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
 use crate::stats::{holm, proportions_test};
 
@@ -46,7 +46,30 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.groups]\nkind = \"group_score\"\nmodel = \"model\"\nprotected = [\"gender\", \"race\", \"age\"]\nparams = { theta = 0.05 }",
     configure: configure::<GroupScoreConfig>,
     fields: fields_of::<GroupScoreConfig>,
+    figures: FigureDoc {
+        names: &[
+            "plugin",
+            "params",
+            "run_elapsed_s",
+            "groups",
+            "top",
+            "rules",
+            "worst_score",
+            "significant_rule_sets",
+            "alpha",
+            "stopped_by",
+        ],
+        open: true,
+        compared: &["worst_score"],
+        compare: compare_figures,
+    },
 };
+
+/// The figures a sweep compares a `group_score` stage on (`FigureDoc::compared`).
+fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    compare_as::<GroupScoreFigures>(entry, 1, |f| vec![f.worst_score.map(Value::from).unwrap_or(Value::Null)])
+}
 
 /// The auditor used when a `group_score` stage names none.
 const DEFAULT_AUDITOR: &str = "testsgd";
@@ -359,11 +382,6 @@ impl Stage for GroupScore {
             .build("")?;
         let model_queries = model.oracle.rows() - before;
         let artifact = GroupsArtifact { model: model.clone(), domain, groups };
-        Ok(StageOutput {
-            artifact: Artifact::Groups(Arc::new(artifact)),
-            figures: figures_map(&figures),
-            tables: vec![table],
-            model_queries,
-        })
+        Ok(StageOutput { artifact: Artifact::Groups(Arc::new(artifact)), figures: Arc::new(figures), tables: vec![table], model_queries })
     }
 }

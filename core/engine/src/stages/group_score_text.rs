@@ -16,8 +16,8 @@ use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextGroupsArtifact};
+use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextGroupsArtifact};
 use crate::stats::{holm, proportions_test};
 use crate::text::groups::{frequent_text_rule_sets, score_text_rule_sets, TextGroupScore, TextRuleSet, TextScoreSettings};
 
@@ -45,6 +45,19 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.groups]\nkind = \"group_score_text\"\nmodel = \"model\"\ntheta = 0.05",
     configure: configure::<GroupScoreTextConfig>,
     fields: fields_of::<GroupScoreTextConfig>,
+    figures: FigureDoc::named(
+        &[
+            "rule_sets_kept",
+            "rule_sets_per_second",
+            "texts_scored",
+            "worst_score",
+            "leaders_reestimated",
+            "significant_rule_sets",
+            "alpha",
+            "top",
+        ],
+        false,
+    ),
 };
 
 /// The `group_score_text` stage's config.
@@ -129,7 +142,48 @@ pub struct GroupScoreTextFigures {
     /// The significance level.
     pub alpha: f64,
     /// The `top_k` rule sets.
-    pub top: Vec<serde_json::Value>,
+    pub top: Vec<TopTextGroup>,
+}
+
+/// One of a `group_score_text` stage's ranked identity-term rule sets (`top` in `summary.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopTextGroup {
+    /// The rule set, as text (`term = muslim, term = gay`).
+    pub rule: String,
+    /// |P(class 1 | with the terms) − P(class 1 | the rest)|, the fresh draw's for a leader.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub score: f64,
+    /// The score's margin of error.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub margin: f64,
+    /// Share of class 1 among the texts with the terms.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate_in: f64,
+    /// Share of class 1 among the rest.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate_out: f64,
+    /// Share of the texts that mention the terms.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub support: f64,
+    /// Texts sampled on each side.
+    pub samples: usize,
+    /// Whether the estimate reached its error threshold.
+    pub converged: bool,
+    /// The score on the selection draw (what ranked it).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub selection_score: f64,
+    /// Whether the score shown is a fresh draw's (a leader's).
+    pub reestimated: bool,
+    /// The two-proportion test's p-value on the selection draw.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p_value: f64,
+    /// The p-value after Holm's adjustment over all rule sets.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p_adjusted: f64,
+    /// Whether `p_adjusted` is at most `alpha`.
+    pub significant: bool,
+    /// A text with the terms.
+    pub example: String,
 }
 
 /// Significance level of the rule sets' tests.
@@ -149,12 +203,24 @@ impl Ranked {
         self.p_adjusted <= ALPHA
     }
 
-    fn json(&self) -> serde_json::Value {
+    fn figures(&self) -> TopTextGroup {
         let g = &self.shown;
-        serde_json::json!({"rule": g.rule, "score": g.score, "margin": g.margin, "rate_in": g.rate_in, "rate_out": g.rate_out,
-            "support": g.support, "samples": g.samples, "converged": g.converged, "selection_score": self.selection_score,
-            "reestimated": self.reestimated, "p_value": self.p_value, "p_adjusted": self.p_adjusted,
-            "significant": self.significant(), "example": g.example})
+        TopTextGroup {
+            rule: g.rule.clone(),
+            score: g.score,
+            margin: g.margin,
+            rate_in: g.rate_in,
+            rate_out: g.rate_out,
+            support: g.support,
+            samples: g.samples,
+            converged: g.converged,
+            selection_score: self.selection_score,
+            reestimated: self.reestimated,
+            p_value: self.p_value,
+            p_adjusted: self.p_adjusted,
+            significant: self.significant(),
+            example: g.example.clone(),
+        }
     }
 }
 
@@ -212,7 +278,7 @@ impl Stage for GroupScoreTextConfig {
             leaders_reestimated: leader_sets.len(),
             significant_rule_sets: ranked.iter().filter(|r| r.significant()).count(),
             alpha: ALPHA,
-            top: ranked.iter().take(self.top_k).map(Ranked::json).collect(),
+            top: ranked.iter().take(self.top_k).map(Ranked::figures).collect(),
         };
         let column = |f: &dyn Fn(&Ranked) -> f64| ranked.iter().map(f).collect::<Vec<f64>>();
         let table = TableBuilder::new()
@@ -233,7 +299,7 @@ impl Stage for GroupScoreTextConfig {
         let scores = ranked.into_iter().map(|r| r.shown).collect();
         Ok(StageOutput {
             artifact: Artifact::TextGroups(Arc::new(TextGroupsArtifact { model, texts, split, mentions, scores })),
-            figures: figures_map(&figures),
+            figures: Arc::new(figures),
             tables: vec![table],
             model_queries: texts_scored,
         })

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::data::{self, ColumnOverride, LoadSpec, MissingPolicy, Split, SplitSpec};
 use crate::error::Result;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
 /// The `load` stage kind.
@@ -40,6 +40,20 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.data]\nkind = \"load\"\npath = \"data/census.csv\"\ncodes = \"data/census.codes.toml\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"",
     configure: configure::<LoadConfig>,
     fields: fields_of::<LoadConfig>,
+    figures: FigureDoc::named(
+        &[
+            "rows",
+            "rows_train",
+            "rows_val",
+            "rows_test",
+            "dropped_rows",
+            "features",
+            "protected",
+            "label",
+            "domain",
+        ],
+        false,
+    ),
 };
 
 /// The favourable label value as written in the file: a string, an integer or a boolean.
@@ -476,11 +490,6 @@ impl Stage for Load {
             },
             domain: serde_json::to_value(&data.domain.attributes).unwrap_or_default(),
         };
-        Ok(StageOutput {
-            artifact: Artifact::Dataset(Arc::new(data)),
-            figures: figures_map(&figures),
-            tables: Vec::new(),
-            model_queries: 0,
-        })
+        Ok(StageOutput { artifact: Artifact::Dataset(Arc::new(data)), figures: Arc::new(figures), tables: Vec::new(), model_queries: 0 })
     }
 }

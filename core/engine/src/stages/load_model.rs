@@ -30,14 +30,14 @@ use crate::models::trees::Graph as TreeGraph;
 use crate::models::Model;
 use crate::models::{Complement, ModelFile, OnnxModel, OrtModel, TreeModel};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
 /// The `load_model` stage kind.
 pub const KIND: StageKind = StageKind {
     name: "load_model",
-    doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`) or MLflow's scoring protocol (`protocol = \"mlflow\"`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (README); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
+    doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`) or MLflow's scoring protocol (`protocol = \"mlflow\"`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (docs/models.md); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
     keys: &[
@@ -52,7 +52,7 @@ pub const KIND: StageKind = StageKind {
             "command",
             "[string]",
             "one of path, url and command",
-            "a model run as a program, e.g. [\"python3\", \"model.py\"] (in the pipeline's folder): started once, a JSON line per batch on stdin, a JSON line of outputs back (README)",
+            "a model run as a program, e.g. [\"python3\", \"model.py\"] (in the pipeline's folder): started once, a JSON line per batch on stdin, a JSON line of outputs back (docs/remote-models.md)",
         ),
         KeyDoc::new(
             "protocol",
@@ -115,7 +115,44 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"models/census.onnx\"",
     configure: configure::<LoadModelConfig>,
     fields: fields_of::<LoadModelConfig>,
+    figures: FigureDoc {
+        names: &[
+            "algorithm",
+            "output",
+            "output_read",
+            "labels_only",
+            "favourable_class_assumed",
+            "input_contract",
+            "agreement",
+            "unused_features",
+            "native_checked_rows",
+            "native_max_abs_diff",
+            "native_label_flips",
+            "executor",
+            "executor_reason",
+            "reference_check",
+            "reference_checked_rows",
+            "reference_max_abs_diff",
+            "onnxruntime_path",
+            "remote_inputs",
+            "remote",
+            "model",
+            "accuracy_train",
+            "accuracy_test",
+            "correct_test",
+            "total_test",
+        ],
+        open: false,
+        compared: &["accuracy_test"],
+        compare: compare_figures,
+    },
 };
+
+/// The figures a sweep compares a `load_model` stage on (`FigureDoc::compared`).
+fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    compare_as::<LoadModelFigures>(entry, 1, |f| vec![Value::from(f.model.accuracy_test)])
+}
 
 /// `executor = "auto" | "native" | "tract" | "onnxruntime"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -637,7 +674,7 @@ impl Stage for LoadModel {
         let agreement = Agreement::measure(&scored.scores, &scored.labels);
         self.judge_agreement(ctx, &data, &agreement, &figures)?;
         figures.agreement = Some(agreement);
-        Ok(StageOutput { artifact: Artifact::Model(Arc::new(artifact)), figures: figures_map(&figures), tables: Vec::new(), model_queries })
+        Ok(StageOutput { artifact: Artifact::Model(Arc::new(artifact)), figures: Arc::new(figures), tables: Vec::new(), model_queries })
     }
 }
 

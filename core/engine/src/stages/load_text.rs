@@ -12,8 +12,8 @@ use crate::data::Split;
 use crate::error::{Error, Result};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextsArtifact};
+use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextsArtifact};
 use crate::text::counterfactual::term_counts;
 use crate::text::data::TextData;
 use crate::text::terms::IdentityTerms;
@@ -37,6 +37,22 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.comments]\nkind = \"load_text\"\npath = \"data/text/wikitalk_comments.csv\"\ntext = \"comment\"\nlabel = \"toxic\"\nfavourable = \"False\"",
     configure: configure::<LoadTextConfig>,
     fields: fields_of::<LoadTextConfig>,
+    figures: FigureDoc::named(
+        &[
+            "rows",
+            "rows_train",
+            "rows_test",
+            "dropped_rows",
+            "label",
+            "label_values",
+            "class_1_share",
+            "terms",
+            "texts_per_category",
+            "texts_per_term",
+            "texts_with_terms",
+        ],
+        false,
+    ),
 };
 
 /// The `load_text` stage's config.
@@ -156,7 +172,7 @@ impl Stage for LoadTextConfig {
             .build("")?;
         Ok(StageOutput {
             artifact: Artifact::Texts(Arc::new(TextsArtifact { data, split, terms })),
-            figures: figures_map(&figures),
+            figures: Arc::new(figures),
             tables: vec![table],
             model_queries: 0,
         })

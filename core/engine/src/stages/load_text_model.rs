@@ -13,8 +13,8 @@ use crate::error::Result;
 use crate::models::model_outputs::{Favourable, OutputChoice, OutputTransform};
 use crate::models::onnx_runtime::{install_advice, runtime};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
+use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::TextClassifier;
 use crate::text::onnx_text::OrtTextModel;
 
@@ -33,6 +33,17 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.model]\nkind = \"load_text_model\"\ndata = \"comments\"\npath = \"models/wikitalk_tfidf_lr.onnx\"",
     configure: configure::<LoadTextModelConfig>,
     fields: fields_of::<LoadTextModelConfig>,
+    figures: FigureDoc::named(
+        &[
+            "model",
+            "output_read",
+            "accuracy_train",
+            "accuracy_test",
+            "correct_test",
+            "total_test",
+        ],
+        false,
+    ),
 };
 
 /// The `load_text_model` stage's config.
@@ -113,7 +124,7 @@ impl Stage for LoadTextModelConfig {
         let model_queries = texts.data.texts.len() as u64;
         Ok(StageOutput {
             artifact: Artifact::TextModel(Arc::new(TextModelArtifact { model: Arc::new(model), texts, recipe: None })),
-            figures: figures_map(&figures),
+            figures: Arc::new(figures),
             tables: Vec::new(),
             model_queries,
         })

@@ -11,8 +11,8 @@ use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The `predict` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -28,6 +28,14 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.predictions]\nkind = \"predict\"\nmodel = \"model\"\nsplit = \"test\"",
     configure: configure::<PredictConfig>,
     fields: fields_of::<PredictConfig>,
+    figures: FigureDoc::named(
+        &[
+            "rows",
+            "predicted_favourable",
+            "mean_probability",
+        ],
+        false,
+    ),
 };
 
 /// The `predict` stage's config.
@@ -100,7 +108,7 @@ impl Stage for PredictConfig {
         debug_assert_eq!(x.len(), rows.len() * width);
         Ok(StageOutput {
             artifact: Artifact::Model(Arc::clone(&model)),
-            figures: figures_map(&figures),
+            figures: Arc::new(figures),
             tables: vec![table],
             model_queries: model.oracle.rows() - before,
         })

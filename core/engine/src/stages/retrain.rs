@@ -46,10 +46,8 @@ use crate::models::Recipe;
 use crate::oracle::{accuracy, Oracle};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::stage::{
-    figures_map, nan_if_null, Artifact, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput,
-};
+use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{nan_if_null, Artifact, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
 
 /// The `retrain` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -104,6 +102,37 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.fairer]\nkind = \"retrain\"\nmodel = \"model\"\ncases = \"verified\"\nstrategy = \"aequitas\"",
     configure: configure::<RetrainConfig>,
     fields: fields_of::<RetrainConfig>,
+    figures: FigureDoc::named(
+        &[
+            "strategy",
+            "measure",
+            "label",
+            "group",
+            "select",
+            "algorithm",
+            "samples_available",
+            "idis_available",
+            "idis_unique_projections",
+            "rounds",
+            "added",
+            "before",
+            "after",
+            "rate_reduction",
+            "rate_before",
+            "rate_after",
+            "idis_before",
+            "idis_after",
+            "accuracy_before",
+            "accuracy_after",
+            "accuracy_change",
+            "model",
+            "accuracy_train",
+            "accuracy_test",
+            "correct_test",
+            "total_test",
+        ],
+        false,
+    ),
 };
 
 /// The `retrain` stage's config: the strategy, with its own keys.
@@ -555,7 +584,7 @@ fn retrained_output(
     figures.model = model_figures;
     Ok(StageOutput {
         artifact: Artifact::Model(Arc::new(artifact)),
-        figures: figures_map(&figures),
+        figures: Arc::new(figures),
         tables: vec![table],
         model_queries: model_queries + queries,
     })

@@ -18,8 +18,8 @@ use crate::data::Split;
 use crate::error::{Error, Result};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
+use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::{TextClassifier, TfidfLogistic};
 use crate::text::mitigate::{fixed_score, mitigation_texts};
 use crate::text::terms::Mention;
@@ -43,6 +43,32 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.fairer]\nkind = \"retrain_text\"\ngroups = \"groups\"",
     configure: configure::<RetrainTextConfig>,
     fields: fields_of::<RetrainTextConfig>,
+    figures: FigureDoc::named(
+        &[
+            "strategy",
+            "measure",
+            "model",
+            "group",
+            "over_given",
+            "label",
+            "samples_available",
+            "rounds",
+            "added",
+            "before",
+            "after",
+            "rate_reduction",
+            "rate_before",
+            "rate_after",
+            "idis_before",
+            "idis_after",
+            "accuracy_before",
+            "accuracy_after",
+            "accuracy_change",
+            "accuracy_train",
+            "texts_scored",
+        ],
+        false,
+    ),
 };
 
 /// The `retrain_text` stage's config.
@@ -264,9 +290,9 @@ impl Stage for RetrainTextConfig {
         let artifact = TextModelArtifact { model: kept, texts: Arc::clone(texts), recipe: Some(recipe) };
         Ok(StageOutput {
             artifact: Artifact::TextModel(Arc::new(artifact)),
-            figures: figures_map(&figures),
-            tables: vec![rounds_table(&rounds, "group_score")?, added_table],
             model_queries: figures.texts_scored,
+            figures: Arc::new(figures),
+            tables: vec![rounds_table(&rounds, "group_score")?, added_table],
         })
     }
 }

@@ -2,6 +2,7 @@
 //! decision tree, random forest, SVM).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -11,8 +12,8 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::models::{MlpConfig, ModelFile, Recipe, SvmConfig, SvmKernel};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The input of the model stages: the dataset.
 pub(crate) const DATA_INPUT: &[InputDoc] =
@@ -56,7 +57,27 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"mlp\"\nepochs = 20",
     configure: configure::<TrainConfig>,
     fields: fields_of::<TrainConfig>,
+    figures: FigureDoc {
+        names: &[
+            "train_elapsed_s",
+            "saved",
+            "model",
+            "accuracy_train",
+            "accuracy_test",
+            "correct_test",
+            "total_test",
+        ],
+        open: false,
+        compared: &["accuracy_test"],
+        compare: compare_figures,
+    },
 };
+
+/// The figures a sweep compares a `train` stage on (`FigureDoc::compared`).
+fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    compare_as::<TrainFigures>(entry, 1, |f| vec![Value::from(f.model.accuracy_test)])
+}
 
 /// The `train` stage's config: the algorithm (with its own keys) and where to save the model.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -310,7 +331,7 @@ impl Stage for Train {
         let figures = TrainFigures { train_elapsed_s, saved, model };
         Ok(StageOutput {
             artifact: Artifact::Model(std::sync::Arc::new(artifact)),
-            figures: figures_map(&figures),
+            figures: Arc::new(figures),
             tables: Vec::new(),
             model_queries,
         })

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::data::Split;
 use crate::error::Result;
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
-use crate::stage::kind::{InputDoc, KeyDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact, TextsArtifact};
+use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact, TextsArtifact};
 use crate::text::classifier::{TextClassifier, TextLogisticConfig, TfidfLogistic};
 
 /// The input of stages that read texts.
@@ -43,6 +43,20 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.model]\nkind = \"train_text\"\ndata = \"comments\"\nc = 1.0",
     configure: configure::<TrainTextConfig>,
     fields: fields_of::<TrainTextConfig>,
+    figures: FigureDoc::named(
+        &[
+            "model",
+            "trained_on",
+            "vocabulary",
+            "iterations",
+            "converged_to",
+            "accuracy_train",
+            "accuracy_test",
+            "correct_test",
+            "total_test",
+        ],
+        false,
+    ),
 };
 
 /// The `train_text` stage's config.
@@ -134,7 +148,7 @@ impl Stage for TrainTextConfig {
         };
         Ok(StageOutput {
             artifact: Artifact::TextModel(Arc::new(TextModelArtifact { model: Arc::new(model), texts, recipe: Some(config) })),
-            figures: figures_map(&figures),
+            figures: Arc::new(figures),
             tables: Vec::new(),
             model_queries: 0,
         })

@@ -10,8 +10,8 @@ use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, StageConfig};
-use crate::stage::kind::{InputDoc, StageEnv, StageKind};
-use crate::stage::{figures_map, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::kind::{compare_as, FigureDoc, InputDoc, StageEnv, StageKind};
+use crate::stage::{Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `verify` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -24,7 +24,33 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.verified]\nkind = \"verify\"\ncases = \"search\"",
     configure: configure::<VerifyConfig>,
     fields: fields_of::<VerifyConfig>,
+    figures: FigureDoc {
+        names: &[
+            "checked",
+            "confirmed",
+            "rejected",
+            "discriminatory",
+            "discriminatory_full",
+            "generated",
+            "success_rate",
+            "success_rate_projection",
+            "search_queries",
+            "search_elapsed_s",
+            "per_second",
+            "idis_over_time_s",
+            "time_to_1000_idis_s",
+        ],
+        open: false,
+        compared: &["idis", "idis_full"],
+        compare: compare_figures,
+    },
 };
+
+/// The figures a sweep compares a `verify` stage on (`FigureDoc::compared`).
+fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    compare_as::<VerifyFigures>(entry, 2, |f| vec![Value::from(f.discriminatory), Value::from(f.discriminatory_full)])
+}
 
 /// The `verify` stage's config: it has no keys of its own.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -164,11 +190,6 @@ impl Stage for VerifyConfig {
             queries: cases.queries,
         };
         let model_queries = model.oracle.rows() - before;
-        Ok(StageOutput {
-            artifact: Artifact::Cases(Arc::new(verified)),
-            figures: figures_map(&figures),
-            tables: vec![table],
-            model_queries,
-        })
+        Ok(StageOutput { artifact: Artifact::Cases(Arc::new(verified)), figures: Arc::new(figures), tables: vec![table], model_queries })
     }
 }

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
+use crate::stage::summary::Summary;
+
 /// How the best combination is chosen: `"min STAGE.FIGURE"` or `"max STAGE.FIGURE"`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Best {
@@ -39,33 +41,9 @@ impl std::fmt::Display for Best {
     }
 }
 
-/// The comparison figures of a stage kind: column `STAGE.FIGURE` for each figure named here.
+/// The figures a sweep compares a stage kind on (declared by the kind: `FigureDoc::compared`).
 pub fn figures_of_kind(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "load_model" | "train" => &["accuracy_test"],
-        "estimate" => &["rate", "ci95_low", "ci95_high"],
-        "verify" => &["idis", "idis_full"],
-        "check" => &["discriminatory"],
-        "group_metrics" => &["min_impact_ratio"],
-        "group_score" => &["worst_score"],
-        _ => &[],
-    }
-}
-
-/// Figure `figure` of a stage's summary entry `f` (as [`figures_of_kind`] names them).
-fn figure(f: &Value, figure: &str) -> Value {
-    match figure {
-        "ci95_low" => f["ci95"][0].clone(),
-        "ci95_high" => f["ci95"][1].clone(),
-        "idis" => f["discriminatory"].clone(),
-        "idis_full" => f["discriminatory_full"].clone(),
-        "min_impact_ratio" => {
-            // The worst (lowest) impact ratio over the attribute sets.
-            let lowest = f["min_impact_ratio"].as_object().into_iter().flatten().filter_map(|(_, v)| v.as_f64()).reduce(f64::min);
-            lowest.map(Value::from).unwrap_or(Value::Null)
-        }
-        other => f.get(other).cloned().unwrap_or(Value::Null),
-    }
+    crate::run::registry::find(kind).map(|k| k.figures.compared).unwrap_or(&[])
 }
 
 /// One combination's row: name, seed, matrix values and figures by column.
@@ -83,18 +61,20 @@ pub struct Row {
 
 impl Row {
     /// The row of combination `name` with matrix `values`, from its run's `summary.json`.
-    pub fn from_summary(name: &str, values: Map<String, Value>, summary: &Value) -> Row {
+    pub fn from_summary(name: &str, values: Map<String, Value>, summary: &Summary) -> Row {
         let mut figures = Vec::new();
-        for stage in summary["stage_order"].as_array().into_iter().flatten().filter_map(Value::as_str) {
-            let f = &summary["stages"][stage];
-            for fig in figures_of_kind(f["kind"].as_str().unwrap_or("")) {
-                figures.push((format!("{stage}.{fig}"), figure(f, fig)));
+        for (stage, entry) in summary.in_order() {
+            let Some(kind) = crate::run::registry::find(&entry.kind) else { continue };
+            let doc = &kind.figures;
+            let read = (doc.compare)(entry);
+            for (k, fig) in doc.compared.iter().enumerate() {
+                figures.push((format!("{stage}.{fig}"), read.get(k).cloned().unwrap_or(Value::Null)));
             }
         }
-        if let Some(passed) = summary.get("gate").and_then(|g| g.get("passed")) {
-            figures.push(("gate.passed".into(), passed.clone()));
+        if let Some(gate) = &summary.gate {
+            figures.push(("gate.passed".into(), Value::Bool(gate.passed)));
         }
-        Row { name: name.to_string(), values, seed: summary["seed"].clone(), figures }
+        Row { name: name.to_string(), values, seed: Value::from(summary.seed), figures }
     }
 
     /// The value of `column` (`null` when the row lacks it).
@@ -278,10 +258,10 @@ mod tests {
     use super::*;
 
     fn row(name: &str, rate: Value) -> Row {
-        let summary = json!({"seed": 1, "stage_order": ["model", "est"], "stages": {
+        let summary = json!({"pipeline": "p", "seed": 1, "stage_order": ["model", "est"], "stages": {
             "model": {"kind": "load_model", "accuracy_test": 0.8},
             "est": {"kind": "estimate", "rate": rate, "ci95": [0.01, 0.03]}}});
-        Row::from_summary(name, Map::new(), &summary)
+        Row::from_summary(name, Map::new(), &Summary::from_json(&summary).unwrap())
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::error::{ConfigError, Error, Result};
 use crate::output::{write_atomic, write_json};
 use crate::run::{parse_root, read_text, Pipeline};
 use crate::stage::problems::Problems;
+use crate::stage::summary::Summary;
 use crate::stage::toml_spans::{Sp, Val};
 use compare::Best;
 use compare::{Comparison, Row};
@@ -275,7 +276,7 @@ impl Sweep {
         if !self.info.matrix {
             let run = self.pipeline(0)?.execute(show)?;
             run.write_unlocked(out, self.info.report)?;
-            return Ok(SweepReport { gate_passed: gate_passed(&run.summary), summary: run.summary });
+            return Ok(SweepReport { gate_passed: gate_passed(&run.summary), summary: run.summary.to_json() });
         }
         let staging = crate::staging::Staging::begin(out)?;
         let all: Vec<usize> = (0..self.info.units.len()).collect();
@@ -287,10 +288,10 @@ impl Sweep {
 
     /// Run units `indices` into subfolders of `dir` (named by unit id), up to `jobs` at once;
     /// returns each unit's summary by id. Stops taking new units after the first failure.
-    fn run_units(&self, indices: &[usize], dir: &Path, jobs: usize, show: bool) -> Result<BTreeMap<String, Value>> {
+    fn run_units(&self, indices: &[usize], dir: &Path, jobs: usize, show: bool) -> Result<BTreeMap<String, Summary>> {
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
-        let results: Mutex<BTreeMap<String, Value>> = Mutex::new(BTreeMap::new());
+        let results: Mutex<BTreeMap<String, Summary>> = Mutex::new(BTreeMap::new());
         let first_error: Mutex<Option<Error>> = Mutex::new(None);
         let total = indices.len();
         let bar = crate::progress::bar("sweep", total as u64, "combinations", crate::progress::wanted(show));
@@ -302,7 +303,7 @@ impl Sweep {
                     }
                     let Some(&index) = indices.get(next.fetch_add(1, Ordering::SeqCst)) else { return };
                     let unit = &self.info.units[index];
-                    let outcome = (|| -> Result<Value> {
+                    let outcome = (|| -> Result<Summary> {
                         let run = self.pipeline(index)?.execute(false)?;
                         run.write_unlocked(&dir.join(&unit.id), self.info.report)?;
                         Ok(run.summary)
@@ -335,7 +336,7 @@ impl Sweep {
 /// Write the sweep's combined files into `dir` (which holds each unit's subfolder) from the units'
 /// summaries: `summary.json`, `matrix.csv`, `matrix.json` and (when `info.report`) `report.html`.
 /// The same function finishes an unsharded sweep and a merge, so both write the same bytes.
-pub fn finish(info: &SweepInfo, dir: &Path, summaries: &BTreeMap<String, Value>) -> Result<SweepReport> {
+pub fn finish(info: &SweepInfo, dir: &Path, summaries: &BTreeMap<String, Summary>) -> Result<SweepReport> {
     let rows: Vec<Row> = info
         .units
         .iter()
@@ -391,12 +392,12 @@ pub fn finish(info: &SweepInfo, dir: &Path, summaries: &BTreeMap<String, Value>)
 }
 
 /// Whether a run's gate passed (`None`: it has no gate).
-fn gate_passed(summary: &Value) -> Option<bool> {
-    summary.get("gate").and_then(|g| g["passed"].as_bool())
+fn gate_passed(summary: &Summary) -> Option<bool> {
+    summary.gate.as_ref().map(|g| g.passed)
 }
 
 /// [`gate_passed`] for filter_map over references.
-fn gate_passed_of(summary: &Value) -> Option<bool> {
+fn gate_passed_of(summary: &Summary) -> Option<bool> {
     gate_passed(summary)
 }
 

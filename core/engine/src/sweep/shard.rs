@@ -18,6 +18,7 @@ use crate::error::{Error, OutputError, Result};
 use crate::output::write_json;
 use crate::pieces::Piece;
 use crate::run::PieceMode;
+use crate::stage::summary::Summary;
 
 /// The environment variable holding the shard index when `--shard env` is given (Kubernetes sets
 /// it in an Indexed Job).
@@ -146,7 +147,7 @@ impl Sweep {
         }
         let started = std::time::Instant::now();
         let (run, computed) = self.pipeline(0)?.execute_with(false, &mut PieceMode::Compute(held))?;
-        let upstream = fingerprint(&run.summary["stages"]);
+        let upstream = fingerprint(&run.summary.to_json()["stages"]);
         for (stage, k, piece) in computed {
             let unit = self
                 .info
@@ -331,7 +332,7 @@ pub fn merge(parts: &[PathBuf], out: &Path) -> Result<SweepReport> {
         let to = if info.matrix { staging.dir().join(&u.id) } else { staging.dir().to_path_buf() };
         copy_dir(&from, &to)?;
         let path = from.join("summary.json");
-        let summary: Value = std::fs::read_to_string(&path)
+        let summary: Summary = std::fs::read_to_string(&path)
             .map_err(|e| e.to_string())
             .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
             .map_err(|message| OutputError { path: path.clone(), message })?;
@@ -340,8 +341,11 @@ pub fn merge(parts: &[PathBuf], out: &Path) -> Result<SweepReport> {
     let report = if info.matrix {
         finish(&info, staging.dir(), &summaries)?
     } else {
-        let summary = summaries.remove(super::PLAIN_UNIT).unwrap_or(Value::Null);
-        SweepReport { gate_passed: super::gate_passed(&summary), summary }
+        let summary = summaries.remove(super::PLAIN_UNIT);
+        SweepReport {
+            gate_passed: summary.as_ref().and_then(super::gate_passed),
+            summary: summary.map(|s| s.to_json()).unwrap_or(Value::Null),
+        }
     };
     staging.commit()?;
     Ok(report)
@@ -387,12 +391,12 @@ fn merge_pieces(
         pieces.entry(stage).or_default().push(file.result);
     }
     let (run, _) = sweep.pipeline(0)?.execute_with(false, &mut PieceMode::Combine(pieces))?;
-    let here = fingerprint(&run.summary["stages"]);
+    let here = fingerprint(&run.summary.to_json()["stages"]);
     for (upstream, path) in &recorded {
         check_same_upstream(upstream, path, &here)?;
     }
     run.write_unlocked(out, info.report)?;
-    Ok(SweepReport { gate_passed: super::gate_passed(&run.summary), summary: run.summary })
+    Ok(SweepReport { gate_passed: super::gate_passed(&run.summary), summary: run.summary.to_json() })
 }
 
 /// Refuse pieces computed from other upstream results than the merge's own run (`here`): name
