@@ -257,16 +257,57 @@ fn esc(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn row(name: &str, rate: Value) -> Row {
-        let summary = json!({"pipeline": "p", "seed": 1, "stage_order": ["model", "est"], "stages": {
-            "model": {"kind": "load_model", "accuracy_test": 0.8},
-            "est": {"kind": "estimate", "rate": rate, "ci95": [0.01, 0.03]}}});
-        Row::from_summary(name, Map::new(), &Summary::from_json(&summary).unwrap())
+    fn entry(kind: &str, figures: std::sync::Arc<dyn crate::stage::summary::Figures>) -> crate::stage::summary::StageSummary {
+        crate::stage::summary::StageSummary {
+            kind: kind.into(),
+            elapsed_s: 0.1,
+            model_queries: 0,
+            inputs: Default::default(),
+            warnings: Vec::new(),
+            remote: None,
+            figures,
+        }
+    }
+
+    /// A run with a loaded model (test accuracy 0.8) and an estimate of `rate` (NaN: undefined).
+    fn row(name: &str, rate: f64) -> Row {
+        use crate::stages::estimate::EstimateFigures;
+        use crate::stages::load_model::LoadModelFigures;
+        let mut model = LoadModelFigures::default();
+        model.model.accuracy_test = 0.8;
+        let estimate = EstimateFigures {
+            rate,
+            ci95: [0.01, 0.03],
+            ci95_wilson: [0.01, 0.03],
+            samples: 100,
+            trials: 2,
+            per_trial: 50,
+            discriminatory: 2,
+            variants_per_input: 1,
+        };
+        let summary = Summary {
+            pipeline: "p".into(),
+            file: None,
+            seed: 1,
+            fairpipe_version: String::new(),
+            stage_order: vec!["model".into(), "est".into()],
+            stages: [
+                ("model".to_string(), entry("load_model", std::sync::Arc::new(model))),
+                ("est".to_string(), entry("estimate", std::sync::Arc::new(estimate))),
+            ]
+            .into(),
+            warnings: Vec::new(),
+            gate: None,
+        };
+        // Read back from its JSON too (as a merge does): the same row.
+        let from_file = Summary::from_json(&summary.to_json()).unwrap();
+        assert_eq!(Row::from_summary(name, Map::new(), &from_file), Row::from_summary(name, Map::new(), &summary));
+        Row::from_summary(name, Map::new(), &summary)
     }
 
     #[test]
     fn the_lowest_rate_is_best_and_a_missing_figure_never_wins() {
-        let rows = vec![row("a", json!(0.02)), row("b", Value::Null), row("c", json!(0.01)), row("d", json!(0.01))];
+        let rows = vec![row("a", 0.02), row("b", f64::NAN), row("c", 0.01), row("d", 0.01)];
         let c = Comparison::new(vec![], rows, Some("min est.rate".parse().unwrap()));
         assert_eq!(c.best_row.as_deref(), Some("c"), "first of the tied lowest");
         assert_eq!(c.ordered().iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["c", "d", "a", "b"]);
