@@ -157,7 +157,12 @@ fn missing_label_column_is_refused_with_the_columns_that_exist() {
 #[test]
 fn protected_attribute_with_one_level_is_refused() {
     let csv = "age,sex,y\n30,1,1\n40,1,0\n50,1,1\n";
-    assert_bad_data(csv, "y", "sex", &["column `sex`: is protected but takes a single value"]);
+    assert_bad_data(
+        csv,
+        "y",
+        "sex",
+        &["bad.csv: column `sex`: is protected but takes a single value", "the key `protected` is at ", "p.toml:5:1)"],
+    );
 }
 
 #[test]
@@ -258,6 +263,8 @@ fn cases() -> Vec<Case> {
                 "stage `estimate` (estimate) failed: checked as soon as `data` was loaded, before it runs:",
                 "the protected attributes x (6000000000001) × s (2) give 12000000000002 combinations",
                 "coarser `step`",
+                "the key `protected` is at ",
+                "p.toml:20:1)",
             ],
         },
         // Silently wrong.
@@ -333,7 +340,11 @@ fn cases() -> Vec<Case> {
                 .replace_text("[stages.estimate]", "[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 400\n\n[stages.estimate]"),
             run: true,
             exit: 1,
-            fragments: &["k = 400 clusters, but the rows to cluster number only 32"],
+            fragments: &[
+                "`k` = 400, but the rows to cluster number only 32; lower `k` to at most 32",
+                "the key `k` is at ",
+                "p.toml:18:1)",
+            ],
         },
         Case {
             name: "k past its documented bound",
@@ -354,6 +365,8 @@ fn cases() -> Vec<Case> {
                 "checked as soon as `data` was loaded, before it runs",
                 "this audit needs 20000000000 model rows (trials × samples × protected combinations = 100000 × 100000 × 2)",
                 "lower `trials`/`samples`",
+                "the key `trials` is at ",
+                "p.toml:18:1)",
             ],
         },
         Case {
@@ -363,7 +376,36 @@ fn cases() -> Vec<Case> {
                 .replace_text("algorithm = \"logistic\"", "algorithm = \"forest\"\ntrees = 3\nmax_features = 9"),
             run: true,
             exit: 1,
-            fragments: &["max_features = 9, but the data has only 2 features"],
+            fragments: &[
+                "`max_features` = 9, but the data's features number only 2; lower `max_features` to at most 2",
+                "the key `max_features` is at ",
+                "p.toml:15:1)",
+            ],
+        },
+        // Run-time refusals located at the pipeline key that fixes them (beside the data's place).
+        Case {
+            name: "a label with three values and no favourable class",
+            files: data("5,1,2\n"),
+            pipeline: small_pipeline("", ""),
+            run: true,
+            exit: 1,
+            fragments: &["data.csv: column `y`: the label has the values", "add `favourable` to the stage at ", "p.toml:4:9)"],
+        },
+        Case {
+            name: "a favourable class the label does not take",
+            files: data(""),
+            pipeline: small_pipeline("favourable = \"7\"\n", ""),
+            run: true,
+            exit: 1,
+            fragments: &["data.csv: column `y`: favourable = \"7\"", "the key `favourable` is at ", "p.toml:9:1)"],
+        },
+        Case {
+            name: "an audited protected attribute that is not a feature",
+            files: data(""),
+            pipeline: small_pipeline("", "protected = [\"z\"]\n"),
+            run: true,
+            exit: 1,
+            fragments: &["protected attribute `z` is not a feature column", "the key `protected` is at ", "p.toml:20:1)"],
         },
         // Unclear messages.
         Case {

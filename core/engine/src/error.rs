@@ -266,7 +266,7 @@ pub enum Error {
     #[error(transparent)]
     Plugin(#[from] PluginError),
     /// A stage failed; `source` says why.
-    #[error("stage `{stage}` ({kind}) failed: {source}")]
+    #[error("stage `{stage}` ({kind}) failed: {source}{}", place_of(.place))]
     Stage {
         /// The stage name.
         stage: String,
@@ -274,10 +274,101 @@ pub enum Error {
         kind: String,
         /// The cause.
         source: Box<Error>,
+        /// Where the pipeline key the refusal names is (a [`StageError`]'s key), when it names one.
+        place: Option<KeyPlace>,
     },
     /// A stage received something it cannot work with.
+    /// A stage refused to run: the data or the model contradicts one of its keys.
+    #[error(transparent)]
+    Refused(#[from] StageError),
     #[error("{0}")]
     Invalid(String),
+}
+
+impl Error {
+    /// The pipeline key a refusal names (through stage wrappers), if any.
+    pub fn refused_key(&self) -> Option<&'static str> {
+        match self {
+            Error::Refused(e) => Some(e.key()),
+            Error::Stage { source, .. } => source.refused_key(),
+            _ => None,
+        }
+    }
+}
+
+/// Why a stage refused to run when the data or the model contradicts one of its keys. The stage
+/// names the key; the runner adds where the key is in the pipeline file ([`KeyPlace`]), beside
+/// what the message says of the data's file, line and column.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    /// A count a key asks for is above what the data has (`k` above the rows to cluster,
+    /// `max_features` above the features).
+    #[error("`{key}` = {value}, but {what} number only {available}; lower `{key}` to at most {available}")]
+    AboveAvailable {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        value: usize,
+        /// What there is too little of.
+        what: &'static str,
+        /// How many there are.
+        available: usize,
+    },
+    /// The data or the model contradicts key `key`; `source` says how (naming the data's file and
+    /// column, or the model's outputs).
+    #[error("{source}")]
+    Contradicts {
+        /// The key to change (or to add).
+        key: &'static str,
+        /// What the data or the model says.
+        source: Box<Error>,
+    },
+}
+
+impl StageError {
+    /// The pipeline key the refusal names.
+    pub fn key(&self) -> &'static str {
+        match self {
+            StageError::AboveAvailable { key, .. } | StageError::Contradicts { key, .. } => key,
+        }
+    }
+
+    /// `source`, refused as contradicting key `key`.
+    pub fn contradicts(key: &'static str, source: impl Into<Error>) -> Error {
+        Error::Refused(StageError::Contradicts { key, source: Box::new(source.into()) })
+    }
+}
+
+/// Where a stage's key is in the pipeline file, or, for a key the stage does not write, where the
+/// stage's table is (add it there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyPlace {
+    /// The key.
+    pub key: String,
+    /// The pipeline file.
+    pub file: PathBuf,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// Whether the key is written there (else the place is the stage's header).
+    pub written: bool,
+}
+
+impl std::fmt::Display for KeyPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = format!("{}:{}:{}", self.file.display(), self.line, self.col);
+        if self.written {
+            write!(f, "the key `{}` is at {at}", self.key)
+        } else {
+            write!(f, "add `{}` to the stage at {at}", self.key)
+        }
+    }
+}
+
+/// The place of a stage error's key, as the end of its message.
+fn place_of(place: &Option<KeyPlace>) -> String {
+    place.as_ref().map(|p| format!(" (pipeline: {p})")).unwrap_or_default()
 }
 
 /// A plugin could not be found, loaded or run.

@@ -128,8 +128,10 @@ impl PipelineBuilder {
             Vec::new()
         });
         p.into_result()?;
-        let mut slots: Vec<Option<PlannedStage>> =
-            planned.into_iter().map(|(name, kind, inputs, stage)| stage.map(|stage| PlannedStage { name, kind, inputs, stage })).collect();
+        let mut slots: Vec<Option<PlannedStage>> = planned
+            .into_iter()
+            .map(|(name, kind, inputs, stage)| stage.map(|stage| PlannedStage { name, kind, inputs, stage, places: Default::default() }))
+            .collect();
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
         Ok(Pipeline {
             file,

@@ -106,8 +106,10 @@ impl Pipeline {
                 ctx.warnings = early;
             }
             let started = Instant::now();
-            let in_stage =
-                |e: Error| Error::Stage { stage: planned.name.clone(), kind: planned.kind.name.to_string(), source: Box::new(e) };
+            let in_stage = |e: Error| {
+                let place = e.refused_key().and_then(|key| planned.places.of(key));
+                Error::Stage { stage: planned.name.clone(), kind: planned.kind.name.to_string(), source: Box::new(e), place }
+            };
             if let Some(held) = held {
                 for k in held {
                     computed.push((planned.name.clone(), k, planned.stage.run_piece(&ctx, &inputs, k).map_err(in_stage)?));
@@ -207,6 +209,7 @@ impl Pipeline {
             planned.stage.preflight(data, &warnings).map_err(|e| Error::Stage {
                 stage: planned.name.clone(),
                 kind: planned.kind.name.to_string(),
+                place: e.refused_key().and_then(|key| planned.places.of(key)),
                 source: Box::new(Error::Invalid(format!("checked as soon as `{source}` was loaded, before it runs: {e}"))),
             })?;
             early_warnings.insert(planned.name.clone(), warnings);

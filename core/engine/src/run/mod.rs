@@ -13,7 +13,7 @@ mod write;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, KeyPlace, Result};
 use crate::output::Table;
 use crate::stage::kind::StageKind;
 use crate::stage::summary::{Figures, Summary};
@@ -32,6 +32,27 @@ pub struct PlannedStage {
     pub inputs: BTreeMap<String, String>,
     /// The configured stage.
     pub stage: Box<dyn Stage>,
+    /// Where its keys are in the pipeline file (empty for a pipeline made in code).
+    pub places: StagePlaces,
+}
+
+/// Where a stage's keys are in the pipeline file: a run-time refusal that names a key
+/// ([`crate::error::StageError`]) is shown with the key's `file:line:col`, or with the stage's
+/// own place when the key is not written (add it there).
+#[derive(Debug, Clone, Default)]
+pub struct StagePlaces {
+    /// The stage's name in its table header.
+    pub header: Option<KeyPlace>,
+    /// Each written key's place.
+    pub keys: BTreeMap<String, KeyPlace>,
+}
+
+impl StagePlaces {
+    /// The place of key `key`: where it is written, else the stage's header (`None` for a
+    /// pipeline made in code).
+    pub fn of(&self, key: &str) -> Option<KeyPlace> {
+        self.keys.get(key).cloned().or_else(|| self.header.clone().map(|h| KeyPlace { key: key.to_string(), written: false, ..h }))
+    }
 }
 
 /// A validated pipeline, stages in execution order.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{registry, stage_seed, Pipeline, PlannedStage};
+use super::{registry, stage_seed, Pipeline, PlannedStage, StagePlaces};
 use crate::error::{ConfigError, ConfigProblem};
 use crate::stage::kind::{StageEnv, StageKind, StageTable};
 use crate::stage::problems::Problems;
@@ -15,7 +15,7 @@ use crate::stage::Stage;
 use crate::suggest::hint;
 
 /// A stage as read in phase two: name, kind, inputs by role, and the configured stage (if valid).
-type BuiltStage = (Sp<String>, &'static StageKind, BTreeMap<String, Sp<String>>, Option<Box<dyn Stage>>);
+type BuiltStage = (Sp<String>, &'static StageKind, BTreeMap<String, Sp<String>>, Option<Box<dyn Stage>>, StagePlaces);
 
 impl Pipeline {
     /// Read and validate `file`; `seed` overrides `[pipeline] seed`.
@@ -49,8 +49,14 @@ impl Pipeline {
         p.into_result()?;
         let mut slots: Vec<Option<PlannedStage>> = built
             .into_iter()
-            .map(|(n, kind, inputs, stage)| {
-                stage.map(|stage| PlannedStage { name: n.v, kind, inputs: inputs.into_iter().map(|(r, t)| (r, t.v)).collect(), stage })
+            .map(|(n, kind, inputs, stage, places)| {
+                stage.map(|stage| PlannedStage {
+                    name: n.v,
+                    kind,
+                    inputs: inputs.into_iter().map(|(r, t)| (r, t.v)).collect(),
+                    stage,
+                    places,
+                })
             })
             .collect();
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
@@ -272,7 +278,11 @@ fn configure_stages(
             kinds: registry::STAGE_KINDS,
         };
         let stage = (kind.configure)(kind, &table, &env, p);
-        built.push((stage_name.clone(), kind, inputs, stage));
+        let places = StagePlaces {
+            header: Some(p.place(&stage_name.span, "", false)),
+            keys: entries.iter().map(|(k, _)| (k.v.clone(), p.place(&k.span, &k.v, true))).collect(),
+        };
+        built.push((stage_name.clone(), kind, inputs, stage, places));
     }
 
     built
@@ -287,7 +297,7 @@ fn plan(
     gate: &[(crate::gate::Condition, std::ops::Range<usize>)],
     p: &mut Problems,
 ) -> Vec<usize> {
-    let by_name: BTreeMap<&str, &'static StageKind> = built.iter().map(|(n, k, _, _)| (n.v.as_str(), *k)).collect();
+    let by_name: BTreeMap<&str, &'static StageKind> = built.iter().map(|(n, k, ..)| (n.v.as_str(), *k)).collect();
     // Stages whose own table is broken still exist: name them, but do not judge their kind.
     let stage_names: Vec<&str> = stages_table.iter().map(|(n, _)| n.v.as_str()).collect();
     let stage_name_set: std::collections::BTreeSet<&str> = stage_names.iter().copied().collect();
@@ -333,7 +343,7 @@ fn plan(
         }
     }
     let order = topological_order(
-        &built.iter().map(|(n, _, i, _)| (n.v.clone(), i.values().map(|t| t.v.clone()).collect())).collect::<Vec<(String, Vec<String>)>>(),
+        &built.iter().map(|(n, _, i, ..)| (n.v.clone(), i.values().map(|t| t.v.clone()).collect())).collect::<Vec<(String, Vec<String>)>>(),
     );
     match order {
         Ok(o) => o,

@@ -217,24 +217,27 @@ pub trait Stage: Send + Sync {
 /// Past a tenth of the limit on protected combinations a warning goes to `warnings`.
 pub fn with_protected(domain: &Domain, names: Option<&[String]>, warnings: &crate::warnings::Warnings) -> Result<Domain> {
     let Some(names) = names else {
-        crate::limits::check_protected_combinations(domain, warnings)?;
+        crate::limits::check_protected_combinations(domain, warnings).map_err(|e| crate::error::StageError::contradicts("protected", e))?;
         return Ok(domain.clone());
     };
     let columns: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
     for name in names {
         if !columns.contains(&name.as_str()) {
-            return Err(Error::Invalid(format!(
-                "protected attribute `{name}` is not a feature column{}; features: {}",
-                crate::suggest::hint(name, &columns),
-                columns.join(", ")
-            )));
+            return Err(crate::error::StageError::contradicts(
+                "protected",
+                Error::Invalid(format!(
+                    "protected attribute `{name}` is not a feature column{}; features: {}",
+                    crate::suggest::hint(name, &columns),
+                    columns.join(", ")
+                )),
+            ));
         }
     }
     let mut out = domain.clone();
     for a in &mut out.attributes {
         a.protected = names.contains(&a.name);
     }
-    crate::limits::check_protected_combinations(&out, warnings)?;
+    crate::limits::check_protected_combinations(&out, warnings).map_err(|e| crate::error::StageError::contradicts("protected", e))?;
     Ok(out)
 }
 

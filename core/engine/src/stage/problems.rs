@@ -27,6 +27,12 @@ impl Problems {
         self.list.push((span.start, ConfigProblem { file: self.file.clone(), line, col, message: message.into() }));
     }
 
+    /// Where byte range `span` starts, as key `key`'s place (`written`: the span is the key's own).
+    pub fn place(&self, span: &Range<usize>, key: &str, written: bool) -> crate::error::KeyPlace {
+        let (line, col) = self.lines.line_col(span.start);
+        crate::error::KeyPlace { key: key.to_string(), file: self.file.clone(), line, col, written }
+    }
+
     /// How many problems have been recorded.
     pub fn len(&self) -> usize {
         self.list.len()

@@ -97,12 +97,13 @@ impl Stage for ClusterConfig {
         let data = inputs.dataset("data")?;
         let x = if self.split == ClusterRows::All { data.x.clone() } else { data.subset(Split::Train).0 };
         if self.k > x.nrows() {
-            return Err(crate::error::Error::Invalid(format!(
-                "k = {} clusters, but the rows to cluster number only {}; lower `k` to at most {}",
-                self.k,
-                x.nrows(),
-                x.nrows()
-            )));
+            return Err(crate::error::StageError::AboveAvailable {
+                key: "k",
+                value: self.k,
+                what: "the rows to cluster",
+                available: x.nrows(),
+            }
+            .into());
         }
         if self.seeds > x.nrows() {
             ctx.warn(format!("seeds = {} asked, but there are only {} rows; {} seeds are emitted", self.seeds, x.nrows(), x.nrows()));

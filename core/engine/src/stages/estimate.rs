@@ -149,7 +149,8 @@ impl EstimateConfig {
             rows,
             &format!("trials × samples × protected combinations = {} × {} × {combinations}", self.trials, self.samples),
             warnings,
-        )?;
+        )
+        .map_err(|e| crate::error::StageError::contradicts("trials", e))?;
         Ok(domain)
     }
 }

@@ -9,7 +9,7 @@ use polars::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{self, ColumnOverride, LoadSpec, MissingPolicy, Split, SplitSpec};
-use crate::error::Result;
+use crate::error::{Result, StageError};
 use crate::stage::config::{configure, fields_of, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
@@ -467,13 +467,29 @@ struct Load {
     frame: Option<DataFrame>,
 }
 
+impl Load {
+    /// A data error located at the key that fixes it: the label's values at `favourable`, a
+    /// protected column's at `protected`.
+    fn refused(&self, e: crate::error::DataError) -> crate::error::Error {
+        match &e {
+            crate::error::DataError::Column { column, .. } if *column == self.spec.label => StageError::contradicts("favourable", e),
+            crate::error::DataError::Column { column, .. } if self.spec.protected.contains(column) => {
+                StageError::contradicts("protected", e)
+            }
+            _ => e.into(),
+        }
+    }
+}
+
 impl Stage for Load {
     fn run(&self, ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {
         let data = match &self.frame {
-            Some(frame) => data::load_frame(frame.clone(), &self.spec)?,
-            None => data::load(&self.spec)?,
-        };
-        crate::limits::check_protected_combinations(&data.domain, &ctx.warnings)?;
+            Some(frame) => data::load_frame(frame.clone(), &self.spec),
+            None => data::load(&self.spec),
+        }
+        .map_err(|e| self.refused(e))?;
+        // Too many protected combinations: a coarser `columns.NAME.step` (or fewer levels) fixes it.
+        crate::limits::check_protected_combinations(&data.domain, &ctx.warnings).map_err(|e| StageError::contradicts("columns", e))?;
         let figures = LoadFigures {
             rows: data.len(),
             rows_train: data.rows_in(Split::Train).len(),

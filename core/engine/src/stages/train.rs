@@ -310,11 +310,13 @@ impl Stage for Train {
         let data = inputs.dataset("data")?;
         if let Recipe::Forest { max_features: Some(m), .. } = &self.recipe {
             if *m > data.domain.width() {
-                return Err(crate::error::Error::Invalid(format!(
-                    "max_features = {m}, but the data has only {} features; lower it to at most {}",
-                    data.domain.width(),
-                    data.domain.width()
-                )));
+                return Err(crate::error::StageError::AboveAvailable {
+                    key: "max_features",
+                    value: *m,
+                    what: "the data's features",
+                    available: data.domain.width(),
+                }
+                .into());
             }
         }
         let (x, y) = data.subset(Split::Train);
