@@ -277,10 +277,10 @@ pub enum Error {
         /// Where the pipeline key the refusal names is (a [`StageError`]'s key), when it names one.
         place: Option<KeyPlace>,
     },
-    /// A stage received something it cannot work with.
     /// A stage refused to run: the data or the model contradicts one of its keys.
     #[error(transparent)]
     Refused(#[from] StageError),
+    /// A stage received something it cannot work with.
     #[error("{0}")]
     Invalid(String),
 }

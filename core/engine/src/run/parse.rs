@@ -301,7 +301,7 @@ fn plan(
     // Stages whose own table is broken still exist: name them, but do not judge their kind.
     let stage_names: Vec<&str> = stages_table.iter().map(|(n, _)| n.v.as_str()).collect();
     let stage_name_set: std::collections::BTreeSet<&str> = stage_names.iter().copied().collect();
-    for (name, kind, inputs, _) in built {
+    for (name, kind, inputs, ..) in built {
         for (role, target) in inputs {
             let doc = kind.inputs.iter().find(|i| i.role == role).expect("declared role");
             match by_name.get(target.v.as_str()) {
