@@ -264,7 +264,7 @@ fn cases() -> Vec<Case> {
                 "the protected attributes x (6000000000001) × s (2) give 12000000000002 combinations",
                 "coarser `step`",
                 "the key `protected` is at ",
-                "p.toml:20:1)",
+                "p.toml:21:1)",
             ],
         },
         // Silently wrong.

@@ -64,7 +64,8 @@ fn run(model: Planted, config: GroupMetricsConfig) -> GroupMetricsFigures {
     inputs.by_role.insert("model".into(), Artifact::Model(Arc::new(artifact)));
     let ctx = StageContext::new("metrics", 7);
     let out = config.run(&ctx, &inputs).unwrap();
-    serde_json::from_value(serde_json::Value::Object(out.figures)).unwrap()
+    // The stage's own typed figures, as the summary keeps them.
+    fairpipe_core::stage::summary::Figures::as_any(out.figures.as_ref()).downcast_ref::<GroupMetricsFigures>().unwrap().clone()
 }
 
 fn group<'a>(f: &'a GroupMetricsFigures, name: &str) -> &'a GroupFigure {
