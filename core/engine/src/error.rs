@@ -275,7 +275,7 @@ pub enum Error {
         /// The cause.
         source: Box<Error>,
         /// Where the pipeline key the refusal names is (a [`StageError`]'s key), when it names one.
-        place: Option<KeyPlace>,
+        place: Option<Box<KeyPlace>>,
     },
     /// A stage refused to run: the data or the model contradicts one of its keys.
     #[error(transparent)]
@@ -367,7 +367,7 @@ impl std::fmt::Display for KeyPlace {
 }
 
 /// The place of a stage error's key, as the end of its message.
-fn place_of(place: &Option<KeyPlace>) -> String {
+fn place_of(place: &Option<Box<KeyPlace>>) -> String {
     place.as_ref().map(|p| format!(" (pipeline: {p})")).unwrap_or_default()
 }
 

@@ -107,7 +107,7 @@ impl Pipeline {
             }
             let started = Instant::now();
             let in_stage = |e: Error| {
-                let place = e.refused_key().and_then(|key| planned.places.of(key));
+                let place = e.refused_key().and_then(|key| planned.places.of(key)).map(Box::new);
                 Error::Stage { stage: planned.name.clone(), kind: planned.kind.name.to_string(), source: Box::new(e), place }
             };
             if let Some(held) = held {
@@ -209,7 +209,7 @@ impl Pipeline {
             planned.stage.preflight(data, &warnings).map_err(|e| Error::Stage {
                 stage: planned.name.clone(),
                 kind: planned.kind.name.to_string(),
-                place: e.refused_key().and_then(|key| planned.places.of(key)),
+                place: e.refused_key().and_then(|key| planned.places.of(key)).map(Box::new),
                 source: Box::new(Error::Invalid(format!("checked as soon as `{source}` was loaded, before it runs: {e}"))),
             })?;
             early_warnings.insert(planned.name.clone(), warnings);
