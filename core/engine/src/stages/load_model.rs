@@ -122,6 +122,8 @@ pub const KIND: StageKind = StageKind {
             "output_read",
             "labels_only",
             "favourable_class_assumed",
+            "model_classes",
+            "favourable_vs_rest",
             "input_contract",
             "agreement",
             "unused_features",
