@@ -55,20 +55,20 @@ fn the_good_pipeline_is_valid() {
 fn unknown_stage_kind_is_named_with_a_suggestion() {
     assert_problems(
         &good().replace("kind = \"estimate\"", "kind = \"estimat\""),
-        &[(18, 8, "unknown stage kind `estimat` (did you mean `estimate`?)")],
+        &[(20, 8, "unknown stage kind `estimat` (did you mean `estimate`?)")],
     );
 }
 
 #[test]
 fn unknown_key_is_named_with_a_suggestion() {
-    assert_problems(&good().replace("trials = 10", "trails = 10"), &[(20, 1, "unknown key `trails` (did you mean `trials`?)")]);
+    assert_problems(&good().replace("trials = 10", "trails = 10"), &[(22, 1, "unknown key `trails` (did you mean `trials`?)")]);
 }
 
 #[test]
 fn unknown_input_stage_is_named() {
     assert_problems(
         &good().replace("model = \"model\"", "model = \"modle\""),
-        &[(19, 9, "names stage `modle`, which does not exist (did you mean `model`?)")],
+        &[(21, 9, "names stage `modle`, which does not exist (did you mean `model`?)")],
     );
 }
 
@@ -76,7 +76,7 @@ fn unknown_input_stage_is_named() {
 fn wrong_kind_of_input_names_both_ends() {
     assert_problems(
         &good().replace("model = \"model\"", "model = \"data\""),
-        &[(19, 9, "expects a model, but stage `data` is a `load` stage producing a dataset")],
+        &[(21, 9, "expects a model, but stage `data` is a `load` stage producing a dataset")],
     );
 }
 
@@ -96,19 +96,19 @@ fn a_cycle_is_reported_with_its_chain() {
 #[test]
 fn missing_file_and_missing_column_are_located() {
     let text = good().replace("census.onnx", "nowhere.onnx").replace("label = \"income\"", "label = \"incme\"");
-    assert_problems(&text, &[(7, 9, "`incme` is not a column"), (7, 9, "did you mean `income`?"), (15, 8, "no such file")]);
+    assert_problems(&text, &[(8, 9, "`incme` is not a column"), (8, 9, "did you mean `income`?"), (17, 8, "no such file")]);
 }
 
 #[test]
 fn wrong_value_types_and_toml_syntax_are_located() {
-    assert_problems(&good().replace("trials = 10", "trials = \"ten\""), &[(20, 10, "`trials` must be an integer, found a string")]);
-    assert_problems(&good().replace("trials = 10", "trials = = 10"), &[(20, 10, "invalid TOML")]);
+    assert_problems(&good().replace("trials = 10", "trials = \"ten\""), &[(22, 10, "`trials` must be an integer, found a string")]);
+    assert_problems(&good().replace("trials = 10", "trials = = 10"), &[(22, 10, "invalid TOML")]);
 }
 
 #[test]
 fn all_problems_are_reported_together() {
     let text = good().replace("trials = 10", "trails = 10").replace("kind = \"load_model\"", "kind = \"load_modle\"");
-    assert_problems(&text, &[(13, 8, "unknown stage kind"), (20, 1, "unknown key `trails`")]);
+    assert_problems(&text, &[(15, 8, "unknown stage kind"), (22, 1, "unknown key `trails`")]);
 }
 
 /// Run a pipeline over a bad data file: assert a failure whose message contains `fragments`, and an
@@ -183,7 +183,7 @@ fn unknown_protected_override_names_the_stage_and_suggests_the_column() {
     assert_eq!(std::fs::read_dir(&out).map(|d| d.count()).unwrap_or(0), 0, "files were written despite the failure");
     // An empty list is refused at validation, where it is written.
     let empty = good().replace("samples = 100\n", "samples = 100\nprotected = []\n");
-    assert_problems(&empty, &[(22, 13, "`protected` must name at least one column")]);
+    assert_problems(&empty, &[(24, 13, "`protected` must name at least one column")]);
 }
 
 /// One bad input of the classes the bad-input tests cover: files to put beside the pipeline, the pipeline text
@@ -306,7 +306,7 @@ fn cases() -> Vec<Case> {
             pipeline: census("drop = [\"row\"]", "drop = [\"row\", \"income\"]"),
             run: false,
             exit: 1,
-            fragments: &["bad.toml:9:16:", "the label `income` is in `drop`"],
+            fragments: &["bad.toml:11:16:", "the label `income` is in `drop`"],
         },
         Case {
             name: "the label as a protected attribute",
@@ -314,7 +314,7 @@ fn cases() -> Vec<Case> {
             pipeline: census("protected = [\"gender\"]", "protected = [\"gender\", \"income\"]"),
             run: false,
             exit: 1,
-            fragments: &["bad.toml:8:24:", "the label `income` cannot be a protected attribute"],
+            fragments: &["bad.toml:10:24:", "the label `income` cannot be a protected attribute"],
         },
         Case {
             name: "an override with min > max",
@@ -422,7 +422,7 @@ fn cases() -> Vec<Case> {
             pipeline: census("models/census.onnx", "models"),
             run: false,
             exit: 1,
-            fragments: &["bad.toml:15:8:", "is a folder, not a file"],
+            fragments: &["bad.toml:17:8:", "is a folder, not a file"],
         },
         Case {
             name: "a ragged row (was: no line)",

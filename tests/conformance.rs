@@ -245,10 +245,10 @@ fn pipelines_report_unknown_plugins_and_plugin_parameters_at_their_line() {
     let (ok, stderr) = validate_census_with("[stages.a]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitas\"\nparams = { strategy = \"fully_directed\", global_iteration = 5 }\n\n[stages.b]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitass\"\n");
     assert!(!ok);
     assert!(
-        stderr.contains("p.toml:17:10:") && stderr.contains("unknown parameter `global_iteration` (did you mean `global_iterations`?)"),
+        stderr.contains("p.toml:19:10:") && stderr.contains("unknown parameter `global_iteration` (did you mean `global_iterations`?)"),
         "{stderr}"
     );
-    assert!(stderr.contains("p.toml:22:10:") && stderr.contains("no plugin `aequitass` found (did you mean `aequitas`?)"), "{stderr}");
+    assert!(stderr.contains("p.toml:24:10:") && stderr.contains("no plugin `aequitass` found (did you mean `aequitas`?)"), "{stderr}");
 }
 
 #[test]
@@ -256,10 +256,10 @@ fn a_plugin_of_the_wrong_kind_is_refused_where_it_is_named() {
     let (ok, stderr) = validate_census_with("[stages.a]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"testsgd\"\n\n[stages.b]\nkind = \"group_score\"\nmodel = \"model\"\nplugin = \"maft\"\n");
     assert!(!ok);
     assert!(
-        stderr.contains("p.toml:16:10:") && stderr.contains("plugin `testsgd` is an auditor; use it in a group_score stage"),
+        stderr.contains("p.toml:18:10:") && stderr.contains("plugin `testsgd` is an auditor; use it in a group_score stage"),
         "{stderr}"
     );
-    assert!(stderr.contains("p.toml:21:10:") && stderr.contains("plugin `maft` is a generator; group_score needs an auditor"), "{stderr}");
+    assert!(stderr.contains("p.toml:23:10:") && stderr.contains("plugin `maft` is a generator; group_score needs an auditor"), "{stderr}");
 }
 
 #[test]

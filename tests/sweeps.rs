@@ -425,11 +425,22 @@ fn a_group_axis_changes_a_model_its_data_and_its_attribute_together() {
         common::bundled("data/credit.csv"),
         common::bundled("models/credit.onnx")
     );
-    let matrix =
-        format!("[matrix]\naudit = [{{ name = \"census-race\", \"data.protected\" = [\"race\"] }}, {credit}]\npipeline.seed = [1, 2]\n");
+    // The census group brings census's category codes and favourable label; credit has neither.
+    let census_race = format!(
+        "{{ name = \"census-race\", \"data.protected\" = [\"race\"], \"data.codes\" = \"{}\", \"data.favourable\" = \">50K\" }}",
+        common::bundled("data/census.codes.toml")
+    );
+    let matrix = format!("[matrix]\naudit = [{census_race}, {credit}]\npipeline.seed = [1, 2]\n");
     let sweep = census_audit(dir.path(), "group.toml", "[\"gender\"]", 42, &matrix.replace("estimate.protected", ""));
-    // The estimate audits the load stage's attribute here.
-    let sweep_text = std::fs::read_to_string(&sweep).unwrap().replace("protected = [\"gender\"]\n\n[stages.check]", "\n[stages.check]");
+    // The estimate audits the load stage's attribute here; the base data stage leaves codes and
+    // favourable to the groups.
+    let sweep_text = std::fs::read_to_string(&sweep)
+        .unwrap()
+        .replace("protected = [\"gender\"]\n\n[stages.check]", "\n[stages.check]")
+        .lines()
+        .filter(|line| !line.starts_with("codes = ") && !line.starts_with("favourable = "))
+        .collect::<Vec<_>>()
+        .join("\n");
     std::fs::write(&sweep, sweep_text).unwrap();
     let out = dir.path().join("out");
     run_ok(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet", "--jobs", "2"]);
