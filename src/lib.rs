@@ -128,23 +128,16 @@ mod tests {
     /// step, paths resolved against `pipelines/`; the problems, if any.
     fn configure_example(kind: &'static fairpipe_core::stage::kind::StageKind, text: &str) -> Result<(), String> {
         use fairpipe_core::run::registry::STAGE_KINDS;
-        use fairpipe_core::stage::kind::{StageEnv, StageTable};
+        use fairpipe_core::stage::kind::StageEnv;
         use fairpipe_core::stage::problems::Problems;
-        use fairpipe_core::stage::toml_spans::{parse, Val};
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines");
-        let root = parse(text).map_err(|e| format!("{e:?}"))?;
-        let Val::Table(top) = &root.v else { return Err("no table".into()) };
-        let stages = top.iter().find(|(k, _)| k.v == "stages").map(|(_, v)| &v.v);
-        let Some(Val::Table(stages)) = stages else { return Err("no [stages]".into()) };
-        let (name, body) = &stages[0];
-        let Val::Table(entries) = &body.v else { return Err("the stage is no table".into()) };
-        let entries: Vec<_> = entries.iter().filter(|(k, _)| k.v != "kind" && !kind.inputs.iter().any(|i| i.role == k.v)).collect();
-        let table = StageTable { name: &name.v, header: name.span.clone(), entries };
-        let mut problems = Problems::new(&dir.join("example.toml"), text);
-        let env = StageEnv { dir: dir.clone(), seed: 1, plugin_path: Vec::new(), kinds: STAGE_KINDS };
-        let stage = (kind.configure)(kind, &table, &env, &mut problems);
-        problems.into_result().map_err(|e| e.to_string())?;
-        stage.map(|_| ()).ok_or_else(|| "no stage and no problem".into())
+        with_stage_table(kind, text, |table| {
+            let mut problems = Problems::new(&dir.join("example.toml"), text);
+            let env = StageEnv { dir: dir.clone(), seed: 1, plugin_path: Vec::new(), kinds: STAGE_KINDS };
+            let stage = (kind.configure)(kind, table, &env, &mut problems);
+            problems.into_result().map_err(|e| e.to_string())?;
+            stage.map(|_| ()).ok_or_else(|| "no stage and no problem".into())
+        })
     }
 
     /// Every stage kind's documented example (what `fairpipe list` and docs/pipeline-reference.md
@@ -178,6 +171,117 @@ mod tests {
                 checked += 1;
             }
         }
+        assert!(checked > 50, "only {checked} documented defaults are written as values");
+    }
+
+    /// The stage table of the one stage in pipeline `text` (its keys without `kind` and the
+    /// inputs), handed to `f`.
+    fn with_stage_table<R>(
+        kind: &'static fairpipe_core::stage::kind::StageKind,
+        text: &str,
+        f: impl FnOnce(&fairpipe_core::stage::kind::StageTable<'_>) -> R,
+    ) -> R {
+        use fairpipe_core::stage::kind::StageTable;
+        use fairpipe_core::stage::toml_spans::{parse, Val};
+        let root = parse(text).unwrap_or_else(|e| panic!("{}: {e:?}", kind.name));
+        let Val::Table(top) = &root.v else { panic!("{}: no table", kind.name) };
+        let Some(Val::Table(stages)) = top.iter().find(|(k, _)| k.v == "stages").map(|(_, v)| &v.v) else {
+            panic!("{}: no [stages]", kind.name)
+        };
+        let (name, body) = &stages[0];
+        let Val::Table(entries) = &body.v else { panic!("{}: the stage is no table", kind.name) };
+        let entries: Vec<_> = entries.iter().filter(|(k, _)| k.v != "kind" && !kind.inputs.iter().any(|i| i.role == k.v)).collect();
+        f(&StageTable { name: &name.v, header: name.span.clone(), entries })
+    }
+
+    /// Keys whose config field is an `Option` that the stage resolves to the documented default
+    /// when it uses it (so a table without the key does not read into the same value as one
+    /// setting it): kind, key, where the default is applied.
+    const RESOLVED_AT_USE: &[(&str, &str, &str)] = &[
+        ("load", "missing_values", "LoadSpec::new's missing_markers"),
+        ("load", "separator", "LoadConfig::separator_byte"),
+        ("generate", "params", "PluginChoice::params"),
+        ("group_score", "params", "PluginChoice::params"),
+        ("group_score", "plugin", "DEFAULT_AUDITOR when neither plugin nor path is given"),
+    ];
+
+    /// One description per key: every documented default written as a value (`KeyDoc::default`,
+    /// shown by `fairpipe list` and docs/pipeline-reference.md) is the config's real default — the
+    /// kind's example without the key reads into the same typed config as the example with the
+    /// key set to its documented default — and the documented type (`KeyDoc::ty`) names the
+    /// TOML type of that default.
+    #[test]
+    fn every_documented_default_is_the_configs_real_default_and_of_its_documented_type() {
+        use fairpipe_core::run::registry::STAGE_KINDS;
+        use fairpipe_core::stage::toml_spans::{parse, Val};
+        let mut checked = 0;
+        let mut wrong = Vec::new();
+        for kind in STAGE_KINDS {
+            let tag_value = kind.tag.and_then(|tag| {
+                kind.example.lines().find_map(|l| l.strip_prefix(&format!("{tag} = "))).map(|v| v.trim_matches('"').to_string())
+            });
+            for key in kind.keys {
+                let literal = format!("{} = {}", key.name, key.default);
+                let applies = key.only.is_empty() || tag_value.as_deref().is_some_and(|v| key.only.contains(&v));
+                let Ok(parsed) = parse(&literal) else { continue };
+                if Some(key.name) == kind.tag || !applies {
+                    continue;
+                }
+                let without: String =
+                    kind.example.lines().filter(|l| !l.starts_with(&format!("{} =", key.name))).map(|l| format!("{l}\n")).collect();
+                let with = format!("{without}{literal}\n");
+                let absent = with_stage_table(kind, &without, kind.read);
+                let given = with_stage_table(kind, &with, kind.read);
+                let resolved_at_use = RESOLVED_AT_USE.iter().any(|(k, n, _)| *k == kind.name && *n == key.name);
+                match (absent, given) {
+                    (Some(a), Some(g)) if a == g => {
+                        if resolved_at_use {
+                            wrong.push(format!(
+                                "{}.{}: reads the same with and without its default; take it out of RESOLVED_AT_USE",
+                                kind.name, key.name
+                            ));
+                        }
+                    }
+                    (Some(_), Some(_)) if resolved_at_use => {}
+                    (a, g) => wrong.push(format!(
+                        "{}.{}: documented default `{}` but the config reads {} without the key and {} with it",
+                        kind.name,
+                        key.name,
+                        key.default,
+                        a.unwrap_or_else(|| "nothing".into()),
+                        g.unwrap_or_else(|| "nothing".into())
+                    )),
+                }
+                let Val::Table(top) = &parsed.v else { unreachable!("a key = value line parses to a table") };
+                let toml_type = match &top[0].1.v {
+                    Val::Int(_) => "int",
+                    Val::Float(_) => "float",
+                    Val::Bool(_) => "bool",
+                    Val::Str(_) => "string",
+                    Val::Array(_) => "list",
+                    Val::Table(_) => "table",
+                    _ => "other",
+                };
+                let ty = key.ty;
+                let fits = match toml_type {
+                    "int" => ty.contains("int") || ty.contains("float") || ty.contains("number"),
+                    "float" => ty.contains("float") || ty.contains("number"),
+                    "bool" => ty.contains("bool"),
+                    "string" => ty.contains("string") || ty.contains("path") || ty.contains('"'),
+                    "list" => ty.contains("list") || ty.contains('['),
+                    "table" => ty.contains("table"),
+                    _ => true,
+                };
+                if !fits {
+                    wrong.push(format!(
+                        "{}.{}: documented type `{ty}` but its default `{}` is a TOML {toml_type}",
+                        kind.name, key.name, key.default
+                    ));
+                }
+                checked += 1;
+            }
+        }
+        assert!(wrong.is_empty(), "documented defaults that are not the code's:\n{}", wrong.join("\n"));
         assert!(checked > 50, "only {checked} documented defaults are written as values");
     }
 

@@ -206,6 +206,12 @@ fn report(kind: &StageKind, kinds: &[StageKind], table: &StageTable<'_>, e: &DeE
     problems.at(&span, format!("stage `{}`: {message}", table.name));
 }
 
+/// The [`StageKind::read`] of a kind whose config is `C`.
+pub fn read_debug<C: StageConfig + std::fmt::Debug>(table: &StageTable<'_>) -> Option<String> {
+    let (config, _) = read_all::<C>(&table.entries, table.header.clone());
+    config.map(|c| format!("{c:?}"))
+}
+
 /// The [`StageKind::configure`] of a kind whose config is `C`.
 pub fn configure<C: StageConfig>(
     kind: &'static StageKind,

@@ -96,6 +96,12 @@ pub type ConfigureFn = fn(&'static StageKind, &StageTable<'_>, &StageEnv, &mut P
 /// variant), for the test that keeps [`StageKind::keys`] and the config struct in step.
 pub type FieldsFn = fn() -> Vec<(Option<&'static str>, &'static str)>;
 
+/// Reads a stage table into the kind's typed config (serde alone, no checks) and writes it out
+/// with `Debug`; `None` when the table does not read. The test that holds every documented default
+/// ([`KeyDoc::default`]) to the config's real one compares a table without the key with a table
+/// setting it to the documented value.
+pub type ReadFn = fn(&StageTable<'_>) -> Option<String>;
+
 /// The figures a stage kind writes into its entry of `summary.json`, declared in the kind's own
 /// file: the gate checks a condition's names against them at validate, and a sweep compares its
 /// combinations on the `compared` ones.
@@ -156,6 +162,8 @@ pub struct StageKind {
     pub configure: ConfigureFn,
     /// Its config's fields.
     pub fields: FieldsFn,
+    /// Its config as read from a table, written out.
+    pub read: ReadFn,
     /// The figures it writes into `summary.json`.
     pub figures: FigureDoc,
 }

@@ -9,7 +9,7 @@ use super::options::{check_gamma, check_protected, Rows, GAMMA, PROTECTED};
 use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{audited_rows, nan_if_null, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 use crate::stats::wilson;
@@ -25,6 +25,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"test\"",
     configure: configure::<CheckConfig>,
     fields: fields_of::<CheckConfig>,
+    read: read_debug::<CheckConfig>,
     figures: FigureDoc {
         names: &[
             "checked",

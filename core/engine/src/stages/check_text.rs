@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::options::Rows;
 use crate::error::{Error, Result};
 use crate::output::TableBuilder;
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::text::counterfactual::{check_swaps, check_twins};
@@ -38,6 +38,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.swaps]\nkind = \"check_text\"\nmodel = \"model\"",
     configure: configure::<CheckTextConfig>,
     fields: fields_of::<CheckTextConfig>,
+    read: read_debug::<CheckTextConfig>,
     figures: FigureDoc::named(
         &[
             "counterfactuals",

@@ -8,7 +8,7 @@ use crate::cluster::cluster_seeds;
 use crate::data::Split;
 use crate::error::Result;
 use crate::output::TableBuilder;
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
 
@@ -28,6 +28,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 4\nseeds = 1000",
     configure: configure::<ClusterConfig>,
     fields: fields_of::<ClusterConfig>,
+    read: read_debug::<ClusterConfig>,
     figures: FigureDoc::named(&["clusters", "cluster_sizes", "seeds"], false),
 };
 

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::estimate::{trial_counts_shown, Estimate};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::warnings::Warnings;
@@ -43,6 +43,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 400\nsamples = 1000",
     configure: configure::<EstimateConfig>,
     fields: fields_of::<EstimateConfig>,
+    read: read_debug::<EstimateConfig>,
     figures: FigureDoc {
         names: &[
             "rate",

@@ -13,7 +13,7 @@ use super::options::{check_protected, PluginChoice, PROTECTED};
 use crate::error::{Error, Result};
 use crate::pieces::{block, piece_seed, Piece, SearchPiece};
 use crate::plugin::{Plugin, RunSpec};
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{figures_map, with_protected, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
@@ -60,6 +60,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nseeds = \"seeds\"\nplugin = \"aequitas\"\nparams = { strategy = \"fully_directed\" }",
     configure: configure::<GenerateConfig>,
     fields: fields_of::<GenerateConfig>,
+    read: read_debug::<GenerateConfig>,
     figures: FigureDoc::named(
         &[
             "plugin",

@@ -20,7 +20,7 @@ use crate::fairness::{parity, Confusion, Metric, ParitySummary};
 use crate::group_rule::number;
 use crate::grouping::{assign, set_name};
 use crate::output::{Table, TableBuilder};
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext, StageOutput,
@@ -62,6 +62,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.metrics]\nkind = \"group_metrics\"\nmodel = \"model\"\nsplit = \"test\"\nprotected = [\"gender\", \"race\"]\nreference = { gender = \"1\" }",
     configure: configure::<GroupMetricsConfig>,
     fields: fields_of::<GroupMetricsConfig>,
+    read: read_debug::<GroupMetricsConfig>,
     figures: FigureDoc {
         names: &[
             "rows",

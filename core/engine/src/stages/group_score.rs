@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::group_rule::GroupRule;
 use crate::output::TableBuilder;
 use crate::plugin::{Plugin, RunSpec};
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupScoreRow, GroupsArtifact, Inputs, Stage, StageContext, StageOutput,
@@ -46,6 +46,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.groups]\nkind = \"group_score\"\nmodel = \"model\"\nprotected = [\"gender\", \"race\", \"age\"]\nparams = { theta = 0.05 }",
     configure: configure::<GroupScoreConfig>,
     fields: fields_of::<GroupScoreConfig>,
+    read: read_debug::<GroupScoreConfig>,
     figures: FigureDoc {
         names: &[
             "plugin",

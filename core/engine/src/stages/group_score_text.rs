@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextGroupsArtifact};
 use crate::stats::{holm, proportions_test};
@@ -45,6 +45,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.groups]\nkind = \"group_score_text\"\nmodel = \"model\"\ntheta = 0.05",
     configure: configure::<GroupScoreTextConfig>,
     fields: fields_of::<GroupScoreTextConfig>,
+    read: read_debug::<GroupScoreTextConfig>,
     figures: FigureDoc::named(
         &[
             "rule_sets_kept",

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{self, ColumnOverride, LoadSpec, MissingPolicy, Split, SplitSpec};
 use crate::error::{Result, StageError};
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
@@ -40,6 +40,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.data]\nkind = \"load\"\npath = \"data/census.csv\"\ncodes = \"data/census.codes.toml\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"",
     configure: configure::<LoadConfig>,
     fields: fields_of::<LoadConfig>,
+    read: read_debug::<LoadConfig>,
     figures: FigureDoc::named(
         &[
             "rows",

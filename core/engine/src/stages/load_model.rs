@@ -29,7 +29,7 @@ use crate::models::remote::{Backend, RemoteModel, Traffic};
 use crate::models::trees::Graph as TreeGraph;
 use crate::models::Model;
 use crate::models::{Complement, ModelFile, OnnxModel, OrtModel, TreeModel};
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
@@ -115,6 +115,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"models/census.onnx\"",
     configure: configure::<LoadModelConfig>,
     fields: fields_of::<LoadModelConfig>,
+    read: read_debug::<LoadModelConfig>,
     figures: FigureDoc {
         names: &[
             "algorithm",

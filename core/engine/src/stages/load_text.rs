@@ -11,7 +11,7 @@ use super::load::LabelValue;
 use crate::data::Split;
 use crate::error::{Error, Result};
 use crate::output::TableBuilder;
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextsArtifact};
 use crate::text::counterfactual::term_counts;
@@ -37,6 +37,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.comments]\nkind = \"load_text\"\npath = \"data/text/wikitalk_comments.csv\"\ntext = \"comment\"\nlabel = \"toxic\"\nfavourable = \"False\"",
     configure: configure::<LoadTextConfig>,
     fields: fields_of::<LoadTextConfig>,
+    read: read_debug::<LoadTextConfig>,
     figures: FigureDoc::named(
         &[
             "rows",

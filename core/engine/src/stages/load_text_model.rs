@@ -12,7 +12,7 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::models::model_outputs::{Favourable, OutputChoice, OutputTransform};
 use crate::models::onnx_runtime::{install_advice, runtime};
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::TextClassifier;
@@ -33,6 +33,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.model]\nkind = \"load_text_model\"\ndata = \"comments\"\npath = \"models/wikitalk_tfidf_lr.onnx\"",
     configure: configure::<LoadTextModelConfig>,
     fields: fields_of::<LoadTextModelConfig>,
+    read: read_debug::<LoadTextModelConfig>,
     figures: FigureDoc::named(
         &[
             "model",

@@ -10,7 +10,7 @@ use super::estimate::MODEL_INPUT;
 use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
@@ -28,6 +28,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.predictions]\nkind = \"predict\"\nmodel = \"model\"\nsplit = \"test\"",
     configure: configure::<PredictConfig>,
     fields: fields_of::<PredictConfig>,
+    read: read_debug::<PredictConfig>,
     figures: FigureDoc::named(
         &[
             "rows",

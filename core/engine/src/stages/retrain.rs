@@ -45,7 +45,7 @@ use crate::models::Model;
 use crate::models::Recipe;
 use crate::oracle::{accuracy, Oracle};
 use crate::output::TableBuilder;
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
 
@@ -102,6 +102,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.fairer]\nkind = \"retrain\"\nmodel = \"model\"\ncases = \"verified\"\nstrategy = \"aequitas\"",
     configure: configure::<RetrainConfig>,
     fields: fields_of::<RetrainConfig>,
+    read: read_debug::<RetrainConfig>,
     figures: FigureDoc::named(
         &[
             "strategy",

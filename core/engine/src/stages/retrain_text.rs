@@ -17,7 +17,7 @@ use super::train_text::text_accuracy;
 use crate::data::Split;
 use crate::error::{Error, Result};
 use crate::output::TableBuilder;
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::{TextClassifier, TfidfLogistic};
@@ -43,6 +43,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.fairer]\nkind = \"retrain_text\"\ngroups = \"groups\"",
     configure: configure::<RetrainTextConfig>,
     fields: fields_of::<RetrainTextConfig>,
+    read: read_debug::<RetrainTextConfig>,
     figures: FigureDoc::named(
         &[
             "strategy",

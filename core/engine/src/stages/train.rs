@@ -11,7 +11,7 @@ use super::model_output::{model_output, ModelFigures};
 use crate::data::Split;
 use crate::error::Result;
 use crate::models::{MlpConfig, ModelFile, Recipe, SvmConfig, SvmKernel};
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
@@ -57,6 +57,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"mlp\"\nepochs = 20",
     configure: configure::<TrainConfig>,
     fields: fields_of::<TrainConfig>,
+    read: read_debug::<TrainConfig>,
     figures: FigureDoc {
         names: &[
             "train_elapsed_s",

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Split;
 use crate::error::Result;
-use crate::stage::config::{configure, fields_of, Checks, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact, TextsArtifact};
 use crate::text::classifier::{TextClassifier, TextLogisticConfig, TfidfLogistic};
@@ -43,6 +43,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.model]\nkind = \"train_text\"\ndata = \"comments\"\nc = 1.0",
     configure: configure::<TrainTextConfig>,
     fields: fields_of::<TrainTextConfig>,
+    read: read_debug::<TrainTextConfig>,
     figures: FigureDoc::named(
         &[
             "model",

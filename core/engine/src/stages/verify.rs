@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
-use crate::stage::config::{configure, fields_of, StageConfig};
+use crate::stage::config::{configure, fields_of, read_debug, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, InputDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
@@ -24,6 +24,7 @@ pub const KIND: StageKind = StageKind {
     example: "[stages.verified]\nkind = \"verify\"\ncases = \"search\"",
     configure: configure::<VerifyConfig>,
     fields: fields_of::<VerifyConfig>,
+    read: read_debug::<VerifyConfig>,
     figures: FigureDoc {
         names: &[
             "checked",
