@@ -28,7 +28,7 @@ With --format json, one JSON object on standard output:
                \"params\": [{\"name\": KEY, \"type\": TYPE, \"default\": TEXT, \"doc\": TEXT, \"only\": [TAG]}],
                \"tag\": KEY|null, \"example\": TOML}],
    \"plugins\": [{\"name\": N, \"source\": \"built-in\"|PATH, \"status\": \"ok\"|\"shadowed\"|\"refused\",
-                \"version\": V, \"kind\": \"generator\"|\"auditor\", \"abi\": [MAJOR, MINOR], \"doc\": TEXT,
+                \"version\": V, \"kind\": \"generator\"|\"auditor\", \"abi\": [MAJOR, MINOR], \"needs_scores\": BOOL, \"doc\": TEXT,
                 \"params\": [{\"name\": N, \"default\": VALUE, \"doc\": TEXT}],   (when not refused)
                 \"error\": TEXT}]}                                           (when refused)
 ARTIFACT is one of dataset, model, seeds, estimate, cases, groups, group_metrics, texts,
@@ -79,6 +79,7 @@ fn plugin(p: &Plugin, status: &str) -> Value {
         "version": p.version,
         "kind": p.kind_name(),
         "abi": [p.abi.0, p.abi.1],
+        "needs_scores": p.needs_scores(),
         "doc": p.description["doc"].as_str().unwrap_or(""),
         "params": p.description["params"].as_array().into_iter().flatten().map(|param| json!({
             "name": param["name"],

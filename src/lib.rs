@@ -35,13 +35,14 @@ pub fn register_builtins() -> Result<Vec<&'static Plugin>, PluginError> {
 fn describe_plugin(p: &Plugin, note: &str) -> String {
     use std::fmt::Write as _;
     let mut out = format!(
-        "{} {} ({}, {}, ABI {}.{}){note}\n  {}\n",
+        "{} {} ({}, {}, ABI {}.{}{}){note}\n  {}\n",
         p.name,
         p.version,
         p.kind_name(),
         p.source,
         p.abi.0,
         p.abi.1,
+        if p.needs_scores() { ", needs the model's probabilities" } else { "" },
         p.description["doc"].as_str().unwrap_or("")
     );
     for param in p.description["params"].as_array().into_iter().flatten() {

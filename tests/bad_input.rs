@@ -106,6 +106,14 @@ fn wrong_value_types_and_toml_syntax_are_located() {
 }
 
 #[test]
+fn an_output_the_model_lacks_is_located_at_validate() {
+    assert_problems(
+        &good().replace("models/census.onnx\"\n", "models/census.onnx\"\noutput = \"proba\"\n"),
+        &[(18, 10, "no output named \"proba\"; its outputs: probabilities")],
+    );
+}
+
+#[test]
 fn all_problems_are_reported_together() {
     let text = good().replace("trials = 10", "trails = 10").replace("kind = \"load_model\"", "kind = \"load_modle\"");
     assert_problems(&text, &[(15, 8, "unknown stage kind"), (22, 1, "unknown key `trails`")]);

@@ -109,6 +109,9 @@ fn list_json_describes_every_kind_and_plugin() {
     }
     let maft = plugins.iter().find(|p| p["name"] == "maft").unwrap();
     assert_eq!(maft["kind"], "generator");
+    assert_eq!(maft["needs_scores"], true, "maft follows the probability's gradient");
+    let grft = plugins.iter().find(|p| p["name"] == "grft").unwrap();
+    assert_eq!(grft["needs_scores"], false, "grft runs on labels only");
     assert!(!maft["params"].as_array().unwrap().is_empty());
 
     for command in ["list", "validate"] {

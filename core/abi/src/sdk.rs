@@ -20,6 +20,12 @@ pub trait Generator {
     const NAME: &'static str;
     /// One-paragraph summary, with the paper it implements (`fairpipe list` shows it).
     const DOC: &'static str;
+    /// Whether the method reads the model's probabilities themselves (their gradient, a
+    /// threshold on them), so that it cannot run on a model that gives labels only: the host then
+    /// refuses the pipeline at validate, naming the methods that can run. Published as
+    /// `needs_scores` in the plugin's `describe` document. False by default: a method that decides
+    /// by the label (P > 0.5) alone runs on any model.
+    const NEEDS_SCORES: bool = false;
     /// The parameters, parsed and checked before [`Generator::generate`] is called.
     type Params: PluginParams;
     /// Run: query the model and emit cases through `host` until done or [`PluginError::Stopped`].
@@ -34,6 +40,9 @@ pub trait Auditor {
     const NAME: &'static str;
     /// One-paragraph summary, with the paper it implements.
     const DOC: &'static str;
+    /// Whether the method reads the model's probabilities themselves (see
+    /// [`Generator::NEEDS_SCORES`]); false by default.
+    const NEEDS_SCORES: bool = false;
     /// The parameters, parsed and checked before [`Auditor::audit`] is called.
     type Params: PluginParams;
     /// Run the audit and return the report.
@@ -59,6 +68,8 @@ pub trait Method {
     const DOC: &'static str;
     /// One of [`crate::ffi::kind`].
     const KIND: u32;
+    /// Whether it needs the model's probabilities (see [`Generator::NEEDS_SCORES`]).
+    const NEEDS_SCORES: bool = false;
     /// The parameters.
     type Params: PluginParams;
     /// Run with parsed parameters (an auditor's report is sent to the host).
@@ -72,6 +83,7 @@ impl<T: Generator> Method for AsGenerator<T> {
     const NAME: &'static str = T::NAME;
     const DOC: &'static str = T::DOC;
     const KIND: u32 = crate::ffi::kind::GENERATOR;
+    const NEEDS_SCORES: bool = T::NEEDS_SCORES;
     type Params = T::Params;
     fn run(params: &Self::Params, host: &mut Host) -> Result<(), PluginError> {
         T::generate(params, host)
@@ -85,6 +97,7 @@ impl<T: Auditor> Method for AsAuditor<T> {
     const NAME: &'static str = T::NAME;
     const DOC: &'static str = T::DOC;
     const KIND: u32 = crate::ffi::kind::AUDITOR;
+    const NEEDS_SCORES: bool = T::NEEDS_SCORES;
     type Params = T::Params;
     fn run(params: &Self::Params, host: &mut Host) -> Result<(), PluginError> {
         let report = T::audit(params, host)?;
@@ -107,7 +120,13 @@ pub(crate) fn validate<M: Method>(params: &Value) -> Result<(), PluginError> {
     crate::params::parse::<M::Params>(params).map(|_| ())
 }
 
-/// The `describe` document of `M` at `version`.
+/// The `describe` document of `M` at `version`: name, version, doc, parameters, and
+/// `needs_scores` ([`Method::NEEDS_SCORES`]; a host reads its absence, from a plugin built before
+/// it existed, as false).
 pub fn describe<M: Method>(version: &str) -> Result<Value, PluginError> {
-    crate::params::describe_json::<M::Params>(M::NAME, version, M::DOC).map_err(PluginError::InvalidInput)
+    let mut document = crate::params::describe_json::<M::Params>(M::NAME, version, M::DOC).map_err(PluginError::InvalidInput)?;
+    if let Value::Object(map) = &mut document {
+        map.insert("needs_scores".into(), Value::Bool(M::NEEDS_SCORES));
+    }
+    Ok(document)
 }

@@ -167,6 +167,16 @@ pub enum ModelError {
         /// What the data provides.
         found: usize,
     },
+    /// The `output` key names an output the model does not have.
+    #[error("{model}: no output named {wanted:?}; {outputs}")]
+    MissingOutput {
+        /// The model file or endpoint.
+        model: String,
+        /// The output asked for.
+        wanted: String,
+        /// The outputs it has ("its outputs are …"), and how to ask for one.
+        outputs: String,
+    },
     /// Running the model failed.
     #[error("model inference failed: {0}")]
     Inference(String),

@@ -674,6 +674,8 @@ fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], ta
                     let _ = write!(h, "<td>{}</td>", numf(group_value(g, "auc")));
                 }
                 h.push_str("</tr>");
+            } else if let Some(why) = &f.auc_note {
+                let _ = write!(h, "<tr><td>AUC</td><td class=\"muted\" colspan=\"{}\">{}</td></tr>", groups.len().max(1), esc(why));
             }
             h.push_str("</table></div>");
             if let Some(p) = f.parity.get(*set) {

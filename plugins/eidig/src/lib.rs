@@ -209,6 +209,8 @@ impl GradientSource for ModelGradient {
 impl Generator for Eidig {
     const NAME: &'static str = "eidig";
     const DOC: &'static str = "EIDIG (Efficient Individual Discrimination Instance Generator): white-box two-phase search guided by the model's gradient (global momentum steps from clustered seeds, then local perturbation reusing prior gradients; update_interval 5 is EIDIG-5, 0 is EIDIG-INF).";
+    /// It follows the gradient of the model's probability, which a label does not have.
+    const NEEDS_SCORES: bool = true;
     type Params = EidigParams;
 
     fn generate(settings: &EidigParams, host: &mut Host) -> Result<(), PluginError> {

@@ -179,6 +179,8 @@ impl PluginParams for MaftParams {
 impl Generator for Maft {
     const NAME: &'static str = "maft";
     const DOC: &'static str = "MAFT (Model-Agnostic Fairness Testing): black-box two-phase search guided by vectored zero-order gradient estimates (global momentum steps from clustered seeds, then gradient-weighted local perturbation).";
+    /// Its gradient estimates are differences of the model's probabilities, zero between two labels.
+    const NEEDS_SCORES: bool = true;
     type Params = MaftParams;
 
     fn generate(settings: &MaftParams, host: &mut Host) -> Result<(), PluginError> {

@@ -42,6 +42,10 @@ use crate::error::ModelError;
 pub struct Complement(pub Arc<dyn Model>);
 
 impl Model for Complement {
+    fn labels_only(&self) -> bool {
+        self.0.labels_only()
+    }
+
     fn n_features(&self) -> usize {
         self.0.n_features()
     }

@@ -20,6 +20,13 @@ pub trait Model: Send + Sync {
         None
     }
 
+    /// Whether the model gives labels only (its output is a class, read as P(favourable) of 0 or
+    /// 1): AUC, calibration, probability thresholds and gradient-guided searches then have nothing
+    /// to read.
+    fn labels_only(&self) -> bool {
+        false
+    }
+
     /// Whether [`Model::gradient_into`] computes the exact gradient (a network or a linear model
     /// run in this process); the oracle takes finite differences of any other model.
     fn has_exact_gradient(&self) -> bool {

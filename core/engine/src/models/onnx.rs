@@ -88,9 +88,10 @@ impl OnnxModel {
         })?;
         let is_float = |i: usize| values[i].datum_type() == f32::datum_type() || values[i].datum_type() == f64::datum_type();
         let chosen = match output {
-            Some(name) => names.iter().position(|n| n == name).ok_or_else(|| ModelError::Onnx {
-                path: path.to_path_buf(),
-                message: format!("no output named {name:?}; outputs are {names:?}"),
+            Some(name) => names.iter().position(|n| n == name).ok_or_else(|| ModelError::MissingOutput {
+                model: path.display().to_string(),
+                wanted: name.to_string(),
+                outputs: format!("its outputs are {}", names.join(", ")),
             })?,
             None => (0..names.len())
                 .find(|&i| is_float(i) && names[i].to_lowercase().contains("prob"))
@@ -298,6 +299,10 @@ impl OnnxModel {
 }
 
 impl Model for OnnxModel {
+    fn labels_only(&self) -> bool {
+        self.reader.labels_only()
+    }
+
     fn n_features(&self) -> usize {
         self.n_features
     }

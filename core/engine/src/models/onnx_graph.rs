@@ -15,6 +15,9 @@ use crate::error::ModelError;
 
 /// ONNX TensorProto element types.
 const FLOAT: i32 = 1;
+/// The element types of a tensor of class labels: integers (8 to 64 bits, signed or not), string,
+/// bool.
+const LABEL_TYPES: [i32; 10] = [2, 3, 4, 5, 6, 7, 8, 9, 12, 13];
 
 /// Facts read from the graph.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,6 +33,35 @@ pub struct GraphFacts {
     /// The graph's inputs (initializers excluded) as declared: name, element type and shape (`-1`
     /// for a dynamic dimension), in graph order.
     pub inputs: Vec<DeclaredInput>,
+    /// The graph's outputs as declared, in graph order.
+    pub outputs: Vec<DeclaredOutput>,
+}
+
+/// An output of the graph as declared.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeclaredOutput {
+    /// Its name (what `output = "…"` names).
+    pub name: String,
+    /// Whether it holds class labels (a tensor of integers, strings or booleans) and so no
+    /// probability; a float tensor, a map or a sequence may hold probabilities.
+    pub labels: bool,
+}
+
+impl GraphFacts {
+    /// `Some(why)` when the model gives labels only: the output `chosen` (`output = "…"`) holds
+    /// labels, or, none being chosen, every output does (`file` names the model in `why`).
+    pub fn labels_only(&self, file: &str, chosen: Option<&str>) -> Option<String> {
+        let read: Vec<&DeclaredOutput> = self.outputs.iter().filter(|o| chosen.is_none_or(|c| o.name == c)).collect();
+        if read.is_empty() || !read.iter().all(|o| o.labels) {
+            return None;
+        }
+        let names: Vec<&str> = read.iter().map(|o| o.name.as_str()).collect();
+        Some(match (chosen, names.as_slice()) {
+            (Some(name), _) => format!("{file}: its output {name:?} holds class labels, no probabilities"),
+            (None, [one]) => format!("{file}: its one output, {one:?}, holds class labels, no probabilities"),
+            (None, all) => format!("{file}: its outputs {} hold class labels, no probabilities", all.join(", ")),
+        })
+    }
 }
 
 /// Read the facts of the ONNX file at `path`.
@@ -72,9 +104,14 @@ fn facts_of(path: &Path, proto: tract_onnx::prelude::TractResult<ModelProto>) ->
         }
     }
     for output in &graph.output {
-        if !matches!(output.r#type.as_ref().and_then(|t| t.value.as_ref()), Some(type_proto::Value::TensorType(_))) {
-            facts.needs_onnxruntime.push(format!("output {} (a sequence or map)", output.name));
-        }
+        let labels = match output.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(type_proto::Value::TensorType(t)) => LABEL_TYPES.contains(&t.elem_type),
+            _ => {
+                facts.needs_onnxruntime.push(format!("output {} (a sequence or map)", output.name));
+                false
+            }
+        };
+        facts.outputs.push(DeclaredOutput { name: output.name.clone(), labels });
     }
     for node in graph.node.iter().filter(|n| n.domain == "ai.onnx.ml") {
         for attribute in &node.attribute {

@@ -76,10 +76,14 @@ impl OrtModel {
         let names: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
         if let Some(wanted) = choice.name {
             if !names.contains(&wanted) {
-                return Err(err(format!(
-                    "no output named {wanted:?}; its outputs are {}",
-                    outputs.iter().map(|(n, t)| format!("{n} ({})", type_name(t))).collect::<Vec<_>>().join(", ")
-                )));
+                return Err(ModelError::MissingOutput {
+                    model: path.display().to_string(),
+                    wanted: wanted.to_string(),
+                    outputs: format!(
+                        "its outputs are {}",
+                        outputs.iter().map(|(n, t)| format!("{n} ({})", type_name(t))).collect::<Vec<_>>().join(", ")
+                    ),
+                });
             }
         }
         // Run the probe rows once, keeping every output.
@@ -251,6 +255,10 @@ impl SessionPool {
 }
 
 impl Model for OrtModel {
+    fn labels_only(&self) -> bool {
+        self.reader.labels_only()
+    }
+
     fn n_features(&self) -> usize {
         self.domain.width()
     }

@@ -131,6 +131,19 @@ impl Plugin {
     pub fn is_builtin(&self) -> bool {
         self.source == Source::Builtin
     }
+
+    /// Whether the method reads the model's probabilities themselves (gradients, a threshold on
+    /// them), so it cannot run on a model that gives labels only: `needs_scores` in its `describe`
+    /// document (absent, from a plugin built before the SDK declared it: false).
+    pub fn needs_scores(&self) -> bool {
+        self.description["needs_scores"].as_bool().unwrap_or(false)
+    }
+}
+
+/// The registered built-in methods of `kind` (one of [`ffi::kind`]) that run on a model giving
+/// labels only, by name: what a refusal of a method that needs scores offers instead.
+pub fn label_only_methods(kind: u32) -> Vec<String> {
+    builtin_plugins().into_iter().filter(|p| p.kind() == kind && !p.needs_scores()).map(|p| p.name.clone()).collect()
 }
 
 /// Read a static C string (empty when null).

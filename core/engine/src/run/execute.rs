@@ -110,6 +110,7 @@ impl Pipeline {
                 let place = e.refused_key().and_then(|key| planned.places.of(key)).map(Box::new);
                 Error::Stage { stage: planned.name.clone(), kind: planned.kind.name.to_string(), source: Box::new(e), place }
             };
+            refuse_labels_only(planned, &inputs).map_err(in_stage)?;
             if let Some(held) = held {
                 for k in held {
                     computed.push((planned.name.clone(), k, planned.stage.run_piece(&ctx, &inputs, k).map_err(in_stage)?));
@@ -167,6 +168,24 @@ impl Pipeline {
             summary.gate = Some(GateSection::new(crate::gate::evaluate(&self.gate, &summary)));
         }
         Ok((Run { summary, tables, extra_files, artifacts }, computed))
+    }
+}
+
+/// A stage whose keys read the model's probabilities ([`crate::stage::Stage::score_needs`]),
+/// connected to a model that gives labels only (known only now: a model behind a server, a
+/// command): refused before it runs, keyed at the first such key.
+fn refuse_labels_only(planned: &super::PlannedStage, inputs: &Inputs) -> Result<()> {
+    let Some(Artifact::Model(model)) = inputs.by_role.get("model") else { return Ok(()) };
+    if !model.oracle.model().labels_only() {
+        return Ok(());
+    }
+    match planned.stage.score_needs().first() {
+        Some(need) => {
+            let from = planned.inputs.get("model").map(String::as_str).unwrap_or("model");
+            let why = format!("{} returns labels", model.oracle.model().describe());
+            Err(crate::error::StageError::contradicts(need.key, Error::Invalid(need.refusal(from, &why))))
+        }
+        None => Ok(()),
     }
 }
 

@@ -46,6 +46,7 @@ impl Pipeline {
         let seed = seed_override.unwrap_or(header.seed);
         let built = configure_stages(header.stages, &dir, seed, &header.plugin_path, &mut p);
         let order = plan(header.stages, &built, &header.gate, &mut p);
+        check_score_needs(header.stages, &built, &mut p);
         p.into_result()?;
         let mut slots: Vec<Option<PlannedStage>> = built
             .into_iter()
@@ -356,6 +357,26 @@ fn plan(
             };
             p.at(&span, format!("the stages form a cycle: {chain}"));
             Vec::new()
+        }
+    }
+}
+
+/// Every key that reads the probabilities of a model known now to give labels only
+/// ([`Stage::score_needs`] against [`Stage::labels_only_before_run`] of the stage its `model`
+/// input names), located at the key (or at the stage's name when the key is a default).
+fn check_score_needs(stages_table: &[(Sp<String>, Sp<Val>)], built: &[BuiltStage], p: &mut Problems) {
+    for (name, _, inputs, stage, _) in built {
+        let (Some(stage), Some(target)) = (stage, inputs.get("model")) else { continue };
+        let Some(why) = built.iter().find(|(n, ..)| n.v == target.v).and_then(|(_, _, _, s, _)| s.as_ref()?.labels_only_before_run())
+        else {
+            continue;
+        };
+        for need in stage.score_needs() {
+            let keys = stages_table.iter().find(|(n, _)| n.v == name.v).and_then(|(_, body)| match &body.v {
+                Val::Table(entries) => entries.iter().find(|(k, _)| k.v == need.key).map(|(k, _)| k.span.clone()),
+                _ => None,
+            });
+            p.at(&keys.unwrap_or_else(|| name.span.clone()), format!("stage `{}`: {}", name.v, need.refusal(&target.v, &why)));
         }
     }
 }

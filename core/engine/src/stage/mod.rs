@@ -194,6 +194,22 @@ pub trait Stage: Send + Sync {
         Ok(())
     }
 
+    /// The keys of this stage that read the probabilities of the model connected as `model`,
+    /// not only its labels ([`ScoreNeed`]): refused on a model that gives labels only, at validate
+    /// when that is known then ([`Stage::labels_only_before_run`]), else before the stage runs.
+    /// None by default.
+    fn score_needs(&self) -> Vec<ScoreNeed> {
+        Vec::new()
+    }
+
+    /// For a stage producing a model: `Some(why)` when the model is known, before anything runs,
+    /// to give labels only (a `load_model` of an ONNX file whose outputs are all labels), `why`
+    /// saying how that is known. `None` (the default) when it gives probabilities or is known
+    /// only when it runs.
+    fn labels_only_before_run(&self) -> Option<String> {
+        None
+    }
+
     /// How many independent pieces the stage's work splits into ([`crate::pieces`]): blocks of
     /// an estimate's trials, blocks of a search's seeds. 0 (the default): the stage does not
     /// split, and a sharded run computes it whole.
@@ -209,6 +225,25 @@ pub trait Stage: Send + Sync {
     /// The stage's output from all its pieces, in piece order: what [`Stage::run`] gives.
     fn combine(&self, _ctx: &StageContext, _inputs: &Inputs, _pieces: Vec<crate::pieces::Piece>) -> Result<StageOutput> {
         Err(Error::Invalid("this stage does not split into pieces".into()))
+    }
+}
+
+/// A key of a stage's config that reads the model's probabilities, not only its labels (a method
+/// following their gradient, a threshold on them; see [`Stage::score_needs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreNeed {
+    /// The key to change.
+    pub key: &'static str,
+    /// What reads the probabilities: "plugin `maft` (it follows their gradient)".
+    pub what: String,
+    /// What runs on labels only instead: "methods that run on labels only: aequitas, …".
+    pub instead: String,
+}
+
+impl ScoreNeed {
+    /// The refusal when the model stage `model` gives labels only (`why`: how that is known).
+    pub fn refusal(&self, model: &str, why: &str) -> String {
+        format!("{} needs the model's probabilities, but stage `{model}` gives labels only ({why}); {}", self.what, self.instead)
     }
 }
 

@@ -93,6 +93,10 @@ pub struct CheckFigures {
 }
 
 impl Stage for CheckConfig {
+    fn score_needs(&self) -> Vec<crate::stage::ScoreNeed> {
+        super::options::gamma_need(self.gamma).into_iter().collect()
+    }
+
     fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
         crate::stage::with_protected(&data.domain, self.protected.as_deref(), warnings).map(|_| ())
     }

@@ -157,6 +157,10 @@ impl EstimateConfig {
 }
 
 impl Stage for EstimateConfig {
+    fn score_needs(&self) -> Vec<crate::stage::ScoreNeed> {
+        super::options::gamma_need(self.gamma).into_iter().collect()
+    }
+
     fn preflight(&self, data: &crate::data::Dataset, warnings: &Warnings) -> Result<()> {
         self.audited_domain(&data.domain, warnings).map(|_| ())
     }

@@ -244,6 +244,10 @@ struct Generate {
 }
 
 impl Stage for Generate {
+    fn score_needs(&self) -> Vec<crate::stage::ScoreNeed> {
+        self.config.choice().score_need(self.plugin).into_iter().chain(super::options::gamma_need(self.config.gamma)).collect()
+    }
+
     fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
         with_protected(&data.domain, self.config.protected.as_deref(), warnings).map(|_| ())
     }

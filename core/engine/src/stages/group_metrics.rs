@@ -75,6 +75,7 @@ pub const KIND: StageKind = StageKind {
             "decision_threshold",
             "selection",
             "probabilities",
+            "auc_note",
             "reference",
             "ratio_band",
             "min_count",
@@ -306,6 +307,11 @@ pub struct GroupMetricsFigures {
     pub selection: String,
     /// Whether the model gave probabilities (not only 0/1), so AUC and calibration exist.
     pub probabilities: bool,
+    /// Why AUC and calibration are not measured, when they are not: "not available: labels only"
+    /// (the model gives labels, no probabilities), or "not available: every score is 0 or 1"
+    /// (absent when they are measured, per group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auc_note: Option<String>,
     /// The reference rule as configured.
     pub reference: Value,
     /// The fairness band of a ratio.
@@ -333,6 +339,9 @@ pub struct GroupMetricsFigures {
 /// The metrics a group is tested on against its reference (one test each, all Holm-corrected
 /// together).
 const TESTED: [Metric; 3] = [Metric::SelectionRate, Metric::Tpr, Metric::Fpr];
+
+/// What the `auc_note` figure says of a model that gives labels only.
+pub const LABELS_ONLY: &str = "not available: labels only";
 
 /// Calibration bins of the scores.
 const CALIBRATION_BINS: usize = 10;
@@ -495,6 +504,16 @@ fn rate_with_ci(c: &Confusion, m: Metric) -> (f64, [f64; 2]) {
 }
 
 impl Stage for GroupMetricsConfig {
+    /// `top_k` and `top_share` rank the rows by their probability: labels only tie them.
+    fn score_needs(&self) -> Vec<crate::stage::ScoreNeed> {
+        let ranking = |key: &'static str| crate::stage::ScoreNeed {
+            key,
+            what: format!("`{key}` (rows ranked by their probability)"),
+            instead: "leave it out: rows are then selected by their label (`threshold`)".into(),
+        };
+        [self.top_k.map(|_| ranking("top_k")), self.top_share.map(|_| ranking("top_share"))].into_iter().flatten().collect()
+    }
+
     fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
         crate::stage::with_protected(&data.domain, self.protected.as_deref(), warnings).map(|_| ())
     }
@@ -648,6 +667,11 @@ impl Stage for GroupMetricsConfig {
             decision_threshold,
             selection: selection.into(),
             probabilities,
+            auc_note: match (probabilities, model.oracle.model().labels_only()) {
+                (true, _) => None,
+                (false, true) => Some(LABELS_ONLY.into()),
+                (false, false) => Some("not available: every score is 0 or 1".into()),
+            },
             reference: self.reference.clone(),
             ratio_band: self.ratio_band,
             min_count: self.min_count,

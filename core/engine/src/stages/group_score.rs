@@ -248,6 +248,10 @@ struct GroupScore {
 }
 
 impl Stage for GroupScore {
+    fn score_needs(&self) -> Vec<crate::stage::ScoreNeed> {
+        self.config.choice().score_need(self.plugin).into_iter().collect()
+    }
+
     fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
         crate::stage::with_protected(&data.domain, self.config.protected.as_deref(), warnings).map(|_| ())
     }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::model_output::{model_output_scored, ModelFigures};
 use super::train::DATA_INPUT;
 use crate::data::Dataset;
-use crate::error::{ModelError, Result};
+use crate::error::{Error, ModelError, Result, StageError};
 use crate::models::agreement::{Agreement, Verdict};
 use crate::models::model_inputs::{Feeding, InputPlan};
 use crate::models::model_outputs::{ClassKey, Favourable, OutputTransform};
@@ -271,6 +271,10 @@ pub struct LoadModelConfig {
     /// Python object's `predict_proba`; not in TOML): bound to the dataset when the stage runs.
     #[serde(skip)]
     pub provided: Option<ProvidedModel>,
+    /// What validation read of an ONNX file's graph about its outputs: `Some(why)` when it gives
+    /// labels only (kept for [`Stage::labels_only_before_run`]).
+    #[serde(skip)]
+    labels_only: std::sync::OnceLock<Option<String>>,
 }
 
 impl LoadModelConfig {
@@ -297,6 +301,7 @@ impl LoadModelConfig {
             executor: Executor::Auto,
             onnxruntime: None,
             provided: None,
+            labels_only: std::sync::OnceLock::new(),
         }
     }
 
@@ -394,6 +399,9 @@ impl StageConfig for LoadModelConfig {
             }
         };
         self.check_input_names(checks, &facts);
+        self.check_output_name(checks, &facts);
+        let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let _ = self.labels_only.set(facts.labels_only(&file, self.output.as_deref()));
         let needs = match facts {
             _ if self.executor == Executor::Onnxruntime => vec!["executor = \"onnxruntime\"".to_string()],
             mut facts if self.executor == Executor::Auto => {
@@ -445,6 +453,7 @@ impl StageConfig for LoadModelConfig {
             inputs: self.inputs,
             executor: self.executor,
             onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
+            labels_only: self.labels_only.into_inner().flatten(),
         }))
     }
 }
@@ -462,6 +471,15 @@ impl LoadModelConfig {
             if self.inputs.values().take(i).any(|c| c == column) {
                 checks.at(&span, format!("column {column:?} is mapped to two inputs; each input takes its own column"));
             }
+        }
+    }
+
+    /// The `output` key against the ONNX model's outputs (did-you-mean).
+    fn check_output_name(&self, checks: &mut Checks<'_, '_>, facts: &GraphFacts) {
+        let Some(wanted) = &self.output else { return };
+        let names: Vec<&str> = facts.outputs.iter().map(|o| o.name.as_str()).collect();
+        if !names.contains(&wanted.as_str()) {
+            checks.problem("output", format!("no output named {wanted:?}{}; its outputs: {}", hint(wanted, &names), names.join(", ")));
         }
     }
 
@@ -645,16 +663,27 @@ struct LoadModel {
     inputs: BTreeMap<String, String>,
     executor: Executor,
     onnxruntime: Option<PathBuf>,
+    /// `Some(why)` when validation found the model's outputs to be labels only.
+    labels_only: Option<String>,
 }
 
 impl Stage for LoadModel {
+    fn labels_only_before_run(&self) -> Option<String> {
+        self.labels_only.clone()
+    }
+
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
         let mut figures = LoadModelFigures::default();
+        // An output the model lacks is the `output` key's to fix.
+        let keyed = |e: Error| match e {
+            Error::Model(ModelError::MissingOutput { .. }) => StageError::contradicts("output", e),
+            other => other,
+        };
         let (model, recipe): (Arc<dyn Model>, _) = if let Some(provided) = &self.provided {
             (load_provided(provided, &data, &mut figures)?, None)
         } else if let Some(remote) = &self.remote {
-            (self.load_remote(remote, &data, &mut figures)?, None)
+            (self.load_remote(remote, &data, &mut figures).map_err(keyed)?, None)
         } else if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
             let file = ModelFile::load(&self.path, &data.domain)?;
             figures.algorithm = Some(file.recipe.name().to_string());
@@ -662,7 +691,7 @@ impl Stage for LoadModel {
             let model: Arc<dyn Model> = if data.label_flipped { Arc::new(Complement(model)) } else { model };
             (model, Some(file.recipe))
         } else {
-            (self.load_onnx(&data, &mut figures)?, None)
+            (self.load_onnx(&data, &mut figures).map_err(keyed)?, None)
         };
         let (artifact, model_figures, model_queries, scored) = model_output_scored(model, Arc::clone(&data), recipe)?;
         figures.model = model_figures;

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::plugin::{self, Plugin};
 use crate::stage::config::Checks;
 use crate::stage::kind::KeyDoc;
+use crate::stage::ScoreNeed;
 
 /// The rows of a dataset a stage looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +65,15 @@ pub fn check_gamma(checks: &mut Checks<'_, '_>, gamma: Option<f64>) {
     }
 }
 
+/// `gamma`, when given, reads the model's probabilities ([`crate::stage::Stage::score_needs`]).
+pub fn gamma_need(gamma: Option<f64>) -> Option<ScoreNeed> {
+    gamma.map(|_| ScoreNeed {
+        key: "gamma",
+        what: "`gamma` (a threshold on the difference of two probabilities)".into(),
+        instead: "leave `gamma` out: a pair then counts when its labels differ".into(),
+    })
+}
+
 /// The plugin a stage names: `plugin = "NAME"` or `path = "LIBRARY"` (or a default), and the
 /// plugin's own `params` table.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -100,6 +110,16 @@ impl PluginChoice {
             (Some(name), None, _) => plugin::load_by_name(name, plugin_path)?,
             (None, None, Some(default)) => plugin::load_by_name(default, plugin_path)?,
             (None, None, None) => return Err(Error::Invalid("missing `plugin` (a plugin name) or `path` (a plugin library)".into())),
+        })
+    }
+
+    /// What `plugin` reads of the model, when it needs its probabilities: keyed at `path` or
+    /// `plugin` (as written), offering the built-in methods of its kind that run on labels only.
+    pub fn score_need(&self, plugin: &Plugin) -> Option<ScoreNeed> {
+        plugin.needs_scores().then(|| ScoreNeed {
+            key: if self.path.is_some() { "path" } else { "plugin" },
+            what: format!("plugin `{}`", plugin.name),
+            instead: format!("methods that run on labels only: {}", plugin::label_only_methods(plugin.kind()).join(", ")),
         })
     }
 

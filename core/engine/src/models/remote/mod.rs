@@ -148,11 +148,10 @@ impl RemoteModel {
         if let Some(wanted) = choice.name {
             if !returned.iter().any(|(n, _, _)| n == wanted) {
                 let names: Vec<&str> = returned.iter().map(|(n, _, _)| n.as_str()).collect();
-                return Err(ModelError::Remote {
-                    url,
-                    message: format!(
-                        "no output named {wanted:?} in the answer (it returned {names:?}); ask for it with `outputs = [{wanted:?}]`"
-                    ),
+                return Err(ModelError::MissingOutput {
+                    model: url,
+                    wanted: wanted.to_string(),
+                    outputs: format!("the answer holds {names:?}; ask for it with `outputs = [{wanted:?}]`"),
                 });
             }
         }
@@ -412,6 +411,10 @@ impl RemoteModel {
 }
 
 impl Model for RemoteModel {
+    fn labels_only(&self) -> bool {
+        self.reader.labels_only()
+    }
+
     fn n_features(&self) -> usize {
         self.domain.width()
     }

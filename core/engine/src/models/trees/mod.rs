@@ -63,7 +63,11 @@ impl TreeModel {
         let typed: Vec<(String, ElementType)> = names.iter().cloned().zip(values.iter().map(element_type)).collect();
         if let Some(wanted) = choice.name {
             if !names.iter().any(|n| n == wanted) {
-                return Err(err(format!("no output named {wanted:?}; its outputs are {}", names.join(", "))));
+                return Err(ModelError::MissingOutput {
+                    model: path.display().to_string(),
+                    wanted: wanted.to_string(),
+                    outputs: format!("its outputs are {}", names.join(", ")),
+                });
             }
         }
         let raw: Vec<Option<RawOutput>> = values.iter().map(|v| Some(raw_output(v, rows, true))).collect();
@@ -149,6 +153,10 @@ fn raw_output(value: &Value, rows: usize, maps: bool) -> RawOutput {
 }
 
 impl Model for TreeModel {
+    fn labels_only(&self) -> bool {
+        self.reader.labels_only()
+    }
+
     fn n_features(&self) -> usize {
         self.graph.width()
     }
