@@ -7,6 +7,7 @@
 //! boundary. A program that embeds the engine (`fairpipe-core`) and wants the built-in methods
 //! calls [`register_builtins`] once.
 
+pub mod fuzzing;
 pub mod init;
 pub mod json;
 pub mod scaffold;

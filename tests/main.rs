@@ -15,6 +15,7 @@ mod conformance;
 mod deploy;
 mod external_plugin;
 mod fairlearn;
+mod fuzz_corpus;
 mod gate;
 mod group_metrics;
 mod init;

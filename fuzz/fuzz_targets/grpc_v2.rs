@@ -3,14 +3,8 @@
 //! (`grpc::read_infer_body`, `grpc::read_metadata_body`), and a `grpc-message` header
 //! (`grpc::percent_decode`). No network: the bytes are the body. The first byte is the batch's row
 //! count.
+//!
+//! The body is `fairpipe::fuzzing::grpc_v2`, which the test suite also replays the corpus through.
 #![no_main]
 
-use fairpipe_core::models::remote::grpc;
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let Some((&rows, body)) = data.split_first() else { return };
-    let _ = grpc::read_infer_body(body, usize::from(rows));
-    let _ = grpc::read_metadata_body(body);
-    let _ = grpc::percent_decode(&String::from_utf8_lossy(body));
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fairpipe::fuzzing::grpc_v2(data));
