@@ -26,6 +26,8 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_grid import pipeline_text  # noqa: E402
 
 # bench: (data file, protected column, reference benchmark name)
 BENCH = {'census-gender': ('census', 'gender'), 'census-race': ('census', 'race'), 'census-age': ('census', 'age')}
@@ -36,44 +38,6 @@ CELLS = {
     'aft': ('{ max_tests = 0 }', 200_000, 'aft_reference.py', []),
 }
 
-PIPELINE = """[pipeline]
-name = "label-only-bench"
-seed = 1
-
-[stages.data]
-kind = "load"
-path = "{root}/pipelines/data/{data}.csv"
-codes = "{root}/pipelines/data/{data}.codes.toml"
-label = "income"
-favourable = ">50K"
-protected = ["{protected}"]
-drop = ["row"]
-split_column = "split"
-
-[stages.model]
-kind = "load_model"
-data = "data"
-path = "{root}/pipelines/models/{data}.onnx"
-
-[stages.seeds]
-kind = "cluster"
-data = "data"
-k = 4
-seeds = 1000
-
-[stages.search]
-kind = "generate"
-model = "model"
-seeds = "seeds"
-plugin = "{plugin}"
-protected = ["{protected}"]
-params = {params}
-max_queries = {budget}
-
-[stages.verified]
-kind = "verify"
-cases = "search"
-"""
 
 
 def runs(path):
@@ -85,7 +49,7 @@ def runs(path):
 def fairpipe_run(exe, method, bench, seed, work):
     data, protected = BENCH[bench]
     params, budget, _, _ = CELLS[method]
-    text = PIPELINE.format(root=ROOT, data=data, protected=protected, plugin=method, params=params, budget=budget)
+    text = pipeline_text(data, os.path.join(ROOT, 'pipelines', 'models', f'{data}.onnx'), protected, method, params, 'max_queries', budget)
     pipeline = os.path.join(work, 'p.toml')
     open(pipeline, 'w').write(text)
     out = os.path.join(work, 'out')
