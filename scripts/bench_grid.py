@@ -27,8 +27,9 @@ seconds (`run_elapsed_s`: the generate stage's wall time, not loading or cluster
 IDIs/s, tests/s, success rate = IDIs / tests, IDIs per 1,000 queries. Cells are means over the
 runs (IDIs also with the standard deviation).
 
-`--output labels` runs the same cells on the label output of each export (load_model's
-`output = "label"`): a model that gives decisions only. Methods that need scores (maft, eidig) are
+`--output labels` runs the same cells on the label-only copy of each export
+(target/grid-models/<name>_labels.onnx, from make_grid_models.py): a model that gives decisions
+only. Methods that need scores (maft, eidig) are
 refused by `fairpipe validate` there; the script runs validate first and records the cell as
 "n/a (needs scores)" with validate's message.
 
@@ -95,7 +96,7 @@ protected = ["{protected}"]
 kind = "load_model"
 data = "data"
 path = "{model}"
-{output}
+
 [stages.seeds]
 kind = "cluster"
 data = "data"
@@ -116,8 +117,8 @@ cases = "search"
 """
 
 
-def model_path(dataset, model):
-    name = f'{dataset}_{model}.onnx'
+def model_path(dataset, model, output='scores'):
+    name = f'{dataset}_{model}{"_labels" if output == "labels" else ""}.onnx'
     for d in (os.path.join(ROOT, 'tests', 'fixtures', 'onnx', 'grid'), os.path.join(ROOT, 'target', 'grid-models')):
         if os.path.exists(os.path.join(d, name)):
             return os.path.join(d, name)
@@ -131,7 +132,7 @@ def manifest_accuracy(dataset, model):
     return entry['test_accuracy'] if entry else None
 
 
-def pipeline_text(dataset, model_file, protected, method, params, budget_key, budget, output='scores'):
+def pipeline_text(dataset, model_file, protected, method, params, budget_key, budget):
     """One search run on a bundled dataset: load -> load_model -> cluster -> generate -> verify
     (also scripts/bench_label_only.py's)."""
     label, _, favourable = DATASETS[dataset]
@@ -143,7 +144,7 @@ def pipeline_text(dataset, model_file, protected, method, params, budget_key, bu
         codes=f'codes = "{codes}"\n' if os.path.exists(codes) else '',
         favourable=f'favourable = "{favourable}"\n' if favourable else '',
         drop='drop = ["row"]\n' if has_row else '',
-        model=model_file, output='output = "label"\n' if output == 'labels' else '',
+        model=model_file,
         budget=f'{budget_key} = {budget}')
 
 
@@ -171,6 +172,8 @@ def run_one(exe, key, text, work):
     if key['method'] in NEEDS_SCORES and key['output'] == 'labels':
         v = subprocess.run([exe, 'validate', pipeline], capture_output=True, text=True, env=env)
         if v.returncode != 0:
+            if 'labels only' not in v.stderr:
+                raise SystemExit(f'{key}: validate failed for another reason than scores:\n{v.stderr[-2000:]}')
             return dict(key, na='needs scores', message=(v.stderr or v.stdout).strip().splitlines()[-1][:300])
     out = os.path.join(work, 'out')
     load = os.getloadavg()[0]
@@ -263,6 +266,32 @@ def markdown(cells, header):
     return '\n'.join(lines) + '\n'
 
 
+def pivot(cells, field, digits, published_field=None):
+    """One row a cell, one column a method: `field`, and the published figure beside where there is one."""
+    methods = list(METHODS)
+    rows = {}
+    for c in cells:
+        rows.setdefault((c['output'], c['dataset'], c['model'], c['protected']), {})[c['method']] = c
+    head = '| dataset | model | protected | ' + ' | '.join(methods) + ' |'
+    lines = [head, '|' + '---|' * (3 + len(methods))]
+    for (output, dataset, model, protected) in sorted(rows, key=lambda k: (k[0], list(DATASETS).index(k[1]), MODELS.index(k[2]),
+                                                                          DATASETS[k[1]][1].index(k[3]))):
+        out = []
+        for m in methods:
+            c = rows[(output, dataset, model, protected)].get(m)
+            if c is None:
+                out.append('')
+            elif 'na' in c:
+                out.append(f"n/a ({c['na']})")
+            else:
+                v = fmt(c[field], digits) if c.get(field) is not None else '—'
+                p = c.get('published')
+                out.append(f"{v} ({fmt(p[published_field], digits if published_field == 'success' else 0)})" if p and published_field else v)
+        label = f'{dataset}{" (labels)" if output == "labels" else ""}'
+        lines.append(f'| {label} | {model} | {protected} | ' + ' | '.join(out) + ' |')
+    return '\n'.join(lines) + '\n'
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--fairpipe')
@@ -304,13 +333,15 @@ def main():
                             for seed in range(1, args.seeds + 1):
                                 key = dict(output=args.output, dataset=dataset, model=model, protected=protected, method=method,
                                            budget_key=budget_key, budget=budget_value, binary=kind, seed=seed)
+                                key_run_extra = {'binary_path': exe}
                                 if cell_key(key) + (seed,) in have:
                                     continue
                                 key_run = dict(key, expected_accuracy=manifest_accuracy(dataset, model))
-                                text = pipeline_text(dataset, model_path(dataset, model), protected, method, METHODS[method],
-                                                     budget_key, budget_value, args.output)
+                                text = pipeline_text(dataset, model_path(dataset, model, args.output), protected, method, METHODS[method],
+                                                     budget_key, budget_value)
                                 r = run_one(exe, key_run, text, work)
                                 r.pop('expected_accuracy', None)
+                                r.update(key_run_extra)
                                 f.write(json.dumps(r) + '\n')
                                 f.flush()
                                 runs.append(r)
@@ -319,18 +350,21 @@ def main():
                                       flush=True)
     cells = aggregate(runs, published(), args.seeds)
     loads = [r['load_avg_1m'] for r in runs if 'load_avg_1m' in r]
-    binaries = sorted({r['binary'] for r in runs})
+    binaries = sorted({f"{r['binary']} ({r.get('binary_path', exe)})" for r in runs})
     budgets = ', '.join(sorted({f"{r['budget_key']} = {r['budget']:,}" for r in runs}))
-    header = (f"fairpipe binary: {', '.join(binaries)} build ({exe}); budgets: {budgets} per run; seeds 1..{args.seeds}; "
+    header = (f"fairpipe binaries: {', '.join(binaries)}; budgets: {budgets} per run; seeds 1..{args.seeds}; "
               f"one rayon thread; machine: {os.cpu_count()} cores, {platform.machine()}, 1-minute load average at the runs' "
               f"starts {min(loads):.1f}–{max(loads):.1f} (mean {statistics.mean(loads):.1f})." if loads else 'no runs')
     with open(os.path.join(args.out_dir, 'grid.json'), 'w') as f:
         json.dump({'header': header, 'cells': cells}, f, indent=1)
         f.write('\n')
     table = markdown(cells, header)
+    pivots = ('\n### IDIs per 1,000 model queries\n\n' + pivot(cells, 'idis_per_1k_queries', 1)
+              + '\n### IDIs per second (published RegionFT IDIs/s in brackets)\n\n' + pivot(cells, 'idis_s', 0, 'idis_s')
+              + '\n### Success rate, IDIs / tests (published in brackets)\n\n' + pivot(cells, 'success', 3, 'success'))
     with open(os.path.join(args.out_dir, 'grid.md'), 'w') as f:
-        f.write(table)
-    print(table)
+        f.write(table + pivots)
+    print(table + pivots)
 
 
 if __name__ == '__main__':
