@@ -7,9 +7,10 @@
 //! It is built from the same figures and tables as `summary.json` and the CSV files.
 //!
 //! The page leads with its findings ([`findings`]): the gate's verdict when there is a gate, the
-//! run's warnings, then one line per headline finding; the detail follows. The HTML comes from
-//! minijinja templates under `core/engine/templates/report/`, built into the binary; the charts
-//! ([`charts`]) are inline SVG with axes and ticks, on fixed scales.
+//! run's warnings, then one line per headline finding; the detail follows. Rust builds plain view
+//! structs of the figures (and the chart geometry, [`charts`]: inline SVG with axes and ticks, on
+//! fixed scales); all the HTML comes from the minijinja templates under
+//! `core/engine/templates/report/`, built into the binary, which escape what they show.
 
 use std::fmt::Write as _;
 
@@ -20,8 +21,10 @@ use minijinja::{context, Environment, UndefinedBehavior};
 
 use polars::prelude::*;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
+use crate::fairness::ParitySummary;
 use crate::output::Table;
 use crate::stage::summary::{Figures, StageSummary, Summary};
 use crate::stages::check::CheckFigures;
@@ -44,14 +47,15 @@ use charts::{Bar, BarChart, LineChart, Scale, Verdict};
 const TEMPLATES: [(&str, &str); 6] = [
     ("page.html", include_str!("../templates/report/page.html")),
     ("detail.html", include_str!("../templates/report/detail.html")),
+    ("metrics.html", include_str!("../templates/report/metrics.html")),
+    ("text.html", include_str!("../templates/report/text.html")),
     ("findings.html", include_str!("../templates/report/findings.html")),
     ("charts.html", include_str!("../templates/report/charts.html")),
-    ("bar_chart.html", "{% import \"charts.html\" as charts %}{{ charts.bar_chart(c, caption) }}"),
-    ("line_chart.html", "{% import \"charts.html\" as charts %}{{ charts.line_chart(c) }}"),
 ];
 
 /// The templates with the report's filters: `num` (a figure), `pct` (a share as a percentage),
-/// `pvalue`, `count` (with thousands separated), `interval` (two shares); "—" for none.
+/// `pvalue`, `count` (with thousands separated), `interval` (two shares); "—" for none; and
+/// `fixed(d)` (`d` decimals).
 fn environment() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
     ENV.get_or_init(|| {
@@ -69,6 +73,7 @@ fn environment() -> &'static Environment<'static> {
             Some(n) => numf(n),
             None => "—".to_string(),
         });
+        env.add_filter("fixed", |v: f64, decimals: usize| format!("{v:.decimals$}"));
         env.add_filter("interval", |v: Vec<Option<f64>>| match v.as_slice() {
             [lo, hi] => format!("[{}, {}]", lo.map_or_else(|| "—".to_string(), pctf), hi.map_or_else(|| "—".to_string(), pctf)),
             _ => "—".to_string(),
@@ -80,18 +85,6 @@ fn environment() -> &'static Environment<'static> {
 /// Render template `name` with `ctx`.
 fn render_template(name: &str, ctx: minijinja::Value) -> Result<String, minijinja::Error> {
     environment().get_template(name)?.render(ctx)
-}
-
-/// A chart as HTML (an error in a template is shown in its place).
-fn bar_chart(c: &BarChart, caption: &str) -> String {
-    render_template("bar_chart.html", context! { c => c, caption => caption })
-        .unwrap_or_else(|e| format!("<p class=\"flag\">the chart could not be drawn: {}</p>", esc(&e.to_string())))
-}
-
-/// A line chart as HTML.
-fn line_chart(c: &LineChart) -> String {
-    render_template("line_chart.html", context! { c => c })
-        .unwrap_or_else(|e| format!("<p class=\"flag\">the chart could not be drawn: {}</p>", esc(&e.to_string())))
 }
 
 /// The id of a stage's place in the report (the findings link to it).
@@ -176,6 +169,13 @@ fn or0(f: f64) -> f64 {
     }
 }
 
+/// A stage whose figures do not read, reported on the page in their place.
+#[derive(Serialize)]
+struct Problem {
+    stage: String,
+    error: String,
+}
+
 /// What every stage's entry in the summary has besides its figures.
 struct Head {
     kind: String,
@@ -195,8 +195,8 @@ impl<'a> Stages<'a> {
     }
 
     /// The stages of one of `kinds`, their figures read as `F`; a stage whose figures do not read
-    /// is reported on the page instead of being drawn with gaps.
-    fn of_kind<F: Figures + DeserializeOwned + Clone>(&self, h: &mut String, kinds: &[&str]) -> Vec<(String, F)> {
+    /// is reported on the page (in `problems`) instead of being drawn with gaps.
+    fn of_kind<F: Figures + DeserializeOwned + Clone>(&self, problems: &mut Vec<Problem>, kinds: &[&str]) -> Vec<(String, F)> {
         let mut out = Vec::new();
         for (n, head, f) in &self.entries {
             if !kinds.contains(&head.kind.as_str()) {
@@ -204,9 +204,7 @@ impl<'a> Stages<'a> {
             }
             match f.figures::<F>() {
                 Ok(figures) => out.push((n.clone(), figures)),
-                Err(e) => {
-                    let _ = write!(h, "<p class=\"flag\">stage {}: its figures do not read: {}</p>", esc(n), esc(&e.to_string()));
-                }
+                Err(e) => problems.push(Problem { stage: n.clone(), error: e.to_string() }),
             }
         }
         out
@@ -215,38 +213,6 @@ impl<'a> Stages<'a> {
     fn get(&self, name: &str) -> Option<&(String, Head, &'a StageSummary)> {
         self.entries.iter().find(|(n, ..)| n == name)
     }
-}
-
-/// Open a `<table>` with a header row of `columns` (plain text).
-fn open_table(h: &mut String, columns: &[&str]) {
-    h.push_str("<table><tr>");
-    for c in columns {
-        let _ = write!(h, "<th>{c}</th>");
-    }
-    h.push_str("</tr>");
-}
-
-/// One table row of `cells` (already formatted and escaped), with a `class` when given.
-fn table_row(h: &mut String, class: Option<&str>, cells: &[String]) {
-    match class {
-        Some(c) => {
-            let _ = write!(h, "<tr class=\"{c}\">");
-        }
-        None => h.push_str("<tr>"),
-    }
-    for c in cells {
-        let _ = write!(h, "<td>{c}</td>");
-    }
-    h.push_str("</tr>");
-}
-
-/// A table row of stage `stage`'s figures, with the stage's id (the findings link to it).
-fn stage_row(h: &mut String, stage: &str, cells: &[String]) {
-    let _ = write!(h, "<tr id=\"{}\">", section_id(stage));
-    for c in cells {
-        let _ = write!(h, "<td>{c}</td>");
-    }
-    h.push_str("</tr>");
 }
 
 /// The report's style sheet (the sweep report uses it too).
@@ -307,7 +273,7 @@ fn named<F: serde::Serialize>(stages: &Stages<'_>, list: &[(String, F)]) -> Vec<
 
 /// The detail sections after the findings.
 fn detail(stages: &Stages<'_>, tables: &[(String, Table)]) -> Result<String, minijinja::Error> {
-    let mut problems = String::new();
+    let mut problems = Vec::new();
     let loads = stages.of_kind::<LoadFigures>(&mut problems, &["load"]);
     let models = stages.of_kind::<ModelFigures>(&mut problems, &["train", "load_model", "retrain"]);
     let verifies = stages.of_kind::<VerifyFigures>(&mut problems, &["verify"]);
@@ -347,15 +313,10 @@ fn detail(stages: &Stages<'_>, tables: &[(String, Table)]) -> Result<String, min
         })
         .collect();
     let metrics = stages.of_kind::<GroupMetricsFigures>(&mut problems, &["group_metrics"]);
-    let mut metrics_html = String::new();
-    metrics_section(&mut metrics_html, &metrics, tables);
     let retrains = stages.of_kind::<RetrainFigures>(&mut problems, &["retrain"]);
-    let mut rest = String::new();
-    text::text_sections(&mut rest, stages, tables);
-    comparison_section(&mut rest, &models, stages);
+    let text = text::text_sections(&mut problems, stages, tables);
     let pair_sources: Vec<&str> =
         stages.entries.iter().filter(|(_, head, _)| head.kind == "verify" || head.kind == "check").map(|(n, ..)| n.as_str()).collect();
-    pairs_section(&mut rest, &pair_sources, tables);
     render_template(
         "detail.html",
         context! {
@@ -369,9 +330,11 @@ fn detail(stages: &Stages<'_>, tables: &[(String, Table)]) -> Result<String, min
             checks => named(stages, &checks),
             check_chart => check_chart,
             group_scores => group_scores,
-            metrics => metrics_html,
+            metrics => metrics_views(&metrics, tables),
             retrains => named(stages, &retrains),
-            rest => rest,
+            text => text,
+            comparison => comparison(&models, stages),
+            pairs => pairs(&pair_sources, tables),
         },
     )
 }
@@ -492,11 +455,83 @@ fn band_legend(f: &GroupMetricsFigures) -> Vec<(Verdict, &'static str)> {
 /// Groups charted per attribute set beyond which the smallest are left out.
 const MAX_CHARTED_GROUPS: usize = 40;
 
+/// Groups of an attribute set beyond which the set has no table (the CSV table has them).
+const MAX_TABLED_GROUPS: usize = 40;
+
+/// A chart with the title of its heading.
+#[derive(Serialize)]
+struct Titled<C> {
+    title: String,
+    chart: C,
+}
+
+/// A `group_metrics` stage as `metrics.html` shows it: its figures, then per attribute set a table
+/// and charts, the rates by group, and the threshold sweep.
+#[derive(Serialize)]
+struct MetricsView<'a> {
+    name: &'a str,
+    id: String,
+    f: &'a GroupMetricsFigures,
+    sets: Vec<SetView<'a>>,
+    rate_charts: Vec<Titled<BarChart>>,
+    sweeps: Vec<Titled<LineChart>>,
+}
+
+/// One attribute set of a `group_metrics` stage.
+#[derive(Serialize)]
+struct SetView<'a> {
+    name: &'a str,
+    /// How many groups it has.
+    groups: usize,
+    /// The readable table (none when there are too many groups).
+    table: Option<GroupTable<'a>>,
+    /// Fairlearn's parity summaries of the set (with the table).
+    parity: Option<&'a ParitySummary>,
+    charts: Option<SetCharts>,
+}
+
+/// The table of an attribute set: a column per group, a row per metric of [`READ_FIRST`].
+#[derive(Serialize)]
+struct GroupTable<'a> {
+    head: Vec<&'a GroupFigure>,
+    rows: Vec<MetricRow>,
+    /// Each group's AUC, when the model gives probabilities.
+    auc: Option<Vec<f64>>,
+}
+
+/// A metric's row of a [`GroupTable`].
+#[derive(Serialize)]
+struct MetricRow {
+    label: &'static str,
+    cells: Vec<MetricCell>,
+}
+
+/// A group's rate, with its ratio to the reference group's, coloured by the band.
+#[derive(Serialize)]
+struct MetricCell {
+    /// "flag" outside the band, "ok" inside, empty when not judged.
+    class: &'static str,
+    value: f64,
+    ratio: Option<f64>,
+    /// Whether the difference from the reference is significant (tested metrics only).
+    star: bool,
+}
+
+/// The charts of one attribute set: the selection rate per group and its ratio to the reference.
+#[derive(Serialize)]
+struct SetCharts {
+    rate: BarChart,
+    caption: String,
+    /// The reference group.
+    reference: String,
+    ratio: BarChart,
+}
+
 /// The charts of one attribute set: the selection rate per group on the 0–100% axis (coloured by
 /// the four-fifths rule, with the reference group's rate and four-fifths of the highest rate
 /// drawn), then its ratio to the reference group's with the band's bounds drawn. An
 /// intersection's groups are charted largest rate first, without the groups too small to test.
-fn set_charts(h: &mut String, f: &GroupMetricsFigures, set: &str, groups: &[&GroupFigure]) {
+fn set_charts(f: &GroupMetricsFigures, set: &str, groups: &[&GroupFigure]) -> Option<SetCharts> {
     let intersection = set.contains(" × ");
     let mut shown: Vec<&GroupFigure> = groups.iter().copied().filter(|g| !intersection || !g.too_small || g.reference).collect();
     if intersection {
@@ -505,7 +540,7 @@ fn set_charts(h: &mut String, f: &GroupMetricsFigures, set: &str, groups: &[&Gro
     let left_out = groups.len() - shown.len().min(MAX_CHARTED_GROUPS);
     shown.truncate(MAX_CHARTED_GROUPS);
     if shown.is_empty() {
-        return;
+        return None;
     }
     let highest = groups.iter().filter(|g| g.impact_ratio > 0.0).map(|g| g.selection_rate / g.impact_ratio).find(|r| r.is_finite());
     let reference = groups.iter().find(|g| g.reference);
@@ -547,7 +582,7 @@ fn set_charts(h: &mut String, f: &GroupMetricsFigures, set: &str, groups: &[&Gro
     } else {
         String::new()
     };
-    let chart = BarChart::new(
+    let rate = BarChart::new(
         &format!("Selection rate by {set}"),
         bars,
         0.0,
@@ -562,8 +597,6 @@ fn set_charts(h: &mut String, f: &GroupMetricsFigures, set: &str, groups: &[&Gro
         (Verdict::Pass, "passes"),
         (Verdict::Neutral, "reference group, or too small to judge"),
     ]);
-    let _ = write!(h, "<h4>Selection rate by {}</h4>", esc(set));
-    h.push_str(&bar_chart(&chart, &caption));
     let ratio = |g: &GroupFigure| g.metrics.get("selection_rate_ratio").and_then(Value::as_f64).unwrap_or(f64::NAN);
     let max = charts::axis_max(shown.iter().map(|g| ratio(g)), f.ratio_band[1].max(1.5)).min(3.0);
     let bars = shown
@@ -585,7 +618,7 @@ fn set_charts(h: &mut String, f: &GroupMetricsFigures, set: &str, groups: &[&Gro
         (1.0, "ref".to_string(), false),
         (f.ratio_band[1], f.ratio_band[1].to_string(), true),
     ];
-    let chart = BarChart::new(
+    let ratio = BarChart::new(
         &format!("Selection rate ratio to the reference by {set}"),
         bars,
         0.0,
@@ -595,156 +628,105 @@ fn set_charts(h: &mut String, f: &GroupMetricsFigures, set: &str, groups: &[&Gro
         &rules,
     )
     .legend(&band_legend(f));
-    let _ = write!(h, "<h4>Selection rate ratio to the reference group ({})</h4>", esc(reference.map(|r| r.group.as_str()).unwrap_or("?")));
-    h.push_str(&bar_chart(&chart, ""));
+    Some(SetCharts { rate, caption, reference: reference.map_or_else(|| "?".to_string(), |r| r.group.clone()), ratio })
 }
 
-fn metrics_section(h: &mut String, metrics: &[(String, GroupMetricsFigures)], tables: &[(String, Table)]) {
-    for (n, f) in metrics {
-        let _ = write!(
-            h,
-            "<h2 id=\"{}\">Selection rates per group: {}</h2><p>On {} rows; a row is selected when {}. Each attribute set's table reads first: \
-             the rate per group with its ratio to the reference group (<b>ref</b>) — green inside the band [{}, {}], red outside — and \
-             <b>*</b> where the difference from the reference is significant at {} after Holm's correction over {} tests. Groups under \
-             {} rows are marked <i>small</i> and are neither tested nor flagged.</p>",
-            section_id(n),
-            esc(n),
-            count(f.rows as u64),
-            match f.selection.as_str() {
-                "threshold" => format!("P(favourable) &gt; {}", numf(f.decision_threshold)),
-                other => format!("it is in the {} by score (lowest selected score {})", esc(other), numf(f.decision_threshold)),
-            },
-            numf(f.ratio_band[0]),
-            numf(f.ratio_band[1]),
-            numf(f.alpha),
-            count(f.tests as u64),
-            count(f.min_count as u64)
-        );
-        if f.significant_groups == 0 {
-            h.push_str("<p><b>No group's selection rate differs significantly from its reference group's.</b></p>");
-        }
-        let mut sets: Vec<&str> = f.groups.iter().map(|g| g.attributes.as_str()).collect();
-        sets.dedup();
-        for set in &sets {
-            let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == *set).collect();
-            if groups.len() > 40 {
-                let _ = write!(
-                    h,
-                    "<h3>{}</h3><p class=\"muted\">{} groups: too many for a table here; see the CSV table.</p>",
-                    esc(set),
-                    groups.len()
-                );
-                set_charts(h, f, set, &groups);
-                continue;
-            }
-            let _ = write!(h, "<h3>{}</h3><div class=\"scroll\"><table><tr><th>metric</th>", esc(set));
-            for g in &groups {
-                let note = if g.reference {
-                    " <b>ref</b>"
-                } else if g.too_small {
-                    " <i>small</i>"
-                } else {
-                    ""
-                };
-                let _ = write!(h, "<th>{}{note}<br><span class=\"muted\">n = {}</span></th>", esc(&g.group), g.n);
-            }
-            h.push_str("</tr>");
-            for (key, label, tested) in READ_FIRST {
-                let _ = write!(h, "<tr><td>{label}</td>");
-                for g in &groups {
-                    let v = group_value(g, key);
-                    let ratio = g.metrics.get(&format!("{key}_ratio")).and_then(Value::as_f64).unwrap_or(f64::NAN);
-                    let class = if g.reference || g.too_small || ratio.is_nan() {
-                        ""
-                    } else if g.outside_band.iter().any(|m| m == key) {
-                        " class=\"flag\""
-                    } else {
-                        " class=\"ok\""
-                    };
-                    let star = if tested && group_significant(g, key) { " *" } else { "" };
-                    let ratio_text =
-                        if g.reference || ratio.is_nan() { String::new() } else { format!(" <span class=\"muted\">×{ratio:.2}</span>") };
-                    let _ = write!(h, "<td{class}>{}{ratio_text}{star}</td>", pctf(v));
-                }
-                h.push_str("</tr>");
-            }
-            if f.probabilities {
-                h.push_str("<tr><td>AUC</td>");
-                for g in &groups {
-                    let _ = write!(h, "<td>{}</td>", numf(group_value(g, "auc")));
-                }
-                h.push_str("</tr>");
-            } else if let Some(why) = &f.auc_note {
-                let _ = write!(h, "<tr><td>AUC</td><td class=\"muted\" colspan=\"{}\">{}</td></tr>", groups.len().max(1), esc(why));
-            }
-            h.push_str("</table></div>");
-            if let Some(p) = f.parity.get(*set) {
-                let _ = write!(
-                    h,
-                    "<p class=\"muted\">Fairlearn parity: demographic parity difference {} (ratio {}), equalized odds difference {} \
-                     (ratio {}), equal opportunity difference {} (ratio {}), predictive parity difference {}.</p>",
-                    numf(p.demographic_parity_difference),
-                    numf(p.demographic_parity_ratio),
-                    numf(p.equalized_odds_difference),
-                    numf(p.equalized_odds_ratio),
-                    numf(p.equal_opportunity_difference),
-                    numf(p.equal_opportunity_ratio),
-                    numf(p.predictive_parity_difference)
-                );
-            }
-            set_charts(h, f, set, &groups);
-        }
-        // Error rates by group with their intervals (single attributes).
-        let single: Vec<&GroupFigure> = f.groups.iter().filter(|g| !g.attributes.contains(" × ")).collect();
-        for (key, label) in [
-            ("selection_rate", "Selection rate"),
-            ("tpr", "True positive rate"),
-            ("fpr", "False positive rate"),
-            ("ppv", "Precision (PPV)"),
-        ] {
-            let bars: Vec<Bar> = single
+/// The table of an attribute set's groups: each metric of [`READ_FIRST`] per group, with its
+/// ratio to the reference group's and whether it is outside the band or significant.
+fn group_table<'a>(f: &GroupMetricsFigures, groups: &[&'a GroupFigure]) -> GroupTable<'a> {
+    let rows = READ_FIRST
+        .iter()
+        .map(|&(key, label, tested)| MetricRow {
+            label,
+            cells: groups
                 .iter()
-                .filter(|g| !group_value(g, key).is_nan())
                 .map(|g| {
-                    let v = group_value(g, key);
-                    Bar {
-                        label: format!("{} = {}", g.attributes, g.group),
-                        value: v,
-                        interval: Some(group_ci(g, key)),
-                        verdict: band_verdict(g, key),
-                        reference: g.reference,
-                        text: pctf(v),
+                    let ratio = g.metrics.get(&format!("{key}_ratio")).and_then(Value::as_f64).unwrap_or(f64::NAN);
+                    MetricCell {
+                        class: if g.reference || g.too_small || ratio.is_nan() {
+                            ""
+                        } else if g.outside_band.iter().any(|m| m == key) {
+                            "flag"
+                        } else {
+                            "ok"
+                        },
+                        value: group_value(g, key),
+                        ratio: (!g.reference && !ratio.is_nan()).then_some(ratio),
+                        star: tested && group_significant(g, key),
                     }
                 })
-                .collect();
-            if !bars.is_empty() {
-                let _ = write!(h, "<h3>{label} by group (95% interval)</h3>");
-                let chart =
-                    BarChart::new(label, bars, 0.0, 1.0, Scale::Percent, &format!("{} (whisker: 95% interval)", label.to_lowercase()), &[])
-                        .legend(&band_legend(f));
-                h.push_str(&bar_chart(&chart, "Colour: the rate's ratio to its attribute's reference group (ref) against the band."));
-            }
-        }
-        if let Some((_, t)) = tables.iter().find(|(s, t)| s == n && t.suffix == "sweep") {
-            sweep_charts(h, &t.frame);
-        }
-        let four_fifths: Vec<&GroupFigure> = f.groups.iter().filter(|g| !g.four_fifths_ok).collect();
-        let _ = write!(
-            h,
-            "<p>Four-fifths rule (impact ratio = rate / rate of the most selected group of at least {} of the rows; flagged below {}): {}.</p>",
-            pctf(f.min_share),
-            numf(f.threshold),
-            if four_fifths.is_empty() {
-                "no group flagged".to_string()
-            } else {
-                four_fifths.iter().map(|g| format!("{} = {} ({})", esc(&g.attributes), esc(&g.group), numf(g.impact_ratio))).collect::<Vec<_>>().join(", ")
-            }
-        );
-    }
+                .collect(),
+        })
+        .collect();
+    let auc = f.probabilities.then(|| groups.iter().map(|g| group_value(g, "auc")).collect());
+    GroupTable { head: groups.to_vec(), rows, auc }
 }
 
-/// Selection rate and TPR against the decision threshold, one chart per attribute and measure.
-fn sweep_charts(h: &mut String, frame: &DataFrame) {
+/// The `group_metrics` stages as `metrics.html` shows them.
+fn metrics_views<'a>(metrics: &'a [(String, GroupMetricsFigures)], tables: &[(String, Table)]) -> Vec<MetricsView<'a>> {
+    metrics.iter().map(|(n, f)| metrics_view(n, f, tables)).collect()
+}
+
+fn metrics_view<'a>(n: &'a str, f: &'a GroupMetricsFigures, tables: &[(String, Table)]) -> MetricsView<'a> {
+    let mut names: Vec<&str> = f.groups.iter().map(|g| g.attributes.as_str()).collect();
+    names.dedup();
+    let sets = names
+        .into_iter()
+        .map(|set| {
+            let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == set).collect();
+            let tabled = groups.len() <= MAX_TABLED_GROUPS;
+            SetView {
+                name: set,
+                groups: groups.len(),
+                table: tabled.then(|| group_table(f, &groups)),
+                parity: if tabled { f.parity.get(set) } else { None },
+                charts: set_charts(f, set, &groups),
+            }
+        })
+        .collect();
+    // Error rates by group with their intervals (single attributes).
+    let single: Vec<&GroupFigure> = f.groups.iter().filter(|g| !g.attributes.contains(" × ")).collect();
+    let rate_charts =
+        [("selection_rate", "Selection rate"), ("tpr", "True positive rate"), ("fpr", "False positive rate"), ("ppv", "Precision (PPV)")]
+            .into_iter()
+            .filter_map(|(key, label)| {
+                let bars: Vec<Bar> = single
+                    .iter()
+                    .filter(|g| !group_value(g, key).is_nan())
+                    .map(|g| {
+                        let v = group_value(g, key);
+                        Bar {
+                            label: format!("{} = {}", g.attributes, g.group),
+                            value: v,
+                            interval: Some(group_ci(g, key)),
+                            verdict: band_verdict(g, key),
+                            reference: g.reference,
+                            text: pctf(v),
+                        }
+                    })
+                    .collect();
+                (!bars.is_empty()).then(|| Titled {
+                    title: label.to_string(),
+                    chart: BarChart::new(
+                        label,
+                        bars,
+                        0.0,
+                        1.0,
+                        Scale::Percent,
+                        &format!("{} (whisker: 95% interval)", label.to_lowercase()),
+                        &[],
+                    )
+                    .legend(&band_legend(f)),
+                })
+            })
+            .collect();
+    let sweeps = tables.iter().find(|(s, t)| s == n && t.suffix == "sweep").map(|(_, t)| sweep_charts(&t.frame)).unwrap_or_default();
+    MetricsView { name: n, id: section_id(n), f, sets, rate_charts, sweeps }
+}
+
+/// Selection rate and TPR against the decision threshold, one chart per attribute and measure
+/// (titled "selection rate by race").
+fn sweep_charts(frame: &DataFrame) -> Vec<Titled<LineChart>> {
     let rows = frame.height();
     let text = |c: &str| -> Vec<String> { (0..rows).map(|i| cell(frame, c, i)).collect() };
     let float = |c: &str| -> Vec<f64> {
@@ -758,6 +740,7 @@ fn sweep_charts(h: &mut String, frame: &DataFrame) {
     let (attrs, groups, thresholds) = (text("attributes"), text("group"), float("threshold"));
     let mut names: Vec<&String> = attrs.iter().collect();
     names.dedup();
+    let mut out = Vec::new();
     for (measure, label) in [("selection_rate", "selection rate"), ("tpr", "true positive rate")] {
         let values = float(measure);
         for attr in &names {
@@ -771,15 +754,17 @@ fn sweep_charts(h: &mut String, frame: &DataFrame) {
             if curves.is_empty() || curves.len() > 10 {
                 continue;
             }
-            let _ = write!(h, "<h3>Threshold sweep: {label} by {} (threshold 0 → 1)</h3>", esc(attr));
-            h.push_str(&line_chart(&LineChart::new(
-                &format!("Threshold sweep: {label} by {attr}"),
+            let title = format!("{label} by {attr}");
+            let chart = LineChart::new(
+                &format!("Threshold sweep: {title}"),
                 &curves,
                 ("decision threshold on P(favourable)", Scale::Auto, Some(1.0)),
                 (label, Scale::Percent, Some(1.0)),
-            )));
+            );
+            out.push(Titled { title, chart });
         }
     }
+    out
 }
 
 /// One measurement of a model: the model, the family it belongs to (the same measurement taken of
@@ -800,12 +785,12 @@ fn measurement(stages: &Stages<'_>, head: &Head, f: &StageSummary) -> Option<(St
             let (_, source_head, source) = stages.get(head.inputs.get("cases")?)?;
             // The cases come from a generate stage (or a check stage, which has no plugin).
             let g = source.figures::<GenerateFigures>().ok();
-            let plugin = esc(g.as_ref().map(|g| g.plugin.as_str()).unwrap_or("?").split(' ').next().unwrap_or("?"));
-            let seed_source = g.as_ref().map(|g| esc(&g.seed_source)).unwrap_or_else(|| "—".into());
+            let plugin = g.as_ref().map(|g| g.plugin.as_str()).unwrap_or("?").split(' ').next().unwrap_or("?").to_string();
+            let seed_source = g.as_ref().map_or_else(|| "—".to_string(), |g| g.seed_source.clone());
             let params = g.as_ref().map(|g| g.params.to_string()).unwrap_or_else(|| "null".into());
             Some((
                 model(source_head)?,
-                format!("IDIs found by {plugin} from {seed_source}, params {}", esc(&params)),
+                format!("IDIs found by {plugin} from {seed_source}, params {params}"),
                 format!("{} of {} inputs", count(v.discriminatory as u64), count(v.generated)),
             ))
         }
@@ -817,9 +802,25 @@ fn measurement(stages: &Stages<'_>, head: &Head, f: &StageSummary) -> Option<(St
     }
 }
 
+/// The "Each model, measured the same way" table: a column per measurement, a row per model.
+#[derive(Serialize)]
+struct Comparison {
+    families: Vec<String>,
+    rows: Vec<ComparedModel>,
+}
+
+/// A model's row of the [`Comparison`]: its test accuracy and its value of each measurement.
+#[derive(Serialize)]
+struct ComparedModel {
+    model: String,
+    accuracy: f64,
+    values: Vec<String>,
+}
+
 /// Each model (trained, loaded, retrained) beside the others, measured the same way: the same
-/// estimate, the same generator from the same seeds, the same group scoring.
-fn comparison_section(h: &mut String, models: &[(String, ModelFigures)], stages: &Stages<'_>) {
+/// estimate, the same generator from the same seeds, the same group scoring. None when no
+/// measurement was taken of more than one model.
+fn comparison(models: &[(String, ModelFigures)], stages: &Stages<'_>) -> Option<Comparison> {
     let mut families: Vec<String> = Vec::new();
     let mut cells: Vec<(String, String, String)> = Vec::new();
     for (_, head, f) in &stages.entries {
@@ -834,57 +835,92 @@ fn comparison_section(h: &mut String, models: &[(String, ModelFigures)], stages:
     families
         .retain(|fam| cells.iter().filter(|(_, f, _)| f == fam).map(|(m, _, _)| m).collect::<std::collections::BTreeSet<_>>().len() > 1);
     if families.is_empty() {
-        return;
+        return None;
     }
-    h.push_str("<h2>Each model, measured the same way</h2>");
-    let columns: Vec<&str> = ["model", "test accuracy"].into_iter().chain(families.iter().map(String::as_str)).collect();
-    open_table(h, &columns);
-    for (m, f) in models {
-        let mut row = vec![esc(m), pctf(f.accuracy_test)];
-        for fam in &families {
-            let values: Vec<&str> = cells.iter().filter(|(cm, cf, _)| cm == m && cf == fam).map(|(_, _, v)| v.as_str()).collect();
-            row.push(if values.is_empty() { "—".to_string() } else { values.join("; ") });
-        }
-        table_row(h, None, &row);
-    }
-    h.push_str("</table>");
+    let rows = models
+        .iter()
+        .map(|(m, f)| ComparedModel {
+            model: m.clone(),
+            accuracy: f.accuracy_test,
+            values: families
+                .iter()
+                .map(|fam| {
+                    let values: Vec<&str> = cells.iter().filter(|(cm, cf, _)| cm == m && cf == fam).map(|(_, _, v)| v.as_str()).collect();
+                    if values.is_empty() {
+                        "—".to_string()
+                    } else {
+                        values.join("; ")
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    Some(Comparison { families, rows })
 }
 
-fn pairs_section(h: &mut String, sources: &[&str], tables: &[(String, Table)]) {
+/// The first discriminatory pairs of a `verify` or `check` stage's table.
+#[derive(Serialize)]
+struct PairsView {
+    name: String,
+    /// How many pairs are shown, of how many.
+    shown: usize,
+    total: usize,
+    columns: Vec<String>,
+    rows: Vec<PairRow>,
+}
+
+/// The instance's or its counterpart's row of a pair.
+#[derive(Serialize)]
+struct PairRow {
+    label: &'static str,
+    cells: Vec<PairCell>,
+    p: String,
+}
+
+/// A value of a pair's row, highlighted where the instance and its counterpart differ.
+#[derive(Serialize)]
+struct PairCell {
+    text: String,
+    differs: bool,
+}
+
+/// Pairs shown per stage.
+const PAIRS_SHOWN: usize = 10;
+
+/// The first pairs of each of the `sources` stages' tables (those that have rows).
+fn pairs(sources: &[&str], tables: &[(String, Table)]) -> Vec<PairsView> {
+    let mut out = Vec::new();
     for n in sources {
         let Some(t) = tables.iter().find(|(s, _)| s == n).map(|(_, t)| &t.frame) else { continue };
         if t.height() == 0 {
             continue;
         }
         let names: Vec<String> = t.get_column_names().iter().map(|c| c.to_string()).collect();
-        let attrs: Vec<&String> =
-            names.iter().filter(|c| !c.ends_with("_counterpart") && *c != "p" && *c != "p_counterpart" && *c != "origin").collect();
-        let _ = write!(
-            h,
-            "<h2>Discriminatory pairs: {} (first {} of {}; highlighted: what differs)</h2><table><tr><th></th>",
-            esc(n),
-            t.height().min(10),
-            t.height()
-        );
-        for a in &attrs {
-            let _ = write!(h, "<th>{}</th>", esc(a));
-        }
-        h.push_str("<th>P(favourable)</th></tr>");
-        for r in 0..t.height().min(10) {
+        let columns: Vec<String> = names
+            .iter()
+            .filter(|c| !c.ends_with("_counterpart") && *c != "p" && *c != "p_counterpart" && *c != "origin")
+            .cloned()
+            .collect();
+        let shown = t.height().min(PAIRS_SHOWN);
+        let mut rows = Vec::new();
+        for r in 0..shown {
             for (label, suffix, p) in [("instance", "", "p"), ("counterpart", "_counterpart", "p_counterpart")] {
-                let _ = write!(h, "<tr><td class=\"muted\">{label}</td>");
-                for a in &attrs {
-                    let counterpart_col = format!("{a}_counterpart");
-                    let differs = names.contains(&counterpart_col) && cell(t, a, r) != cell(t, &counterpart_col, r);
-                    let col = if suffix.is_empty() || !names.contains(&counterpart_col) { (*a).clone() } else { counterpart_col };
-                    let class = if differs { " class=\"diff\"" } else { "" };
-                    let _ = write!(h, "<td{class}>{}</td>", esc(&cell(t, &col, r)));
-                }
-                let _ = write!(h, "<td>{}</td></tr>", esc(&cell(t, p, r)));
+                let cells = columns
+                    .iter()
+                    .map(|a| {
+                        let counterpart_col = format!("{a}_counterpart");
+                        let paired = names.contains(&counterpart_col);
+                        let differs = paired && cell(t, a, r) != cell(t, &counterpart_col, r);
+                        let col = if suffix.is_empty() || !paired { a.as_str() } else { counterpart_col.as_str() };
+                        PairCell { text: cell(t, col, r), differs }
+                    })
+                    .collect();
+                rows.push(PairRow { label, cells, p: cell(t, p, r) });
             }
         }
-        h.push_str("</table>");
+        out.push(PairsView { name: n.to_string(), shown, total: t.height(), columns, rows });
     }
+    out
 }
 
 #[cfg(test)]
@@ -1118,6 +1154,64 @@ mod tests {
         let summary = json!({"pipeline": "p", "seed": 1, "stage_order": ["est"], "stages": {"est": entry("estimate", json!({"model": "m"}), &estimate(0.1))}});
         let html = render(&summary, &[]);
         assert!(!html.contains("Gate") && findings_of(&html).contains("10.00% of random inputs"), "{html}");
+    }
+
+    #[test]
+    fn the_group_tables_sweeps_and_pairs_show_the_run_figures() {
+        let run = census_run();
+        let html = super::render(&run.summary, &run.tables);
+        let metrics: GroupMetricsFigures = run.figures("metrics").unwrap();
+        let section = &html[html.find("<h2 id=\"stage-metrics\">Selection rates per group: metrics</h2>").expect("the metrics section")..];
+        // Each attribute set (intersections too) has its table and its charts.
+        let mut sets: Vec<&str> = metrics.groups.iter().map(|g| g.attributes.as_str()).collect();
+        sets.dedup();
+        assert!(sets.iter().any(|s| s.contains(" × ")), "{sets:?}");
+        for set in &sets {
+            assert!(
+                section.contains(&format!("<h3>{set}</h3>")) && section.contains(&format!("<h4>Selection rate by {set}</h4>")),
+                "{set}"
+            );
+        }
+        // The gender table: a column per group, the reference marked; each rate with its ratio to
+        // the reference's, red outside the band, starred where significant.
+        let table = &section[section.find("<h3>gender</h3>").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        let group = |name: &str| metrics.groups.iter().find(|g| g.attributes == "gender" && g.group == name).unwrap();
+        let (men, women) = (group("Male"), group("Female"));
+        assert!(men.reference && women.outside_band.iter().any(|m| m == "selection_rate") && women.significant);
+        assert!(table.contains(&format!("<th>Male <b>ref</b><br><span class=\"muted\">n = {}</span></th>", men.n)), "{table}");
+        let row = table.split("<tr>").find(|r| r.starts_with("<td>selection rate</td>")).expect(table);
+        let ratio = women.metrics["selection_rate_ratio"].as_f64().unwrap();
+        assert!(row.contains(&format!("<td>{}</td>", pctf(men.selection_rate))), "{row}");
+        assert!(
+            row.contains(&format!("<td class=\"flag\">{} <span class=\"muted\">×{ratio:.2}</span> *</td>", pctf(women.selection_rate))),
+            "{row}"
+        );
+        assert_eq!(table.contains("<tr><td>AUC</td>"), metrics.probabilities);
+        let parity = &metrics.parity["gender"];
+        let parity_line = format!(
+            "Fairlearn parity: demographic parity difference {} (ratio {})",
+            numf(parity.demographic_parity_difference),
+            numf(parity.demographic_parity_ratio)
+        );
+        assert!(section.contains(&parity_line), "{parity_line}");
+        // The threshold sweep, and the four-fifths line naming the flagged group with its ratio.
+        assert!(run.tables.iter().any(|(s, t)| s == "metrics" && t.suffix == "sweep"));
+        let sweep = &section[section.find("<h3>Threshold sweep: selection rate by gender (threshold 0 → 1)</h3>").expect("the sweep")..];
+        assert!(sweep[..sweep.find("</figure>").unwrap()].contains("<polyline"), "{sweep}");
+        assert!(section.contains(&format!("gender = Female ({})", numf(women.impact_ratio))), "{section}");
+        // The check's first flipped rows, each beside its counterpart, what differs highlighted.
+        let flipped = &run.tables.iter().find(|(s, _)| s == "check").expect("the check's table").1.frame;
+        let heading = format!(
+            "<h2>Discriminatory pairs: check (first {} of {}; highlighted: what differs)</h2>",
+            flipped.height().min(10),
+            flipped.height()
+        );
+        let pairs = &html[html.find(&heading).unwrap_or_else(|| panic!("{heading}"))..];
+        let pairs = &pairs[..pairs.find("</table>").unwrap()];
+        assert_eq!(pairs.matches("<td class=\"muted\">instance</td>").count(), flipped.height().min(10));
+        assert_eq!(pairs.matches("<td class=\"muted\">counterpart</td>").count(), flipped.height().min(10));
+        assert!(pairs.contains("<td class=\"diff\">"), "{pairs}");
     }
 
     /// The bars (`<rect class="bar …">`) of the chart after `marker` in `html`: (label, width).

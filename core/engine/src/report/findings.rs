@@ -214,7 +214,7 @@ fn group_metrics_lines(out: &mut Vec<Finding>, n: &str, f: &GroupMetricsFigures)
 /// The findings of a run, in the order of the report's headlines.
 pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut ignored = String::new();
+    let mut ignored = Vec::new();
     for (n, f) in stages.of_kind::<GroupMetricsFigures>(&mut ignored, &["group_metrics"]) {
         if !of_retrained(stages, &n) {
             group_metrics_lines(&mut out, &n, &f);
@@ -315,7 +315,7 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
 
 /// One line for the searches of the audited models: the IDIs each found, re-checked by the host.
 fn searches_line(out: &mut Vec<Finding>, stages: &Stages<'_>) {
-    let mut ignored = String::new();
+    let mut ignored = Vec::new();
     let mut parts = Vec::new();
     let mut first = None;
     let mut found = 0;
@@ -345,7 +345,7 @@ fn searches_line(out: &mut Vec<Finding>, stages: &Stages<'_>) {
 /// A text audit's lines: the swaps that change a label, the worst identity-term group, the
 /// mitigation.
 fn text_lines(out: &mut Vec<Finding>, stages: &Stages<'_>) {
-    let mut ignored = String::new();
+    let mut ignored = Vec::new();
     for (n, f) in stages.of_kind::<CheckTextFigures>(&mut ignored, &["check_text"]) {
         out.push(Finding::new(
             if f.discriminatory > 0 { Verdict::Warn } else { Verdict::Pass },
