@@ -311,6 +311,9 @@ fn apply(op: &Op, input: &Value, rows: usize) -> Result<Vec<Value>, String> {
         Op::Identity => vec![input.clone()],
         Op::Trees(ensemble) => {
             let Value::Floats { values, columns } = input else { return Err("a tree ensemble needs a float tensor".into()) };
+            if ensemble.layout.max_feature >= *columns {
+                return Err(format!("the tree ensemble reads feature {} of {columns}", ensemble.layout.max_feature));
+            }
             let scored = ensemble.run(values, *columns, rows);
             let n = ensemble.outputs;
             let scores = Value::Floats { values: scored.scores, columns: n };

@@ -1,7 +1,10 @@
 //! The flat layout of a tree ensemble for batch evaluation: every tree's nodes copied depth-first
-//! into one array of 16-byte nodes (threshold, feature, the two children), leaves pointing to
-//! themselves so that a group of rows walks a tree in lockstep without a test per step, and the
-//! leaves' weights beside them.
+//! into one array of 16-byte nodes (threshold, feature, the two children, indexed by the
+//! comparison's outcome so that no branch is taken), leaves stepping to themselves so that a group
+//! of rows walks a tree in lockstep without a test per step (stopping once every row of the group
+//! stands on a leaf), and the leaves' weights beside them. A tree whose levels each make one
+//! comparison (CatBoost's) is read as a table instead. A chain of `BRANCH_EQ` nodes on one feature (how onnxmltools
+//! writes a LightGBM categorical split) becomes one set-membership node.
 //!
 //! Trees are read as ONNX Runtime reads them (`TreeEnsembleCommon::Init`): nodes are identified by
 //! `(tree id, node id)`; each run of equal tree ids in attribute order is one tree whose root is the
@@ -31,6 +34,9 @@ pub enum Mode {
     Eq = 10,
     /// `x != t`.
     Neq = 12,
+    /// `x` is one of a set of small integers: a chain of `BRANCH_EQ` nodes on one feature that
+    /// share their true child, collapsed into one node (see [`Layout::sets`]).
+    Member = 14,
 }
 
 impl Mode {
@@ -48,30 +54,74 @@ impl Mode {
     }
 }
 
-/// Flag of a node whose missing value (NaN) goes to the true child.
-pub const MISSING_TRUE: u8 = 16;
+impl Mode {
+    /// The outcomes of comparing `x` with `t` that send a row to the true child, as bits of
+    /// [`Layout::flags`]: [`LESS`], [`EQUAL`], [`GREATER`], [`MISSING`] (x is NaN), [`UNORDERED`]
+    /// (t is NaN, x is not).
+    pub fn outcomes(self) -> u32 {
+        match self {
+            Mode::Leaf | Mode::Member => 0,
+            Mode::Leq => LESS | EQUAL,
+            Mode::Lt => LESS,
+            Mode::Gte => GREATER | EQUAL,
+            Mode::Gt => GREATER,
+            Mode::Eq => EQUAL,
+            Mode::Neq => LESS | GREATER | MISSING | UNORDERED,
+        }
+    }
+}
 
-/// One node: 16 bytes. A leaf has `yes == no ==` its own index and feature 0.
+/// Outcome bit of [`Layout::flags`]: `x < t`.
+pub const LESS: u32 = 1;
+/// Outcome bit: `x == t`.
+pub const EQUAL: u32 = 2;
+/// Outcome bit: `x > t`.
+pub const GREATER: u32 = 4;
+/// Outcome bit: `x` is NaN (also set for a node whose missing value goes to the true child).
+pub const MISSING: u32 = 8;
+/// Outcome bit: `t` is NaN and `x` is not.
+pub const UNORDERED: u32 = 16;
+
+/// [`Layout::flags`]' bits above this hold the node's set in [`Layout::sets`].
+const SET_SHIFT: u32 = 8;
+
+/// One node: 16 bytes. A leaf has feature 0 and both children its own index, so it steps to
+/// itself.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Node {
     /// The threshold, as f32 (ONNX Runtime's threshold type for float input).
     pub threshold: f32,
     /// The feature compared.
     pub feature: u32,
-    /// The child when the comparison holds.
-    pub yes: u32,
-    /// The child otherwise.
-    pub no: u32,
+    /// The child when the comparison holds, then the child when it does not.
+    pub children: [u32; 2],
 }
 
-/// One tree: its root and the longest path from it to a leaf.
+/// One tree: its root and the shortest and longest paths from it to a leaf.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TreeRoot {
     /// Index of the root in [`Layout::nodes`].
     pub root: u32,
     /// Steps from the root to its deepest leaf.
     pub depth: u32,
+    /// Steps from the root to its shallowest leaf.
+    pub shallowest: u32,
 }
+
+/// A tree whose every level makes one comparison (the same feature, threshold and mode in every
+/// node of the level; CatBoost's oblivious trees) and whose leaves are all on its last level: a
+/// row's leaf is read from the outcomes of its levels, which do not wait on each other.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Oblivious {
+    /// Per level, the comparison (one of the level's nodes) and its [`Layout::flags`].
+    pub levels: Vec<(Node, u32)>,
+    /// The leaf for each pattern of outcomes: the first level's outcome is the highest bit, 0 when
+    /// the comparison holds (the true child).
+    pub leaves: Vec<u32>,
+}
+
+/// Deepest tree read as [`Oblivious`] (its table has 2^depth leaves).
+const OBLIVIOUS_DEPTH: u32 = 12;
 
 /// A leaf's weight for one class or target.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -116,10 +166,14 @@ pub struct TreeAttributes {
 pub struct Layout {
     /// Every tree's nodes, depth-first, tree after tree.
     pub nodes: Vec<Node>,
-    /// Per node: its [`Mode`] and [`MISSING_TRUE`].
-    pub flags: Vec<u8>,
+    /// Per node: the outcomes that go to the true child ([`Mode::outcomes`], with [`MISSING`]
+    /// when a missing value goes there) and, from bit 8, the node's set in [`Layout::sets`] (0:
+    /// the empty set of every node that is not [`Mode::Member`]).
+    pub flags: Vec<u32>,
     /// The trees, in ONNX Runtime's order (the order of their sum).
     pub trees: Vec<TreeRoot>,
+    /// Per tree: its levels and leaf table when it is [`Oblivious`].
+    pub oblivious: Vec<Option<Oblivious>>,
     /// Per node (leaves only): the first weight (ONNX Runtime's `value_or_unique_weight`).
     pub leaf_value: Vec<f32>,
     /// Per node (leaves only): `(first, count)` in [`Layout::weights`].
@@ -132,6 +186,72 @@ pub struct Layout {
     pub has_missing: bool,
     /// The largest feature index read.
     pub max_feature: usize,
+    /// The sets of [`Mode::Member`] nodes, the empty set first: bit `k` set when the value `k`
+    /// (0 ≤ k < [`SET_BITS`]) goes to the true child.
+    pub sets: Vec<[u64; SET_WORDS]>,
+}
+
+/// Words of a [`Mode::Member`] node's set.
+pub const SET_WORDS: usize = 4;
+
+/// The values a [`Mode::Member`] node's set can hold: the integers `0..SET_BITS`.
+pub const SET_BITS: usize = 64 * SET_WORDS;
+
+/// A node as copied: its mode (or [`Mode::Member`]), children as attribute positions, and its set.
+#[derive(Debug, Clone, Copy)]
+struct Branch {
+    mode: Mode,
+    yes: usize,
+    no: usize,
+    set: Option<[u64; SET_WORDS]>,
+}
+
+/// The set of small integers that a chain of `BRANCH_EQ` nodes starting at `i` sends to its true
+/// child, and the chain's last false child: the chain's nodes compare one feature, share their
+/// true child and their missing-value direction, and every threshold is an integer in
+/// `0..SET_BITS`. `None` when there is no chain of two or more such nodes. A value reaches the
+/// true child through the chain exactly when it equals one of the thresholds (NaN equals none and
+/// follows the shared missing-value direction), which is what the set tests.
+fn equality_chain(
+    a: &TreeAttributes,
+    children: &[(usize, usize)],
+    missing: &dyn Fn(usize) -> bool,
+    i: usize,
+) -> Option<([u64; SET_WORDS], usize)> {
+    let small = |t: f32| t >= 0.0 && t < SET_BITS as f32 && t.fract() == 0.0;
+    let (yes, mut next) = children[i];
+    let mut set = [0u64; SET_WORDS];
+    let mut count = 0;
+    let mut at = i;
+    loop {
+        let t = a.thresholds[at];
+        if !small(t) {
+            return None;
+        }
+        let k = t as usize;
+        set[k / 64] |= 1 << (k % 64);
+        count += 1;
+        let follows = a.modes[next] == Mode::Eq
+            && a.features[next] == a.features[i]
+            && children[next].0 == yes
+            && missing(next) == missing(i)
+            && count < SET_BITS;
+        if !follows {
+            break;
+        }
+        at = next;
+        next = children[at].1;
+    }
+    (count >= 2).then_some((set, next))
+}
+
+/// Whether `v` is in `set`: an integer of `0..SET_BITS` whose bit is set (NaN is in no set).
+/// Without a branch: `v as u32` saturates (NaN and negatives to 0), and the value is in the set's
+/// range exactly when it equals that integer back as f32.
+#[inline(always)]
+pub fn in_set(set: &[u64; SET_WORDS], v: f32) -> bool {
+    let k = (v as u32).min(SET_BITS as u32 - 1);
+    (k as f32 == v) & (set[(k / 64) as usize] >> (k % 64) & 1 == 1)
 }
 
 /// A node's parent in the copy and whether the node is its true child.
@@ -183,6 +303,16 @@ impl Layout {
             };
             *child = (find(a.true_ids[i], "true")?, find(a.false_ids[i], "false")?);
         }
+        // Chains of BRANCH_EQ on one feature become one set-membership node.
+        let branches: Vec<Branch> = (0..n)
+            .map(|i| {
+                let (yes, no) = children[i];
+                match (a.modes[i] == Mode::Eq).then(|| equality_chain(a, &children, &missing, i)).flatten() {
+                    Some((set, no)) => Branch { mode: Mode::Member, yes, no, set: Some(set) },
+                    None => Branch { mode: a.modes[i], yes, no, set: None },
+                }
+            })
+            .collect();
         // Leaf weights in (tree, node, attribute) order.
         let mut order: Vec<usize> = (0..m).collect();
         order.sort_by_key(|&k| (a.weight_trees[k], a.weight_nodes[k], k));
@@ -199,13 +329,13 @@ impl Layout {
         }
         // Roots: the first node of each run of equal tree ids.
         let roots: Vec<usize> = (0..n).filter(|&i| i == 0 || a.tree_ids[i] != a.tree_ids[i - 1]).collect();
-        let mut layout = Layout::default();
-        let branch_modes: Vec<Mode> = a.modes.iter().copied().filter(|m| *m != Mode::Leaf).collect();
+        let mut layout = Layout { sets: vec![[0; SET_WORDS]], ..Layout::default() };
+        let branch_modes: Vec<Mode> = branches.iter().map(|b| b.mode).filter(|m| *m != Mode::Leaf).collect();
         layout.same_mode = branch_modes.first().copied().filter(|first| branch_modes.iter().all(|m| m == first));
         layout.has_missing = (0..n).any(missing);
         for root in roots {
             let start = layout.nodes.len() as u32;
-            let mut depth = 0u32;
+            let (mut depth, mut shallowest) = (0u32, u32::MAX);
             // Depth-first copy: attribute position, depth, and the parent's slot to patch.
             let mut stack: Vec<(usize, u32, Parent)> = vec![(root, 0, None)];
             while let Some((i, d, parent)) = stack.pop() {
@@ -217,20 +347,29 @@ impl Layout {
                 }
                 let here = layout.nodes.len() as u32;
                 if let Some((p, yes)) = parent {
-                    if yes {
-                        layout.nodes[p].yes = here;
-                    } else {
-                        layout.nodes[p].no = here;
-                    }
+                    layout.nodes[p].children[usize::from(!yes)] = here;
                 }
                 let leaf = a.modes[i] == Mode::Leaf;
                 let feature = if leaf { 0 } else { a.features[i] };
                 let feature = u32::try_from(feature).map_err(|_| fail(format!("node {} reads feature {feature}", a.node_ids[i])))?;
                 layout.max_feature = layout.max_feature.max(feature as usize);
-                layout.nodes.push(Node { threshold: a.thresholds[i], feature, yes: here, no: here });
-                layout.flags.push(a.modes[i] as u8 | if missing(i) { MISSING_TRUE } else { 0 });
+                let branch = branches[i];
+                let set = match branch.set {
+                    Some(set) => {
+                        layout.sets.push(set);
+                        (layout.sets.len() - 1) as u32
+                    }
+                    None => 0,
+                };
+                if set >= 1 << (32 - SET_SHIFT) {
+                    return Err(fail("too many categorical splits".into()));
+                }
+                let threshold = if leaf { f32::NAN } else { a.thresholds[i] };
+                layout.nodes.push(Node { threshold, feature, children: [here, here] });
+                layout.flags.push(branch.mode.outcomes() | if missing(i) && !leaf { MISSING } else { 0 } | set << SET_SHIFT);
                 if leaf {
                     depth = depth.max(d);
+                    shallowest = shallowest.min(d);
                     let weights = &per_node[i];
                     if weights.is_empty() {
                         return Err(fail(format!("leaf {} of tree {} has no weight", a.node_ids[i], a.tree_ids[i])));
@@ -241,71 +380,130 @@ impl Layout {
                 } else {
                     layout.leaf_value.push(0.0);
                     layout.leaf_weights.push((0, 0));
-                    let (yes, no) = children[i];
+                    let Branch { yes, no, .. } = branch;
                     // The false child is pushed first so that the true child follows its parent.
                     stack.push((no, d + 1, Some((here as usize, false))));
                     stack.push((yes, d + 1, Some((here as usize, true))));
                 }
             }
-            layout.trees.push(TreeRoot { root: start, depth });
+            layout.trees.push(TreeRoot { root: start, depth, shallowest });
+            let oblivious = layout.oblivious_tree(start, depth, shallowest);
+            layout.oblivious.push(oblivious);
         }
         Ok(layout)
     }
 
     /// The leaf each of `rows` rows (row-major, `width` values each) reaches in tree `tree`,
-    /// written to `leaves`. Rows walk in groups of 8 in lockstep.
+    /// written to `leaves`. Rows walk in groups of 8 in lockstep, or read an [`Oblivious`] tree's
+    /// table.
     pub fn leaves(&self, tree: usize, x: &[f32], width: usize, leaves: &mut [u32]) {
         match (self.same_mode, self.has_missing) {
-            (Some(Mode::Leq), false) => self.walk::<{ Mode::Leq as u8 }, false>(tree, x, width, leaves),
-            (Some(Mode::Lt), false) => self.walk::<{ Mode::Lt as u8 }, false>(tree, x, width, leaves),
-            (Some(Mode::Gt), false) => self.walk::<{ Mode::Gt as u8 }, false>(tree, x, width, leaves),
-            (Some(Mode::Gte), false) => self.walk::<{ Mode::Gte as u8 }, false>(tree, x, width, leaves),
-            (Some(Mode::Leq), true) => self.walk::<{ Mode::Leq as u8 }, true>(tree, x, width, leaves),
-            (Some(Mode::Lt), true) => self.walk::<{ Mode::Lt as u8 }, true>(tree, x, width, leaves),
-            _ => self.walk::<0, true>(tree, x, width, leaves),
+            (Some(Mode::Leq), false) => self.tree_leaves::<{ Mode::Leq as u8 }, false>(tree, x, width, leaves),
+            (Some(Mode::Lt), false) => self.tree_leaves::<{ Mode::Lt as u8 }, false>(tree, x, width, leaves),
+            (Some(Mode::Gt), false) => self.tree_leaves::<{ Mode::Gt as u8 }, false>(tree, x, width, leaves),
+            (Some(Mode::Gte), false) => self.tree_leaves::<{ Mode::Gte as u8 }, false>(tree, x, width, leaves),
+            (Some(Mode::Leq), true) => self.tree_leaves::<{ Mode::Leq as u8 }, true>(tree, x, width, leaves),
+            (Some(Mode::Lt), true) => self.tree_leaves::<{ Mode::Lt as u8 }, true>(tree, x, width, leaves),
+            _ => self.tree_leaves::<0, true>(tree, x, width, leaves),
         }
     }
 
+    fn tree_leaves<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, tree: usize, x: &[f32], width: usize, leaves: &mut [u32]) {
+        let Some(oblivious) = &self.oblivious[tree] else {
+            return self.walk::<MODE, MISSING_TO_TRUE>(tree, x, width, leaves);
+        };
+        for (r, leaf) in leaves.iter_mut().enumerate() {
+            let row = &x[r * width..(r + 1) * width];
+            let mut pattern = 0usize;
+            for (node, flags) in &oblivious.levels {
+                let go = self.goes::<MODE, MISSING_TO_TRUE>(node, *flags, row[node.feature as usize]);
+                pattern = 2 * pattern + usize::from(!go);
+            }
+            *leaf = oblivious.leaves[pattern];
+        }
+    }
+
+    /// The tree at `root` as [`Oblivious`], if it is.
+    fn oblivious_tree(&self, root: u32, depth: u32, shallowest: u32) -> Option<Oblivious> {
+        if depth == 0 || depth != shallowest || depth > OBLIVIOUS_DEPTH {
+            return None;
+        }
+        let comparison = |i: u32| {
+            let node = &self.nodes[i as usize];
+            (node.feature, node.threshold.to_bits(), self.flags[i as usize])
+        };
+        let mut level = vec![root];
+        let mut levels = Vec::new();
+        for _ in 0..depth {
+            let first = level[0];
+            if level.iter().any(|&i| self.is_leaf(i) || comparison(i) != comparison(first)) {
+                return None;
+            }
+            levels.push((self.nodes[first as usize], self.flags[first as usize]));
+            level = level.iter().flat_map(|&i| self.nodes[i as usize].children).collect();
+        }
+        Some(Oblivious { levels, leaves: level })
+    }
+
+    /// Whether node `i` is a leaf.
     #[inline(always)]
-    fn step<const MODE: u8, const MISSING: bool>(&self, i: u32, row: &[f32]) -> u32 {
-        let node = self.nodes[i as usize];
-        let v = row[node.feature as usize];
+    fn is_leaf(&self, i: u32) -> bool {
+        self.nodes[i as usize].children[0] == i
+    }
+
+    /// The node after node `i` for the row starting at `x[at]`. `MODE` 0: any mode, read from the
+    /// node's outcome bits and set, without a branch.
+    #[inline(always)]
+    fn step<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, i: u32, x: &[f32], at: usize) -> u32 {
+        let node = &self.nodes[i as usize];
+        let flags = if MODE == 0 || MISSING_TO_TRUE { self.flags[i as usize] } else { 0 };
+        let go = self.goes::<MODE, MISSING_TO_TRUE>(node, flags, x[at + node.feature as usize]);
+        // Indexed by the outcome: a select here would be compiled to a branch, mispredicted on
+        // half the steps.
+        node.children[usize::from(!go)]
+    }
+
+    /// Whether `v` goes to `node`'s true child.
+    #[inline(always)]
+    fn goes<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, node: &Node, flags: u32, v: f32) -> bool {
         let t = node.threshold;
-        let mode = if MODE == 0 { self.flags[i as usize] & 0x0f } else { MODE };
-        let mut go = match mode {
+        let mut go = match MODE {
             2 => v <= t,
             4 => v < t,
             6 => v >= t,
             8 => v > t,
-            10 => v == t,
-            12 => v != t,
-            _ => true,
+            _ => {
+                let (less, equal, greater, missing) = (v < t, v == t, v > t, v.is_nan());
+                let unordered = !(less | equal | greater | missing);
+                let outcome = (u32::from(less) * LESS)
+                    | (u32::from(equal) * EQUAL)
+                    | (u32::from(greater) * GREATER)
+                    | (u32::from(missing) * MISSING)
+                    | (u32::from(unordered) * UNORDERED);
+                (flags & outcome != 0) | in_set(&self.sets[(flags >> SET_SHIFT) as usize], v)
+            }
         };
-        if MISSING {
-            go |= self.flags[i as usize] & MISSING_TRUE != 0 && v.is_nan();
+        if MODE != 0 && MISSING_TO_TRUE {
+            go |= (flags & MISSING != 0) & v.is_nan();
         }
-        if go {
-            node.yes
-        } else {
-            node.no
-        }
+        go
     }
 
-    fn walk<const MODE: u8, const MISSING: bool>(&self, tree: usize, x: &[f32], width: usize, leaves: &mut [u32]) {
+    fn walk<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, tree: usize, x: &[f32], width: usize, leaves: &mut [u32]) {
         const GROUP: usize = 8;
-        let TreeRoot { root, depth } = self.trees[tree];
+        let TreeRoot { root, depth, shallowest } = self.trees[tree];
         let rows = leaves.len();
         let mut r = 0;
         while r + GROUP <= rows {
-            let block = &x[r * width..(r + GROUP) * width];
             let mut at = [root; GROUP];
             let mut s = 0;
             while s < depth {
                 for (k, i) in at.iter_mut().enumerate() {
-                    *i = self.step::<MODE, MISSING>(*i, &block[k * width..(k + 1) * width]);
+                    *i = self.step::<MODE, MISSING_TO_TRUE>(*i, x, (r + k) * width);
                 }
                 s += 1;
-                if s >= 8 && s % 4 == 0 && at.iter().all(|&i| self.nodes[i as usize].yes == i) {
+                // Stop once every row stands on a leaf, when that can save two steps or more.
+                if s >= shallowest && s + 2 <= depth && (s - shallowest) % 2 == 0 && at.iter().all(|&i| self.is_leaf(i)) {
                     break;
                 }
             }
@@ -313,12 +511,176 @@ impl Layout {
             r += GROUP;
         }
         for (k, leaf) in leaves.iter_mut().enumerate().skip(r) {
-            let row = &x[k * width..(k + 1) * width];
             let mut i = root;
-            while self.nodes[i as usize].yes != i || self.nodes[i as usize].no != i {
-                i = self.step::<MODE, MISSING>(i, row);
+            while !self.is_leaf(i) {
+                i = self.step::<MODE, MISSING_TO_TRUE>(i, x, k * width);
             }
             *leaf = i;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One node of a test tree: (node id, mode, feature, threshold, true id, false id, missing to
+    /// true); leaves' weight is their node id.
+    type Spec = (i64, Mode, i64, f32, i64, i64, bool);
+
+    fn attributes(trees: &[&[Spec]]) -> TreeAttributes {
+        let mut a = TreeAttributes::default();
+        for (tree, nodes) in trees.iter().enumerate() {
+            for &(id, mode, feature, threshold, yes, no, missing) in nodes.iter() {
+                a.tree_ids.push(tree as i64);
+                a.node_ids.push(id);
+                a.modes.push(mode);
+                a.features.push(feature);
+                a.thresholds.push(threshold);
+                a.true_ids.push(yes);
+                a.false_ids.push(no);
+                a.missing_true.push(i64::from(missing));
+                if mode == Mode::Leaf {
+                    a.weight_trees.push(tree as i64);
+                    a.weight_nodes.push(id);
+                    a.weight_targets.push(0);
+                    a.weight_values.push(id as f32);
+                }
+            }
+        }
+        a
+    }
+
+    /// ONNX Runtime's walk over the attributes as written: the leaf (its id) a row reaches.
+    fn reference(nodes: &[Spec], row: &[f32]) -> f32 {
+        let mut at = nodes[0];
+        loop {
+            let (id, mode, feature, t, yes, no, missing) = at;
+            let v = row[feature as usize];
+            let go = match mode {
+                Mode::Leaf => return id as f32,
+                Mode::Leq => v <= t,
+                Mode::Lt => v < t,
+                Mode::Gte => v >= t,
+                Mode::Gt => v > t,
+                Mode::Eq => v == t,
+                Mode::Neq | Mode::Member => v != t,
+            } || (missing && v.is_nan());
+            let next = if go { yes } else { no };
+            at = *nodes.iter().find(|n| n.0 == next).expect("child");
+        }
+    }
+
+    fn check(trees: &[&[Spec]], rows: &[[f32; 2]]) -> Layout {
+        let layout =
+            Layout::build(&attributes(trees), &|why| Uncovered { operator: "test".into(), node: String::new(), why }).expect("layout");
+        let x: Vec<f32> = rows.iter().flatten().copied().collect();
+        for (tree, nodes) in trees.iter().enumerate() {
+            let mut leaves = vec![0u32; rows.len()];
+            layout.leaves(tree, &x, 2, &mut leaves);
+            for (row, &leaf) in rows.iter().zip(&leaves) {
+                assert_eq!(layout.leaf_value[leaf as usize].to_bits(), reference(nodes, row).to_bits(), "tree {tree}, row {row:?}");
+            }
+        }
+        layout
+    }
+
+    /// Values around every threshold used below, NaN, signed zero, infinities, and values just
+    /// outside and inside the range a set holds.
+    fn rows() -> Vec<[f32; 2]> {
+        let values = [
+            -f32::INFINITY,
+            -1.0,
+            -0.0,
+            0.0,
+            0.25,
+            0.5,
+            1.0,
+            1.5,
+            2.0,
+            5.0,
+            7.0,
+            63.0,
+            64.0,
+            255.0,
+            255.5,
+            256.0,
+            1e9,
+            f32::INFINITY,
+            f32::NAN,
+        ];
+        // 19 × 19 rows: more than one group of 8 and a remainder walked row by row.
+        values.iter().flat_map(|&a| values.iter().map(move |&b| [a, b])).collect()
+    }
+
+    #[test]
+    fn an_equality_chain_becomes_one_set_node_with_the_chains_leaves() {
+        use Mode::*;
+        // f0 in {1, 5, 7, 64} -> node 4, else leaf 3; node 4: f1 <= 0.5 (NaN true).
+        let chain: &[Spec] = &[
+            (0, Eq, 0, 1.0, 4, 1, false),
+            (1, Eq, 0, 5.0, 4, 2, false),
+            (2, Eq, 0, 7.0, 4, 5, false),
+            (5, Eq, 0, 64.0, 4, 3, false),
+            (3, Leaf, 0, 0.0, 0, 0, false),
+            (4, Leq, 1, 0.5, 6, 7, true),
+            (6, Leaf, 0, 0.0, 0, 0, false),
+            (7, Leaf, 0, 0.0, 0, 0, false),
+        ];
+        // A chain whose missing values go to the true child, and one on 255.5 (not a set).
+        let missing: &[Spec] =
+            &[(0, Eq, 1, 0.0, 2, 1, true), (1, Eq, 1, 255.0, 2, 3, true), (2, Leaf, 0, 0.0, 0, 0, false), (3, Leaf, 0, 0.0, 0, 0, false)];
+        let fraction: &[Spec] =
+            &[(0, Eq, 0, 255.5, 2, 1, false), (1, Eq, 0, 2.0, 2, 3, false), (2, Leaf, 0, 0.0, 0, 0, false), (3, Leaf, 0, 0.0, 0, 0, false)];
+        let layout = check(&[chain, missing, fraction], &rows());
+        // Two sets beside the empty one; the first tree is two levels deep, not five.
+        assert_eq!(layout.sets.len(), 3);
+        assert_eq!(layout.trees[0].depth, 2);
+        assert_eq!(layout.trees[2].depth, 2);
+    }
+
+    #[test]
+    fn an_oblivious_tree_reads_its_leaf_from_a_table() {
+        use Mode::*;
+        let tree = |second: f32, missing: bool| -> Vec<Spec> {
+            vec![
+                (0, Gt, 0, 0.5, 1, 2, missing),
+                (1, Gt, 1, 1.5, 3, 4, missing),
+                (2, Gt, 1, second, 5, 6, missing),
+                (3, Leaf, 0, 0.0, 0, 0, false),
+                (4, Leaf, 0, 0.0, 0, 0, false),
+                (5, Leaf, 0, 0.0, 0, 0, false),
+                (6, Leaf, 0, 0.0, 0, 0, false),
+            ]
+        };
+        let (oblivious, other, missing) = (tree(1.5, false), tree(2.0, false), tree(1.5, true));
+        let layout = check(&[&oblivious, &other], &rows());
+        assert_eq!(layout.oblivious.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false]);
+        // With missing values to the true child, and mixed with an equality node: the walk that reads
+        // each node's outcome bits.
+        let equal: &[Spec] = &[(0, Eq, 0, 1.0, 1, 2, false), (1, Leaf, 0, 0.0, 0, 0, false), (2, Leaf, 0, 0.0, 0, 0, false)];
+        let layout = check(&[&missing, equal], &rows());
+        assert!(layout.oblivious[0].is_some() && layout.same_mode.is_none());
+    }
+
+    #[test]
+    fn every_mode_goes_where_onnx_runtime_goes_alone_and_mixed() {
+        use Mode::*;
+        let modes = [Leq, Lt, Gte, Gt, Eq, Neq];
+        let trees: Vec<Vec<Spec>> = modes
+            .iter()
+            .flat_map(|&mode| {
+                [(0.5f32, false), (0.5, true), (f32::NAN, false), (f32::NAN, true)].map(|(t, missing)| {
+                    vec![(0, mode, 1, t, 1, 2, missing), (1, Leaf, 0, 0.0, 0, 0, false), (2, Leaf, 0, 0.0, 0, 0, false)]
+                })
+            })
+            .collect();
+        let all: Vec<&[Spec]> = trees.iter().map(|t| t.as_slice()).collect();
+        // Mixed modes: the walk that reads each node's outcome bits.
+        assert_eq!(check(&all, &rows()).same_mode, None);
+        // One mode per ensemble: the walks compiled for that mode.
+        for one in all.chunks(4) {
+            assert!(check(one, &rows()).same_mode.is_some());
         }
     }
 }
