@@ -122,6 +122,38 @@ pub fn header(path: &Path, separator: u8) -> Result<Vec<String>, DataError> {
     Ok(names)
 }
 
+/// The distinct cells of each of `columns` in CSV file `path` (trimmed and unquoted, the
+/// `missing` markers left out), at most `cap` per column: one pass over the bytes, as [`scan`]
+/// makes, for what `validate` can check of the label and the protected columns before a run. A
+/// column the header lacks, or a row too short to reach it, contributes nothing.
+pub fn distinct_cells(
+    path: &Path,
+    separator: u8,
+    columns: &[String],
+    missing: &[String],
+    cap: usize,
+) -> Result<Vec<std::collections::BTreeSet<String>>, DataError> {
+    let bytes = read(path)?;
+    let (recs, _) = records(&bytes, separator, usize::MAX);
+    let mut out = vec![std::collections::BTreeSet::new(); columns.len()];
+    let Some((header, rows)) = recs.split_first() else { return Ok(out) };
+    let names: Vec<String> = header.fields.iter().map(|f| column_name(f)).collect();
+    let at: Vec<Option<usize>> = columns.iter().map(|c| names.iter().position(|n| n == c)).collect();
+    for row in rows {
+        for (seen, index) in out.iter_mut().zip(&at) {
+            let Some(field) = index.and_then(|i| row.fields.get(i)) else { continue };
+            if seen.len() >= cap {
+                continue;
+            }
+            let cell = column_name(field);
+            if !missing.contains(&cell) {
+                seen.insert(cell);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Check the whole CSV file `path`: UTF-8 text, a header without repeated names, every row with
 /// as many fields as the header, every quote closed. One pass over the bytes.
 pub fn scan(path: &Path, separator: u8) -> Result<(), DataError> {

@@ -2,14 +2,15 @@
 //! dataset.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use polars::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
+use crate::csv_check;
 use crate::data::{self, ColumnOverride, LoadSpec, MissingPolicy, Split, SplitSpec};
-use crate::error::{Result, StageError};
+use crate::error::{DataError, Result, StageError};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
@@ -158,6 +159,10 @@ pub struct LoadConfig {
     pub frame: Option<DataFrame>,
 }
 
+/// Distinct values of the label or a protected column that `validate` collects at most; a column
+/// with more is left to the run.
+const MAX_DISTINCT: usize = 1000;
+
 fn default_test_fraction() -> f64 {
     0.2
 }
@@ -225,6 +230,62 @@ impl LoadConfig {
             })
             .collect();
         spec
+    }
+
+    /// What one pass over the file's label and protected columns says against the keys, before
+    /// anything runs: the label's values against `favourable` (the run's own rule, located at
+    /// `favourable`, or at the stage when it is not written) and a protected column that takes a
+    /// single value (at its item of `protected`). Only what the rows a run drops for a missing
+    /// value cannot change is refused here; the run checks the rest.
+    fn check_values(&self, checks: &mut Checks<'_, '_>, path: &Path) {
+        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet")) {
+            return;
+        }
+        let spec = self.spec(path.to_path_buf(), 0);
+        let mut columns = vec![self.label.clone()];
+        columns.extend(self.protected.iter().cloned());
+        let Ok(values) = csv_check::distinct_cells(path, spec.separator, &columns, &spec.missing_markers, MAX_DISTINCT) else {
+            return;
+        };
+        let Some((label, protected)) = values.split_first() else { return };
+        self.check_label(checks, path, label);
+        for (i, (name, cells)) in self.protected.iter().zip(protected).enumerate() {
+            // Codes or an override may give the column levels the file does not hold.
+            if cells.len() == 1 && self.codes.is_none() && !self.columns.contains_key(name) {
+                let span = checks.item_span("protected", i);
+                let message = "is protected but takes a single value; a protected attribute needs at least two".to_string();
+                checks.at(&span, DataError::Column { path: path.to_path_buf(), column: name.clone(), message });
+            }
+        }
+    }
+
+    /// The label's distinct `cells` against `favourable`, by the rule the run applies
+    /// ([`data::encode_label`]), when the rows a run drops cannot change the verdict.
+    fn check_label(&self, checks: &mut Checks<'_, '_>, path: &Path, cells: &std::collections::BTreeSet<String>) {
+        if cells.is_empty() || cells.len() >= MAX_DISTINCT {
+            return;
+        }
+        let texts: Vec<&str> = cells.iter().map(String::as_str).collect();
+        let numbers: Option<Vec<f64>> = texts.iter().map(|t| t.parse::<f64>().ok()).collect();
+        let zero_one = numbers.as_ref().is_some_and(|v| v.iter().all(|&x| x == 0.0 || x == 1.0));
+        let favourable = self.favourable.as_ref().map(LabelValue::text);
+        if numbers.is_some() && !zero_one && favourable.is_some() {
+            // Whether the favourable number occurs depends on how the reader writes numbers
+            // ("2" read as 2.0): left to the run.
+            return;
+        }
+        let certain = match self.missing {
+            Missing::Reject => true,
+            // Dropping rows only takes values away: a 0/1 label stays one, and a favourable
+            // value that is no number and not in the file never appears.
+            Missing::Drop => zero_one || favourable.as_deref().is_some_and(|f| f.parse::<f64>().is_err() && !cells.contains(f)),
+        };
+        if certain {
+            if let Err(e) = data::encode_label(path, &self.label, &texts, favourable.as_deref()) {
+                let span = checks.span("favourable");
+                checks.at(&span, e);
+            }
+        }
     }
 }
 
@@ -407,6 +468,10 @@ impl StageConfig for LoadConfig {
             check(checks, c, span, "column override");
         }
         self.check_codes(checks, &names, &source);
+        if let (None, Some(path)) = (&self.frame, &self.path) {
+            let file = checks.dir().join(path);
+            self.check_values(checks, &file);
+        }
     }
 
     fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
