@@ -96,6 +96,9 @@ fn a_loaded_model_cannot_be_retrained_and_says_why() {
     let file = write(dir.path(), "p.toml", &text);
     let stderr = run_failing(&file, &dir.path().join("out"));
     assert!(stderr.contains("stage `fairer` (retrain) failed: retrain needs a model trained by a `train` stage"), "{stderr}");
+    // The key to change, located in the pipeline file (the last stage's `model` line).
+    let line = text.lines().count() - 1;
+    assert!(stderr.contains(&format!("(pipeline: the key `model` is at {}:{line}:", file.display())), "{stderr}");
 }
 
 #[test]

@@ -376,7 +376,8 @@ fn a_search_split_into_seed_blocks_merges_to_the_unsharded_run_however_the_block
     let text = std::fs::read_to_string(&pipeline).unwrap().replace("units = 4\n", "units = 500\n");
     let too_many = common::write(dir.path(), "too-many.toml", &text);
     let e = common::run_failing(&too_many, &dir.path().join("too-many"));
-    assert!(e.contains("units = 500 is more than the 200 seed rows the search has; give at most 200"), "{e}");
+    assert!(e.contains("`units` = 500, but the search's seed rows number only 200; lower `units` to at most 200"), "{e}");
+    assert!(e.contains("(pipeline: the key `units` is at ") && e.contains("too-many.toml:"), "{e}");
 }
 
 #[test]

@@ -293,6 +293,10 @@ pub enum Error {
     /// A stage received something it cannot work with.
     #[error("{0}")]
     Invalid(String),
+    /// Something the runner guarantees did not hold (an input of the wrong kind reaching a stage,
+    /// pieces that do not fit together): a fairpipe bug, not a problem of the pipeline or the data.
+    #[error("internal error (a fairpipe bug; please report it with the pipeline): {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -324,6 +328,28 @@ pub enum StageError {
         /// How many there are.
         available: usize,
     },
+    /// What key `key` names cannot be used as the stage needs it (a loaded model where a trained
+    /// one is needed, an input the setting needs not connected, an input with nothing in it to
+    /// work with); `why` says what and how to fix it.
+    #[error("{why}")]
+    Cannot {
+        /// The key to change (or to add).
+        key: &'static str,
+        /// What is wrong and the fix.
+        why: String,
+    },
+    /// Key `key` names a value (a group, a level) that the data does not have.
+    #[error("`{key}`: {column} has no group `{value}` in these rows; its groups: {}", present.join(", "))]
+    NotInData {
+        /// The key.
+        key: &'static str,
+        /// The column (or attribute) searched.
+        column: String,
+        /// The value the key names.
+        value: String,
+        /// The values the column has.
+        present: Vec<String>,
+    },
     /// The data or the model contradicts key `key`; `source` says how (naming the data's file and
     /// column, or the model's outputs).
     #[error("{source}")]
@@ -339,8 +365,16 @@ impl StageError {
     /// The pipeline key the refusal names.
     pub fn key(&self) -> &'static str {
         match self {
-            StageError::AboveAvailable { key, .. } | StageError::Contradicts { key, .. } => key,
+            StageError::AboveAvailable { key, .. }
+            | StageError::Cannot { key, .. }
+            | StageError::NotInData { key, .. }
+            | StageError::Contradicts { key, .. } => key,
         }
+    }
+
+    /// A refusal of what key `key` names: `why` says what is wrong and the fix.
+    pub fn cannot(key: &'static str, why: impl Into<String>) -> Error {
+        Error::Refused(StageError::Cannot { key, why: why.into() })
     }
 
     /// `source`, refused as contradicting key `key`.

@@ -40,14 +40,14 @@ pub struct Inputs {
 
 impl Inputs {
     fn get(&self, role: &str) -> Result<&Artifact> {
-        self.by_role.get(role).ok_or_else(|| Error::Invalid(format!("input `{role}` is not connected")))
+        self.by_role.get(role).ok_or_else(|| Error::Internal(format!("input `{role}` is not connected")))
     }
 
     /// The dataset connected as `role`.
     pub fn dataset(&self, role: &str) -> Result<Arc<Dataset>> {
         match self.get(role)? {
             Artifact::Dataset(d) => Ok(d.clone()),
-            other => Err(Error::Invalid(format!("input `{role}` is {}, not a dataset", other.kind().name()))),
+            other => Err(Error::Internal(format!("input `{role}` is {}, not a dataset", other.kind().name()))),
         }
     }
 
@@ -55,7 +55,7 @@ impl Inputs {
     pub fn model(&self, role: &str) -> Result<Arc<ModelArtifact>> {
         match self.get(role)? {
             Artifact::Model(m) => Ok(m.clone()),
-            other => Err(Error::Invalid(format!("input `{role}` is {}, not a model", other.kind().name()))),
+            other => Err(Error::Internal(format!("input `{role}` is {}, not a model", other.kind().name()))),
         }
     }
 
@@ -64,7 +64,7 @@ impl Inputs {
         match self.by_role.get(role) {
             None => Ok(None),
             Some(Artifact::Cases(c)) => Ok(Some(c.clone())),
-            Some(other) => Err(Error::Invalid(format!("input `{role}` is {}, not cases", other.kind().name()))),
+            Some(other) => Err(Error::Internal(format!("input `{role}` is {}, not cases", other.kind().name()))),
         }
     }
 
@@ -73,7 +73,7 @@ impl Inputs {
         match self.by_role.get(role) {
             None => Ok(None),
             Some(Artifact::Texts(t)) => Ok(Some(t.clone())),
-            Some(other) => Err(Error::Invalid(format!("input `{role}` is {}, not texts", other.kind().name()))),
+            Some(other) => Err(Error::Internal(format!("input `{role}` is {}, not texts", other.kind().name()))),
         }
     }
 
@@ -82,7 +82,7 @@ impl Inputs {
         match self.by_role.get(role) {
             None => Ok(None),
             Some(Artifact::Groups(g)) => Ok(Some(g.clone())),
-            Some(other) => Err(Error::Invalid(format!("input `{role}` is {}, not group scores", other.kind().name()))),
+            Some(other) => Err(Error::Internal(format!("input `{role}` is {}, not group scores", other.kind().name()))),
         }
     }
 
@@ -91,7 +91,7 @@ impl Inputs {
         match self.by_role.get(role) {
             None => Ok(None),
             Some(Artifact::Seeds(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(Error::Invalid(format!("input `{role}` is {}, not seeds", other.kind().name()))),
+            Some(other) => Err(Error::Internal(format!("input `{role}` is {}, not seeds", other.kind().name()))),
         }
     }
 }
@@ -101,7 +101,7 @@ impl Inputs {
     pub fn texts(&self, role: &str) -> Result<Arc<TextsArtifact>> {
         match self.get(role)? {
             Artifact::Texts(t) => Ok(t.clone()),
-            other => Err(Error::Invalid(format!("input `{role}` is {}, not texts", other.kind().name()))),
+            other => Err(Error::Internal(format!("input `{role}` is {}, not texts", other.kind().name()))),
         }
     }
 
@@ -109,7 +109,7 @@ impl Inputs {
     pub fn text_model(&self, role: &str) -> Result<Arc<TextModelArtifact>> {
         match self.get(role)? {
             Artifact::TextModel(m) => Ok(m.clone()),
-            other => Err(Error::Invalid(format!("input `{role}` is {}, not a text model", other.kind().name()))),
+            other => Err(Error::Internal(format!("input `{role}` is {}, not a text model", other.kind().name()))),
         }
     }
 
@@ -117,7 +117,7 @@ impl Inputs {
     pub fn text_groups(&self, role: &str) -> Result<Arc<TextGroupsArtifact>> {
         match self.get(role)? {
             Artifact::TextGroups(g) => Ok(g.clone()),
-            other => Err(Error::Invalid(format!("input `{role}` is {}, not text group scores", other.kind().name()))),
+            other => Err(Error::Internal(format!("input `{role}` is {}, not text group scores", other.kind().name()))),
         }
     }
 
@@ -125,7 +125,7 @@ impl Inputs {
     pub fn cases(&self, role: &str) -> Result<Arc<CasesArtifact>> {
         match self.get(role)? {
             Artifact::Cases(c) => Ok(c.clone()),
-            other => Err(Error::Invalid(format!("input `{role}` is {}, not cases", other.kind().name()))),
+            other => Err(Error::Internal(format!("input `{role}` is {}, not cases", other.kind().name()))),
         }
     }
 }
@@ -219,12 +219,12 @@ pub trait Stage: Send + Sync {
 
     /// Compute piece `piece` (< [`Stage::pieces`]) alone.
     fn run_piece(&self, _ctx: &StageContext, _inputs: &Inputs, piece: usize) -> Result<crate::pieces::Piece> {
-        Err(Error::Invalid(format!("this stage does not split into pieces (asked for piece {piece})")))
+        Err(Error::Internal(format!("this stage does not split into pieces (asked for piece {piece})")))
     }
 
     /// The stage's output from all its pieces, in piece order: what [`Stage::run`] gives.
     fn combine(&self, _ctx: &StageContext, _inputs: &Inputs, _pieces: Vec<crate::pieces::Piece>) -> Result<StageOutput> {
-        Err(Error::Invalid("this stage does not split into pieces".into()))
+        Err(Error::Internal("this stage does not split into pieces".into()))
     }
 }
 
@@ -258,13 +258,13 @@ pub fn with_protected(domain: &Domain, names: Option<&[String]>, warnings: &crat
     let columns: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
     for name in names {
         if !columns.contains(&name.as_str()) {
-            return Err(crate::error::StageError::contradicts(
+            return Err(crate::error::StageError::cannot(
                 "protected",
-                Error::Invalid(format!(
+                format!(
                     "protected attribute `{name}` is not a feature column{}; features: {}",
                     crate::suggest::hint(name, &columns),
                     columns.join(", ")
-                )),
+                ),
             ));
         }
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::options::Rows;
-use crate::error::{Error, Result};
+use crate::error::{Result, StageError};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
@@ -120,13 +120,16 @@ impl Stage for CheckTextConfig {
             None => check_swaps(&refs, &matcher, model.model.as_ref())?,
             Some(twins) => {
                 if twins.data.texts.len() != texts.data.texts.len() {
-                    return Err(Error::Invalid(format!(
-                        "the twins ({}) have {} texts and the texts checked ({}) {}: twins are matched row by row",
-                        twins.data.path.display(),
-                        twins.data.texts.len(),
-                        texts.data.path.display(),
-                        texts.data.texts.len()
-                    )));
+                    return Err(StageError::cannot(
+                        "twins",
+                        format!(
+                            "the twins ({}) have {} texts and the texts checked ({}) {}: twins are matched row by row",
+                            twins.data.path.display(),
+                            twins.data.texts.len(),
+                            texts.data.path.display(),
+                            texts.data.texts.len()
+                        ),
+                    ));
                 }
                 let twin_refs: Vec<&str> = rows.iter().map(|&i| twins.data.texts[i].as_str()).collect();
                 check_twins(&refs, &twin_refs, &matcher, model.model.as_ref())?

@@ -205,7 +205,7 @@ impl Stage for EstimateConfig {
                     queries += q;
                 }
                 other => {
-                    return Err(Error::Invalid(format!(
+                    return Err(Error::Internal(format!(
                         "piece {k} of the estimate should hold trials {}..{}; it holds {}",
                         expected.start,
                         expected.end,
@@ -218,7 +218,7 @@ impl Stage for EstimateConfig {
             }
         }
         if counts.len() != self.trials {
-            return Err(Error::Invalid(format!("the estimate's pieces hold {} of its {} trials", counts.len(), self.trials)));
+            return Err(Error::Internal(format!("the estimate's pieces hold {} of its {} trials", counts.len(), self.trials)));
         }
         self.output(Estimate::from_counts(&counts, self.samples), checker.n_variants(), queries)
     }

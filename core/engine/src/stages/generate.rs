@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::options::{check_protected, PluginChoice, PROTECTED};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StageError};
 use crate::pieces::{block, piece_seed, Piece, SearchPiece};
 use crate::plugin::{Plugin, RunSpec};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
@@ -281,9 +281,14 @@ impl Stage for Generate {
             }
             let rows_in_all = seeds.len() / width;
             if units > rows_in_all {
-                return Err(Error::Invalid(format!(
-                    "units = {units} is more than the {rows_in_all} seed rows the search has; give at most {rows_in_all} (a block needs a seed)"
-                )));
+                // A block of the search needs a seed row.
+                return Err(StageError::AboveAvailable {
+                    key: "units",
+                    value: units,
+                    what: "the search's seed rows",
+                    available: rows_in_all,
+                }
+                .into());
             }
             let rows = block(rows_in_all, units, piece);
             seeds = seeds[rows.start * width..rows.end * width].to_vec();
@@ -338,7 +343,7 @@ impl Stage for Generate {
         let (_, seed_source) = self.seeds(ctx, inputs, domain)?;
         let width = domain.width();
         if pieces.len() != self.config.units {
-            return Err(Error::Invalid(format!("the search has {} pieces; it was split into {}", pieces.len(), self.config.units)));
+            return Err(Error::Internal(format!("the search has {} pieces; it was split into {}", pieces.len(), self.config.units)));
         }
         let mut searches = Vec::with_capacity(pieces.len());
         for (k, piece) in pieces.into_iter().enumerate() {
@@ -346,7 +351,7 @@ impl Stage for Generate {
                 Piece::Search(s) if s.instances.len() == s.origins.len() * width && s.counterparts.len() == s.instances.len() => {
                     searches.push(s)
                 }
-                _ => return Err(Error::Invalid(format!("piece {k} of the search is not a search over {width}-column rows"))),
+                _ => return Err(Error::Internal(format!("piece {k} of the search is not a search over {width}-column rows"))),
             }
         }
         let elapsed_s: f64 = searches.iter().map(|s| s.elapsed_s).sum();

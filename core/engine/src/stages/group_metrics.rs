@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::group_score::MODEL_INPUT;
 use super::options::{check_protected, Rows, PROTECTED};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StageError};
 use crate::fairness::{parity, Confusion, Metric, ParitySummary};
 use crate::group_rule::number;
 use crate::grouping::{assign, set_name};
@@ -437,14 +437,14 @@ fn calibration(score: &[f64], y: &[bool]) -> Vec<Value> {
 fn reference_of(set: &[Measured], reference: &Reference, min_count: usize) -> Result<usize> {
     let largest = |candidates: &mut dyn Iterator<Item = usize>| candidates.max_by_key(|&i| (set[i].rows.len(), usize::MAX - i));
     match reference {
-        Reference::Largest => largest(&mut (0..set.len())).ok_or_else(|| Error::Invalid("no group to measure".into())),
+        Reference::Largest => largest(&mut (0..set.len())).ok_or_else(|| Error::Internal("group_metrics measured no group".into())),
         Reference::MostFavoured => {
             let rate = |i: usize| set[i].confusion.rate(Metric::SelectionRate);
             let big: Vec<usize> = (0..set.len()).filter(|&i| set[i].rows.len() >= min_count).collect();
             let pool = if big.is_empty() { (0..set.len()).collect() } else { big };
             pool.into_iter()
                 .max_by(|&a, &b| rate(a).total_cmp(&rate(b)).then(b.cmp(&a)))
-                .ok_or_else(|| Error::Invalid("no group to measure".into()))
+                .ok_or_else(|| Error::Internal("group_metrics measured no group".into()))
         }
         Reference::Named(named) => {
             let attrs: Vec<&str> = set[0].attributes.split(" × ").collect();
@@ -459,13 +459,15 @@ fn reference_of(set: &[Measured], reference: &Reference, min_count: usize) -> Re
                 let (pos, v) = wanted[0];
                 let mut values: Vec<&str> = set.iter().filter_map(|g| g.group.split(" × ").nth(pos)).collect();
                 values.dedup();
-                return Err(Error::Invalid(format!(
-                    "`reference`: {} has no group `{v}` in these rows; its groups: {}",
-                    attrs[pos],
-                    values.join(", ")
-                )));
+                return Err(StageError::NotInData {
+                    key: "reference",
+                    column: attrs[pos].to_string(),
+                    value: v.clone(),
+                    present: values.iter().map(|v| v.to_string()).collect(),
+                }
+                .into());
             }
-            largest(&mut matching.into_iter()).ok_or_else(|| Error::Invalid("no group to measure".into()))
+            largest(&mut matching.into_iter()).ok_or_else(|| Error::Internal("group_metrics measured no group".into()))
         }
     }
 }
@@ -531,7 +533,10 @@ impl Stage for GroupMetricsConfig {
         let score = model.oracle.predict_proba(&rows)?;
         let n_rows = score.len();
         if n_rows == 0 {
-            return Err(Error::Invalid(format!("group_metrics: no rows in split `{:?}` to measure", self.split).to_lowercase()));
+            return Err(StageError::cannot(
+                "split",
+                format!("group_metrics: no rows in split `{:?}` to measure", self.split).to_lowercase(),
+            ));
         }
         let probabilities = score.iter().any(|&p| p > 0.0 && p < 1.0);
         let (selected, decision_threshold, selection) = select(&score, self.threshold, self.top_k, self.top_share);

@@ -39,7 +39,7 @@ use super::mitigate::{mitigation_samples, GroupSampler};
 use super::model_output::{model_output, ModelFigures};
 use crate::check::Checker;
 use crate::data::Split;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StageError};
 use crate::estimate::{estimate, Estimate};
 use crate::models::Model;
 use crate::models::Recipe;
@@ -475,7 +475,7 @@ impl Retrain {
 impl Retrain {
     /// TestSGD RQ3 on the worst group of `groups` (see [`super::mitigate`]).
     fn mitigate_group(&self, ctx: &StageContext, model: &ModelArtifact, groups: &GroupsArtifact, recipe: Recipe) -> Result<StageOutput> {
-        let worst = groups.groups.first().ok_or_else(|| Error::Invalid("the group_score stage reported no group".into()))?;
+        let worst = groups.groups.first().ok_or_else(|| StageError::cannot("groups", "the group_score stage reported no group"))?;
         let domain = &groups.domain;
         let rule = &worst.rule;
         let (x_train, y_train) = model.data.subset(Split::Train);
@@ -627,8 +627,8 @@ fn expand(idis: &[f64], width: usize, checker: &Checker, labels: &[u8], picked: 
 
 /// The training data plus `rows` labelled `labels`.
 fn augmented(x: &Array2<f64>, y: &[u8], rows: &[f64], labels: &[u8]) -> Result<(Array2<f64>, Vec<u8>)> {
-    let extra = Array2::from_shape_vec((labels.len(), x.ncols()), rows.to_vec()).map_err(|e| Error::Invalid(e.to_string()))?;
-    let x = concatenate(Axis(0), &[x.view(), extra.view()]).map_err(|e| Error::Invalid(e.to_string()))?;
+    let extra = Array2::from_shape_vec((labels.len(), x.ncols()), rows.to_vec()).map_err(|e| Error::Internal(e.to_string()))?;
+    let x = concatenate(Axis(0), &[x.view(), extra.view()]).map_err(|e| Error::Internal(e.to_string()))?;
     let mut y = y.to_vec();
     y.extend_from_slice(labels);
     Ok((x, y))
@@ -638,17 +638,17 @@ impl Stage for Retrain {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
         let recipe = model.recipe.clone().ok_or_else(|| {
-            Error::Invalid("retrain needs a model trained by a `train` stage (a loaded model's training procedure is unknown)".into())
+            StageError::cannot("model", "retrain needs a model trained by a `train` stage (a loaded model's training procedure is unknown)")
         })?;
         if self.strategy == Strategy::TestSgd {
             let groups = inputs
                 .optional_groups("groups")?
-                .ok_or_else(|| Error::Invalid("strategy testsgd needs a `groups` input (a group_score stage)".into()))?;
+                .ok_or_else(|| StageError::cannot("groups", "strategy testsgd needs a `groups` input (a group_score stage)"))?;
             return self.mitigate_group(ctx, &model, &groups, recipe);
         }
         let cases = inputs
             .optional_cases("cases")?
-            .ok_or_else(|| Error::Invalid("strategies aequitas and pairs need a `cases` input (a verify stage)".into()))?;
+            .ok_or_else(|| StageError::cannot("cases", "strategies aequitas and pairs need a `cases` input (a verify stage)"))?;
         let domain = &cases.domain;
         let width = domain.width();
         // One IDI per non-protected projection: an IDI and its counterpart are often both in the
@@ -663,7 +663,7 @@ impl Stage for Retrain {
             .collect();
         let n_cases = unique.len();
         if n_cases == 0 {
-            return Err(Error::Invalid("no verified discriminatory inputs to retrain with".into()));
+            return Err(StageError::cannot("cases", "no verified discriminatory inputs to retrain with"));
         }
         // The IDIs used, one per projection; labels and picks index into them.
         let used: Vec<f64> = unique.iter().flat_map(|&k| cases.instances[k * width..(k + 1) * width].iter().copied()).collect();

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::retrain::{rounds_table, Measured, RetrainOutcome, Round};
 use super::train_text::text_accuracy;
 use crate::data::Split;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StageError};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
@@ -168,15 +168,18 @@ impl Stage for RetrainTextConfig {
         let groups = inputs.text_groups("groups")?;
         let original = &groups.model;
         let recipe = original.recipe.ok_or_else(|| {
-            Error::Invalid(format!(
+            StageError::cannot(
+                "groups",
+                format!(
                 "retrain_text retrains a model trained by a train_text stage, and this one ({}) was loaded; train the same kind of model (TF-IDF + logistic regression) with train_text to mitigate it",
-                original.model.describe()
-            ))
+                    original.model.describe()
+                ),
+            )
         })?;
         let worst = groups
             .scores
             .first()
-            .ok_or_else(|| Error::Invalid("the group_score_text stage scored no rule set (is theta too high?)".into()))?;
+            .ok_or_else(|| StageError::cannot("groups", "the group_score_text stage scored no rule set (is theta too high?)"))?;
         let texts = &original.texts;
         // The rule set's (category, term) indices are those of the group stage's identity terms.
         let matcher = groups.texts.terms.matcher();
