@@ -252,7 +252,7 @@ def markdown(cells, header):
              'success | IDIs / 1k queries | published IDIs/s | published tests/s | published success |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     order = {m: i for i, m in enumerate(METHODS)}
-    for c in sorted(cells, key=lambda c: (c['output'], list(DATASETS).index(c['dataset']), MODELS.index(c['model']),
+    for c in sorted(cells, key=lambda c: (c['output'] == 'labels', list(DATASETS).index(c['dataset']), MODELS.index(c['model']),
                                           DATASETS[c['dataset']][1].index(c['protected']), order[c['method']])):
         p = c.get('published')
         pub = f"{fmt(p['idis_s'])} | {fmt(p['tests_s'])} | {p['success']:.3f}" if p else '— | — | —'
@@ -274,7 +274,7 @@ def pivot(cells, field, digits, published_field=None):
         rows.setdefault((c['output'], c['dataset'], c['model'], c['protected']), {})[c['method']] = c
     head = '| dataset | model | protected | ' + ' | '.join(methods) + ' |'
     lines = [head, '|' + '---|' * (3 + len(methods))]
-    for (output, dataset, model, protected) in sorted(rows, key=lambda k: (k[0], list(DATASETS).index(k[1]), MODELS.index(k[2]),
+    for (output, dataset, model, protected) in sorted(rows, key=lambda k: (k[0] == 'labels', list(DATASETS).index(k[1]), MODELS.index(k[2]),
                                                                           DATASETS[k[1]][1].index(k[3]))):
         out = []
         for m in methods:
@@ -350,7 +350,7 @@ def main():
                                       flush=True)
     cells = aggregate(runs, published(), args.seeds)
     loads = [r['load_avg_1m'] for r in runs if 'load_avg_1m' in r]
-    binaries = sorted({f"{r['binary']} ({r.get('binary_path', exe)})" for r in runs})
+    binaries = sorted({f"{r['binary']} ({os.path.relpath(r.get('binary_path', exe), ROOT)})" for r in runs})
     budgets = ', '.join(sorted({f"{r['budget_key']} = {r['budget']:,}" for r in runs}))
     header = (f"fairpipe binaries: {', '.join(binaries)}; budgets: {budgets} per run; seeds 1..{args.seeds}; "
               f"one rayon thread; machine: {os.cpu_count()} cores, {platform.machine()}, 1-minute load average at the runs' "
