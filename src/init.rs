@@ -524,8 +524,27 @@ pub fn init(options: &InitOptions) -> Result<Init, InitError> {
         None => SplitSpec::Fraction { test: 0.2, seed: 1 },
     };
     spec.protected = proposed.iter().map(|p| p.column.clone()).collect();
-    let dataset = data::load(&spec)?;
+    // Columns holding names (not numbers) are encoded by a codes file beside the data when there is
+    // one that reads and covers the data; else by their sorted levels.
+    let named_columns: Vec<String> = features.iter().chain([&label_profile]).filter(|c| !c.numeric).map(|c| c.name.clone()).collect();
+    let codes = if named_columns.is_empty() { CodesFound::None } else { find_codes(path) };
+    let (dataset, codes) = match codes {
+        CodesFound::Read(codes) => {
+            let mut coded = spec.clone();
+            coded.codes = Some(codes.clone());
+            match data::load(&coded) {
+                Ok(dataset) => (dataset, CodesFound::Read(codes)),
+                Err(e) => (data::load(&spec)?, CodesFound::Unusable(codes.path, e.to_string().replace('\n', " "))),
+            }
+        }
+        other => (data::load(&spec)?, other),
+    };
     let domain = &dataset.domain;
+    let coded_columns: Vec<String> = match &codes {
+        CodesFound::Read(c) => c.columns.iter().map(|c| c.column.clone()).collect(),
+        _ => Vec::new(),
+    };
+    let uncoded_names: Vec<&str> = named_columns.iter().filter(|c| !coded_columns.contains(c)).map(String::as_str).collect();
 
     // The search's protected attributes: the preferred ones while their combinations stay few.
     let mut searched: Vec<String> = Vec::new();
@@ -566,11 +585,38 @@ pub fn init(options: &InitOptions) -> Result<Init, InitError> {
             for a in &mut load_domain.attributes {
                 a.protected = searched.contains(&a.name);
             }
-            match model_inputs::plan(model, &facts.inputs, &load_domain, &model_inputs::Feeding::default()).map_err(InitError::Model)? {
-                InputPlan::Vector { input, width, .. } => model_notes.push(format!(
-                    "The model's one input `{input}` takes the {width} feature columns as encoded vectors, in file order \
-                     (categories as level codes, levels sorted): check that the model was trained on this encoding."
-                )),
+            let feeding = model_inputs::Feeding { coded: dataset.coded.clone(), ..Default::default() };
+            match model_inputs::plan(model, &facts.inputs, &load_domain, &feeding).map_err(InitError::Model)? {
+                InputPlan::Vector { input, width, .. } => {
+                    let encoding = if coded_columns.is_empty() {
+                        "categories as level codes, levels sorted"
+                    } else if uncoded_names.iter().all(|c| *c == label) {
+                        "categories as their codes from the codes file"
+                    } else {
+                        "categories as their codes from the codes file, the others' as level codes, levels sorted"
+                    };
+                    model_notes.push(format!(
+                        "The model's one input `{input}` takes the {width} feature columns as encoded vectors, in file order \
+                         ({encoding}): check that the model was trained on this encoding."
+                    ));
+                    let features_named: Vec<&str> = uncoded_names.iter().copied().filter(|c| *c != label).collect();
+                    if !features_named.is_empty() {
+                        model_notes.push(format!(
+                            "CONFIRM the encoding: the model reads numbers, but {} hold{} names. Unless the model was trained on \
+                             these level indices, it needs a codes file giving each name the number it was trained on \
+                             (`codes` on the load stage; {CODES_DOCS}): {}.",
+                            features_named.join(", "),
+                            if features_named.len() == 1 { "s" } else { "" },
+                            match &codes {
+                                CodesFound::Read(c) => format!("add them to {}", c.path.display()),
+                                CodesFound::Unusable(p, _) => format!("fix {} (see the load stage) and run init again", p.display()),
+                                CodesFound::None => {
+                                    format!("write {} and run init again, which then proposes it", codes_path_of(path).display())
+                                }
+                            }
+                        ));
+                    }
+                }
                 InputPlan::Named(feeds) => {
                     model_notes.push(format!("The model's {} named inputs, matched to columns by name:", feeds.len()));
                     for f in &feeds {
@@ -617,6 +663,12 @@ pub fn init(options: &InitOptions) -> Result<Init, InitError> {
         missing_rows,
         separator,
         model_notes: &model_notes,
+        codes: &codes,
+        codes_in_pipeline: match &codes {
+            CodesFound::Read(c) => Some(relative_to(&c.path, &out_dir)),
+            _ => None,
+        },
+        uncoded_names: &uncoded_names,
         name: pipeline_name(path),
     });
     if let Some(parent) = options.out.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -624,6 +676,64 @@ pub fn init(options: &InitOptions) -> Result<Init, InitError> {
     }
     std::fs::write(&options.out, &text).map_err(|e| InitError::Write { path: options.out.clone(), message: e.to_string() })?;
     Ok(Init { path: options.out.clone(), text, label, protected: searched, measured })
+}
+
+/// The docs' explanation of a codes file.
+const CODES_DOCS: &str = "see docs/pipelines.md#category-names-and-their-codes";
+
+/// The codes file `fairpipe init` looks for beside a data file: `census.csv` → `census.codes.toml`.
+fn codes_path_of(data: &Path) -> PathBuf {
+    let stem = data.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    data.with_file_name(format!("{stem}.codes.toml"))
+}
+
+/// A codes file beside the data.
+#[derive(Debug)]
+enum CodesFound {
+    /// None there (or the data has no column of names).
+    None,
+    /// One that reads and encodes the data.
+    Read(fairpipe_core::codes::Codes),
+    /// One that does not read, or does not fit the data: its path and why.
+    Unusable(PathBuf, String),
+}
+
+/// The codes file beside `data`, read.
+fn find_codes(data: &Path) -> CodesFound {
+    let path = codes_path_of(data);
+    if !path.is_file() {
+        return CodesFound::None;
+    }
+    match fairpipe_core::codes::read(&path) {
+        Ok(codes) => CodesFound::Read(codes),
+        Err(problems) => CodesFound::Unusable(path, problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")),
+    }
+}
+
+/// The load stage's `codes` line (or why there is none) with the columns of names it leaves to
+/// sorted level codes.
+fn write_codes(t: &mut String, r: &Render<'_>) {
+    match (r.codes, &r.codes_in_pipeline) {
+        (CodesFound::Read(codes), Some(path)) => {
+            let columns: Vec<&str> = codes.columns.iter().map(|c| c.column.as_str()).collect();
+            let _ = writeln!(
+                t,
+                "# CONFIRM the codes: {} beside the data gives the category names of these columns the integers a model\n\
+                 # reading numbers gets (tables and reports keep the names; {CODES_DOCS}):\n#   {}",
+                path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+                columns.join(", ")
+            );
+            let _ = writeln!(t, "codes = {}", toml_path(path));
+        }
+        (CodesFound::Unusable(path, why), _) => {
+            let _ = writeln!(t, "# {} is not used: {why}", path.display());
+        }
+        _ => {}
+    }
+    let features: Vec<&str> = r.uncoded_names.iter().copied().filter(|c| *c != r.label.name).collect();
+    if matches!(r.codes, CodesFound::Read(_)) && !features.is_empty() {
+        let _ = writeln!(t, "# Not in the codes file (encoded as level codes, levels sorted): {}.", features.join(", "));
+    }
 }
 
 /// Everything the pipeline text is made from.
@@ -645,6 +755,9 @@ struct Render<'a> {
     missing_rows: bool,
     separator: u8,
     model_notes: &'a [String],
+    codes: &'a CodesFound,
+    codes_in_pipeline: Option<PathBuf>,
+    uncoded_names: &'a [&'a str],
     name: String,
 }
 
@@ -688,6 +801,7 @@ fn render(r: &Render<'_>) -> String {
         r.label.name
     );
     let _ = writeln!(t, "label = {}", quote(&r.label.name));
+    write_codes(&mut t, r);
     let _ = writeln!(t, "# CONFIRM the favourable outcome: {}.", r.favourable_why);
     match r.favourable {
         Some(f) if f.parse::<i64>().is_ok() => {
