@@ -617,3 +617,26 @@ fn a_long_chain_of_stages_is_checked_without_overflowing_the_stack() {
     assert!(stderr.contains("error: ") && stderr.contains("problem(s) in the pipeline"), "{}", &stderr[..stderr.len().min(300)]);
     assert!(!stderr.contains("overflow"), "{}", &stderr[..stderr.len().min(300)]);
 }
+
+#[test]
+fn model_input_names_are_checked_against_the_datas_columns_at_validate() {
+    let exports = root().join("tests/fixtures/exports");
+    let text = format!(
+        "[stages.data]\nkind = \"load\"\npath = \"{rows}\"\nlabel = \"Y\"\nfavourable = \">50K\"\nprotected = [\"sex\"]\ndrop = [\"fnlwgt\", \"education\", \"hours-per-week\"]\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{model}\"\n",
+        rows = exports.join("rows.csv").display(),
+        model = exports.join("sklearn_named_zipmap.onnx").display()
+    );
+    // A named input whose column is dropped: at the stage, where `inputs` is to be added.
+    assert_problems(&text, &[(9, 9, "model input hours_per_week has no feature column of that name")]);
+    // A map naming a column that is no feature: at its own entry.
+    let mapped = format!("{text}inputs = {{ hours_per_week = \"hours-per-wek\" }}\n");
+    assert_problems(
+        &mapped,
+        &[(13, 12, "`inputs` maps model input \"hours_per_week\" to column \"hours-per-wek\", which is not a feature column")],
+    );
+    // Kept, the column feeds its input by name and the pipeline is valid.
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "good.toml", &text.replace(", \"hours-per-week\"]", "]"));
+    let (ok, stdout, stderr) = fairpipe(&["validate", file.to_str().unwrap()]);
+    assert!(ok, "{stdout}{stderr}");
+}

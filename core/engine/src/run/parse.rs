@@ -47,6 +47,7 @@ impl Pipeline {
         let built = configure_stages(header.stages, &dir, seed, &header.plugin_path, &mut p);
         let order = plan(header.stages, &built, &header.gate, &mut p);
         check_score_needs(header.stages, &built, &mut p);
+        check_features(header.stages, &built, &mut p);
         p.into_result()?;
         let mut slots: Vec<Option<PlannedStage>> = built
             .into_iter()
@@ -372,12 +373,40 @@ fn check_score_needs(stages_table: &[(Sp<String>, Sp<Val>)], built: &[BuiltStage
             continue;
         };
         for need in stage.score_needs() {
-            let keys = stages_table.iter().find(|(n, _)| n.v == name.v).and_then(|(_, body)| match &body.v {
-                Val::Table(entries) => entries.iter().find(|(k, _)| k.v == need.key).map(|(k, _)| k.span.clone()),
-                _ => None,
-            });
-            p.at(&keys.unwrap_or_else(|| name.span.clone()), format!("stage `{}`: {}", name.v, need.refusal(&target.v, &why)));
+            let span = key_span(stages_table, &name.v, need.key, None).unwrap_or_else(|| name.span.clone());
+            p.at(&span, format!("stage `{}`: {}", name.v, need.refusal(&target.v, &why)));
         }
+    }
+}
+
+/// Every problem a stage finds with the feature columns of its `data` input when the stage that
+/// input names knows them before anything runs ([`Stage::check_features`] against
+/// [`Stage::features_before_run`]), located at the key (or at the stage's name for a key to add).
+fn check_features(stages_table: &[(Sp<String>, Sp<Val>)], built: &[BuiltStage], p: &mut Problems) {
+    for (name, _, inputs, stage, _) in built {
+        let (Some(stage), Some(target)) = (stage, inputs.get("data")) else { continue };
+        let Some(features) = built.iter().find(|(n, ..)| n.v == target.v).and_then(|(_, _, _, s, _)| s.as_ref()?.features_before_run())
+        else {
+            continue;
+        };
+        for problem in stage.check_features(&features) {
+            let span = key_span(stages_table, &name.v, problem.key, problem.nested.as_deref()).unwrap_or_else(|| name.span.clone());
+            p.at(&span, format!("stage `{}`: {}", name.v, problem.message));
+        }
+    }
+}
+
+/// Where key `key` of stage `stage` is written (`nested`: a key inside that table, when written),
+/// if it is.
+fn key_span(stages_table: &[(Sp<String>, Sp<Val>)], stage: &str, key: &str, nested: Option<&str>) -> Option<std::ops::Range<usize>> {
+    let (_, body) = stages_table.iter().find(|(n, _)| n.v == stage)?;
+    let Val::Table(entries) = &body.v else { return None };
+    let (k, v) = entries.iter().find(|(k, _)| k.v == key)?;
+    match (nested, &v.v) {
+        (Some(nested), Val::Table(inner)) => {
+            Some(inner.iter().find(|(n, _)| n.v == nested).map_or(k.span.clone(), |(n, _)| n.span.clone()))
+        }
+        _ => Some(k.span.clone()),
     }
 }
 

@@ -210,6 +210,19 @@ pub trait Stage: Send + Sync {
         None
     }
 
+    /// For a stage producing a dataset: its feature columns when they are known before anything
+    /// runs (a `load` stage reading a CSV file's header). `None` (the default) otherwise.
+    fn features_before_run(&self) -> Option<Vec<String>> {
+        None
+    }
+
+    /// What this stage finds wrong, before anything runs, with the feature columns `features` of
+    /// the dataset connected as `data` (a model input no column feeds), each at the key to change.
+    /// None by default.
+    fn check_features(&self, _features: &[String]) -> Vec<ColumnProblem> {
+        Vec::new()
+    }
+
     /// How many independent pieces the stage's work splits into ([`crate::pieces`]): blocks of
     /// an estimate's trials, blocks of a search's seeds. 0 (the default): the stage does not
     /// split, and a sharded run computes it whole.
@@ -245,6 +258,17 @@ impl ScoreNeed {
     pub fn refusal(&self, model: &str, why: &str) -> String {
         format!("{} needs the model's probabilities, but stage `{model}` gives labels only ({why}); {}", self.what, self.instead)
     }
+}
+
+/// A problem with the data's feature columns found before anything runs ([`Stage::check_features`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnProblem {
+    /// The key to change (or to add).
+    pub key: &'static str,
+    /// A key inside that table to point at (`inputs.NAME`), when there is one.
+    pub nested: Option<String>,
+    /// What is wrong, with the columns there are.
+    pub message: String,
 }
 
 /// `domain` with its protected attributes replaced by the columns `names`, when given: one trained

@@ -157,6 +157,10 @@ pub struct LoadConfig {
     /// A table already in memory, read instead of `path` (library use; not in TOML).
     #[serde(skip)]
     pub frame: Option<DataFrame>,
+    /// The file's columns as validation read them from its header (kept for
+    /// [`Stage::features_before_run`]).
+    #[serde(skip)]
+    header: std::sync::OnceLock<Vec<String>>,
 }
 
 /// Distinct values of the label or a protected column that `validate` collects at most; a column
@@ -468,6 +472,7 @@ impl StageConfig for LoadConfig {
             check(checks, c, span, "column override");
         }
         self.check_codes(checks, &names, &source);
+        let _ = self.header.set(names.clone());
         if let (None, Some(path)) = (&self.frame, &self.path) {
             let file = checks.dir().join(path);
             self.check_values(checks, &file);
@@ -479,6 +484,14 @@ impl StageConfig for LoadConfig {
             (None, Some(p)) => env.dir.join(p),
             _ => PathBuf::from("<data frame>"),
         };
+        let features = self.header.get().map(|names| match &self.features {
+            Some(features) => features.clone(),
+            None => names
+                .iter()
+                .filter(|n| **n != self.label && Some(*n) != self.split_column.as_ref() && !self.drop.contains(n))
+                .cloned()
+                .collect(),
+        });
         let mut spec = self.spec(path, env.seed);
         if let Some(codes) = &self.codes {
             let file = env.dir.join(codes);
@@ -487,7 +500,7 @@ impl StageConfig for LoadConfig {
                 message: problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
             })?);
         }
-        Ok(Box::new(Load { spec, frame: self.frame }))
+        Ok(Box::new(Load { spec, frame: self.frame, features }))
     }
 }
 
@@ -531,6 +544,8 @@ pub struct LabelFigures {
 struct Load {
     spec: LoadSpec,
     frame: Option<DataFrame>,
+    /// The feature columns, when validation read the file's header.
+    features: Option<Vec<String>>,
 }
 
 impl Load {
@@ -548,6 +563,10 @@ impl Load {
 }
 
 impl Stage for Load {
+    fn features_before_run(&self) -> Option<Vec<String>> {
+        self.features.clone()
+    }
+
     fn run(&self, ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {
         let data = match &self.frame {
             Some(frame) => data::load_frame(frame.clone(), &self.spec),

@@ -31,7 +31,7 @@ use crate::models::Model;
 use crate::models::{Complement, ModelFile, OnnxModel, OrtModel, TreeModel};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
-use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::{Artifact, ArtifactKind, ColumnProblem, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
 /// The `load_model` stage kind.
@@ -275,6 +275,10 @@ pub struct LoadModelConfig {
     /// labels only (kept for [`Stage::labels_only_before_run`]).
     #[serde(skip)]
     labels_only: std::sync::OnceLock<Option<String>>,
+    /// The ONNX graph's input names as validation read them (kept for
+    /// [`Stage::check_features`]).
+    #[serde(skip)]
+    graph_inputs: std::sync::OnceLock<Vec<String>>,
 }
 
 impl LoadModelConfig {
@@ -302,6 +306,7 @@ impl LoadModelConfig {
             onnxruntime: None,
             provided: None,
             labels_only: std::sync::OnceLock::new(),
+            graph_inputs: std::sync::OnceLock::new(),
         }
     }
 
@@ -402,6 +407,7 @@ impl StageConfig for LoadModelConfig {
         self.check_output_name(checks, &facts);
         let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let _ = self.labels_only.set(facts.labels_only(&file, self.output.as_deref()));
+        let _ = self.graph_inputs.set(facts.inputs.iter().map(|i| i.name.clone()).collect());
         let needs = match facts {
             _ if self.executor == Executor::Onnxruntime => vec!["executor = \"onnxruntime\"".to_string()],
             mut facts if self.executor == Executor::Auto => {
@@ -454,6 +460,7 @@ impl StageConfig for LoadModelConfig {
             executor: self.executor,
             onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
             labels_only: self.labels_only.into_inner().flatten(),
+            graph_inputs: self.graph_inputs.into_inner(),
         }))
     }
 }
@@ -665,11 +672,54 @@ struct LoadModel {
     onnxruntime: Option<PathBuf>,
     /// `Some(why)` when validation found the model's outputs to be labels only.
     labels_only: Option<String>,
+    /// The ONNX graph's input names, when validation read them.
+    graph_inputs: Option<Vec<String>>,
 }
 
 impl Stage for LoadModel {
     fn labels_only_before_run(&self) -> Option<String> {
         self.labels_only.clone()
+    }
+
+    /// The graph's named inputs against the data's feature columns, as the input plan matches
+    /// them when the model loads ([`crate::models::model_inputs::plan`]): a column the `inputs`
+    /// map names that is no feature, a named input no column of its name feeds.
+    fn check_features(&self, features: &[String]) -> Vec<ColumnProblem> {
+        use crate::models::model_inputs::normalised;
+        let Some(graph) = &self.graph_inputs else { return Vec::new() };
+        let names: Vec<String> = features.iter().map(|f| normalised(f)).collect();
+        if graph.len() == 1 && self.inputs.is_empty() && !names.contains(&normalised(&graph[0])) {
+            return Vec::new(); // one input of encoded features, not fed by name
+        }
+        let candidates: Vec<&str> = features.iter().map(String::as_str).collect();
+        let listed = format!(
+            "the model's inputs are [{}]; the data's {} feature columns are [{}]",
+            graph.join(", "),
+            features.len(),
+            features.join(", ")
+        );
+        graph
+            .iter()
+            .filter_map(|input| match self.inputs.get(input) {
+                Some(column) if !features.contains(column) => Some(ColumnProblem {
+                    key: "inputs",
+                    nested: Some(input.clone()),
+                    message: format!(
+                        "`inputs` maps model input {input:?} to column {column:?}, which is not a feature column{}; {listed}",
+                        hint(column, &candidates)
+                    ),
+                }),
+                None if !names.contains(&normalised(input)) => Some(ColumnProblem {
+                    key: "inputs",
+                    nested: None,
+                    message: format!(
+                        "model input {input} has no feature column of that name{}; map it to one with `inputs = {{ {input:?} = \"column\" }}` on the load_model stage; {listed}",
+                        hint(input, &candidates)
+                    ),
+                }),
+                _ => None,
+            })
+            .collect()
     }
 
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
