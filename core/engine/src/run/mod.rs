@@ -20,7 +20,7 @@ use crate::stage::summary::{Figures, Summary};
 use crate::stage::{Artifact, Stage};
 
 pub(crate) use execute::PieceMode;
-pub(crate) use parse::{parse_root, read_text, topological_order};
+pub(crate) use parse::{parse_root, read_text, topological_order, written_seed};
 
 /// A validated stage, ready to run.
 pub struct PlannedStage {

@@ -98,6 +98,13 @@ struct Header<'a> {
     gate: Vec<(crate::gate::Condition, std::ops::Range<usize>)>,
 }
 
+/// The seed `[pipeline] seed` of `root` gives (0 when absent or not a seed), read as a run reads
+/// it; the problems of the rest are left to the validation that reports them.
+pub(crate) fn written_seed(file: &Path, root: &Sp<Val>) -> u64 {
+    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    read_header(file, &dir, root, true, &mut Problems::new(file, "")).seed
+}
+
 /// Read the top-level tables of `root` (of `file`, in folder `dir`), recording problems.
 /// `in_sweep`: a `[matrix]` table was taken out by the caller; otherwise one is refused.
 fn read_header<'a>(file: &Path, dir: &Path, root: &'a Sp<Val>, in_sweep: bool, p: &mut Problems) -> Header<'a> {

@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{ConfigError, Error, Result};
 use crate::output::{write_atomic, write_json};
-use crate::run::{parse_root, read_text, Pipeline};
+use crate::run::{parse_root, read_text, written_seed, Pipeline};
 use crate::stage::problems::Problems;
 use crate::stage::summary::Summary;
 use crate::stage::toml_spans::{Sp, Val};
@@ -207,8 +207,16 @@ impl Sweep {
         if !problems.is_empty() {
             return Err(ConfigError { problems: dedup(problems) });
         }
-        let base = Pipeline::from_root(file, &sweep.text, &sweep.root, seed, true)?;
-        sweep.info.seed = base.seed;
+        // A matrix's combinations were validated above; its base need not be whole on its own (a
+        // group axis may bring the data's favourable label or codes), so only its seed is read.
+        // A plain pipeline is its one combination, and its split stages are its units.
+        let (base_seed, split) = if sweep.info.matrix {
+            (seed.unwrap_or_else(|| written_seed(file, &sweep.root)), Vec::new())
+        } else {
+            let base = Pipeline::from_root(file, &sweep.text, &sweep.root, seed, true)?;
+            (base.seed, base.split_stages())
+        };
+        sweep.info.seed = base_seed;
         sweep.info.units = sweep
             .combinations
             .iter()
@@ -221,7 +229,6 @@ impl Sweep {
             .collect();
         // A plain pipeline's units are the pieces of its split stages (a sweep's are its
         // combinations): the shards compute them, the merge runs the rest around them.
-        let split = if sweep.info.matrix { Vec::new() } else { base.split_stages() };
         if !split.is_empty() {
             sweep.info.units = split
                 .iter()
