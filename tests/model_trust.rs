@@ -186,3 +186,29 @@ fn a_model_returning_nan_is_refused_at_load_on_every_executor_naming_the_row() {
     let stderr = run_failing(&file, &dir.path().join("command"));
     assert!(stderr.contains("model output p of command") && stderr.contains("is NaN for row 0"), "{stderr}");
 }
+
+#[test]
+fn a_label_with_one_value_only_is_warned_of_and_the_audit_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    // The census rows of one outcome only: what a file filtered to the approved applicants holds.
+    let text = std::fs::read_to_string(bundled("data/census.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let label = header.split(',').position(|c| c == "income").expect("census.csv has the income column");
+    let kept: Vec<&str> = lines.filter(|l| l.split(',').nth(label) == Some(">50K")).collect();
+    assert!(kept.len() > 1000, "census.csv has {} rows above 50K", kept.len());
+    let data = dir.path().join("only_high.csv");
+    std::fs::write(&data, format!("{header}\n{}\n", kept.join("\n"))).unwrap();
+    let model = bundled("models/census.onnx");
+    let text = pipeline(&census_codes(), "favourable = \">50K\"", &model, "").replace(&bundled("data/census.csv"), data.to_str().unwrap());
+    let file = write(dir.path(), "one-class.toml", &text);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let warnings = warnings_of(&summary);
+    let one = format!("data: the label `income` takes one value only (\">50K\" in all {} rows)", kept.len());
+    assert!(warnings.iter().any(|w| w.starts_with(&one)), "{warnings:?}");
+    assert!(summary["stages"]["metrics"].is_object(), "group metrics still ran");
+    // The whole census has both outcomes: no such warning.
+    let both = write(dir.path(), "both.toml", &pipeline(&census_codes(), "favourable = \">50K\"", &model, ""));
+    let summary = run_pipeline(&both, &dir.path().join("out-both"), &[]);
+    assert!(!warnings_of(&summary).iter().any(|w| w.contains("takes one value only")), "{:?}", warnings_of(&summary));
+}

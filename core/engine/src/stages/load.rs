@@ -575,6 +575,7 @@ impl Stage for Load {
         .map_err(|e| self.refused(e))?;
         // Too many protected combinations: a coarser `columns.NAME.step` (or fewer levels) fixes it.
         crate::limits::check_protected_combinations(&data.domain, &ctx.warnings).map_err(|e| StageError::contradicts("columns", e))?;
+        warn_of_one_class(ctx, &data);
         let figures = LoadFigures {
             rows: data.len(),
             rows_train: data.rows_in(Split::Train).len(),
@@ -593,4 +594,21 @@ impl Stage for Load {
         };
         Ok(StageOutput { artifact: Artifact::Dataset(Arc::new(data)), figures: Arc::new(figures), tables: Vec::new(), model_queries: 0 })
     }
+}
+
+/// A label that takes one value in every row is no outcome to measure a classifier against: the
+/// audit's selection rates, estimate, check and searches need no label and still stand, but its
+/// accuracy, the check that the model is not read the wrong way round, TPR/FPR, AUC and calibration
+/// mean nothing — said loudly, with the likely fix (a wrong `label` column, or a filtered file).
+fn warn_of_one_class(ctx: &StageContext, data: &crate::data::Dataset) {
+    let favourable = data.y.iter().filter(|&&v| v == 1).count();
+    if data.is_empty() || (favourable != 0 && favourable != data.len()) {
+        return;
+    }
+    let value = if favourable == 0 { &data.label_values[0] } else { &data.label_values[1] };
+    ctx.warn(format!(
+        "the label `{}` takes one value only ({value:?} in all {} rows): the model's accuracy, the check that its classes are not read the wrong way round, TPR/FPR, AUC and calibration mean nothing; check that `label` names the outcome column and that the file holds both outcomes (selection rates, the estimate, the check and the searches need no label)",
+        data.label_name,
+        data.len()
+    ));
 }
