@@ -150,30 +150,43 @@ mod tests {
     #[test]
     fn every_kinds_example_and_documented_defaults_configure_through_the_real_configure_step() {
         use fairpipe_core::run::registry::STAGE_KINDS;
-        use fairpipe_core::stage::toml_spans::parse;
         register_builtins().unwrap();
         let mut checked = 0;
         for kind in STAGE_KINDS {
             configure_example(kind, kind.example).unwrap_or_else(|e| panic!("{}: its example does not configure: {e}", kind.name));
-            let tag_value = kind.tag.and_then(|tag| {
-                kind.example.lines().find_map(|l| l.strip_prefix(&format!("{tag} = "))).map(|v| v.trim_matches('"').to_string())
-            });
-            for key in kind.keys {
-                let literal = format!("{} = {}", key.name, key.default);
-                let applies = key.only.is_empty() || tag_value.as_deref().is_some_and(|v| key.only.contains(&v));
-                if Some(key.name) == kind.tag || !applies || parse(&literal).is_err() {
-                    continue;
-                }
-                let mut text: String =
-                    kind.example.lines().filter(|l| !l.starts_with(&format!("{} =", key.name))).map(|l| format!("{l}\n")).collect();
-                text.push_str(&literal);
-                configure_example(kind, &text).unwrap_or_else(|e| {
+            for (key, _, with) in literal_defaults(kind) {
+                configure_example(kind, &with).unwrap_or_else(|e| {
                     panic!("{}: key `{}` set to its documented default `{}` is refused: {e}", kind.name, key.name, key.default)
                 });
                 checked += 1;
             }
         }
         assert!(checked > 50, "only {checked} documented defaults are written as values");
+    }
+
+    /// The keys of `kind` whose documented default is written as a value (not described in words)
+    /// and applies to the variant of the kind's example, each with the example without the key and
+    /// the example with `key = default` appended.
+    fn literal_defaults(
+        kind: &'static fairpipe_core::stage::kind::StageKind,
+    ) -> Vec<(&'static fairpipe_core::stage::kind::KeyDoc, String, String)> {
+        use fairpipe_core::stage::toml_spans::parse;
+        let tag_value = kind.tag.and_then(|tag| {
+            kind.example.lines().find_map(|l| l.strip_prefix(&format!("{tag} = "))).map(|v| v.trim_matches('"').to_string())
+        });
+        kind.keys
+            .iter()
+            .filter(|key| {
+                let applies = key.only.is_empty() || tag_value.as_deref().is_some_and(|v| key.only.contains(&v));
+                Some(key.name) != kind.tag && applies && parse(&format!("{} = {}", key.name, key.default)).is_ok()
+            })
+            .map(|key| {
+                let without: String =
+                    kind.example.lines().filter(|l| !l.starts_with(&format!("{} =", key.name))).map(|l| format!("{l}\n")).collect();
+                let with = format!("{without}{} = {}\n", key.name, key.default);
+                (key, without, with)
+            })
+            .collect()
     }
 
     /// The stage table of the one stage in pipeline `text` (its keys without `kind` and the
@@ -219,19 +232,8 @@ mod tests {
         let mut checked = 0;
         let mut wrong = Vec::new();
         for kind in STAGE_KINDS {
-            let tag_value = kind.tag.and_then(|tag| {
-                kind.example.lines().find_map(|l| l.strip_prefix(&format!("{tag} = "))).map(|v| v.trim_matches('"').to_string())
-            });
-            for key in kind.keys {
-                let literal = format!("{} = {}", key.name, key.default);
-                let applies = key.only.is_empty() || tag_value.as_deref().is_some_and(|v| key.only.contains(&v));
-                let Ok(parsed) = parse(&literal) else { continue };
-                if Some(key.name) == kind.tag || !applies {
-                    continue;
-                }
-                let without: String =
-                    kind.example.lines().filter(|l| !l.starts_with(&format!("{} =", key.name))).map(|l| format!("{l}\n")).collect();
-                let with = format!("{without}{literal}\n");
+            for (key, without, with) in literal_defaults(kind) {
+                let parsed = parse(&format!("{} = {}", key.name, key.default)).expect("literal_defaults keeps defaults that parse");
                 let absent = with_stage_table(kind, &without, kind.read);
                 let given = with_stage_table(kind, &with, kind.read);
                 let resolved_at_use = RESOLVED_AT_USE.iter().any(|(k, n, _)| *k == kind.name && *n == key.name);
