@@ -41,7 +41,18 @@ bank -> Bank; gender -> sex; PersonStatusSex -> sex, AgeInYears -> age; LogReg, 
 tests/s = n_test / real_time, success = prec.
 
 Raw runs are appended to OUT/runs.jsonl (existing runs are reused: an interrupted run resumes, a
-wider one adds only what is missing); the aggregate goes to OUT/grid.json and OUT/grid.md.
+wider one adds only what is missing); the aggregate goes to OUT/grid.json and OUT/grid.md. Every
+run records its binary's kind and sha256; the tables hold the runs of one kind only (the binary's,
+or --binary-kind), so debug and release seconds never meet in a cell. Every run also records the
+whole fairpipe process's CPU time (`process_cpu_s`: load, cluster, search, verify, report) beside
+the search's wall time (`secs`), `model_time_s` and `stopped_by`.
+
+`--reference` runs, instead of fairpipe, the numpy ports of GRFT and AFT
+(scripts/reference_ports/grid_reference.py, the same cells' exports under onnxruntime in Python)
+for the grft/aft cells selected, at the same `--queries` budget of model rows, appending to
+OUT/reference.jsonl; grid.md then compares them seed for seed with fairpipe's runs of the same
+cell and budget (IDIs mean ± sd; tests/s and IDIs/s on fairpipe's search wall time against the
+port's search CPU time; the published harness tests/s beside).
 
     nice -n 10 python3 scripts/bench_grid.py --datasets credit --seeds 3 --queries 100000
 
@@ -53,9 +64,11 @@ ORT_DYLIB_PATH from `scripts/test.sh --provision-only` when it is not set.
 """
 import argparse
 import csv
+import hashlib
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -158,6 +171,11 @@ def binary(arg):
     raise SystemExit('no fairpipe binary: pass --fairpipe or copy one to target/fairpipe-release (or -debug)')
 
 
+def binary_sha(path):
+    with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()[:12]
+
+
 def binary_kind(path):
     # A debug build carries debug assertions; the name of the copy says which it is.
     name = os.path.basename(path)
@@ -177,8 +195,10 @@ def run_one(exe, key, text, work):
             return dict(key, na='needs scores', message=(v.stderr or v.stdout).strip().splitlines()[-1][:300])
     out = os.path.join(work, 'out')
     load = os.getloadavg()[0]
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([exe, 'run', pipeline, '--seed', str(key['seed']), '--out', out, '--quiet'],
                        capture_output=True, text=True, env=env)
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise SystemExit(f'{key}: fairpipe failed:\n{r.stderr[-2000:]}')
     with open(os.path.join(out, 'summary.json')) as f:
@@ -193,7 +213,10 @@ def run_one(exe, key, text, work):
         raise SystemExit(f'{key}: the host did not confirm every case: {verified}')
     return dict(key, idis=verified['discriminatory_full'], idis_projection=verified['discriminatory'],
                 tests=search['generated'], queries=search['queries_asked'], rows_scored=search['rows_scored'],
-                secs=search['run_elapsed_s'], accuracy_test=accuracy, executor=s['model'].get('executor'), load_avg_1m=load,
+                secs=search['run_elapsed_s'], model_time_s=search.get('model_time_s'), stopped_by=search.get('stopped_by'),
+                # the whole fairpipe process (load, cluster, search, verify, report), user + system CPU
+                process_cpu_s=round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 3),
+                accuracy_test=accuracy, executor=s['model'].get('executor'), load_avg_1m=load,
                 at=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))
 
 
@@ -233,6 +256,8 @@ def aggregate(runs, pub, seeds):
                      success=statistics.mean(idis) / mean('tests') if mean('tests') else None,
                      idis_per_1k_queries=1000 * statistics.mean(idis) / mean('queries') if mean('queries') else None,
                      load_avg_1m=mean('load_avg_1m'), executor=rs[0]['executor'])
+            if all(r.get('process_cpu_s') is not None for r in rs):
+                c['process_cpu_s'] = mean('process_cpu_s')
         p = pub.get((PUBLISHED_DATASET.get(dataset), model, PUBLISHED_PROTECTED.get(protected), method))
         if p:
             c['published'] = p
@@ -246,29 +271,41 @@ def fmt(x, digits=0):
     return f'{x:,.{digits}f}'
 
 
-def markdown(cells, header):
-    lines = [header, '',
-             '| output | dataset | model | protected | method | runs | verified IDIs ± sd | tests | queries | search s | IDIs/s | tests/s | '
-             'success | IDIs / 1k queries | published IDIs/s | published tests/s | published success |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+def budget_title(budget_key, budget):
+    return f'{budget:,} model rows asked a run (`max_queries`)' if budget_key == 'max_queries' else f'{budget:g} s a run (`max_seconds`)'
+
+
+def sort_key(c):
     order = {m: i for i, m in enumerate(METHODS)}
-    for c in sorted(cells, key=lambda c: (c['output'] == 'labels', list(DATASETS).index(c['dataset']), MODELS.index(c['model']),
-                                          DATASETS[c['dataset']][1].index(c['protected']), order[c['method']])):
-        p = c.get('published')
-        pub = f"{fmt(p['idis_s'])} | {fmt(p['tests_s'])} | {p['success']:.3f}" if p else '— | — | —'
-        head = f"| {c['output']} | {c['dataset']} | {c['model']} | {c['protected']} | {c['method']} | {c['runs']} | "
-        if 'na' in c:
-            lines.append(head + f"n/a ({c['na']}) | | | | | | | | {pub} |")
-        else:
-            lines.append(head + f"{fmt(c['idis'])} ± {fmt(c['idis_sd'])} | {fmt(c['tests'])} | {fmt(c['queries'])} | {c['secs']:.2f} | "
-                         f"{fmt(c['idis_s'])} | {fmt(c['tests_s'])} | {fmt(c['success'], 3) if c['success'] is not None else '—'} | "
-                         f"{fmt(c['idis_per_1k_queries'], 1)} | {pub} |")
-    return '\n'.join(lines) + '\n'
+    return (c['output'] == 'labels', list(DATASETS).index(c['dataset']), MODELS.index(c['model']),
+            DATASETS[c['dataset']][1].index(c['protected']), order[c['method']])
+
+
+def markdown(cells):
+    """The full table, one a budget."""
+    lines = []
+    for budget_key, budget in sorted({(c['budget_key'], c['budget']) for c in cells}):
+        lines += [f'### {budget_title(budget_key, budget)}', '',
+                  '| output | dataset | model | protected | method | runs | verified IDIs ± sd | tests | queries | search s | IDIs/s | tests/s | '
+                  'success | IDIs / 1k queries | fairpipe process CPU s | published IDIs/s | published tests/s | published success |',
+                  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+        for c in sorted((c for c in cells if (c['budget_key'], c['budget']) == (budget_key, budget)), key=sort_key):
+            p = c.get('published')
+            pub = f"{fmt(p['idis_s'])} | {fmt(p['tests_s'])} | {p['success']:.3f}" if p else '— | — | —'
+            head = f"| {c['output']} | {c['dataset']} | {c['model']} | {c['protected']} | {c['method']} | {c['runs']} | "
+            if 'na' in c:
+                lines.append(head + f"n/a ({c['na']}) | | | | | | | | | {pub} |")
+            else:
+                lines.append(head + f"{fmt(c['idis'])} ± {fmt(c['idis_sd'])} | {fmt(c['tests'])} | {fmt(c['queries'])} | {c['secs']:.2f} | "
+                             f"{fmt(c['idis_s'])} | {fmt(c['tests_s'])} | {fmt(c['success'], 3) if c['success'] is not None else '—'} | "
+                             f"{fmt(c['idis_per_1k_queries'], 1)} | {fmt(c.get('process_cpu_s'), 2)} | {pub} |")
+        lines.append('')
+    return '\n'.join(lines)
 
 
 def pivot(cells, field, digits, published_field=None):
     """One row a cell, one column a method: `field`, and the published figure beside where there is one."""
-    methods = list(METHODS)
+    methods = [m for m in METHODS if any(c['method'] == m for c in cells)]
     rows = {}
     for c in cells:
         rows.setdefault((c['output'], c['dataset'], c['model'], c['protected']), {})[c['method']] = c
@@ -292,6 +329,82 @@ def pivot(cells, field, digits, published_field=None):
     return '\n'.join(lines) + '\n'
 
 
+def pivots(cells):
+    text = ''
+    for budget_key, budget in sorted({(c['budget_key'], c['budget']) for c in cells}):
+        cs = [c for c in cells if (c['budget_key'], c['budget']) == (budget_key, budget)]
+        title = budget_title(budget_key, budget)
+        if budget_key == 'max_queries':
+            text += f'\n### IDIs per 1,000 model queries ({title})\n\n' + pivot(cs, 'idis_per_1k_queries', 1)
+        else:
+            text += f'\n### Verified IDIs ({title})\n\n' + pivot(cs, 'idis', 0)
+        text += (f'\n### IDIs per second ({title}; published RegionFT IDIs/s in brackets)\n\n' + pivot(cs, 'idis_s', 0, 'idis_s')
+                 + f'\n### Success rate, IDIs / tests ({title}; published in brackets)\n\n' + pivot(cs, 'success', 3, 'success'))
+    return text
+
+
+# ---- the reference ports on grid cells (scripts/reference_ports/grid_reference.py) ----
+REFERENCE_METHODS = ('grft', 'aft')
+
+
+def reference_key(r):
+    return (r['dataset'], r['model'], r['protected'], r['method'], r['max_rows'], r['seed'])
+
+
+def reference_run(python, method, dataset, model, protected, max_rows, seed):
+    """One port run (its search wall `secs` and search process CPU `cpu_secs`, one thread)."""
+    cmd = [python, os.path.join(ROOT, 'scripts', 'reference_ports', 'grid_reference.py'), method, dataset, model, protected,
+           str(max_rows), str(seed)]
+    env = dict(os.environ, OMP_NUM_THREADS='1', OPENBLAS_NUM_THREADS='1', MKL_NUM_THREADS='1')
+    load = os.getloadavg()[0]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise SystemExit(f'{" ".join(cmd)}: failed:\n{r.stderr[-2000:]}')
+    return dict(json.loads(r.stdout.strip().splitlines()[-1]), dataset=dataset, model=model, protected=protected, method=method,
+                load_avg_1m=load, at=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))
+
+
+def mean_sd(xs):
+    return statistics.mean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def reference_table(runs, refs, pub, kind):
+    """fairpipe's grft/aft against the port on the same cell and budget of model rows: IDIs mean ± sd
+    over the seeds both have, tests/s and IDIs/s (fairpipe: search wall time; the port: search
+    process CPU time), and the published harness tests/s beside."""
+    lines = ['| cell | method | rows budget | seeds | IDIs fairpipe ± sd | IDIs port ± sd | fairpipe / port | '
+             'fairpipe search s (wall) | port search s (CPU; wall) | tests/s fairpipe | tests/s port | tests/s ratio | '
+             'IDIs/s fairpipe | IDIs/s port | IDIs/s ratio | published tests/s | fairpipe / published tests/s |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    rows = []
+    cells = sorted({k[:5] for k in (reference_key(r) for r in refs)},
+                   key=lambda k: (list(DATASETS).index(k[0]), MODELS.index(k[1]), k[2], k[3], k[4]))
+    for dataset, model, protected, method, budget in cells:
+        ours = {r['seed']: r for r in runs if (r['output'], r['dataset'], r['model'], r['protected'], r['method'], r['budget_key'], r['budget'],
+                                               r['binary']) == ('scores', dataset, model, protected, method, 'max_queries', budget, kind)}
+        theirs = {r['seed']: r for r in refs if reference_key(r)[:5] == (dataset, model, protected, method, budget)}
+        seeds = sorted(set(ours) & set(theirs))
+        if not seeds:
+            continue
+        o = [ours[s] for s in seeds]
+        t = [theirs[s] for s in seeds]
+        (om, osd), (tm, tsd) = mean_sd([r['idis'] for r in o]), mean_sd([r['ids'] for r in t])
+        o_s, t_cpu, t_wall = (statistics.mean(r[k] for r in rs) for rs, k in ((o, 'secs'), (t, 'cpu_secs'), (t, 'secs')))
+        o_tests_s, t_tests_s = statistics.mean(r['tests'] for r in o) / o_s, statistics.mean(r['tests'] for r in t) / t_cpu
+        o_idis_s, t_idis_s = om / o_s, tm / t_cpu
+        p = pub.get((PUBLISHED_DATASET.get(dataset), model, PUBLISHED_PROTECTED.get(protected), method))
+        row = dict(dataset=dataset, model=model, protected=protected, method=method, budget=budget, seeds=len(seeds),
+                   idis=om, idis_sd=osd, port_idis=tm, port_idis_sd=tsd, secs=o_s, port_cpu_s=t_cpu, port_wall_s=t_wall,
+                   tests_s=o_tests_s, port_tests_s=t_tests_s, idis_s=o_idis_s, port_idis_s=t_idis_s,
+                   published_tests_s=p['tests_s'] if p else None)
+        rows.append(row)
+        lines.append(f'| {dataset} {model} {protected} | {method} | {budget:,} | {len(seeds)} | {fmt(om)} ± {fmt(osd)} | {fmt(tm)} ± {fmt(tsd)} | '
+                     f'{om / tm:.2f} | {o_s:.3f} | {t_cpu:.2f}; {t_wall:.2f} | {fmt(o_tests_s)} | {fmt(t_tests_s)} | {o_tests_s / t_tests_s:.1f}× | '
+                     f'{fmt(o_idis_s)} | {fmt(t_idis_s)} | {o_idis_s / t_idis_s:.1f}× | '
+                     + (f"{fmt(p['tests_s'])} | {o_tests_s / p['tests_s']:.1f}× |" if p else '— | — |'))
+    return rows, '\n'.join(lines) + '\n'
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--fairpipe')
@@ -301,15 +414,24 @@ def main():
     ap.add_argument('--protected', nargs='*', help='only these protected attributes')
     ap.add_argument('--output', choices=['scores', 'labels'], default='scores')
     ap.add_argument('--seeds', type=int, default=3)
+    ap.add_argument('--first-seed', type=int, default=1, help='run seeds FIRST..SEEDS (the report counts seeds 1..SEEDS)')
     budget = ap.add_mutually_exclusive_group()
     budget.add_argument('--queries', type=int, help='model-query budget per run (max_queries; default 100,000)')
     budget.add_argument('--seconds', type=float, help='time budget per run instead (max_seconds)')
     ap.add_argument('--out-dir', default=os.path.join(ROOT, 'docs', 'grid'))
     ap.add_argument('--report-only', action='store_true', help='rebuild grid.json/grid.md from runs.jsonl')
+    ap.add_argument('--reference', action='store_true',
+                    help='run the reference ports (grft, aft among --methods) on the cells instead of fairpipe (OUT/reference.jsonl)')
+    ap.add_argument('--reference-python', default=os.path.expanduser('~/.cache/fairpipe/trees-venv/bin/python'),
+                    help='a Python with numpy, onnx, onnxruntime, scikit-learn')
+    ap.add_argument('--report-seeds', type=int, help='seeds 1..N in the grid tables (default --seeds)')
+    ap.add_argument('--binary-kind', choices=['release', 'debug'], help="the runs the tables hold (default: the binary's kind)")
     args = ap.parse_args()
     budget_key, budget_value = ('max_seconds', args.seconds) if args.seconds else ('max_queries', args.queries or 100_000)
-    exe = binary(args.fairpipe)
-    kind = binary_kind(exe)
+    runs_fairpipe = not (args.reference or args.report_only)
+    exe = binary(args.fairpipe) if runs_fairpipe or not args.binary_kind else None
+    kind = args.binary_kind or binary_kind(exe)
+    sha = binary_sha(exe) if exe else None
     if 'ORT_DYLIB_PATH' not in os.environ:
         shell = subprocess.run(['bash', os.path.join(ROOT, 'scripts', 'test.sh'), '--provision-only'], capture_output=True, text=True, cwd=ROOT).stdout
         for line in shell.splitlines():
@@ -317,54 +439,76 @@ def main():
                 os.environ['ORT_DYLIB_PATH'] = line.split('=', 1)[1].strip().strip('"\'')
     os.makedirs(args.out_dir, exist_ok=True)
     runs_path = os.path.join(args.out_dir, 'runs.jsonl')
-    runs = []
+    refs_path = os.path.join(args.out_dir, 'reference.jsonl')
+    runs, refs = [], []
     if os.path.exists(runs_path):
         with open(runs_path) as f:
             runs = [json.loads(line) for line in f if line.strip()]
+    if os.path.exists(refs_path):
+        with open(refs_path) as f:
+            refs = [json.loads(line) for line in f if line.strip()]
     have = {cell_key(r) + (r['seed'],) for r in runs}
-    if not args.report_only:
+    have_refs = {reference_key(r) for r in refs}
+    todo = [(dataset, model, protected, method, seed)
+            for dataset in args.datasets for model in args.models for protected in DATASETS[dataset][1]
+            if not args.protected or protected in args.protected
+            for method in args.methods for seed in range(args.first_seed, args.seeds + 1)]
+    if args.reference and not args.report_only:
+        if budget_key != 'max_queries':
+            raise SystemExit('--reference runs at a budget of model rows (--queries)')
+        with open(refs_path, 'a') as f:
+            for dataset, model, protected, method, seed in todo:
+                if method not in REFERENCE_METHODS or (dataset, model, protected, method, budget_value, seed) in have_refs:
+                    continue
+                r = reference_run(args.reference_python, method, dataset, model, protected, budget_value, seed)
+                f.write(json.dumps(r) + '\n')
+                f.flush()
+                refs.append(r)
+                print(f"port {method} {dataset} {model} {protected} seed {seed}: {r['ids']} IDIs, {r['tests']} tests, "
+                      f"{r['cpu_secs']:.2f} CPU s", flush=True)
+    elif runs_fairpipe:
         with tempfile.TemporaryDirectory() as work, open(runs_path, 'a') as f:
-            for dataset in args.datasets:
-                for model in args.models:
-                    for protected in DATASETS[dataset][1]:
-                        if args.protected and protected not in args.protected:
-                            continue
-                        for method in args.methods:
-                            for seed in range(1, args.seeds + 1):
-                                key = dict(output=args.output, dataset=dataset, model=model, protected=protected, method=method,
-                                           budget_key=budget_key, budget=budget_value, binary=kind, seed=seed)
-                                key_run_extra = {'binary_path': exe}
-                                if cell_key(key) + (seed,) in have:
-                                    continue
-                                key_run = dict(key, expected_accuracy=manifest_accuracy(dataset, model))
-                                text = pipeline_text(dataset, model_path(dataset, model, args.output), protected, method, METHODS[method],
-                                                     budget_key, budget_value)
-                                r = run_one(exe, key_run, text, work)
-                                r.pop('expected_accuracy', None)
-                                r.update(key_run_extra)
-                                f.write(json.dumps(r) + '\n')
-                                f.flush()
-                                runs.append(r)
-                                print(f"{dataset} {model} {protected} {method} seed {seed}: "
-                                      + (f"n/a ({r['na']})" if 'na' in r else f"{r['idis']} IDIs, {r['tests']} tests, {r['secs']:.2f} s"),
-                                      flush=True)
-    cells = aggregate(runs, published(), args.seeds)
+            for dataset, model, protected, method, seed in todo:
+                key = dict(output=args.output, dataset=dataset, model=model, protected=protected, method=method,
+                           budget_key=budget_key, budget=budget_value, binary=kind, seed=seed)
+                if cell_key(key) + (seed,) in have:
+                    continue
+                key_run = dict(key, expected_accuracy=manifest_accuracy(dataset, model))
+                text = pipeline_text(dataset, model_path(dataset, model, args.output), protected, method, METHODS[method],
+                                     budget_key, budget_value)
+                r = run_one(exe, key_run, text, work)
+                r.pop('expected_accuracy', None)
+                r.update(binary_path=exe, binary_sha256=sha)
+                f.write(json.dumps(r) + '\n')
+                f.flush()
+                runs.append(r)
+                print(f"{dataset} {model} {protected} {method} seed {seed}: "
+                      + (f"n/a ({r['na']})" if 'na' in r else f"{r['idis']} IDIs, {r['tests']} tests, {r['secs']:.2f} s"),
+                      flush=True)
+    # The tables hold one kind of binary only (debug seconds are not release seconds).
+    runs = [r for r in runs if r['binary'] == kind]
+    report_seeds = args.report_seeds or args.seeds
+    cells = aggregate(runs, published(), report_seeds)
     loads = [r['load_avg_1m'] for r in runs if 'load_avg_1m' in r]
-    binaries = sorted({f"{r['binary']} ({os.path.relpath(r.get('binary_path', exe), ROOT)})" for r in runs})
-    budgets = ', '.join(sorted({f"{r['budget_key']} = {r['budget']:,}" for r in runs}))
-    header = (f"fairpipe binaries: {', '.join(binaries)}; budgets: {budgets} per run; seeds 1..{args.seeds}; "
+    binaries = sorted({f"{r['binary']} (sha256 {r.get('binary_sha256', '?')})" for r in runs})
+    budgets = ', '.join(sorted({budget_title(r['budget_key'], r['budget']) for r in runs}))
+    header = (f"fairpipe binary: {', '.join(binaries)}; budgets: {budgets}; seeds 1..{report_seeds} (fewer where a cell's runs column says so); "
               f"one rayon thread; machine: {os.cpu_count()} cores, {platform.machine()}, 1-minute load average at the runs' "
-              f"starts {min(loads):.1f}–{max(loads):.1f} (mean {statistics.mean(loads):.1f})." if loads else 'no runs')
+              f"starts {min(loads):.1f}–{max(loads):.1f} (mean {statistics.mean(loads):.1f}). 'search s' is the generate stage's wall time "
+              f"(run_elapsed_s); IDIs/s and tests/s divide by it; 'fairpipe process CPU s' is the whole process's user + system CPU "
+              f"(load, cluster, search, verify, report)." if loads else 'no runs')
+    ref_rows, ref_table = reference_table(runs, refs, published(), kind)
     with open(os.path.join(args.out_dir, 'grid.json'), 'w') as f:
-        json.dump({'header': header, 'cells': cells}, f, indent=1)
+        json.dump({'header': header, 'cells': cells, 'reference_ports': ref_rows}, f, indent=1)
         f.write('\n')
-    table = markdown(cells, header)
-    pivots = ('\n### IDIs per 1,000 model queries\n\n' + pivot(cells, 'idis_per_1k_queries', 1)
-              + '\n### IDIs per second (published RegionFT IDIs/s in brackets)\n\n' + pivot(cells, 'idis_s', 0, 'idis_s')
-              + '\n### Success rate, IDIs / tests (published in brackets)\n\n' + pivot(cells, 'success', 3, 'success'))
+    text = (header + '\n\n' + markdown(cells) + pivots(cells)
+            + ('\n### fairpipe against the reference ports (same cell, same budget of model rows, same seeds)\n\n'
+               'fairpipe: the search stage\'s wall time; the port: its search\'s process CPU time (then its wall time), '
+               'one thread each. Published: RegionFT\'s harness on its own encoding of the cell (1,200 s runs).\n\n'
+               + ref_table if ref_rows else ''))
     with open(os.path.join(args.out_dir, 'grid.md'), 'w') as f:
-        f.write(table + pivots)
-    print(table + pivots)
+        f.write(text)
+    print(text)
 
 
 if __name__ == '__main__':

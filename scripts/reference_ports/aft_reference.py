@@ -4,7 +4,8 @@ under Baselines/Aft in the RegionFT repository), ported line by line to numpy, w
 its exp.py (no_train_data_sample 5000, max_leaf_nodes 1000, MaxTry 10000, MaxDiscPathPair 100,
 10 failing data and 100 samples per path pair, random+flip, themis), to measure the reference's
 own IDI count and speed over many runs on fairpipe's bundled data and reference models at a fixed
-budget of model rows. The surrogate is scikit-learn's DecisionTreeClassifier, as in the reference;
+budget of model rows (or, through grid_reference.py, on a cell of the benchmark grid: its
+skl2onnx export under onnxruntime). The surrogate is scikit-learn's DecisionTreeClassifier, as in the reference;
 IntervalPool's memo tables are left out (they cache, they do not change a result).
 
 The model is the bundled ONNX network run in numpy float32 (eidig_reference.Model); the reference's
@@ -282,11 +283,12 @@ class AFT:
                 restart_flag = True
 
 
-def run(bench, max_rows, seed):
-    fname, protected_attribs = BENCH[bench]
-    Xall, _, _ = load(fname)
+def run(bench, max_rows, seed, cell=None):
+    # cell: a benchmark grid cell (grid_reference.cell) instead of the bundled network
+    fname, protected_attribs = BENCH[bench] if cell is None else (None, cell['protected'])
+    Xall, _, _ = load(fname) if cell is None else cell['data']
     data_range = [[int(a), int(b)] for a, b in zip(Xall.min(axis=0), Xall.max(axis=0))]
-    cut = CuT(Model(fname), data_range, max_rows)
+    cut = CuT(Model(fname) if cell is None else cell['model'], data_range, max_rows)
     random.seed(seed)
     np.random.seed(seed)
     tester = AFT(cut, protected_attribs, no_train_data_sample=5000)

@@ -3,7 +3,8 @@
 global_generation with GeneticAlgorithm.Population, local_generation_random; driven as
 Baselines/Grft/grft.py drives it: rounds of seeds -> global -> local until the budget), ported
 line by line to numpy, to measure the reference's own IDI count and speed over many runs on
-fairpipe's bundled data and reference models at a fixed budget of model rows.
+fairpipe's bundled data and reference models at a fixed budget of model rows (or, through
+grid_reference.py, on a cell of the benchmark grid: its skl2onnx export under onnxruntime).
 
 The model is the bundled ONNX network run in numpy float32 (eidig_reference.Model), its outputs
 P(class 1) as the harness's predict_proba adapter returns them. Randomness: Python's `random` and
@@ -47,7 +48,7 @@ class Budgeted:
         self.model, self.max_rows, self.rows = model, max_rows, 0
 
     def __call__(self, x):
-        x = np.asarray(x).reshape(-1, self.model.W[0].shape[0])
+        x = np.atleast_2d(np.asarray(x))
         if self.rows + len(x) > self.max_rows:
             raise Exhausted()
         self.rows += len(x)
@@ -222,12 +223,13 @@ def generate_seeds(X, c_num=4, num_seeds=100, fashion='Distribution'):
     return id_seeds
 
 
-def run(bench, max_rows, seed, num_seeds=1000, l_num=1000, max_iter=10, s_l=1.0, max_rounds=None):
-    fname, protected_attribs = BENCH[bench]
-    Xall, split, _ = load(fname)
+def run(bench, max_rows, seed, num_seeds=1000, l_num=1000, max_iter=10, s_l=1.0, max_rounds=None, cell=None):
+    # cell: a benchmark grid cell (grid_reference.cell) instead of the bundled network
+    fname, protected_attribs = BENCH[bench] if cell is None else (None, cell['protected'])
+    Xall, split, _ = load(fname) if cell is None else cell['data']
     X = Xall[split == 'train'].astype(float)
     constraint = np.vstack((Xall.min(axis=0), Xall.max(axis=0))).T
-    model = Budgeted(Model(fname), max_rows)
+    model = Budgeted(Model(fname) if cell is None else cell['model'], max_rows)
     random.seed(seed)
     np.random.seed(seed)
     found, global_found = set(), set()
