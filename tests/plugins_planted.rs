@@ -173,6 +173,49 @@ fn eidig_uses_the_exact_gradient_when_the_model_has_one_and_finite_differences_o
     assert_eq!(found[0], found[1], "the same IDIs with exact and finite-difference gradients");
 }
 
+/// Every method, on a model with an exact gradient and on the same model as a black box (the host
+/// then takes finite differences: 1 + 2·width model rows per gradient row), is held to
+/// `max_queries` in the rows the generate stage reports as asked (`queries_asked`: the rows of its
+/// predict calls and of its gradients): given half of what an unbounded run asks, it ends normally
+/// having asked at most that many.
+#[test]
+fn every_method_keeps_max_queries_in_model_rows_gradients_included() {
+    let domain = domain();
+    let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 100);
+    let mut methods = plugins();
+    methods.extend([
+        ("grft", json!({ "num_seeds": 100, "local_num": 200 })),
+        ("aft", json!({ "train_samples": 500, "max_tests": 5000 })),
+        ("testsgd", json!({})),
+    ]);
+    for (name, params) in methods {
+        let plugin = common::plugin(name);
+        for exact in [true, false] {
+            let model: Arc<dyn Model> =
+                if exact { Arc::new(Threshold { planted: true }) } else { Arc::new(BlackBox(Threshold { planted: true })) };
+            let asked = |max_queries: u64| {
+                let spec = RunSpec {
+                    params: &params,
+                    seeds: &seeds,
+                    rng_seed: 11,
+                    budget: FfiBudget { max_queries, ..Default::default() },
+                    gamma: None,
+                };
+                let out = plugin.generate(&Oracle::new(Arc::clone(&model)), &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
+                out.tally.asked + out.gradient.map_or(0, |g| g.model_rows)
+            };
+            let unbounded = asked(0);
+            assert!(unbounded >= 100, "{name} (exact gradient: {exact}) asked only {unbounded} rows");
+            let max_queries = unbounded / 2;
+            let capped = asked(max_queries);
+            assert!(
+                capped <= max_queries && capped > 0,
+                "{name} (exact gradient: {exact}): {capped} rows asked with max_queries = {max_queries}"
+            );
+        }
+    }
+}
+
 #[test]
 fn maft_local_search_covers_the_planted_band() {
     // Of the 1331 points, the discriminatory ones are those with a + b + c in 16..=19 (both sexes).

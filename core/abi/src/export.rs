@@ -195,6 +195,13 @@ unsafe fn read_context<'a>(ctx: *const FfiContext) -> Result<(RunInput, FfiBacke
     } else {
         None
     };
+    // A minor-3 host does not say what a gradient row costs: one query each, as it documented.
+    let gradient_cost = if FfiContext::has_gradient_cost(size) {
+        // SAFETY: `struct_size` covers the field.
+        unsafe { addr_of!((*ctx).gradient_cost).read() }.max(1)
+    } else {
+        1
+    };
     let attrs = if n_attributes == 0 || attributes.is_null() {
         &[][..]
     } else {
@@ -231,7 +238,7 @@ unsafe fn read_context<'a>(ctx: *const FfiContext) -> Result<(RunInput, FfiBacke
     };
     let gamma = if gamma.is_nan() { None } else { Some(gamma) };
     let input = RunInput { domain, seeds, rng_seed, budget, gamma };
-    Ok((input, FfiBackend { callbacks, last_error, gradient, _call: PhantomData }))
+    Ok((input, FfiBackend { callbacks, last_error, gradient, gradient_cost, _call: PhantomData }))
 }
 
 /// The real host's callbacks, valid for the run call `'a`.
@@ -239,6 +246,8 @@ struct FfiBackend<'a> {
     callbacks: FfiCallbacks,
     last_error: Option<LastErrorFn>,
     gradient: Option<GradientFn>,
+    /// Model rows one gradient row costs ([`FfiContext::gradient_cost`]).
+    gradient_cost: u64,
     _call: PhantomData<&'a FfiContext>,
 }
 
@@ -283,6 +292,10 @@ impl Backend for FfiBackend<'_> {
 
     fn has_gradient(&self) -> bool {
         self.gradient.is_some()
+    }
+
+    fn gradient_cost(&self, _cols: usize) -> u64 {
+        self.gradient_cost
     }
 
     fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), String> {
@@ -617,6 +630,7 @@ mod tests {
             callbacks: FfiCallbacks { ctx: (&mut host as *mut TestHost).cast(), predict, progress, should_stop, emit, report },
             last_error,
             gradient,
+            gradient_cost: 1,
         };
         let mut error: *mut c_char = std::ptr::null_mut();
         // SAFETY: a complete context, valid for the call; `error` is writable.

@@ -19,6 +19,10 @@ pub(crate) trait Backend {
     fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), String>;
     /// Whether the host has the `gradient` callback (ABI ≥ 1.3).
     fn has_gradient(&self) -> bool;
+    /// Model rows the host evaluates for each row of a [`Backend::gradient`] call over rows of
+    /// `cols` attributes: 1 when exact, `1 + 2·cols` by finite differences (ABI ≥ 1.4; an older
+    /// host's rows count one each).
+    fn gradient_cost(&self, cols: usize) -> u64;
     /// P(class 1) of the rows of `x` into `p` and its gradient into `grad` (as `x`); only called
     /// when [`Backend::has_gradient`].
     fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), String>;
@@ -131,8 +135,10 @@ impl<'a> Host<'a> {
     /// as `x`), in one call: for white-box methods. The host computes the gradient exactly when
     /// the model allows it and by central finite differences otherwise (its stage summary says
     /// which); under a host older than ABI 1.3 the SDK takes the same central differences through
-    /// [`Host::predict`] ([`crate::gradient`]). Each row counts as one query against the budget
-    /// (under an old host, the 1 + 2·width rows scored count instead).
+    /// [`Host::predict`] ([`crate::gradient`]). Each row counts against the query budget as the
+    /// model rows it costs: one when the gradient is exact, 1 + 2·width when it is taken by finite
+    /// differences (the host says which, ABI ≥ 1.4; under a 1.3 host each row counts one), so
+    /// that `max_queries` bounds the rows the stage reports as asked.
     pub fn gradient(&mut self, x: &[f64]) -> Result<(Vec<f64>, Vec<f64>), PluginError> {
         let cols = self.domain.width();
         let rows = x.len() / cols;
@@ -148,19 +154,35 @@ impl<'a> Host<'a> {
             crate::gradient::differences_to_gradient(x, cols, &scores, &mut p, &mut grad);
             return Ok((p, grad));
         }
-        self.admit_queries(rows)?;
+        let cost = (rows as u64).saturating_mul(self.backend.gradient_cost(cols));
+        self.admit(cost)?;
         self.backend.gradient(x, cols, &mut p, &mut grad).map_err(|m| PluginError::Compute(format!("the host's gradient failed: {m}")))?;
-        self.queries += rows as u64;
+        self.queries += cost;
         Ok((p, grad))
     }
 
     /// [`PluginError::Stopped`] when `rows` more queries would exceed the query budget.
     fn admit_queries(&self, rows: usize) -> Result<(), PluginError> {
+        self.admit(rows as u64)
+    }
+
+    /// [`PluginError::Stopped`] when `cost` more model rows would exceed the query budget: a
+    /// call is made whole or not at all, so the rows asked never pass `max_queries`.
+    fn admit(&self, cost: u64) -> Result<(), PluginError> {
         let max = self.budget.max_queries;
-        if max > 0 && self.queries + rows as u64 > max {
+        if max > 0 && self.queries.saturating_add(cost) > max {
             return Err(PluginError::Stopped);
         }
         Ok(())
+    }
+
+    /// Model rows the query budget still allows (`u64::MAX` without a `max_queries`): for a
+    /// method that cuts its next batch to fit rather than stop.
+    pub fn queries_left(&self) -> u64 {
+        match self.budget.max_queries {
+            0 => u64::MAX,
+            max => max.saturating_sub(self.queries),
+        }
     }
 
     /// Check rows (row-major) for discrimination in one batched model call.
@@ -365,11 +387,21 @@ mod tests {
             let run = mock.take_run();
             assert_eq!((run.gradient_rows, run.rows), if via_predict { (0, 2 * 9) } else { (2, 0) });
         }
+        // An exact gradient costs one query a row; finite differences 1 + 2·width (9 here), by the
+        // host's callback or through predict: the budget holds the rows the model evaluates.
         let capped = MockHost::planted(3, 4.0, 20.0).with_budget(FfiBudget { max_queries: 3, ..Default::default() });
         let mut host = capped.host().unwrap();
         host.gradient(&rows).unwrap();
-        assert_eq!(host.queries(), 2);
+        assert_eq!((host.queries(), host.queries_left()), (2, 1));
         assert_eq!(host.gradient(&rows), Err(PluginError::Stopped));
+        for mock in [MockHost::new(planted_domain(3), model), MockHost::new(planted_domain(3), model).without_gradient_callback()] {
+            let mock = mock.with_budget(FfiBudget { max_queries: 20, ..Default::default() });
+            let mut host = mock.host().unwrap();
+            host.gradient(&rows).unwrap();
+            assert_eq!((host.queries(), host.queries_left()), (18, 2));
+            assert_eq!(host.gradient(&rows[..4]), Err(PluginError::Stopped), "one more row costs 9 of the 2 left");
+            assert_eq!(host.queries(), 18);
+        }
     }
 
     #[test]

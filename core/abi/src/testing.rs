@@ -266,6 +266,14 @@ impl Backend for MockBackend<'_> {
         self.mock.gradient_callback
     }
 
+    fn gradient_cost(&self, cols: usize) -> u64 {
+        if self.mock.exact_gradient.is_some() {
+            1
+        } else {
+            1 + 2 * cols as u64
+        }
+    }
+
     fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), String> {
         if let Some(m) = &self.mock.fail_predict {
             return Err(m.clone());

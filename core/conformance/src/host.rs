@@ -228,6 +228,8 @@ pub(crate) fn run(descriptor: &'static FfiPluginDescriptor, setup: &Setup, param
         callbacks: FfiCallbacks { ctx: &state as *const State as *mut c_void, predict, progress, should_stop, emit, report },
         last_error,
         gradient,
+        // This host's gradient is always by central differences.
+        gradient_cost: 1 + 2 * width as u64,
     };
     let mut error: *mut c_char = std::ptr::null_mut();
     // SAFETY: the context and everything it points at live until the call returns.

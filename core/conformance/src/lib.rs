@@ -19,6 +19,8 @@
 //! 7. `should_stop` is honoured: told to stop, the plugin ends normally after scoring fewer rows
 //!    than a full run;
 //! 8. a failing model call ends the run with an error that carries the host's message (ABI ≥ 1.2).
+//! 9. `max_queries` is kept: given half the rows a plain run scored, the run ends normally having
+//!    scored at most that many model rows, gradient rows counted at what they cost (ABI ≥ 1.4).
 //!
 //! ```no_run
 //! // In a plugin crate's tests (the plugin's rlib exports its entry function):
@@ -233,6 +235,17 @@ pub fn check(subject: &Subject, setup: &Setup) -> Vec<String> {
         let broken = subject.run(setup, &setup.params, 7, StopPolicy::FailPredict);
         if broken.status == status::OK || !broken.message.contains(host::PREDICT_FAILURE) {
             fail(format!("a failing model gave status {} and the message {:?}, not the host's", broken.status, broken.message));
+        }
+    }
+    // 9. The query budget.
+    if subject.descriptor.abi_minor >= 4 && a.rows_scored > 1 {
+        let max_queries = a.rows_scored / 2;
+        let capped = Setup { budget: FfiBudget { max_queries, ..setup.budget }, ..setup.clone() };
+        let run = subject.run(&capped, &setup.params, 7, StopPolicy::Never);
+        if run.status != status::OK {
+            fail(format!("with max_queries = {max_queries}, the run failed with status {}: {}", run.status, run.message));
+        } else if run.rows_scored > max_queries {
+            fail(format!("with max_queries = {max_queries}, it scored {} model rows", run.rows_scored));
         }
     }
     failures

@@ -26,6 +26,7 @@
 //! | 1 | [`FfiCallbacks::report`] and the auditor kind |
 //! | 2 | [`FfiContext::last_error`]: the text of the host's last failed callback; per-crate entry symbols; `should_stop` answers the host's budget and interrupts |
 //! | 3 | [`FfiContext::gradient`]: P(class 1) and its gradient with respect to every input, for white-box methods |
+//! | 4 | [`FfiContext::gradient_cost`]: the model rows one row of a `gradient` call costs against `max_queries` |
 //!
 //! ## Ownership
 //! Whoever allocates, frees: strings a plugin returns through `*mut *mut c_char` out-parameters are
@@ -38,7 +39,7 @@ use std::ffi::{c_char, c_void};
 /// Major version of the ABI: bumped on any incompatible change. Not the crate version.
 pub const ABI_MAJOR: u32 = 1;
 /// Minor version: bumped when fields are appended (see the table in the crate docs).
-pub const ABI_MINOR: u32 = 3;
+pub const ABI_MINOR: u32 = 4;
 /// The plain entry symbol (`extern "C" fn() -> *const FfiPluginDescriptor`), as exported by
 /// plugins built for ABI 1.0 and 1.1 and by hand-written plugins.
 pub const ENTRY_SYMBOL: &str = "fairpipe_plugin_entry";
@@ -245,6 +246,12 @@ pub struct FfiContext {
     /// The model's gradient (since minor 3; called with `callbacks.ctx`). Present when
     /// `struct_size` covers it.
     pub gradient: GradientFn,
+    /// Model rows the host evaluates for each row of a `gradient` call: 1 when the gradient is
+    /// exact, `1 + 2·cols` when it is taken by central finite differences. The host counts them
+    /// all among the rows asked, so a plugin counts as many against `budget.max_queries` (since
+    /// minor 4; present when `struct_size` covers it — a minor-3 host's gradient rows count one
+    /// each).
+    pub gradient_cost: u64,
 }
 
 impl FfiContext {
@@ -256,6 +263,11 @@ impl FfiContext {
     /// Whether a context of `struct_size` bytes has the [`FfiContext::gradient`] field.
     pub fn has_gradient(struct_size: usize) -> bool {
         struct_size >= std::mem::offset_of!(FfiContext, gradient) + std::mem::size_of::<GradientFn>()
+    }
+
+    /// Whether a context of `struct_size` bytes has the [`FfiContext::gradient_cost`] field.
+    pub fn has_gradient_cost(struct_size: usize) -> bool {
+        struct_size >= std::mem::offset_of!(FfiContext, gradient_cost) + std::mem::size_of::<u64>()
     }
 }
 
@@ -456,7 +468,7 @@ mod layout {
     }
 
     #[test]
-    fn context_appends_last_error_and_gradient_after_the_minor_1_fields() {
+    fn context_appends_last_error_gradient_and_its_cost_after_the_minor_1_fields() {
         assert_eq!(offset_of!(FfiContext, struct_size), 0);
         assert_eq!(offset_of!(FfiContext, attributes), 8);
         assert_eq!(offset_of!(FfiContext, n_attributes), 16);
@@ -472,9 +484,13 @@ mod layout {
         assert!(FfiContext::has_last_error(160));
         // Minor 2 ended here (160 bytes); minor 3 appends the gradient.
         assert_eq!(offset_of!(FfiContext, gradient), 160);
-        assert_eq!(size_of::<FfiContext>(), 168);
         assert!(!FfiContext::has_gradient(160));
         assert!(FfiContext::has_gradient(168));
+        // Minor 3 ended here (168 bytes); minor 4 appends the gradient's cost in rows.
+        assert_eq!(offset_of!(FfiContext, gradient_cost), 168);
+        assert_eq!(size_of::<FfiContext>(), 176);
+        assert!(!FfiContext::has_gradient_cost(168));
+        assert!(FfiContext::has_gradient_cost(176));
     }
 
     #[test]

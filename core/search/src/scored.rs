@@ -27,6 +27,24 @@ pub fn scores_without_own(host: &mut Host, rows: &[f64]) -> Result<Vec<f64>, Plu
     Ok(out)
 }
 
+/// How many of `units` — consecutive blocks of `rows_per_unit` rows of `rows` (row-major) — the
+/// query budget still affords through [`scores_without_own`] (each row costs its other protected
+/// variants and itself): for a batched method to score a partial last step rather than none.
+pub fn affordable_without_own(host: &Host, rows: &[f64], rows_per_unit: usize) -> usize {
+    let (w, n) = (host.domain.width(), host.variants.n_variants());
+    let mut left = host.queries_left();
+    let mut units = 0;
+    for unit in rows.chunks(rows_per_unit.max(1) * w) {
+        let cost: u64 = unit.chunks_exact(w).map(|r| if host.variants.own_combo(r).is_some() { n as u64 } else { n as u64 + 1 }).sum();
+        if cost > left {
+            break;
+        }
+        left -= cost;
+        units += 1;
+    }
+    units
+}
+
 /// IsDiscriminatory: some variant is treated differently from the input.
 pub fn is_discriminatory(host: &Host, s: &[f64]) -> bool {
     s[1..].iter().any(|&q| host.variants.differs(s[0], q))

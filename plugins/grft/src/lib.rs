@@ -40,7 +40,9 @@
 //! * **Batching**: `parallel_walks` seeds evolve in lockstep, each generation of all of them in
 //!   one model call; each seed has its own random stream (so the IDIs found do not depend on
 //!   `parallel_walks`), drawn from the run's seed. The reference evaluates one population per
-//!   call.
+//!   call. At the end of a `max_queries` budget the last call is cut to the whole populations (or,
+//!   in the local phase, the walkers) the budget still affords, so a budget smaller than one
+//!   lockstep generation runs part of it rather than nothing.
 //! * **Queries**: the variant that is the input itself is not sent to the model again (its score
 //!   is the input's); the reference scores it (3 rows per input against 2 here for a binary
 //!   attribute).
@@ -61,7 +63,7 @@
 use std::collections::HashSet;
 
 use fairpipe_abi::sdk::{at_least, in_range, origin, row_key, CaseSink, Generator, Host, PluginError, PluginParams, RowKey};
-use fairpipe_search::scored::scores_without_own;
+use fairpipe_search::scored::{affordable_without_own, scores_without_own};
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -265,11 +267,18 @@ fn global_phase(params: &GrftParams, host: &mut Host, seeds: &[f64], free: &[usi
             })
             .collect();
         for generation in 0..params.max_iter {
-            let active: Vec<usize> = (0..pops.len()).filter(|&i| !pops[i].done).collect();
+            let mut active: Vec<usize> = (0..pops.len()).filter(|&i| !pops[i].done).collect();
             if active.is_empty() {
                 break;
             }
-            let rows: Vec<f64> = active.iter().flat_map(|&i| pops[i].rows.iter().copied()).collect();
+            let mut rows: Vec<f64> = active.iter().flat_map(|&i| pops[i].rows.iter().copied()).collect();
+            // At the end of the query budget, the populations it still affords (a partial step).
+            let affordable = affordable_without_own(host, &rows, params.pop_num);
+            if affordable == 0 {
+                return Err(PluginError::Stopped);
+            }
+            active.truncate(affordable);
+            rows.truncate(affordable * params.pop_num * w);
             let scores = scores_without_own(host, &rows)?;
             sink.tried(host, &rows);
             let per_pop = params.pop_num * stride;
@@ -325,6 +334,12 @@ fn local_phase(
         for row in moved.chunks_exact_mut(w) {
             row[a] = attr.clip(row[a] + step);
         }
+        // At the end of the query budget, the walkers it still affords (a partial step).
+        let affordable = affordable_without_own(host, &moved, 1);
+        if affordable == 0 {
+            return Err(PluginError::Stopped);
+        }
+        moved.truncate(affordable * w);
         let scores = scores_without_own(host, &moved)?;
         sink.tried(host, &moved);
         for (r, s) in scores.chunks_exact(stride).enumerate() {
@@ -452,13 +467,25 @@ mod tests {
         };
         assert_eq!(sorted(&one), sorted(&many));
         assert!(many.calls < one.calls, "lockstep seeds share model calls: {} vs {}", many.calls, one.calls);
-        // Rounds until the budget: the refused call is at most one lockstep generation
-        // (64 seeds × 100 individuals × 2 rows).
+        // Rounds until the budget: the last call is cut to what the budget affords, so less than one
+        // population (100 individuals × 2 rows) or one local walker is left unasked.
         let budget = FfiBudget { max_queries: 50_000, ..Default::default() };
         let capped = planted().with_seeds(seeds).with_budget(budget).generate::<Grft>(json!({"rounds": 0})).unwrap();
-        assert!(capped.rows <= 50_000 && capped.rows > 50_000 - 12_800, "{} rows", capped.rows);
+        assert!(capped.rows <= 50_000 && capped.rows > 50_000 - 200, "{} rows", capped.rows);
         let capped_ids = planted().generate::<Grft>(json!({"max_idis": 7})).unwrap();
         assert_eq!(capped_ids.cases.len(), 7);
+    }
+
+    #[test]
+    fn a_budget_below_one_lockstep_generation_runs_the_populations_it_affords() {
+        // One lockstep generation of the defaults is 64 seeds × 100 individuals × 2 rows = 12,800
+        // rows; 5,000 afford 25 populations of the first generation and nothing more.
+        let seeds = planted_domain(3).sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(5), 1000);
+        let budget = FfiBudget { max_queries: 5_000, ..Default::default() };
+        let run = planted().with_seeds(seeds).with_budget(budget).generate::<Grft>(json!({})).unwrap();
+        assert_eq!((run.rows, run.calls), (5_000, 1), "one partial generation of 25 populations");
+        assert!(run.generated > 0 && run.generated <= 2_500, "{} inputs", run.generated);
+        assert!(!run.cases.is_empty() && run.cases.iter().all(band), "{} cases", run.cases.len());
     }
 
     #[test]

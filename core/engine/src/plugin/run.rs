@@ -421,6 +421,12 @@ impl Plugin {
         });
         let seeds = spec.seeds.to_vec();
         let (width, rng_seed, budget, gamma) = (domain.width(), spec.rng_seed, spec.budget, spec.gamma);
+        // What one gradient row costs in model rows (counted in `queries_asked`), so that the
+        // plugin holds `max_queries` to the rows the model evaluates.
+        let gradient_cost = match oracle.gradient_method() {
+            crate::oracle::GradientMethod::Exact => 1,
+            crate::oracle::GradientMethod::FiniteDifferences => 1 + 2 * width as u64,
+        };
         let descriptor = self.descriptor();
         // The call runs on its own thread, which owns everything the context points at, so a
         // plugin that does not return when asked to stop can be abandoned.
@@ -451,6 +457,7 @@ impl Plugin {
                 },
                 last_error: host_last_error,
                 gradient: host_gradient,
+                gradient_cost,
             };
             let mut error: *mut c_char = std::ptr::null_mut();
             // SAFETY: the context and everything it points at (attributes, names, seeds,
