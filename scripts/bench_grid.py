@@ -139,10 +139,17 @@ def model_path(dataset, model, output='scores'):
 
 
 def manifest_accuracy(dataset, model):
+    """(scikit-learn's test accuracy, how far fairpipe's may be from it): 2e-3, plus the share of
+    test rows a tie at p = 0.5 may flip (scikit-learn calls a tie class 0, ONNX Runtime and
+    fairpipe's tree executor class 1; the manifest counts the tied rows of the whole file)."""
     path = os.path.join(ROOT, 'tests', 'fixtures', 'onnx', 'grid', 'manifest.json')
     with open(path) as f:
         entry = json.load(f)['exports'].get(f'{dataset}_{model}.onnx')
-    return entry['test_accuracy'] if entry else None
+    if not entry:
+        return None, None
+    with open(os.path.join(ROOT, 'pipelines', 'data', f'{dataset}.csv')) as f:
+        test_rows = sum(1 for line in f if line.rstrip('\r\n').endswith(',test'))
+    return entry['test_accuracy'], 2e-3 + entry.get('rows_tied_at_half', 0) / max(test_rows, 1)
 
 
 def pipeline_text(dataset, model_file, protected, method, params, budget_key, budget):
@@ -206,8 +213,8 @@ def run_one(exe, key, text, work):
     search, verified = s['search'], s['verified']
     # The export's held-out accuracy as fairpipe reads it must be the one scikit-learn measured on
     # the same rows (make_grid_models.py's manifest): else the encodings differ.
-    accuracy, expected = s['model'].get('accuracy_test'), key.get('expected_accuracy')
-    if expected is not None and (accuracy is None or abs(accuracy - expected) > 2e-3):
+    accuracy, (expected, tolerance) = s['model'].get('accuracy_test'), key.get('expected_accuracy', (None, None))
+    if expected is not None and (accuracy is None or abs(accuracy - expected) > tolerance):
         raise SystemExit(f'{key}: fairpipe reads test accuracy {accuracy}, scikit-learn measured {expected}: the encodings differ')
     if verified['rejected'] != 0 or verified['confirmed'] != search['emitted']:
         raise SystemExit(f'{key}: the host did not confirm every case: {verified}')
