@@ -1,8 +1,11 @@
 //! The native tree executor (issue 38) against ONNX Runtime on every tree export of the fixtures
 //! (tests/fixtures/onnx/trees, made by scripts/make_tree_fixtures.py: scikit-learn RF,
 //! ExtraTrees, GBC, HistGradientBoosting, XGBoost, LightGBM with categorical splits, CatBoost;
-//! binary and three-class with text labels), on all 48,842 rows of the bundled census data:
-//! every output equal, labels exactly, probabilities within 1e-6. Then the executor's choice in a
+//! binary and three-class with text labels; scikit-learn Pipelines with a OneHotEncoder or an
+//! OrdinalEncoder (LabelEncoder) before the trees; opset 5's TreeEnsemble with set membership,
+//! ArgMax and a LabelEncoder to text labels, and averaging a regressor's trees), on all 48,842 rows
+//! of the bundled census data and on those rows with NaN and unseen values planted: every output
+//! equal, labels exactly, probabilities within 1e-6. Then the executor's choice in a
 //! pipeline: `auto` runs a covered tree model natively and says so, `native` on a graph it does not
 //! cover names the operator.
 //!
@@ -60,20 +63,41 @@ fn compare(name: &str, ours: &RawOutput, theirs: &RawOutput) -> (f64, usize) {
 
 #[test]
 fn every_tree_export_gives_onnxruntimes_labels_and_probabilities() {
-    let runtime = runtime(None).unwrap_or_else(|e| panic!("these tests need ONNX Runtime: {e}"));
     let (x, width) = census_rows();
+    every_export_against_onnxruntime(&x, width);
+}
+
+/// The census rows with one feature per row replaced by a value outside the data: NaN, negatives,
+/// fractions, -0, an unseen category, huge numbers, infinity (missing-value directions, set
+/// membership of non-members and of fractions, encoders' unknown categories and defaults, casts
+/// of NaN).
+#[test]
+fn rows_with_missing_and_unseen_values_give_onnxruntimes_figures_too() {
+    let (mut x, width) = census_rows();
+    let odd = [f64::NAN, -1.0, 0.5, -0.0, 99.0, 1e12, f64::INFINITY, -0.5, 7.5, 3e9];
+    for (r, row) in x.chunks_exact_mut(width).enumerate() {
+        row[r % width] = odd[(r / width) % odd.len()];
+    }
+    every_export_against_onnxruntime(&x, width);
+}
+
+/// Every output of every export in the trees directory, native vs ONNX Runtime on the rows `x`:
+/// labels equal, numbers within 1e-6.
+fn every_export_against_onnxruntime(x: &[f64], width: usize) {
+    let runtime = runtime(None).unwrap_or_else(|e| panic!("these tests need ONNX Runtime: {e}"));
     let rows = x.len() / width;
     assert!(rows >= 30_000, "{rows} rows");
     let mut files: Vec<PathBuf> =
         std::fs::read_dir(trees_dir()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "onnx")).collect();
     files.sort();
-    assert!(files.len() >= 11, "{files:?}");
+    // 11 opset-3 exports, 2 scikit-learn Pipelines with encoders, 3 opset-5 TreeEnsemble exports.
+    assert!(files.len() >= 16, "{files:?}");
     let mut report = Vec::new();
     for file in &files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let graph = Graph::read(file, width).unwrap_or_else(|e| panic!("{name}: not covered: {e}"));
-        let ours = raw_outputs(&graph, &x).unwrap();
-        let theirs = ort_outputs(file, &runtime, &x, width).unwrap();
+        let ours = raw_outputs(&graph, x).unwrap();
+        let theirs = ort_outputs(file, &runtime, x, width).unwrap();
         assert_eq!(ours.iter().map(|o| &o.0).collect::<Vec<_>>(), theirs.iter().map(|o| &o.0).collect::<Vec<_>>(), "{name}: outputs");
         for ((output, a), (_, b)) in ours.iter().zip(&theirs) {
             let (diff, flips) = compare(&format!("{name} {output}"), a, b);
@@ -98,7 +122,14 @@ fn pipeline(model: &std::path::Path, keys: &str) -> String {
 fn auto_runs_a_covered_tree_model_natively_and_checks_it_against_onnxruntime() {
     runtime(None).unwrap_or_else(|e| panic!("this test needs ONNX Runtime: {e}"));
     let dir = tempfile::tempdir().unwrap();
-    for file in ["sklearn_rf.onnx", "lightgbm_categorical.onnx", "catboost.onnx"] {
+    for file in [
+        "sklearn_rf.onnx",
+        "lightgbm_categorical.onnx",
+        "catboost.onnx",
+        "sklearn_onehot_rf.onnx",
+        "sklearn_ordinal_gbc.onnx",
+        "treeensemble5_lightgbm.onnx",
+    ] {
         let path = write(dir.path(), "p.toml", &pipeline(&trees_dir().join(file), ""));
         let summary = run_pipeline(&path, &dir.path().join(file), &[]);
         let figures = &summary["stages"]["model"];

@@ -66,9 +66,30 @@ impl<'a> Attributes<'a> {
         self.get(name).map(|a| String::from_utf8_lossy(&a.s).into_owned()).unwrap_or_else(|| default.to_string())
     }
 
+    /// One float, or `default` when absent.
+    pub fn float(&self, name: &str, default: f32) -> f32 {
+        self.get(name).map_or(default, |a| a.f)
+    }
+
     /// One integer, or `default` when absent.
     pub fn int(&self, name: &str, default: i64) -> i64 {
         self.get(name).map_or(default, |a| a.i)
+    }
+
+    /// A tensor attribute (`keys_tensor`, `nodes_splits`, …), if present.
+    pub fn tensor(&self, name: &str) -> Option<&'a TensorProto> {
+        self.get(name).and_then(|a| a.t.as_ref())
+    }
+
+    /// A float list given as a float tensor attribute (`nodes_splits`, `leaf_weights`); empty when
+    /// absent. A tensor of another type (double thresholds, which need float64 input) is refused.
+    pub fn float_tensor(&self, name: &str) -> Result<Vec<f32>, Uncovered> {
+        match self.tensor(name) {
+            None => Ok(Vec::new()),
+            Some(t) => {
+                tensor_floats(t).ok_or_else(|| self.uncovered(format!("{name} is a tensor of element type {}, not float", t.data_type)))
+            }
+        }
     }
 
     /// Refuse any attribute among `names` that is present: the executor does not support it.
@@ -98,4 +119,19 @@ pub fn tensor_ints(tensor: &TensorProto) -> Option<Vec<i64>> {
         6 => Some(tensor.raw_data.chunks_exact(4).map(|b| i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))).collect()),
         _ => None,
     }
+}
+
+/// A constant tensor's values as small unsigned integers (`uint8`: ONNX keeps them in `int32_data`
+/// or as raw bytes), if it holds them.
+pub fn tensor_u8(tensor: &TensorProto) -> Option<Vec<u8>> {
+    match tensor.data_type {
+        2 if !tensor.int32_data.is_empty() => tensor.int32_data.iter().map(|&v| u8::try_from(v).ok()).collect(),
+        2 => Some(tensor.raw_data.clone()),
+        _ => None,
+    }
+}
+
+/// A constant tensor's strings, if it holds strings.
+pub fn tensor_strings(tensor: &TensorProto) -> Option<Vec<String>> {
+    (tensor.data_type == 8).then(|| tensor.string_data.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect())
 }

@@ -1,4 +1,4 @@
-//! `TreeEnsembleClassifier` and `TreeEnsembleRegressor` (ai.onnx.ml), evaluated in ONNX Runtime's
+//! `TreeEnsembleClassifier`, `TreeEnsembleRegressor` and `TreeEnsemble` (ai.onnx.ml), evaluated in ONNX Runtime's
 //! floating-point order: f32 thresholds and weights, each row's scores summed in f32 tree after
 //! tree in the order of [`Layout::trees`] (weights of a leaf in their order), then `base_values`,
 //! the binary and multiclass rules of ONNX Runtime's `TreeAggregatorClassifier` and its
@@ -10,6 +10,7 @@ use tract_onnx::pb::NodeProto;
 
 use super::attributes::{Attributes, Uncovered};
 use super::layout::{Layout, Mode, TreeAttributes};
+use super::opset5::Opset5;
 
 /// Rows evaluated together, tree after tree (ONNX Runtime uses 128).
 const BLOCK: usize = 128;
@@ -52,6 +53,17 @@ pub enum Aggregate {
     Min,
     /// Largest leaf.
     Max,
+}
+
+impl Aggregate {
+    fn parse(text: &str) -> Aggregate {
+        match text {
+            "AVERAGE" => Aggregate::Average,
+            "SUM" => Aggregate::Sum,
+            "MIN" => Aggregate::Min,
+            _ => Aggregate::Max,
+        }
+    }
 }
 
 /// Class labels of a classifier.
@@ -144,6 +156,7 @@ impl Ensemble {
             weight_nodes: a.ints(&format!("{prefix}_nodeids")),
             weight_targets: a.ints(&format!("{prefix}_ids")),
             weight_values: a.floats(&format!("{prefix}_weights")),
+            big_sets: Vec::new(),
         };
         let layout = Layout::build(&attributes, &|why| a.uncovered(why))?;
         let post = PostTransform::parse(&a.string("post_transform", "NONE"));
@@ -162,18 +175,34 @@ impl Ensemble {
             let kind = Kind::Classifier { binary_case: n == 2 && classes.len() == 1, weights_all_positive, labels };
             (kind, n)
         } else {
-            let aggregate = match a.string("aggregate_function", "SUM").as_str() {
-                "AVERAGE" => Aggregate::Average,
-                "SUM" => Aggregate::Sum,
-                "MIN" => Aggregate::Min,
-                _ => Aggregate::Max,
-            };
+            let aggregate = Aggregate::parse(&a.string("aggregate_function", "SUM"));
             let n = a.int("n_targets", 0);
             if n <= 0 {
                 return Err(a.uncovered("n_targets is missing"));
             }
             (Kind::Regressor { aggregate }, n as usize)
         };
+        Ensemble::new(layout, kind, outputs, base, post, &a)
+    }
+
+    /// Read a `TreeEnsemble` node (ai.onnx.ml opset 5): a regressor of `n_targets` targets
+    /// without base values (see [`Opset5`]).
+    pub fn from_opset5(node: &NodeProto) -> Result<Ensemble, Uncovered> {
+        let a = Attributes::of(node);
+        let read = Opset5::read(node)?;
+        let layout = Layout::build(&read.trees, &|why| a.uncovered(why))?;
+        let kind = Kind::Regressor { aggregate: Aggregate::parse(read.aggregate) };
+        Ensemble::new(layout, kind, read.targets, Vec::new(), PostTransform::parse(read.post), &a)
+    }
+
+    fn new(
+        layout: Layout,
+        kind: Kind,
+        outputs: usize,
+        base: Vec<f32>,
+        post: PostTransform,
+        a: &Attributes<'_>,
+    ) -> Result<Ensemble, Uncovered> {
         if let Some(w) = layout.weights.iter().find(|w| w.target as usize >= outputs) {
             return Err(a.uncovered(format!("a weight is for class/target {} of {outputs}", w.target)));
         }

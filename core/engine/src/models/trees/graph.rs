@@ -1,7 +1,14 @@
-//! The graphs the tree executor runs: one float input `[N, features]`, tree operators, and the small
-//! operators converters put around them (Cast, Identity, ZipMap, ArrayFeatureExtractor, Normalizer,
-//! Scaler, and Mul/Add/Sub/Div by a constant). [`Graph::read`] refuses any other graph, naming the
-//! first operator (or input, or attribute) it does not cover.
+//! The graphs the tree executor runs: one float input `[N, features]`, tree operators
+//! (`TreeEnsembleClassifier`, `TreeEnsembleRegressor`, opset 5's `TreeEnsemble`), and the small
+//! operators converters put around them (Cast, Identity, ZipMap, ArrayFeatureExtractor, Gather of
+//! columns, Concat, Reshape, ArgMax, Normalizer, Scaler, LabelEncoder, OneHotEncoder, and
+//! Mul/Add/Sub/Div by a constant). [`Graph::read`] refuses any other graph, naming the first
+//! operator (or input, or attribute) it does not cover.
+//!
+//! Every value is held as `[N, columns]`, row-major. At read time each value's element type and
+//! dimensions after the batch are followed, and an operator is covered only where it acts on each
+//! row alone (Concat and Gather along a row, a Reshape keeping the batch dimension), so that the
+//! row-major data is what ONNX Runtime computes.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,55 +18,35 @@ use tract_onnx::pb::{type_proto, ModelProto, NodeProto};
 use tract_onnx::prelude::Framework;
 
 use super::attributes::{operator_name, tensor_floats, tensor_ints, Attributes, Uncovered};
+use super::encoders::{f32_to_i64, LabelEncoder, OneHotEncoder};
 use super::ensemble::{ClassLabels, Ensemble, Kind};
+use super::value::{Elem, Value};
 use crate::models::model_outputs::ClassKey;
 
-/// A value flowing through the graph for a batch of rows.
+/// A value's element type and its dimensions after the batch dimension.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    /// A float tensor, `columns` per row.
-    Floats {
-        /// Row-major values.
-        values: Vec<f32>,
-        /// Values per row.
-        columns: usize,
-    },
-    /// An integer tensor.
-    Ints {
-        /// Row-major values.
-        values: Vec<i64>,
-        /// Values per row.
-        columns: usize,
-    },
-    /// A string tensor, as indices into a table.
-    Texts {
-        /// Row-major indices into `table`.
-        index: Vec<u32>,
-        /// The strings.
-        table: Arc<Vec<String>>,
-        /// Values per row.
-        columns: usize,
-    },
-    /// A ZipMap's output: one map from class to probability per row, kept as the probabilities
-    /// in `keys` order.
-    Maps {
-        /// Row-major probabilities.
-        values: Vec<f32>,
-        /// The classes, one per column.
-        keys: Arc<Vec<ClassKey>>,
-    },
+struct Meta {
+    elem: Elem,
+    dims: Vec<usize>,
 }
 
 /// What each node computes.
 #[derive(Debug, Clone)]
 enum Op {
     Trees(Box<Ensemble>),
+    /// Identity, and a Reshape that keeps each row's values in order.
     Identity,
     /// Cast to float (1), int64 (7) or string (8).
     Cast(i64),
     ZipMap(Arc<Vec<ClassKey>>),
-    /// Column indices.
+    /// Column indices (ArrayFeatureExtractor, Gather along the row).
     Extract(Vec<usize>),
+    /// Each row's values of every input, one after the other.
+    Concat,
+    /// The position of each row's largest value (its first).
+    ArgMax,
+    Label(Box<LabelEncoder>),
+    OneHot(Box<OneHotEncoder>),
     Normalize(Norm),
     Scale {
         offset: Vec<f32>,
@@ -90,8 +77,8 @@ enum Arith {
 #[derive(Debug, Clone)]
 struct Step {
     op: Op,
-    /// Slots read (the first is the data).
-    input: usize,
+    /// Slots read.
+    inputs: Vec<usize>,
     /// Slots written, in the node's output order (`None`: an output nobody reads).
     outputs: Vec<usize>,
 }
@@ -147,39 +134,56 @@ impl Graph {
             }
             _ => return Err(whole(format!("its input {} is not a float32 tensor", input.name))),
         }
+        let ml_opset = proto.opset_import.iter().find(|o| o.domain == "ai.onnx.ml").map_or(1, |o| o.version);
         let mut slot_of: HashMap<String, usize> = HashMap::new();
         slot_of.insert(input.name.clone(), 0);
-        let mut slots = 1;
+        let mut metas = vec![Meta { elem: Elem::Float, dims: vec![width] }];
         let mut steps = Vec::new();
         let mut operators = Vec::new();
         let mut trees = 0;
         for node in &graph.node {
             let a = Attributes::of(node);
-            let data = node.input.first().ok_or_else(|| a.uncovered("it has no input"))?;
-            let input = *slot_of.get(data).ok_or_else(|| a.uncovered(format!("its input {data} is not computed before it")))?;
-            let constant = |k: usize| node.input.get(k).and_then(|name| constants.get(name.as_str()).copied());
-            let op = op_of(node, &a, &constant)?;
-            if let Op::Trees(e) = &op {
-                trees += e.trees();
-                if e.layout.max_feature >= width {
-                    return Err(a.uncovered(format!("it reads feature {} of {width}", e.layout.max_feature)));
+            // The values it reads (computed before it), by position among its inputs; the other
+            // inputs are constants.
+            let mut data = Vec::new();
+            for (k, name) in node.input.iter().enumerate() {
+                if let Some(&slot) = slot_of.get(name) {
+                    data.push((k, slot));
+                } else if !name.is_empty() && !constants.contains_key(name.as_str()) {
+                    return Err(a.uncovered(format!("its input {name} is not computed before it")));
                 }
             }
-            if !matches!(op, Op::Extract(_) | Op::Arithmetic { .. }) && node.input.len() > 1 {
-                return Err(a.uncovered(format!("it has {} inputs", node.input.len())));
+            let concat = node.op_type == "Concat" && (node.domain.is_empty() || node.domain == "ai.onnx");
+            match data.as_slice() {
+                [] => return Err(a.uncovered("it reads no computed value")),
+                [(0, _)] => {}
+                [(k, _)] => return Err(a.uncovered(format!("its input {k} is computed and its first is a constant"))),
+                _ if concat => {}
+                _ => return Err(a.uncovered(format!("it reads {} computed values", data.len()))),
+            }
+            let inputs: Vec<usize> = data.iter().map(|&(_, slot)| slot).collect();
+            let metas_in: Vec<&Meta> = inputs.iter().map(|&slot| &metas[slot]).collect();
+            let constant = |k: usize| node.input.get(k).and_then(|name| constants.get(name.as_str()).copied());
+            let (op, produced) = op_of(node, &a, &constant, &metas_in, ml_opset)?;
+            if let Op::Trees(e) = &op {
+                trees += e.trees();
+            }
+            if node.output.len() > produced.len() {
+                return Err(a.uncovered(format!("it has {} outputs", node.output.len())));
             }
             let mut outputs = Vec::new();
-            for name in &node.output {
-                slot_of.insert(name.clone(), slots);
-                outputs.push(slots);
-                slots += 1;
+            for (name, meta) in node.output.iter().zip(produced) {
+                slot_of.insert(name.clone(), metas.len());
+                outputs.push(metas.len());
+                metas.push(meta);
             }
             let name = operator_name(node);
             if !operators.contains(&name) {
                 operators.push(name);
             }
-            steps.push(Step { op, input, outputs });
+            steps.push(Step { op, inputs, outputs });
         }
+        let slots = metas.len();
         let mut outputs = Vec::new();
         for output in &graph.output {
             let slot = *slot_of.get(&output.name).ok_or_else(|| whole(format!("its output {} is not computed", output.name)))?;
@@ -222,14 +226,15 @@ impl Graph {
         for (i, step) in self.steps.iter().enumerate().rev() {
             if step.outputs.iter().any(|&o| needed[o]) {
                 live[i] = true;
-                needed[step.input] = true;
+                step.inputs.iter().for_each(|&input| needed[input] = true);
             }
         }
         let mut values: Vec<Option<Value>> = vec![None; self.slots];
         values[0] = Some(Value::Floats { values: x, columns: self.width });
         for (step, _) in self.steps.iter().zip(&live).filter(|(_, l)| **l) {
-            let input = values[step.input].as_ref().ok_or("an input was not computed")?;
-            let results = apply(&step.op, input, rows)?;
+            let inputs =
+                step.inputs.iter().map(|&i| values[i].as_ref().ok_or("an input was not computed")).collect::<Result<Vec<_>, _>>()?;
+            let results = apply(&step.op, &inputs, rows)?;
             for (slot, value) in step.outputs.iter().zip(results) {
                 values[*slot] = Some(value);
             }
@@ -238,18 +243,53 @@ impl Graph {
     }
 }
 
+/// The operator of `node` reading values `input`, and the element type and dimensions of each of
+/// its outputs; `ml_opset` is the graph's ai.onnx.ml opset.
 fn op_of<'a>(
     node: &NodeProto,
     a: &Attributes<'_>,
     constant: &dyn Fn(usize) -> Option<&'a tract_onnx::pb::TensorProto>,
-) -> Result<Op, Uncovered> {
+    input: &[&Meta],
+    ml_opset: i64,
+) -> Result<(Op, Vec<Meta>), Uncovered> {
     let ml = node.domain == "ai.onnx.ml";
     let default = node.domain.is_empty() || node.domain == "ai.onnx";
+    let first = input[0];
+    let same = |elem: Elem| vec![Meta { elem, dims: first.dims.clone() }];
+    // A row of values (`[N, C]`): what tree operators and row-wise selections read.
+    let row = || match first.dims.as_slice() {
+        [columns] => Ok(*columns),
+        dims => Err(a.uncovered(format!("its input has dimensions [N, {dims:?}], not [N, C]"))),
+    };
+    let numbers = |what: &str| match first.elem {
+        Elem::Float | Elem::Int => Ok(()),
+        other => Err(a.uncovered(format!("{what} of a {other:?} value"))),
+    };
     Ok(match (node.op_type.as_str(), ml, default) {
-        ("TreeEnsembleClassifier" | "TreeEnsembleRegressor", true, _) => Op::Trees(Box::new(Ensemble::from_node(node)?)),
-        ("Identity", _, true) => Op::Identity,
+        (kind @ ("TreeEnsembleClassifier" | "TreeEnsembleRegressor" | "TreeEnsemble"), true, _) => {
+            let columns = row()?;
+            if first.elem != Elem::Float {
+                return Err(a.uncovered(format!("its input is {:?}, not float", first.elem)));
+            }
+            let ensemble = if kind == "TreeEnsemble" { Ensemble::from_opset5(node)? } else { Ensemble::from_node(node)? };
+            if ensemble.layout.max_feature >= columns {
+                return Err(a.uncovered(format!("it reads feature {} of {columns}", ensemble.layout.max_feature)));
+            }
+            let scores = Meta { elem: Elem::Float, dims: vec![ensemble.outputs] };
+            let metas = match &ensemble.kind {
+                Kind::Classifier { labels, .. } => {
+                    let elem = if matches!(labels, ClassLabels::Texts(_)) { Elem::Text } else { Elem::Int };
+                    vec![Meta { elem, dims: vec![] }, scores]
+                }
+                Kind::Regressor { .. } => vec![scores],
+            };
+            (Op::Trees(Box::new(ensemble)), metas)
+        }
+        ("Identity", _, true) => (Op::Identity, same(first.elem)),
         ("Cast", _, true) => match a.int("to", 0) {
-            to @ (1 | 7 | 8) => Op::Cast(to),
+            1 => (Op::Cast(1), same(Elem::Float)),
+            7 => (Op::Cast(7), same(Elem::Int)),
+            8 => (Op::Cast(8), same(Elem::Text)),
             other => return Err(a.uncovered(format!("cast to element type {other} (only float, int64 and string are covered)"))),
         },
         ("ZipMap", true, _) => {
@@ -259,21 +299,142 @@ fn op_of<'a>(
             } else {
                 strings.into_iter().map(ClassKey::Text).collect()
             };
-            Op::ZipMap(Arc::new(keys))
+            let n = keys.len();
+            (Op::ZipMap(Arc::new(keys)), vec![Meta { elem: Elem::Map, dims: vec![n] }])
         }
         ("ArrayFeatureExtractor", true, _) => {
+            let columns = row()?;
             let indices = constant(1).and_then(tensor_ints).ok_or_else(|| a.uncovered("its indices are not a constant integer tensor"))?;
-            let indices =
-                indices.into_iter().map(|i| usize::try_from(i).map_err(|_| a.uncovered(format!("index {i}")))).collect::<Result<_, _>>()?;
-            Op::Extract(indices)
+            let indices = indices
+                .into_iter()
+                .map(|i| {
+                    usize::try_from(i).ok().filter(|&i| i < columns).ok_or_else(|| a.uncovered(format!("index {i} of {columns} columns")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let n = indices.len();
+            (Op::Extract(indices), vec![Meta { elem: first.elem, dims: vec![n] }])
         }
-        ("Normalizer", true, _) => Op::Normalize(match a.string("norm", "MAX").as_str() {
-            "MAX" => Norm::Max,
-            "L1" => Norm::L1,
-            "L2" => Norm::L2,
-            other => return Err(a.uncovered(format!("norm {other:?}"))),
-        }),
-        ("Scaler", true, _) => Op::Scale { offset: a.floats("offset"), scale: a.floats("scale") },
+        ("Gather", _, true) => {
+            let columns = row()?;
+            if a.int("axis", 0) != 1 && a.int("axis", 0) != -1 {
+                return Err(a.uncovered(format!("axis {} (only columns, axis 1, are covered)", a.int("axis", 0))));
+            }
+            let tensor = constant(1).ok_or_else(|| a.uncovered("its indices are not a constant"))?;
+            let indices = tensor_ints(tensor).ok_or_else(|| a.uncovered("its indices are not integers"))?;
+            let indices = indices
+                .into_iter()
+                .map(|i| {
+                    let at = if i < 0 { i + columns as i64 } else { i };
+                    usize::try_from(at).ok().filter(|&i| i < columns).ok_or_else(|| a.uncovered(format!("index {i} of {columns} columns")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            // Indices of shape [k] give [N, k]; a scalar index drops the axis.
+            let dims = match tensor.dims.as_slice() {
+                [] => vec![],
+                [k] => vec![*k as usize],
+                other => return Err(a.uncovered(format!("indices of shape {other:?}"))),
+            };
+            (Op::Extract(indices), vec![Meta { elem: first.elem, dims }])
+        }
+        ("Concat", _, true) => {
+            let rank = first.dims.len() as i64 + 1;
+            let axis = a.int("axis", 0);
+            let axis = if axis < 0 { axis + rank } else { axis };
+            if axis <= 0 || axis >= rank {
+                return Err(
+                    a.uncovered(format!("axis {} of a value of {rank} dimensions (only axes within a row are covered)", a.int("axis", 0)))
+                );
+            }
+            let k = (axis - 1) as usize;
+            // Along a row only when the dimensions before the axis are all 1.
+            if first.dims[..k].iter().any(|&d| d != 1) {
+                return Err(a.uncovered(format!("axis {axis} of dimensions [N, {:?}]", first.dims)));
+            }
+            let mut dims = first.dims.clone();
+            dims[k] = 0;
+            for m in input {
+                let fits = m.elem == first.elem
+                    && m.dims.len() == first.dims.len()
+                    && m.dims.iter().zip(&first.dims).enumerate().all(|(j, (x, y))| j == k || x == y);
+                if !fits || !matches!(m.elem, Elem::Float | Elem::Int) {
+                    return Err(a.uncovered(format!("inputs of {:?} [N, {:?}] and {:?} [N, {:?}]", first.elem, first.dims, m.elem, m.dims)));
+                }
+                dims[k] += m.dims[k];
+            }
+            (Op::Concat, vec![Meta { elem: first.elem, dims }])
+        }
+        ("Reshape", _, true) => {
+            let shape = constant(1).and_then(tensor_ints).ok_or_else(|| a.uncovered("its shape is not a constant integer tensor"))?;
+            let size: usize = first.dims.iter().product();
+            // The batch dimension kept (-1 or 0 first), the rest resolved against a row's size.
+            let Some((&batch, rest)) = shape.split_first() else { return Err(a.uncovered("an empty shape")) };
+            let mut dims = Vec::new();
+            let mut infer = None;
+            for (j, &d) in rest.iter().enumerate() {
+                match d {
+                    0 if a.int("allowzero", 0) == 0 => {
+                        dims.push(*first.dims.get(j).ok_or_else(|| a.uncovered(format!("shape {shape:?}")))?);
+                    }
+                    -1 if infer.is_none() && batch == 0 => {
+                        infer = Some(j);
+                        dims.push(1);
+                    }
+                    d if d > 0 => dims.push(d as usize),
+                    _ => return Err(a.uncovered(format!("shape {shape:?} (the batch dimension must stay first)"))),
+                }
+            }
+            if !(batch == -1 || batch == 0 && a.int("allowzero", 0) == 0) {
+                return Err(a.uncovered(format!("shape {shape:?} (the batch dimension must stay first)")));
+            }
+            let known: usize = dims.iter().product();
+            if let Some(j) = infer {
+                if known == 0 || size % known != 0 {
+                    return Err(a.uncovered(format!("shape {shape:?} of rows of {size} values")));
+                }
+                dims[j] = size / known;
+            } else if known != size {
+                return Err(a.uncovered(format!("shape {shape:?} of rows of {size} values")));
+            }
+            (Op::Identity, vec![Meta { elem: first.elem, dims }])
+        }
+        ("ArgMax", _, true) => {
+            row()?;
+            if first.elem != Elem::Float {
+                return Err(a.uncovered(format!("ArgMax of a {:?} value", first.elem)));
+            }
+            if !matches!(a.int("axis", 0), 1 | -1) || a.int("select_last_index", 0) != 0 {
+                return Err(a.uncovered("only the first largest value along a row (axis 1) is covered"));
+            }
+            let dims = if a.int("keepdims", 1) != 0 { vec![1] } else { vec![] };
+            (Op::ArgMax, vec![Meta { elem: Elem::Int, dims }])
+        }
+        ("LabelEncoder", true, _) => {
+            let (encoder, elem) = LabelEncoder::read(node, first.elem, ml_opset)?;
+            (Op::Label(Box::new(encoder)), same(elem))
+        }
+        ("OneHotEncoder", true, _) => {
+            if first.dims.len() > 1 || first.elem == Elem::Map {
+                return Err(a.uncovered(format!("its input has dimensions [N, {:?}]", first.dims)));
+            }
+            let encoder = OneHotEncoder::read(node)?;
+            let mut dims = first.dims.clone();
+            dims.push(encoder.count);
+            (Op::OneHot(Box::new(encoder)), vec![Meta { elem: Elem::Float, dims }])
+        }
+        ("Normalizer", true, _) => {
+            numbers("Normalizer")?;
+            let norm = match a.string("norm", "MAX").as_str() {
+                "MAX" => Norm::Max,
+                "L1" => Norm::L1,
+                "L2" => Norm::L2,
+                other => return Err(a.uncovered(format!("norm {other:?}"))),
+            };
+            (Op::Normalize(norm), same(Elem::Float))
+        }
+        ("Scaler", true, _) => {
+            numbers("Scaler")?;
+            (Op::Scale { offset: a.floats("offset"), scale: a.floats("scale") }, same(Elem::Float))
+        }
         (name @ ("Add" | "Sub" | "Mul" | "Div"), _, true) => {
             let op = match name {
                 "Add" => Arith::Add,
@@ -281,14 +442,11 @@ fn op_of<'a>(
                 "Mul" => Arith::Mul,
                 _ => Arith::Div,
             };
-            let constant_first = constant(0).is_some();
-            let c = constant(if constant_first { 0 } else { 1 })
-                .and_then(tensor_floats)
-                .ok_or_else(|| a.uncovered("its second operand is not a constant float tensor"))?;
-            if constant_first {
-                return Err(a.uncovered("a constant first operand"));
+            let c = constant(1).and_then(tensor_floats).ok_or_else(|| a.uncovered("its second operand is not a constant float tensor"))?;
+            if first.elem != Elem::Float {
+                return Err(a.uncovered(format!("arithmetic on a {:?} value", first.elem)));
             }
-            Op::Arithmetic { op, constant: c }
+            (Op::Arithmetic { op, constant: c }, same(Elem::Float))
         }
         _ => return Err(a.uncovered("the tree executor does not run it")),
     })
@@ -301,7 +459,8 @@ fn columns_of(value: &Value, rows: usize) -> usize {
     }
 }
 
-fn apply(op: &Op, input: &Value, rows: usize) -> Result<Vec<Value>, String> {
+fn apply(op: &Op, inputs: &[&Value], rows: usize) -> Result<Vec<Value>, String> {
+    let input = inputs[0];
     let floats = |what: &str| match input {
         Value::Floats { values, columns } => Ok((values.clone(), *columns)),
         Value::Ints { values, columns } => Ok((values.iter().map(|&v| v as f32).collect(), *columns)),
@@ -329,7 +488,9 @@ fn apply(op: &Op, input: &Value, rows: usize) -> Result<Vec<Value>, String> {
         Op::Cast(to) => vec![match (to, input) {
             (1, Value::Floats { .. }) | (7, Value::Ints { .. }) | (8, Value::Texts { .. }) => input.clone(),
             (1, Value::Ints { values, columns }) => Value::Floats { values: values.iter().map(|&v| v as f32).collect(), columns: *columns },
-            (7, Value::Floats { values, columns }) => Value::Ints { values: values.iter().map(|&v| v as i64).collect(), columns: *columns },
+            (7, Value::Floats { values, columns }) => {
+                Value::Ints { values: values.iter().map(|&v| f32_to_i64(v)).collect(), columns: *columns }
+            }
             (8, Value::Ints { values, columns }) => {
                 let mut table: Vec<String> = Vec::new();
                 let mut index = Vec::with_capacity(values.len());
@@ -373,6 +534,17 @@ fn apply(op: &Op, input: &Value, rows: usize) -> Result<Vec<Value>, String> {
                 Value::Maps { .. } => return Err("ArrayFeatureExtractor of a map".into()),
             }]
         }
+        Op::Concat => vec![concat(inputs, rows)?],
+        Op::ArgMax => {
+            let Value::Floats { values, columns } = input else { return Err("ArgMax needs a float tensor".into()) };
+            let best = values
+                .chunks_exact((*columns).max(1))
+                .map(|row| (1..row.len()).fold(0, |best, k| if row[k] > row[best] { k } else { best }) as i64)
+                .collect();
+            vec![Value::Ints { values: best, columns: 1 }]
+        }
+        Op::Label(encoder) => vec![encoder.apply(input)?],
+        Op::OneHot(encoder) => vec![encoder.apply(input)?],
         Op::Normalize(norm) => {
             let (mut values, columns) = floats("Normalizer")?;
             for row in values.chunks_exact_mut(columns.max(1)) {
@@ -411,6 +583,36 @@ fn apply(op: &Op, input: &Value, rows: usize) -> Result<Vec<Value>, String> {
             vec![Value::Floats { values, columns }]
         }
     })
+}
+
+/// Each row's values of every input, one input after the other (inputs of one element type,
+/// numbers).
+fn concat(inputs: &[&Value], rows: usize) -> Result<Value, String> {
+    fn rows_of<T: Copy>(parts: &[(&Vec<T>, usize)], rows: usize) -> (Vec<T>, usize) {
+        let columns: usize = parts.iter().map(|p| p.1).sum();
+        let mut out = Vec::with_capacity(rows * columns);
+        for r in 0..rows {
+            for (values, c) in parts {
+                out.extend_from_slice(&values[r * c..(r + 1) * c]);
+            }
+        }
+        (out, columns)
+    }
+    let floats: Option<Vec<(&Vec<f32>, usize)>> =
+        inputs.iter().map(|v| if let Value::Floats { values, columns } = v { Some((values, *columns)) } else { None }).collect();
+    if let Some(parts) = floats {
+        let (values, columns) = rows_of(&parts, rows);
+        return Ok(Value::Floats { values, columns });
+    }
+    let ints: Option<Vec<(&Vec<i64>, usize)>> =
+        inputs.iter().map(|v| if let Value::Ints { values, columns } = v { Some((values, *columns)) } else { None }).collect();
+    match ints {
+        Some(parts) => {
+            let (values, columns) = rows_of(&parts, rows);
+            Ok(Value::Ints { values, columns })
+        }
+        None => Err("Concat of values of different types, or not numbers".into()),
+    }
 }
 
 /// ONNX Runtime's Normalizer on one row, in f32.

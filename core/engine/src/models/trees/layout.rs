@@ -35,7 +35,9 @@ pub enum Mode {
     /// `x != t`.
     Neq = 12,
     /// `x` is one of a set of small integers: a chain of `BRANCH_EQ` nodes on one feature that
-    /// share their true child, collapsed into one node (see [`Layout::sets`]).
+    /// share their true child, collapsed into one node (see [`Layout::sets`]); or, given by
+    /// [`TreeAttributes::big_sets`], ONNX Runtime's `BRANCH_MEMBER_BIGSET` of opset 5, which tests
+    /// `x` truncated to an integer.
     Member = 14,
 }
 
@@ -81,6 +83,9 @@ pub const GREATER: u32 = 4;
 pub const MISSING: u32 = 8;
 /// Outcome bit: `t` is NaN and `x` is not.
 pub const UNORDERED: u32 = 16;
+/// Flag of a [`Mode::Member`] node testing `x` truncated toward zero (as ONNX Runtime casts it to
+/// an `int32` for a big set) rather than `x` itself.
+pub const TRUNCATE: u32 = 32;
 
 /// [`Layout::flags`]' bits above this hold the node's set in [`Layout::sets`].
 const SET_SHIFT: u32 = 8;
@@ -159,6 +164,9 @@ pub struct TreeAttributes {
     pub weight_targets: Vec<i64>,
     /// `target_weights` / `class_weights`.
     pub weight_values: Vec<f32>,
+    /// The nodes of mode [`Mode::Member`] (by position in these lists) and their sets: integers
+    /// of `0..SET_BITS`, which `x` truncated toward zero must be one of.
+    pub big_sets: Vec<(usize, Vec<f32>)>,
 }
 
 /// An ensemble laid out for evaluation.
@@ -197,13 +205,15 @@ pub const SET_WORDS: usize = 4;
 /// The values a [`Mode::Member`] node's set can hold: the integers `0..SET_BITS`.
 pub const SET_BITS: usize = 64 * SET_WORDS;
 
-/// A node as copied: its mode (or [`Mode::Member`]), children as attribute positions, and its set.
+/// A node as copied: its mode (or [`Mode::Member`]), children as attribute positions, its set and
+/// whether the set tests the value truncated ([`TRUNCATE`]).
 #[derive(Debug, Clone, Copy)]
 struct Branch {
     mode: Mode,
     yes: usize,
     no: usize,
     set: Option<[u64; SET_WORDS]>,
+    truncate: bool,
 }
 
 /// The set of small integers that a chain of `BRANCH_EQ` nodes starting at `i` sends to its true
@@ -304,15 +314,33 @@ impl Layout {
             *child = (find(a.true_ids[i], "true")?, find(a.false_ids[i], "false")?);
         }
         // Chains of BRANCH_EQ on one feature become one set-membership node.
+        let mut big_sets: HashMap<usize, [u64; SET_WORDS]> = HashMap::new();
+        for (i, values) in &a.big_sets {
+            let mut set = [0u64; SET_WORDS];
+            for &v in values {
+                if !(v >= 0.0 && v < SET_BITS as f32 && v.fract() == 0.0) {
+                    return Err(fail(format!("a set holds {v}; sets of integers 0..{SET_BITS} are covered")));
+                }
+                set[v as usize / 64] |= 1 << (v as usize % 64);
+            }
+            big_sets.insert(*i, set);
+        }
         let branches: Vec<Branch> = (0..n)
             .map(|i| {
                 let (yes, no) = children[i];
-                match (a.modes[i] == Mode::Eq).then(|| equality_chain(a, &children, &missing, i)).flatten() {
-                    Some((set, no)) => Branch { mode: Mode::Member, yes, no, set: Some(set) },
-                    None => Branch { mode: a.modes[i], yes, no, set: None },
+                if a.modes[i] == Mode::Member {
+                    let set = big_sets
+                        .get(&i)
+                        .copied()
+                        .ok_or_else(|| fail(format!("node {} of tree {} has no set", a.node_ids[i], a.tree_ids[i])))?;
+                    return Ok(Branch { mode: Mode::Member, yes, no, set: Some(set), truncate: true });
                 }
+                Ok(match (a.modes[i] == Mode::Eq).then(|| equality_chain(a, &children, &missing, i)).flatten() {
+                    Some((set, no)) => Branch { mode: Mode::Member, yes, no, set: Some(set), truncate: false },
+                    None => Branch { mode: a.modes[i], yes, no, set: None, truncate: false },
+                })
             })
-            .collect();
+            .collect::<Result<_, Uncovered>>()?;
         // Leaf weights in (tree, node, attribute) order.
         let mut order: Vec<usize> = (0..m).collect();
         order.sort_by_key(|&k| (a.weight_trees[k], a.weight_nodes[k], k));
@@ -366,7 +394,8 @@ impl Layout {
                 }
                 let threshold = if leaf { f32::NAN } else { a.thresholds[i] };
                 layout.nodes.push(Node { threshold, feature, children: [here, here] });
-                layout.flags.push(branch.mode.outcomes() | if missing(i) && !leaf { MISSING } else { 0 } | set << SET_SHIFT);
+                let truncate = if branch.truncate { TRUNCATE } else { 0 };
+                layout.flags.push(branch.mode.outcomes() | if missing(i) && !leaf { MISSING } else { 0 } | truncate | set << SET_SHIFT);
                 if leaf {
                     depth = depth.max(d);
                     shallowest = shallowest.min(d);
@@ -480,7 +509,8 @@ impl Layout {
                     | (u32::from(greater) * GREATER)
                     | (u32::from(missing) * MISSING)
                     | (u32::from(unordered) * UNORDERED);
-                (flags & outcome != 0) | in_set(&self.sets[(flags >> SET_SHIFT) as usize], v)
+                let member = if flags & TRUNCATE != 0 { v.trunc() } else { v };
+                (flags & outcome != 0) | in_set(&self.sets[(flags >> SET_SHIFT) as usize], member)
             }
         };
         if MODE != 0 && MISSING_TO_TRUE {

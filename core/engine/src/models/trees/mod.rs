@@ -1,25 +1,31 @@
 //! The native tree-ensemble executor (`executor = "native-trees"` in the summary): ONNX graphs made
-//! of `TreeEnsembleClassifier` / `TreeEnsembleRegressor` and the small operators converters put
+//! of `TreeEnsembleClassifier` / `TreeEnsembleRegressor` / `TreeEnsemble` and the small operators converters put
 //! around them, run in this process without ONNX Runtime, with ONNX Runtime's labels and
 //! probabilities (its floating-point order; see [`ensemble`]).
 //!
-//! One job per file: [`attributes`] reads a node's attributes, [`layout`] lays the trees out flat
-//! and walks rows through them, [`ensemble`] combines the leaves as ONNX Runtime does, [`graph`]
-//! runs the operators of a covered graph and names the first one it does not cover. [`TreeModel`]
+//! One job per file: [`attributes`] reads a node's attributes, [`opset5`] reads opset 5's
+//! `TreeEnsemble` into the older operators' form, [`layout`] lays the trees out flat and walks rows
+//! through them, [`ensemble`] combines the leaves as ONNX Runtime does, [`encoders`] computes
+//! `LabelEncoder` and `OneHotEncoder`, [`value`] holds the values between operators, [`graph`] runs the operators of a covered graph and names
+//! the first one it does not cover. [`TreeModel`]
 //! is the [`Model`]: it reads P(favourable) from the chosen output with the same rules as the
 //! ONNX Runtime executor ([`choose_output`]).
 
 pub mod attributes;
+pub mod encoders;
 pub mod ensemble;
 pub mod graph;
 pub mod layout;
+pub mod opset5;
+pub mod value;
 
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
 pub use attributes::Uncovered;
-pub use graph::{Graph, Value};
+pub use graph::Graph;
+pub use value::Value;
 
 use super::model_inputs::ElementType;
 use super::model_outputs::{choose_output, ClassKey, OutputChoice, OutputReader, RawOutput, ReadRule};
