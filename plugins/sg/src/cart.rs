@@ -41,6 +41,23 @@ pub struct Cart {
     pub nodes: Vec<Node>,
 }
 
+/// A row's share of a histogram bin, both counts in one word: 1 row (low half) and its label
+/// (high half), so that counting a row is one addition.
+fn tally(label: u8) -> u64 {
+    1 | u64::from(label == 1) << 32
+}
+
+/// (rows, rows of label 1) of a histogram bin.
+fn untally(bin: u64) -> (usize, usize) {
+    ((bin & u64::from(u32::MAX)) as usize, (bin >> 32) as usize)
+}
+
+/// Every row's [`tally`]. Counts must stay below 2³² rows (a node holds at most all the rows).
+fn tallies(labels: &[u8]) -> Vec<u64> {
+    assert!(u32::try_from(labels.len()).is_ok(), "a CART of at most 2^32 - 1 rows");
+    labels.iter().map(|&l| tally(l)).collect()
+}
+
 fn gini(ones: usize, n: usize) -> f64 {
     if n == 0 {
         return 0.0;
@@ -69,25 +86,25 @@ pub struct PathStep {
 /// which `ones` have label 1; `None` for a pure node or one no split improves. Features are scanned
 /// in parallel on large nodes; ties go to the lower feature index and then the lower threshold, so
 /// the result does not depend on the threads.
-fn best_split(codes: &Codes, labels: &[u8], idx: &[usize], ones: usize, counts: &mut Vec<(usize, usize)>) -> Option<(usize, f64)> {
+fn best_split(codes: &Codes, tallies: &[u64], idx: &[usize], ones: usize, counts: &mut Vec<u64>) -> Option<(usize, f64)> {
     let n = idx.len();
     if ones == 0 || ones == n {
         return None;
     }
     let parent = gini(ones, n);
-    let scan = |f: usize, counts: &mut Vec<(usize, usize)>| -> Option<(f64, usize, f64)> {
+    let scan = |f: usize, counts: &mut Vec<u64>| -> Option<(f64, usize, f64)> {
         let values = &codes.values[f];
+        let column = &codes.codes[f];
         counts.clear();
-        counts.resize(values.len(), (0, 0));
+        counts.resize(values.len(), 0);
         for &i in idx {
-            let c = &mut counts[codes.codes[f][i] as usize];
-            c.0 += 1;
-            c.1 += usize::from(labels[i] == 1);
+            counts[column[i] as usize] += tallies[i];
         }
         let mut best: Option<(f64, usize, f64)> = None;
         let (mut nl, mut left_ones) = (0, 0);
         let mut previous: Option<usize> = None;
-        for (k, &(c, o)) in counts.iter().enumerate() {
+        for (k, &tally) in counts.iter().enumerate() {
+            let (c, o) = untally(tally);
             if c == 0 {
                 continue;
             }
@@ -159,18 +176,20 @@ impl Cart {
         let codes = Codes::new(rows, width);
         let idx: Vec<usize> = (0..labels.len()).collect();
         let mut counts = Vec::new();
-        cart.grow(&codes, labels, idx, 0, max_depth, &mut counts);
+        cart.grow(&codes, labels, &tallies(labels), idx, 0, max_depth, &mut counts);
         cart
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn grow(
         &mut self,
         codes: &Codes,
         labels: &[u8],
+        tallies: &[u64],
         idx: Vec<usize>,
         depth: usize,
         max_depth: usize,
-        counts: &mut Vec<(usize, usize)>,
+        counts: &mut Vec<u64>,
     ) -> usize {
         let me = self.nodes.len();
         let ones = idx.iter().filter(|&&i| labels[i] == 1).count();
@@ -179,10 +198,10 @@ impl Cart {
         if depth >= max_depth {
             return me;
         }
-        let Some((feature, threshold)) = best_split(codes, labels, &idx, ones, counts) else { return me };
+        let Some((feature, threshold)) = best_split(codes, tallies, &idx, ones, counts) else { return me };
         let (l, r): (Vec<usize>, Vec<usize>) = idx.into_iter().partition(|&i| codes.value(feature, i) < threshold);
-        let left = self.grow(codes, labels, l, depth + 1, max_depth, counts);
-        let right = self.grow(codes, labels, r, depth + 1, max_depth, counts);
+        let left = self.grow(codes, labels, tallies, l, depth + 1, max_depth, counts);
+        let right = self.grow(codes, labels, tallies, r, depth + 1, max_depth, counts);
         self.nodes[me] = Node::Split { feature, threshold, left, right };
         me
     }
@@ -194,14 +213,19 @@ impl Cart {
     /// tree.
     pub fn path_of(codes: &Codes, labels: &[u8], row: usize, max_depth: usize) -> Vec<PathStep> {
         let mut idx: Vec<usize> = (0..labels.len()).collect();
+        let tallies = tallies(labels);
         let mut counts = Vec::new();
         let mut steps = Vec::new();
         while steps.len() < max_depth {
             let ones = idx.iter().filter(|&&i| labels[i] == 1).count();
-            let Some((feature, threshold)) = best_split(codes, labels, &idx, ones, &mut counts) else { break };
+            let Some((feature, threshold)) = best_split(codes, &tallies, &idx, ones, &mut counts) else { break };
             let less = codes.value(feature, row) < threshold;
             let reaching = idx.len();
-            idx.retain(|&i| (codes.value(feature, i) < threshold) == less);
+            // The values are sorted and distinct: a value is below the threshold exactly when its
+            // code is below the first code at or above it.
+            let cut = codes.values[feature].partition_point(|&v| v < threshold) as u32;
+            let column = &codes.codes[feature];
+            idx.retain(|&i| (column[i] < cut) == less);
             steps.push(PathStep { feature, threshold, less, reaching, taking: idx.len() });
         }
         steps

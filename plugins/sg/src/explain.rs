@@ -87,21 +87,24 @@ impl Empirical {
             t_code.push(slot as u32);
             values.push(all);
         }
-        let mut rows = Vec::with_capacity(n * width);
-        rows.extend_from_slice(t);
+        // Every value is drawn in the same order as one row after another, feature by feature
+        // (the random stream decides the samples); the buffers are written in place.
+        let n = n.max(1);
+        let mut rows = vec![0.0; n * width];
+        rows[..width].copy_from_slice(t);
         let mut codes: Vec<Vec<u32>> = t_code
             .iter()
             .map(|&c| {
-                let mut column = Vec::with_capacity(n);
-                column.push(c);
+                let mut column = vec![0; n];
+                column[0] = c;
                 column
             })
             .collect();
-        for _ in 1..n {
-            for (f, pool) in self.pool.iter().enumerate() {
+        for (i, row) in rows.chunks_exact_mut(width).enumerate().skip(1) {
+            for (f, ((pool, value), column)) in self.pool.iter().zip(row.iter_mut()).zip(codes.iter_mut()).enumerate() {
                 let observed = pool[rng.gen_range(0..pool.len())];
-                rows.push(self.values[f][observed as usize]);
-                codes[f].push(if observed >= shift_from[f] { observed + 1 } else { observed });
+                *value = self.values[f][observed as usize];
+                column[i] = observed + u32::from(observed >= shift_from[f]);
             }
         }
         Samples { rows, codes: Codes { values, codes } }
