@@ -7,7 +7,8 @@
 //!
 //! The tree exports of tests/fixtures/onnx/trees (group `trees/…`, issue 38): the native tree
 //! executor beside ONNX Runtime through `ort`, batch 64 and 4096, one thread and all threads, on
-//! the census rows; then ONNX Runtime in Python on the same rows (scripts/bench_trees_python.py,
+//! the census rows, and one thread timed by the CPU time it ran (`…/cpu1/…`: criterion's "time"
+//! and "thrpt" are then CPU time and rows per CPU second); then ONNX Runtime in Python on the same rows (scripts/bench_trees_python.py,
 //! run with `FAIRPIPE_TREES_PYTHON`, default ~/.cache/fairpipe/trees-venv/bin/python), printed as
 //! `python-onnxruntime MODEL threadsT BATCH ROWS_PER_S` lines. `FAIRPIPE_BENCH_TREES=xgboost,…`
 //! keeps to some exports.
@@ -166,8 +167,32 @@ fn bench_trees(c: &mut Criterion, group: &str, oracle: &Oracle, rows: &[f64], wi
                 pool.install(|| b.iter(|| oracle.predict_proba(x).expect("predict")))
             });
         }
+        // One thread timed by the CPU time it ran (`cpu1`): wall time on a machine shared with
+        // builds counts the time others held the core. Both executors run on the calling thread
+        // (ONNX Runtime's sessions have one intra-op thread).
+        if thread_cpu().is_some() {
+            let pool = pool(1);
+            group.bench_with_input(BenchmarkId::new("cpu1", batch), &batch, |b, _| {
+                pool.install(|| {
+                    b.iter_custom(|iters| {
+                        let start = thread_cpu().unwrap_or_default();
+                        for _ in 0..iters {
+                            oracle.predict_proba(x).expect("predict");
+                        }
+                        thread_cpu().unwrap_or_default().saturating_sub(start)
+                    })
+                })
+            });
+        }
     }
     group.finish();
+}
+
+/// The CPU time the calling thread has run (Linux: /proc/thread-self/schedstat, in ns), if the
+/// kernel reports it.
+fn thread_cpu() -> Option<std::time::Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok().map(std::time::Duration::from_nanos)
 }
 
 fn pool(threads: usize) -> rayon::ThreadPool {
