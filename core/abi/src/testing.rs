@@ -233,6 +233,14 @@ pub fn planted_domain(free: usize) -> Domain {
     Domain { attributes }
 }
 
+/// Whether `case`'s instance is discriminatory by construction under the planted model of
+/// [`MockHost::planted`]`(free, weight, threshold)` (or a label-only copy of it): the sum of its
+/// free attributes (every one but the last) lies in `threshold − weight ..= threshold − 1`.
+pub fn in_planted_band(case: &Case, weight: f64, threshold: f64) -> bool {
+    let free = case.instance.split_last().map_or(&[][..], |(_, free)| free);
+    (threshold - weight..=threshold - 1.0).contains(&free.iter().sum::<f64>())
+}
+
 /// Panics unless every field of `P` has a doc, every doc a field, and the defaults pass
 /// [`PluginParams::check`]: a one-line unit test for a plugin's parameter struct.
 pub fn check_params<P: PluginParams>() {

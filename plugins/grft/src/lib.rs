@@ -396,7 +396,7 @@ fairpipe_abi::export_generator!(Grft);
 #[cfg(test)]
 mod tests {
     use fairpipe_abi::ffi::FfiBudget;
-    use fairpipe_abi::testing::{check_params, planted_domain, MockHost};
+    use fairpipe_abi::testing::{check_params, in_planted_band, planted_domain, MockHost};
     use serde_json::json;
 
     use super::*;
@@ -408,7 +408,7 @@ mod tests {
     }
 
     fn band(c: &fairpipe_abi::testing::Case) -> bool {
-        (12.0..=15.0).contains(&(c.instance[0] + c.instance[1] + c.instance[2]))
+        in_planted_band(c, 4.0, 16.0)
     }
 
     #[test]
