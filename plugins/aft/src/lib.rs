@@ -26,6 +26,9 @@
 //!   budget stops the run).
 //! * **Defaults** (the reference's experiment scripts): 5000 training samples, 1000 leaves,
 //!   `MaxTry` 10000, `MaxDiscPathPair` 100, 10 failing data and 100 samples per pair.
+//! * **Figures** (added to the `generate` stage's): `loops` (trees fitted), `restarts` (fresh
+//!   training sets, the first included), `path_pairs` sampled, `tests` (inputs x1 checked,
+//!   repeats included: the reference's `#Test`) and `mean_leaves` of the trees.
 //!
 //! Departures from the reference (none changes what counts as an IDI):
 //! * **Stop**: the reference runs for a time budget (or `max_test_data` inputs); here the
@@ -33,7 +36,9 @@
 //!   runs until the host's query or time budget stops it.
 //! * **Batching**: the path pairs of a loop are sampled in lockstep, one model call per round for
 //!   the inputs of every pair still sampling (each pair stops by its own counts, as in the
-//!   reference); the reference calls the model once per input pair.
+//!   reference); the reference calls the model once per input pair. At the end of a `max_queries`
+//!   budget the last round is cut to the pairs the budget still affords, so the budget is used to
+//!   within one input, as the reference uses it.
 //! * **Protected combinations**: x1 is scored with every protected combination in that one call
 //!   (the variant that is x1 itself not sent again); the reference scores x1 and x2, then — only
 //!   when they agree and there are more than two combinations — the others one at a time in random
@@ -54,10 +59,11 @@ pub mod tree;
 
 use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
 use fairpipe_abi::sdk::{at_least, origin, CaseSink, Generator, Host, PluginError, PluginParams};
-use fairpipe_search::scored::scores_without_own;
+use fairpipe_search::scored::{affordable_without_own, scores_without_own};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use tree::{Node, Tree};
 
 /// The AFT generator.
@@ -313,7 +319,6 @@ struct Sampling {
 /// What one loop's random search found.
 #[derive(Default)]
 struct LoopResult {
-    tests: usize,
     idis: usize,
     failing_x: Vec<f64>,
     failing_y: Vec<u8>,
@@ -321,7 +326,13 @@ struct LoopResult {
 
 /// `RandomSearch` over `pairs` in lockstep: every pair still sampling draws one input per round,
 /// all of them scored in one model call.
-fn random_search(params: &AftParams, host: &mut Host, pairs: Vec<PathPair>, sink: &mut CaseSink) -> Result<LoopResult, PluginError> {
+fn random_search(
+    params: &AftParams,
+    host: &mut Host,
+    pairs: Vec<PathPair>,
+    sink: &mut CaseSink,
+    tests: &mut u64,
+) -> Result<LoopResult, PluginError> {
     let w = host.domain.width();
     let stride = host.variants.n_variants() + 1;
     let mut active: Vec<Sampling> = pairs.into_iter().map(|pair| Sampling { pair, samples: 0, failing: 0 }).collect();
@@ -339,10 +350,17 @@ fn random_search(params: &AftParams, host: &mut Host, pairs: Vec<PathPair>, sink
             }
             combo2.push(host.variants.own_combo(&x2));
         }
+        // At the end of the query budget, the pairs it still affords (as the reference, which asks
+        // one input pair at a time, uses the budget to the row).
+        let affordable = affordable_without_own(host, &x1, 1);
+        if affordable == 0 {
+            return Err(PluginError::Stopped);
+        }
+        x1.truncate(affordable * w);
         let scores = scores_without_own(host, &x1)?;
         sink.tried(host, &x1);
-        out.tests += active.len();
-        for (k, s) in active.iter_mut().enumerate() {
+        *tests += affordable as u64;
+        for (k, s) in active.iter_mut().take(affordable).enumerate() {
             let sc = &scores[k * stride..(k + 1) * stride];
             let row = &x1[k * w..(k + 1) * w];
             let label1 = u8::from(sc[0] > 0.5);
@@ -388,49 +406,84 @@ impl Generator for Aft {
     type Params = AftParams;
 
     fn generate(params: &AftParams, host: &mut Host) -> Result<(), PluginError> {
-        let w = host.domain.width();
-        let mut sink = CaseSink::new(params.max_idis);
-        let (mut tests, mut stale) = (0usize, 0usize);
-        let (mut x, mut y) = (Vec::new(), Vec::new());
-        let mut restart = true;
-        while params.max_tests == 0 || tests < params.max_tests {
-            host.check_stop()?;
-            if restart {
-                (x, y) = fresh_training(params, host)?;
-                restart = false;
-            }
-            let domain = host.domain.clone();
-            let tree = tree::fit(&x, &y, w, params.max_leaf_nodes, &mut host.rng);
-            let leaves = leaves(&tree, &domain);
-            let pairs = select_pairs(&leaves, &domain, params, &mut host.rng);
-            if pairs.is_empty() {
-                restart = true;
-                host.tick()?;
-                continue;
-            }
-            let found = random_search(params, host, pairs, &mut sink)?;
-            tests += found.tests;
-            if sink.full() {
-                return Ok(());
-            }
-            if found.idis == 0 {
-                restart = true;
-                continue;
-            }
-            if found.failing_y.is_empty() {
-                stale += 1;
-                if stale >= RESTART_AFTER {
-                    restart = true;
-                    stale = 0;
-                }
-            } else {
-                stale = 0;
-                x.extend_from_slice(&found.failing_x);
-                y.extend_from_slice(&found.failing_y);
-            }
+        let mut tally = Tally::default();
+        let result = main_loop(params, host, &mut tally);
+        if matches!(result, Ok(()) | Err(PluginError::Stopped)) {
+            let figures = json!({
+                "loops": tally.loops,
+                "restarts": tally.restarts,
+                "path_pairs": tally.path_pairs,
+                "tests": tally.tests,
+                "mean_leaves": if tally.loops > 0 { tally.leaves as f64 / tally.loops as f64 } else { 0.0 },
+            });
+            host.report(&json!({ "figures": figures }))?;
         }
-        Ok(())
+        result
     }
+}
+
+/// What a run did, as the reference's log counts it (sent as the stage's figures).
+#[derive(Default)]
+struct Tally {
+    /// Loops of Algorithm 2 (trees fitted).
+    loops: u64,
+    /// Fresh uniform training sets drawn (the first one included).
+    restarts: u64,
+    /// Path pairs sampled.
+    path_pairs: u64,
+    /// Inputs x1 checked, repeats included (the reference's #Test).
+    tests: u64,
+    /// Leaves of all the trees fitted.
+    leaves: u64,
+}
+
+/// Algorithm 2 until `max_tests` inputs or the budget.
+fn main_loop(params: &AftParams, host: &mut Host, tally: &mut Tally) -> Result<(), PluginError> {
+    let w = host.domain.width();
+    let mut sink = CaseSink::new(params.max_idis);
+    let mut stale = 0usize;
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    let mut restart = true;
+    while params.max_tests == 0 || (tally.tests as usize) < params.max_tests {
+        host.check_stop()?;
+        if restart {
+            (x, y) = fresh_training(params, host)?;
+            tally.restarts += 1;
+            restart = false;
+        }
+        let domain = host.domain.clone();
+        let tree = tree::fit(&x, &y, w, params.max_leaf_nodes, &mut host.rng);
+        tally.loops += 1;
+        tally.leaves += tree.leaves() as u64;
+        let leaves = leaves(&tree, &domain);
+        let pairs = select_pairs(&leaves, &domain, params, &mut host.rng);
+        if pairs.is_empty() {
+            restart = true;
+            host.tick()?;
+            continue;
+        }
+        tally.path_pairs += pairs.len() as u64;
+        let found = random_search(params, host, pairs, &mut sink, &mut tally.tests)?;
+        if sink.full() {
+            return Ok(());
+        }
+        if found.idis == 0 {
+            restart = true;
+            continue;
+        }
+        if found.failing_y.is_empty() {
+            stale += 1;
+            if stale >= RESTART_AFTER {
+                restart = true;
+                stale = 0;
+            }
+        } else {
+            stale = 0;
+            x.extend_from_slice(&found.failing_x);
+            y.extend_from_slice(&found.failing_y);
+        }
+    }
+    Ok(())
 }
 
 fairpipe_abi::export_generator!(Aft);
@@ -438,7 +491,7 @@ fairpipe_abi::export_generator!(Aft);
 #[cfg(test)]
 mod tests {
     use fairpipe_abi::ffi::FfiBudget;
-    use fairpipe_abi::testing::{check_params, planted_domain, MockHost};
+    use fairpipe_abi::testing::{check_params, in_planted_band, planted_domain, MockHost};
     use serde_json::json;
 
     use super::*;
@@ -450,7 +503,7 @@ mod tests {
     }
 
     fn band(c: &fairpipe_abi::testing::Case) -> bool {
-        (12.0..=15.0).contains(&(c.instance[0] + c.instance[1] + c.instance[2]))
+        in_planted_band(c, 4.0, 16.0)
     }
 
     #[test]
@@ -477,13 +530,22 @@ mod tests {
         // concentrate the search far above uniform sampling.
         assert!(run.cases.len() as f64 > 0.3 * run.generated as f64, "{} IDIs of {} inputs", run.cases.len(), run.generated);
         assert_eq!(planted().generate::<Aft>(params).unwrap(), run, "same seed, same run");
+        // The figures: inputs checked with repeats, at least the distinct ones and at most the
+        // 5000 asked for (plus the last round of the loop that reached them).
+        let f = &run.report.as_ref().expect("aft reports its figures")["figures"];
+        let count = |k: &str| f[k].as_u64().unwrap_or_else(|| panic!("{k} in {f}"));
+        assert!(count("tests") >= run.generated && count("tests") < 5000 + 100 * count("path_pairs"), "{f}");
+        assert!(count("loops") >= count("restarts") && count("restarts") >= 1, "{f}");
+        assert!(f["mean_leaves"].as_f64().unwrap() >= 2.0, "{f}");
     }
 
     #[test]
     fn the_budget_and_max_idis_stop_a_run() {
         let budget = FfiBudget { max_queries: 20_000, ..Default::default() };
         let capped = planted().with_budget(budget).generate::<Aft>(json!({"max_tests": 0, "train_samples": 1000})).unwrap();
-        assert!(capped.rows <= 20_000 && capped.rows > 15_000, "{} rows", capped.rows);
+        // The last round is cut to what the budget affords; only a fresh training set (1,000 rows
+        // here) that does not fit leaves rows unasked.
+        assert!(capped.rows <= 20_000 && capped.rows > 20_000 - 1_000, "{} rows", capped.rows);
         let run = planted().generate::<Aft>(json!({"max_idis": 9, "train_samples": 500})).unwrap();
         assert_eq!(run.cases.len(), 9);
     }
