@@ -63,8 +63,11 @@ pub const CACHE_ROWS_ENV: &str = "FAIRPIPE_CACHE_ROWS";
 /// Number of independently locked shards.
 pub const SHARDS: usize = 16;
 
-/// Above this many rows, [`ScoreCache::answer`] hashes and looks rows up on the rayon pool.
-const PARALLEL_LOOKUP_ROWS: usize = 16_384;
+/// Above this many rows, [`ScoreCache::answer`] hashes and looks rows up on the rayon pool. SG's
+/// 5,000-row explanation batches are the reason it is not higher: looked up on one thread they
+/// held census-sg's search to 1.54–1.76 s on 2 cores, on the pool to 1.47–1.62 s (release, quiet
+/// machine, 4 alternating runs; 16,384 before 2026-11-26).
+const PARALLEL_LOOKUP_ROWS: usize = 4_096;
 
 /// Rows whose slots are touched together before they are probed (see [`Generation`]): enough
 /// reads in flight to hide the memory's latency, few enough to stay in the first-level cache.
