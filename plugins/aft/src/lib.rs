@@ -390,12 +390,10 @@ fn random_search(
                     s.failing += 1;
                 }
                 if host.variants.differs(p1, p2) {
-                    let verdict = RowCheck { discriminatory: true, p: p1, counterpart: c, p_counterpart: p2 };
-                    out.idis += 1;
-                    if sink.emit(host, row, &verdict, origin::GLOBAL)? && sink.full() {
+                    s.samples += 1;
+                    if found(host, sink, &mut out, row, (p1, c, p2))? {
                         return Ok(out);
                     }
-                    s.samples += 1;
                     continue;
                 }
             }
@@ -419,9 +417,23 @@ struct Trying {
     tried: [Option<usize>; 2],
 }
 
+/// An IDI found: `row` scored `p`, its variant with combination `c` scored `q`, decided
+/// otherwise. Counted and emitted; returns whether the sink is full.
+fn found(
+    host: &mut Host,
+    sink: &mut CaseSink,
+    out: &mut LoopResult,
+    row: &[f64],
+    (p, c, q): (f64, usize, f64),
+) -> Result<bool, PluginError> {
+    let verdict = RowCheck { discriminatory: true, p, counterpart: c, p_counterpart: q };
+    out.idis += 1;
+    Ok(sink.emit(host, row, &verdict, origin::GLOBAL)? && sink.full())
+}
+
 /// The reference's rest loop (`detect_disc_from_path_pair`): with more than two protected
-/// combinations (with two, x2 is the only other one), each x1 decided as its x2 is scored with the other combinations one at a time in
-/// random order until one is decided otherwise. Here every x1 takes its next combination in the
+/// combinations (with two, x2 is the only other one), each x1 decided as its x2 is scored with
+/// the other combinations one at a time in random order until one is decided otherwise. Here every x1 takes its next combination in the
 /// same call, so the rows asked are the reference's and the calls one per step. Returns whether the
 /// sink is full.
 fn other_combinations(host: &mut Host, alike: Vec<Trying>, sink: &mut CaseSink, out: &mut LoopResult) -> Result<bool, PluginError> {
@@ -451,9 +463,7 @@ fn other_combinations(host: &mut Host, alike: Vec<Trying>, sink: &mut CaseSink, 
         for ((t, mut rest), q) in trying.into_iter().zip(scores) {
             let c = rest.pop().expect("only x1 with combinations left try");
             if host.variants.differs(t.p, q) {
-                let verdict = RowCheck { discriminatory: true, p: t.p, counterpart: c, p_counterpart: q };
-                out.idis += 1;
-                if sink.emit(host, &t.row, &verdict, origin::GLOBAL)? && sink.full() {
+                if found(host, sink, out, &t.row, (t.p, c, q))? {
                     return Ok(true);
                 }
             } else if !rest.is_empty() {
