@@ -109,20 +109,21 @@ fn a_second_search_on_the_same_model_is_answered_from_the_first_ones_rows() {
 
 /// Aequitas fully directed (the paper's 1000 × 1000) on the reference German Credit model, age
 /// protected: the benchmark where its walks repeat themselves most.
-fn credit_pipeline(dir: &std::path::Path, cache: bool) -> std::path::PathBuf {
+/// `cache` is the key's TOML value.
+fn credit_pipeline(dir: &std::path::Path, cache: &str) -> std::path::PathBuf {
     let text = format!(
         "[pipeline]\nname = \"cache\"\nseed = 7\n\n[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"label_CREDITRATING_eq_1\"\nprotected = [\"AgeInYears\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\n\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nseeds = \"seeds\"\nplugin = \"aequitas\"\ncache = {cache}\nparams = {{ strategy = \"fully_directed\" }}\n\n[stages.verified]\nkind = \"verify\"\ncases = \"search\"\n",
         common::bundled("data/credit.csv"),
         common::bundled("models/credit.onnx"),
     );
-    common::write(dir, &format!("cache-{cache}.toml"), &text)
+    common::write(dir, &format!("cache-{}.toml", cache.trim_matches('"')), &text)
 }
 
 #[test]
 fn credit_aequitas_finds_the_same_idis_with_five_times_fewer_model_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let with = common::run_pipeline(&credit_pipeline(dir.path(), true), &dir.path().join("with"), &[]);
-    let without = common::run_pipeline(&credit_pipeline(dir.path(), false), &dir.path().join("without"), &[]);
+    let with = common::run_pipeline(&credit_pipeline(dir.path(), "true"), &dir.path().join("with"), &[]);
+    let without = common::run_pipeline(&credit_pipeline(dir.path(), "false"), &dir.path().join("without"), &[]);
     let (s_with, s_without) = (&with["stages"]["search"], &without["stages"]["search"]);
     for key in ["emitted", "generated", "queries_asked"] {
         assert_eq!(s_with[key], s_without[key], "{key}");
@@ -143,4 +144,24 @@ fn credit_aequitas_finds_the_same_idis_with_five_times_fewer_model_rows() {
     assert_eq!(n(s_with, "rows_scored"), n(s_with, "model_queries"));
     let (asked, scored) = (n(s_with, "queries_asked"), n(s_with, "rows_scored"));
     assert!(scored * 5 <= asked, "only {asked} / {scored} = {:.1}× fewer model rows", asked as f64 / scored as f64);
+}
+
+/// `cache = "auto"` (the default) on the German Credit network, which fairpipe's native executor
+/// scores in fewer multiply-adds than a look-up costs: the search asks the model directly, says so,
+/// and finds the same cases as with the cache.
+#[test]
+fn auto_asks_a_cheap_native_network_directly_and_finds_the_same_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let auto = common::run_pipeline(&credit_pipeline(dir.path(), "\"auto\""), &dir.path().join("auto"), &[]);
+    let with = common::run_pipeline(&credit_pipeline(dir.path(), "true"), &dir.path().join("with"), &[]);
+    let (s_auto, s_with) = (&auto["stages"]["search"], &with["stages"]["search"]);
+    assert_eq!(s_auto["cache"], false, "{s_auto}");
+    let why = s_auto["cache_choice"].as_str().unwrap();
+    assert!(why.starts_with("off (auto") && why.contains("multiply-adds"), "{why}");
+    assert_eq!(s_with["cache_choice"], "on (cache = true)");
+    assert_eq!(s_auto["cache_hits"], 0);
+    assert_eq!(s_auto["rows_scored"], s_auto["queries_asked"]);
+    assert_eq!(s_auto["queries_asked"], s_with["queries_asked"]);
+    let read = |out: &str| std::fs::read(dir.path().join(out).join("verified.csv")).unwrap();
+    assert_eq!(read("auto"), read("with"), "the verified cases differ");
 }

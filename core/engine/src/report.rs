@@ -991,6 +991,7 @@ mod tests {
             rows_scored: 120,
             cache_hits: 180,
             cache: true,
+            cache_choice: "on (cache = true)".into(),
             gradient: None,
             gradient_rows: None,
             gradient_model_rows: None,

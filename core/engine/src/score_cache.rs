@@ -54,6 +54,81 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+/// The generate stage's `cache` key: whether a plugin run's queries go through a score cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheChoice {
+    /// `"auto"`: through a cache unless the model scores a row in fewer multiply-adds than
+    /// [`CHEAP_ROW_MULTIPLY_ADDS`] in this process ([`crate::models::Model::multiply_adds_per_row`]),
+    /// where a look-up costs more than the model would.
+    #[default]
+    Auto,
+    /// `true`: always through a cache.
+    On,
+    /// `false`: every row asked for goes to the model.
+    Off,
+}
+
+/// Below this many multiply-adds per row an in-process model scores a row faster than the cache
+/// answers it, at the hit rates searches reach. Measured (docs/methods.md, "The score cache"): a
+/// row the cache already holds costs about 0.03 µs and a new one 0.14 µs on top of the model,
+/// while the native executor scores the bundled census network (3,496 multiply-adds) in 0.07 µs;
+/// at SG's 65% hits the cache breaks even near 5,000 multiply-adds, at 50% near 8,500, and on
+/// census-sg it cost a third of the search's time.
+pub const CHEAP_ROW_MULTIPLY_ADDS: u64 = 8_192;
+
+impl CacheChoice {
+    /// Whether a plugin run on `model` goes through a cache, and why, in words for the summary.
+    pub fn decide(self, model: &dyn crate::models::Model) -> (bool, String) {
+        match self {
+            CacheChoice::On => (true, "on (cache = true)".into()),
+            CacheChoice::Off => (false, "off (cache = false)".into()),
+            CacheChoice::Auto => match model.multiply_adds_per_row() {
+                Some(cost) if cost < CHEAP_ROW_MULTIPLY_ADDS => (
+                    false,
+                    format!(
+                        "off (auto: the model scores a row in {cost} multiply-adds in this process, fewer than \
+                         {CHEAP_ROW_MULTIPLY_ADDS}, faster than a look-up in the cache; cache = true uses it anyway)"
+                    ),
+                ),
+                Some(cost) => (true, format!("on (auto: the model takes {cost} multiply-adds a row)")),
+                None => (true, "on (auto: the model's cost per row is not known to be below a look-up's)".into()),
+            },
+        }
+    }
+}
+
+impl serde::Serialize for CacheChoice {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CacheChoice::Auto => serializer.serialize_str("auto"),
+            CacheChoice::On => serializer.serialize_bool(true),
+            CacheChoice::Off => serializer.serialize_bool(false),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CacheChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Choice;
+        impl serde::de::Visitor<'_> for Choice {
+            type Value = CacheChoice;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true, false or \"auto\"")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<CacheChoice, E> {
+                Ok(if v { CacheChoice::On } else { CacheChoice::Off })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<CacheChoice, E> {
+                match v {
+                    "auto" => Ok(CacheChoice::Auto),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Choice)
+    }
+}
+
 /// Rows the cache holds at most unless `FAIRPIPE_CACHE_ROWS` says otherwise (under 60 MB).
 pub const DEFAULT_CACHE_ROWS: usize = 1_000_000;
 
@@ -599,6 +674,52 @@ impl ScoreCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A model that says what it costs per row.
+    struct Costing(Option<u64>);
+
+    impl crate::models::Model for Costing {
+        fn n_features(&self) -> usize {
+            1
+        }
+        fn predict_into(&self, _: &[f64], out: &mut [f64]) -> Result<(), crate::error::ModelError> {
+            out.fill(0.5);
+            Ok(())
+        }
+        fn describe(&self) -> String {
+            "costing".into()
+        }
+        fn multiply_adds_per_row(&self) -> Option<u64> {
+            self.0
+        }
+    }
+
+    #[test]
+    fn auto_skips_the_cache_only_for_a_model_known_to_be_cheaper_than_a_look_up() {
+        let used = |choice: CacheChoice, cost: Option<u64>| choice.decide(&Costing(cost)).0;
+        assert!(!used(CacheChoice::Auto, Some(1645)));
+        assert!(!used(CacheChoice::Auto, Some(CHEAP_ROW_MULTIPLY_ADDS - 1)));
+        assert!(used(CacheChoice::Auto, Some(CHEAP_ROW_MULTIPLY_ADDS)));
+        assert!(used(CacheChoice::Auto, None));
+        assert!(used(CacheChoice::On, Some(10)));
+        assert!(!used(CacheChoice::Off, None));
+        let (_, why) = CacheChoice::Auto.decide(&Costing(Some(1645)));
+        assert!(why.starts_with("off (auto") && why.contains("1645 multiply-adds"), "{why}");
+    }
+
+    #[test]
+    fn the_cache_key_reads_true_false_and_auto_and_refuses_other_words() {
+        let read = |v: serde_json::Value| serde_json::from_value::<CacheChoice>(v);
+        assert_eq!(read(serde_json::json!(true)).unwrap(), CacheChoice::On);
+        assert_eq!(read(serde_json::json!(false)).unwrap(), CacheChoice::Off);
+        assert_eq!(read(serde_json::json!("auto")).unwrap(), CacheChoice::Auto);
+        let err = read(serde_json::json!("yes")).unwrap_err().to_string();
+        assert!(err.contains("true, false or \"auto\""), "{err}");
+        assert!(read(serde_json::json!(1)).is_err());
+        for choice in [CacheChoice::Auto, CacheChoice::On, CacheChoice::Off] {
+            assert_eq!(read(serde_json::to_value(choice).unwrap()).unwrap(), choice);
+        }
+    }
 
     #[test]
     fn holds_what_it_was_given_and_keys_by_bit_pattern() {

@@ -67,6 +67,11 @@ impl DenseNet {
         self.layers[0].n_in
     }
 
+    /// Multiply-adds of scoring one row: the weights of every layer.
+    pub fn multiply_adds(&self) -> u64 {
+        self.layers.iter().map(|l| (l.n_in * l.n_out) as u64).sum()
+    }
+
     /// Layer widths from input to output ("12-30-20-1").
     pub fn shape(&self) -> String {
         let mut sizes = vec![self.n_features()];

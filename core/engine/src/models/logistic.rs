@@ -50,6 +50,11 @@ impl Model for Logistic {
         self.weights.len()
     }
 
+    fn multiply_adds_per_row(&self) -> Option<u64> {
+        // Standardising and the dot product: two per input.
+        Some(2 * self.weights.len() as u64)
+    }
+
     fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
         let view = ArrayView2::from_shape((out.len(), self.weights.len()), x).map_err(|e| ModelError::Inference(e.to_string()))?;
         out.iter_mut().zip(self.predict(view)).for_each(|(o, p)| *o = p);

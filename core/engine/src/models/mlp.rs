@@ -257,6 +257,10 @@ impl Model for Mlp {
         Ok(())
     }
 
+    fn multiply_adds_per_row(&self) -> Option<u64> {
+        Some(self.sizes.windows(2).map(|w| (w[0] * w[1]) as u64).sum())
+    }
+
     fn describe(&self) -> String {
         format!("mlp {}", self.sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join("-"))
     }

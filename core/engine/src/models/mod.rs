@@ -72,6 +72,10 @@ impl Model for Complement {
         self.0.rows_per_call()
     }
 
+    fn multiply_adds_per_row(&self) -> Option<u64> {
+        self.0.multiply_adds_per_row()
+    }
+
     fn has_exact_gradient(&self) -> bool {
         self.0.has_exact_gradient()
     }

@@ -324,6 +324,10 @@ impl Model for OnnxModel {
         self.native.is_some()
     }
 
+    fn multiply_adds_per_row(&self) -> Option<u64> {
+        self.native.as_ref().map(|net| net.multiply_adds())
+    }
+
     fn gradient_into(&self, x: &[f64], out: &mut [f64], grad: &mut [f64]) -> Result<(), ModelError> {
         let Some(net) = &self.native else {
             return Err(ModelError::Inference(format!("{} has no exact gradient: tract runs it", self.describe())));

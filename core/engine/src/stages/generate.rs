@@ -44,9 +44,9 @@ pub const KIND: StageKind = StageKind {
         KeyDoc::new("gamma", "float", "none (labels)", "probability threshold of Aequitas Def. 4.1"),
         KeyDoc::new(
             "cache",
-            "bool",
-            "true",
-            "answer the plugin's queries from the run's cache of scored rows when it has them (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); false sends every row asked for to the model",
+            "bool or \"auto\"",
+            "\"auto\"",
+            "answer the plugin's queries from a cache of the rows it has scored (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); \"auto\" uses it unless the model is a network or linear model run in this process cheaper than a look-up (under 8,192 multiply-adds a row), true always, false never; `cache_choice` says what was done and why",
         ),
         PROTECTED,
         KeyDoc::new(
@@ -75,6 +75,7 @@ pub const KIND: StageKind = StageKind {
             "rows_scored",
             "cache_hits",
             "cache",
+            "cache_choice",
             "gradient",
             "gradient_rows",
             "gradient_model_rows",
@@ -115,9 +116,9 @@ pub struct GenerateConfig {
     pub protected: Option<Vec<String>>,
     /// Blocks of seeds, each searched by its own run of the plugin ([`crate::pieces`]).
     pub units: usize,
-    /// Whether the plugin's queries go through the model's shared score cache
-    /// ([`crate::score_cache`]).
-    pub cache: bool,
+    /// Whether the plugin's queries go through a score cache ([`crate::score_cache`]): `"auto"`,
+    /// `true` or `false`.
+    pub cache: crate::score_cache::CacheChoice,
 }
 
 impl Default for GenerateConfig {
@@ -135,7 +136,7 @@ impl Default for GenerateConfig {
             gamma: None,
             protected: None,
             units: 1,
-            cache: true,
+            cache: crate::score_cache::CacheChoice::Auto,
         }
     }
 }
@@ -206,6 +207,10 @@ pub struct GenerateFigures {
     /// Whether the shared score cache was used.
     #[serde(default)]
     pub cache: bool,
+    /// The `cache` key's choice and why, in words: `"on (cache = true)"`, `"off (auto: the model
+    /// scores a row in 3496 multiply-adds …)"`.
+    #[serde(default)]
+    pub cache_choice: String,
     /// How the model's gradients were computed for a white-box method: `"exact"` (a network or
     /// linear model run in this process) or `"finite_differences"`; absent when the plugin asked
     /// for none.
@@ -303,7 +308,8 @@ impl Stage for Generate {
         crate::score_cache::ScoreCache::capacity_from_env().map_err(Error::Invalid)?;
         // Each run of the plugin (each block of seeds) has a cache of its own, so that the figures
         // are the same however the stage is split, sharded or preceded.
-        let oracle = if self.config.cache { model.oracle.with_fresh_cache() } else { model.oracle.without_cache() };
+        let (cached, _) = self.config.cache.decide(model.oracle.model().as_ref());
+        let oracle = if cached { model.oracle.with_fresh_cache() } else { model.oracle.without_cache() };
         let busy_before = model.oracle.busy_seconds();
         let started = Instant::now();
         let spec =
@@ -397,6 +403,7 @@ impl Stage for Generate {
             earlier.extend(mine);
             offset += s.elapsed_s;
         }
+        let (cache_used, cache_choice) = self.config.cache.decide(model.oracle.model().as_ref());
         let mut figures = GenerateFigures {
             plugin: format!("{} {}", self.plugin.name, self.plugin.version),
             params: self.params.clone(),
@@ -409,7 +416,8 @@ impl Stage for Generate {
             queries_asked,
             rows_scored: queries,
             cache_hits,
-            cache: self.config.cache,
+            cache: cache_used,
+            cache_choice,
             gradient: searches.iter().find_map(|s| s.gradient.clone()),
             gradient_rows: searches.iter().any(|s| s.gradient.is_some()).then(|| searches.iter().map(|s| s.gradient_rows).sum()),
             gradient_model_rows: searches
