@@ -8,7 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::error::ModelError;
-use crate::score_cache::ScoreCache;
+use crate::score_cache::{CacheChoice, CacheSwitch, ScoreCache};
 
 /// The trait the oracle calls, defined beside the executors in `models` (re-exported here, where
 /// callers of the oracle look for it).
@@ -48,6 +48,8 @@ pub struct Oracle {
     model: Arc<dyn Model>,
     counters: Arc<Counters>,
     cache: Option<Arc<ScoreCache>>,
+    /// `cache = "auto"`'s switch, when the cache may step aside for a cheap model.
+    switch: Option<Arc<CacheSwitch>>,
 }
 
 /// What one call of [`Oracle::predict_proba_cached_into`] did with its rows.
@@ -96,13 +98,13 @@ impl Oracle {
     /// Wrap a model with a score cache of at most `rows` rows (`0`: no cache).
     pub fn with_cache_rows(model: Arc<dyn Model>, rows: usize) -> Self {
         let cache = (rows > 0).then(|| Arc::new(ScoreCache::new(rows)));
-        Oracle { model, counters: Arc::default(), cache }
+        Oracle { model, counters: Arc::default(), cache, switch: None }
     }
 
     /// The same model and counters, without the score cache: every row asked for through
     /// [`Oracle::predict_proba_cached_into`] is sent to the model.
     pub fn without_cache(&self) -> Self {
-        Oracle { model: Arc::clone(&self.model), counters: Arc::clone(&self.counters), cache: None }
+        Oracle { model: Arc::clone(&self.model), counters: Arc::clone(&self.counters), cache: None, switch: None }
     }
 
     /// The same model and counters with a new, empty score cache of the same capacity as this
@@ -114,7 +116,37 @@ impl Oracle {
             None => ScoreCache::capacity_from_env().unwrap_or(crate::score_cache::DEFAULT_CACHE_ROWS),
         };
         let cache = (rows > 0).then(|| Arc::new(ScoreCache::new(rows)));
-        Oracle { model: Arc::clone(&self.model), counters: Arc::clone(&self.counters), cache }
+        Oracle { model: Arc::clone(&self.model), counters: Arc::clone(&self.counters), cache, switch: None }
+    }
+
+    /// The oracle one plugin run asks through, as a `cache` key chooses: without a cache
+    /// (`Off`), with a fresh one (`On`), or (`Auto`) with a fresh one that, for a model whose cost
+    /// per row is known ([`Model::multiply_adds_per_row`]), steps aside after a warm-up when too
+    /// few rows repeat to pay for the look-ups ([`CacheSwitch`]).
+    pub fn for_plugin_run(&self, choice: CacheChoice) -> Self {
+        match choice {
+            CacheChoice::Off => self.without_cache(),
+            CacheChoice::On => self.with_fresh_cache(),
+            CacheChoice::Auto => {
+                let mut oracle = self.with_fresh_cache();
+                if oracle.cache.is_some() {
+                    oracle.switch = self.model.multiply_adds_per_row().map(|m| Arc::new(CacheSwitch::new(m)));
+                }
+                oracle
+            }
+        }
+    }
+
+    /// After a plugin run through [`Oracle::for_plugin_run`]`(choice)`: whether a cache answered
+    /// its queries (for some of them at least), and what was done and why, in words.
+    pub fn cache_choice(&self, choice: CacheChoice) -> (bool, String) {
+        match (&self.cache, &self.switch) {
+            (None, _) if choice == CacheChoice::Off => (false, "off (cache = false)".into()),
+            (None, _) => (false, format!("off ({} = 0)", crate::score_cache::CACHE_ROWS_ENV)),
+            (Some(_), Some(switch)) => (true, switch.describe()),
+            (Some(_), None) if choice == CacheChoice::On => (true, "on (cache = true)".into()),
+            (Some(_), None) => (true, "on (auto: the model's cost per row is not known here)".into()),
+        }
     }
 
     /// The score cache, when there is one.
@@ -128,7 +160,13 @@ impl Oracle {
     pub fn predict_proba_cached_into(&self, x: &[f64], out: &mut [f64]) -> Result<CacheTally, ModelError> {
         let width = self.n_features();
         let rows = out.len();
-        let Some(cache) = self.cache.as_deref().filter(|_| width > 0 && rows > 0) else {
+        // `cache = "auto"` counts every call's repeats, and sends the rows past the cache while they
+        // are too few to pay for it.
+        if let Some(switch) = &self.switch {
+            switch.record(x, width);
+        }
+        let switched_off = self.switch.as_ref().is_some_and(|s| s.is_off());
+        let Some(cache) = self.cache.as_deref().filter(|_| width > 0 && rows > 0 && !switched_off) else {
             self.predict_proba_into(x, out)?;
             return Ok(CacheTally { asked: rows as u64, scored: rows as u64, hits: 0 });
         };

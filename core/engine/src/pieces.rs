@@ -53,6 +53,10 @@ pub struct SearchPiece {
     /// Rows the score cache answered.
     #[serde(default)]
     pub cache_hits: u64,
+    /// Whether the piece's queries went through a score cache, and why (the generate stage's
+    /// `cache` and `cache_choice`); absent in pieces written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_choice: Option<(bool, String)>,
     /// How the gradients the plugin asked for were computed (`"exact"`, `"finite_differences"`;
     /// absent when it asked for none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,6 +138,7 @@ mod tests {
             queries: 20,
             asked: 25,
             cache_hits: 5,
+            cache_choice: Some((true, "on (cache = true)".into())),
             gradient: Some("exact".into()),
             gradient_rows: 3,
             gradient_model_rows: 3,

@@ -57,9 +57,9 @@ use rayon::prelude::*;
 /// The generate stage's `cache` key: whether a plugin run's queries go through a score cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CacheChoice {
-    /// `"auto"`: through a cache unless the model scores a row in fewer multiply-adds than
-    /// [`CHEAP_ROW_MULTIPLY_ADDS`] in this process ([`crate::models::Model::multiply_adds_per_row`]),
-    /// where a look-up costs more than the model would.
+    /// `"auto"`: through a cache; for a network or linear model run in this process (whose cost
+    /// per row is known, [`crate::models::Model::multiply_adds_per_row`]) only while the run's
+    /// repeats pay for the look-ups ([`CacheSwitch`]).
     #[default]
     Auto,
     /// `true`: always through a cache.
@@ -68,32 +68,149 @@ pub enum CacheChoice {
     Off,
 }
 
-/// Below this many multiply-adds per row an in-process model scores a row faster than the cache
-/// answers it, at the hit rates searches reach. Measured (docs/methods.md, "The score cache"): a
-/// row the cache already holds costs about 0.03 µs and a new one 0.14 µs on top of the model,
-/// while the native executor scores the bundled census network (3,496 multiply-adds) in 0.07 µs;
-/// at SG's 65% hits the cache breaks even near 5,000 multiply-adds, at 50% near 8,500, and on
-/// census-sg it cost a third of the search's time.
-pub const CHEAP_ROW_MULTIPLY_ADDS: u64 = 8_192;
+/// What a row the cache already holds costs, in nanoseconds (a look-up; 0.03 µs measured,
+/// docs/methods.md "The score cache").
+const HIT_NS: f64 = 34.0;
+/// What a row the cache does not hold costs on top of the model: its look-up and its filing
+/// (0.14 µs measured).
+const NEW_ROW_NS: f64 = 137.0;
+/// What one multiply-add of an in-process network costs, in nanoseconds: the native executor
+/// scores the bundled census network (1,645 multiply-adds) in about 0.07 µs.
+const MULTIPLY_ADD_NS: f64 = 0.043;
+/// Rows asked between two decisions of `"auto"` ([`CacheSwitch`]).
+pub const AUTO_WINDOW_ROWS: u64 = 100_000;
 
-impl CacheChoice {
-    /// Whether a plugin run on `model` goes through a cache, and why, in words for the summary.
-    pub fn decide(self, model: &dyn crate::models::Model) -> (bool, String) {
-        match self {
-            CacheChoice::On => (true, "on (cache = true)".into()),
-            CacheChoice::Off => (false, "off (cache = false)".into()),
-            CacheChoice::Auto => match model.multiply_adds_per_row() {
-                Some(cost) if cost < CHEAP_ROW_MULTIPLY_ADDS => (
-                    false,
-                    format!(
-                        "off (auto: the model scores a row in {cost} multiply-adds in this process, fewer than \
-                         {CHEAP_ROW_MULTIPLY_ADDS}, faster than a look-up in the cache; cache = true uses it anyway)"
-                    ),
-                ),
-                Some(cost) => (true, format!("on (auto: the model takes {cost} multiply-adds a row)")),
-                None => (true, "on (auto: the model's cost per row is not known to be below a look-up's)".into()),
-            },
+/// One row in this many (chosen by a hash of its values, so a row is always or never among them)
+/// is remembered by [`CacheSwitch`] to count repeats.
+const SAMPLE_ONE_IN: u64 = 16;
+
+/// Sampled rows [`CacheSwitch`] remembers at most (then it forgets them all and starts again).
+const SAMPLED_ROWS: usize = 1 << 18;
+
+/// The repeats a run needs for the cache to pay on a model of `multiply_adds` per row: with a share
+/// `h` of repeats, a row asked costs `h · HIT + (1 − h) · (NEW_ROW + model)` through the cache and
+/// `model` without, so the cache pays when `h > NEW_ROW / (model − HIT + NEW_ROW)`.
+pub fn repeats_that_pay(multiply_adds: u64) -> f64 {
+    let model = multiply_adds as f64 * MULTIPLY_ADD_NS;
+    (NEW_ROW_NS / (model - HIT_NS + NEW_ROW_NS)).min(1.0)
+}
+
+/// `"auto"` for an in-process model whose cost per row is known: the cache is used while the
+/// rows the plugin asks repeat often enough to pay for the look-ups ([`repeats_that_pay`]).
+///
+/// Repeats are counted on a sample of the rows asked, whether the cache is on or off: one row in
+/// [`SAMPLE_ONE_IN`], chosen by a hash of its values (so a row is always or never in the sample,
+/// and the sample's share of repeats estimates the share among all rows), remembered by that
+/// hash. Every [`AUTO_WINDOW_ROWS`] rows asked (counted in whole calls) the share of repeats in
+/// the window decides whether the next window goes through the cache: on from the start, off
+/// when a window's share falls below what pays, on again when it rises above (Aequitas' walks
+/// repeat more and more as they go; SG's explanation batches about as much all along). The
+/// decisions are read from the rows asked, so a plugin that asks the same rows in the same order
+/// gets the same decisions every run.
+#[derive(Debug)]
+pub struct CacheSwitch {
+    multiply_adds: u64,
+    needed: f64,
+    off: std::sync::atomic::AtomicBool,
+    state: Mutex<SwitchState>,
+}
+
+#[derive(Debug, Default)]
+struct SwitchState {
+    /// The sampled rows seen, by hash.
+    seen: std::collections::HashSet<u64>,
+    asked: u64,
+    window_asked: u64,
+    window_sampled: u64,
+    window_repeats: u64,
+    /// Each change: the row asked it took effect at, whether the cache went on, the window's
+    /// share of repeats.
+    changes: Vec<(u64, bool, f64)>,
+}
+
+/// A hash of a row's values (a multiply–xor fold of their bit patterns): picks the sample and
+/// keys it.
+fn row_hash(row: &[f64]) -> u64 {
+    let mut h = 0x243F_6A88_85A3_08D3u64;
+    for v in row {
+        h = (h ^ v.to_bits()).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 29;
+    }
+    // MurmurHash3's finaliser: every output bit depends on every input bit (small integers as
+    // f64 have all-zero low bits, which a multiply alone leaves in the low bits).
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^ (h >> 33)
+}
+
+impl CacheSwitch {
+    /// A switch for a model of `multiply_adds` per row.
+    pub fn new(multiply_adds: u64) -> Self {
+        CacheSwitch {
+            multiply_adds,
+            needed: repeats_that_pay(multiply_adds),
+            off: std::sync::atomic::AtomicBool::new(false),
+            state: Mutex::new(SwitchState::default()),
         }
+    }
+
+    /// Whether the cache is off for now.
+    pub fn is_off(&self) -> bool {
+        self.off.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Count a call's rows (`x`, `width` values each); at the end of a window, decide the next.
+    pub fn record(&self, x: &[f64], width: usize) {
+        if width == 0 {
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        for row in x.chunks_exact(width) {
+            let h = row_hash(row);
+            if (h >> 32) % SAMPLE_ONE_IN != 0 {
+                continue;
+            }
+            if state.seen.len() >= SAMPLED_ROWS {
+                state.seen.clear();
+            }
+            state.window_sampled += 1;
+            if !state.seen.insert(h) {
+                state.window_repeats += 1;
+            }
+        }
+        let rows = (x.len() / width) as u64;
+        state.asked += rows;
+        state.window_asked += rows;
+        if state.window_asked >= AUTO_WINDOW_ROWS {
+            let share = state.window_repeats as f64 / state.window_sampled.max(1) as f64;
+            let on = share >= self.needed;
+            if on == self.is_off() {
+                self.off.store(!on, std::sync::atomic::Ordering::Release);
+                let at = state.asked;
+                state.changes.push((at, on, share));
+            }
+            (state.window_asked, state.window_sampled, state.window_repeats) = (0, 0, 0);
+        }
+    }
+
+    /// What was done and why, in words (the generate stage's `cache_choice`).
+    pub fn describe(&self) -> String {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut text = format!(
+            "auto: the model takes {} multiply-adds a row in this process, the cache pays above {:.0}% repeats (per {AUTO_WINDOW_ROWS} rows asked); on from the start",
+            self.multiply_adds,
+            100.0 * self.needed
+        );
+        const SHOWN: usize = 6;
+        for &(at, on, share) in state.changes.iter().take(SHOWN) {
+            text.push_str(&format!(", {} from row {at} ({:.0}% repeats)", if on { "on" } else { "off" }, 100.0 * share));
+        }
+        if state.changes.len() > SHOWN {
+            text.push_str(&format!(", … {} changes in all, {} at the end", state.changes.len(), if self.is_off() { "off" } else { "on" }));
+        }
+        text
     }
 }
 
@@ -675,36 +792,48 @@ impl ScoreCache {
 mod tests {
     use super::*;
 
-    /// A model that says what it costs per row.
-    struct Costing(Option<u64>);
-
-    impl crate::models::Model for Costing {
-        fn n_features(&self) -> usize {
-            1
-        }
-        fn predict_into(&self, _: &[f64], out: &mut [f64]) -> Result<(), crate::error::ModelError> {
-            out.fill(0.5);
-            Ok(())
-        }
-        fn describe(&self) -> String {
-            "costing".into()
-        }
-        fn multiply_adds_per_row(&self) -> Option<u64> {
-            self.0
-        }
+    /// `n` distinct rows of width 3, the `k`-th from `start`.
+    fn rows(start: u64, n: u64) -> Vec<f64> {
+        (start..start + n).flat_map(|k| [k as f64, (k % 7) as f64, 0.5]).collect()
     }
 
     #[test]
-    fn auto_skips_the_cache_only_for_a_model_known_to_be_cheaper_than_a_look_up() {
-        let used = |choice: CacheChoice, cost: Option<u64>| choice.decide(&Costing(cost)).0;
-        assert!(!used(CacheChoice::Auto, Some(1645)));
-        assert!(!used(CacheChoice::Auto, Some(CHEAP_ROW_MULTIPLY_ADDS - 1)));
-        assert!(used(CacheChoice::Auto, Some(CHEAP_ROW_MULTIPLY_ADDS)));
-        assert!(used(CacheChoice::Auto, None));
-        assert!(used(CacheChoice::On, Some(10)));
-        assert!(!used(CacheChoice::Off, None));
-        let (_, why) = CacheChoice::Auto.decide(&Costing(Some(1645)));
-        assert!(why.starts_with("off (auto") && why.contains("1645 multiply-adds"), "{why}");
+    fn auto_follows_the_share_of_repeats_window_by_window() {
+        // The bundled census network (1,645 multiply-adds): the cache pays above about 80% repeats;
+        // a network of 100,000 above about 3%.
+        assert!((0.75..0.85).contains(&repeats_that_pay(1645)), "{}", repeats_that_pay(1645));
+        assert!(repeats_that_pay(100_000) < 0.05);
+        assert_eq!(repeats_that_pay(0), 1.0);
+        let w = AUTO_WINDOW_ROWS;
+        let switch = CacheSwitch::new(1645);
+        // A first window of new rows: off from its end.
+        switch.record(&rows(0, w), 3);
+        assert!(switch.is_off());
+        // A window asking the same rows again (all repeats): on again.
+        switch.record(&rows(0, w / 2), 3);
+        assert!(switch.is_off(), "decided before the window ended");
+        switch.record(&rows(w / 2, w / 2), 3);
+        assert!(!switch.is_off());
+        // Half new, half old: 50%, off.
+        switch.record(&[rows(0, w / 2), rows(10 * w, w / 2)].concat(), 3);
+        assert!(switch.is_off());
+        let text = switch.describe();
+        assert!(
+            text.contains("on from the start, off from row 100000 (0% repeats), on from row 200000 (100% repeats), off from row 300000 (5"),
+            "{text}"
+        );
+        // The same rows in the same order: the same decisions.
+        let again = CacheSwitch::new(1645);
+        again.record(&rows(0, w), 3);
+        again.record(&rows(0, w / 2), 3);
+        again.record(&rows(w / 2, w / 2), 3);
+        again.record(&[rows(0, w / 2), rows(10 * w, w / 2)].concat(), 3);
+        assert_eq!(again.describe(), text);
+        // A model costly enough: half repeats keep the cache on.
+        let costly = CacheSwitch::new(100_000);
+        costly.record(&rows(0, w), 3);
+        costly.record(&[rows(0, w / 2), rows(10 * w, w / 2)].concat(), 3);
+        assert!(!costly.is_off(), "{}", costly.describe());
     }
 
     #[test]

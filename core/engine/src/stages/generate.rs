@@ -46,7 +46,7 @@ pub const KIND: StageKind = StageKind {
             "cache",
             "bool or \"auto\"",
             "\"auto\"",
-            "answer the plugin's queries from a cache of the rows it has scored (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); \"auto\" uses it unless the model is a network or linear model run in this process cheaper than a look-up (under 8,192 multiply-adds a row), true always, false never; `cache_choice` says what was done and why",
+            "answer the plugin's queries from a cache of the rows it has scored (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); \"auto\" uses it, but for a network or linear model run in this process only while enough rows repeat to pay for the look-ups (read over the first 100,000 rows asked); true always, false never; `cache_choice` says what was done and why",
         ),
         PROTECTED,
         KeyDoc::new(
@@ -207,8 +207,8 @@ pub struct GenerateFigures {
     /// Whether the shared score cache was used.
     #[serde(default)]
     pub cache: bool,
-    /// The `cache` key's choice and why, in words: `"on (cache = true)"`, `"off (auto: the model
-    /// scores a row in 3496 multiply-adds …)"`.
+    /// The `cache` key's choice and why, in words: `"on (cache = true)"`, `"off after the first
+    /// 100000 rows asked (auto: 65% were repeats; …)"`; one per block of seeds when they differ.
     #[serde(default)]
     pub cache_choice: String,
     /// How the model's gradients were computed for a white-box method: `"exact"` (a network or
@@ -308,8 +308,7 @@ impl Stage for Generate {
         crate::score_cache::ScoreCache::capacity_from_env().map_err(Error::Invalid)?;
         // Each run of the plugin (each block of seeds) has a cache of its own, so that the figures
         // are the same however the stage is split, sharded or preceded.
-        let (cached, _) = self.config.cache.decide(model.oracle.model().as_ref());
-        let oracle = if cached { model.oracle.with_fresh_cache() } else { model.oracle.without_cache() };
+        let oracle = model.oracle.for_plugin_run(self.config.cache);
         let busy_before = model.oracle.busy_seconds();
         let started = Instant::now();
         let spec =
@@ -325,6 +324,7 @@ impl Stage for Generate {
             queries: output.tally.scored + output.gradient.map_or(0, |g| g.model_rows),
             asked: output.tally.asked + output.gradient.map_or(0, |g| g.model_rows),
             cache_hits: output.tally.hits,
+            cache_choice: Some(oracle.cache_choice(self.config.cache)),
             gradient: output.gradient.map(|g| g.method.name().to_string()),
             gradient_rows: output.gradient.map_or(0, |g| g.rows),
             gradient_model_rows: output.gradient.map_or(0, |g| g.model_rows),
@@ -403,7 +403,15 @@ impl Stage for Generate {
             earlier.extend(mine);
             offset += s.elapsed_s;
         }
-        let (cache_used, cache_choice) = self.config.cache.decide(model.oracle.model().as_ref());
+        // Each block's choice; the same words in every block are said once.
+        let mut choices: Vec<&(bool, String)> = Vec::new();
+        for choice in searches.iter().filter_map(|s| s.cache_choice.as_ref()) {
+            if !choices.contains(&choice) {
+                choices.push(choice);
+            }
+        }
+        let cache_used = choices.iter().any(|(used, _)| *used);
+        let cache_choice = choices.iter().map(|(_, why)| why.as_str()).collect::<Vec<_>>().join("; ");
         let mut figures = GenerateFigures {
             plugin: format!("{} {}", self.plugin.name, self.plugin.version),
             params: self.params.clone(),

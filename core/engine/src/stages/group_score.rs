@@ -268,10 +268,9 @@ impl Stage for GroupScore {
             budget: FfiBudget { max_seconds: self.config.max_seconds, ..FfiBudget::default() },
             gamma: None,
         };
-        // The auditor's queries go through a cache of their own unless the model is cheaper per row
-        // than a look-up (as a generate stage's `cache = "auto"`).
-        let (cached, _) = crate::score_cache::CacheChoice::Auto.decide(model.oracle.model().as_ref());
-        let oracle = if cached { model.oracle.with_fresh_cache() } else { model.oracle.without_cache() };
+        // The auditor's queries go through a cache of their own, which steps aside for a model
+        // cheaper than its look-ups (as a generate stage's `cache = "auto"`).
+        let oracle = model.oracle.for_plugin_run(crate::score_cache::CacheChoice::Auto);
         let output = self.plugin.generate(&oracle, &domain, &spec, &ctx.progress)?;
         let elapsed_s = started.elapsed().as_secs_f64();
         let report = output.report.ok_or_else(|| Error::Invalid(format!("auditor `{}` sent no report", self.plugin.name)))?;
