@@ -160,20 +160,23 @@ impl Oracle {
     pub fn predict_proba_cached_into(&self, x: &[f64], out: &mut [f64]) -> Result<CacheTally, ModelError> {
         let width = self.n_features();
         let rows = out.len();
-        // `cache = "auto"` counts every call's repeats, and sends the rows past the cache while they
-        // are too few to pay for it.
-        if let Some(switch) = &self.switch {
-            switch.record(x, width);
-        }
+        // `cache = "auto"` sends the rows past the cache while too few repeat to pay for it, and
+        // counts every call's repeats.
         let switched_off = self.switch.as_ref().is_some_and(|s| s.is_off());
         let Some(cache) = self.cache.as_deref().filter(|_| width > 0 && rows > 0 && !switched_off) else {
             self.predict_proba_into(x, out)?;
+            if let Some(switch) = &self.switch {
+                switch.record_direct(x, width);
+            }
             return Ok(CacheTally { asked: rows as u64, scored: rows as u64, hits: 0 });
         };
         if x.len() != rows * width {
             return Err(ModelError::Width { expected: width, found: x.len() / rows });
         }
         let scored = cache.answer(x, width, out, |batch, answers| self.predict_proba_into(&batch, answers))? as u64;
+        if let Some(switch) = &self.switch {
+            switch.record_cached(rows as u64, rows as u64 - scored);
+        }
         Ok(CacheTally { asked: rows as u64, scored, hits: rows as u64 - scored })
     }
 

@@ -56,7 +56,7 @@ pub struct SearchPiece {
     /// Whether the piece's queries went through a score cache, and why (the generate stage's
     /// `cache` and `cache_choice`); absent in pieces written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_choice: Option<(bool, String)>,
+    pub cache_choice: Option<Box<(bool, String)>>,
     /// How the gradients the plugin asked for were computed (`"exact"`, `"finite_differences"`;
     /// absent when it asked for none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -138,7 +138,7 @@ mod tests {
             queries: 20,
             asked: 25,
             cache_hits: 5,
-            cache_choice: Some((true, "on (cache = true)".into())),
+            cache_choice: Some(Box::new((true, "on (cache = true)".into()))),
             gradient: Some("exact".into()),
             gradient_rows: 3,
             gradient_model_rows: 3,

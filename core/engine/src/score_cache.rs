@@ -98,12 +98,13 @@ pub fn repeats_that_pay(multiply_adds: u64) -> f64 {
 /// `"auto"` for an in-process model whose cost per row is known: the cache is used while the
 /// rows the plugin asks repeat often enough to pay for the look-ups ([`repeats_that_pay`]).
 ///
-/// Repeats are counted on a sample of the rows asked, whether the cache is on or off: one row in
-/// [`SAMPLE_ONE_IN`], chosen by a hash of its values (so a row is always or never in the sample,
-/// and the sample's share of repeats estimates the share among all rows), remembered by that
-/// hash. Every [`AUTO_WINDOW_ROWS`] rows asked (counted in whole calls) the share of repeats in
-/// the window decides whether the next window goes through the cache: on from the start, off
-/// when a window's share falls below what pays, on again when it rises above (Aequitas' walks
+/// Repeats are counted by the cache while it is on (its hits), and while it is off on a sample
+/// of the rows asked: one row in [`SAMPLE_ONE_IN`], chosen by a hash of its values (so a row is
+/// always or never in the sample, and the sample's share of repeats estimates the share among all
+/// rows), remembered by that hash. Every [`AUTO_WINDOW_ROWS`] rows asked (counted in whole calls)
+/// the share of repeats in the window decides whether the next calls go through the cache: on
+/// from the start, off when a window's share falls below what pays, on again when it rises above
+/// (Aequitas' walks
 /// repeat more and more as they go; SG's explanation batches about as much all along). The
 /// decisions are read from the rows asked, so a plugin that asks the same rows in the same order
 /// gets the same decisions every run.
@@ -161,8 +162,17 @@ impl CacheSwitch {
         self.off.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Count a call's rows (`x`, `width` values each); at the end of a window, decide the next.
-    pub fn record(&self, x: &[f64], width: usize) {
+    /// Count a call the cache answered: `asked` rows, `hits` of them repeats.
+    pub fn record_cached(&self, asked: u64, hits: u64) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.window_sampled += asked;
+        state.window_repeats += hits;
+        self.end_of_call(&mut state, asked);
+    }
+
+    /// Count a call sent past the cache (its rows `x`, `width` values each): its sampled rows and
+    /// which of them were seen before.
+    pub fn record_direct(&self, x: &[f64], width: usize) {
         if width == 0 {
             return;
         }
@@ -180,19 +190,24 @@ impl CacheSwitch {
                 state.window_repeats += 1;
             }
         }
-        let rows = (x.len() / width) as u64;
+        self.end_of_call(&mut state, (x.len() / width) as u64);
+    }
+
+    /// Count a call's `rows`; at the end of a window, decide the next.
+    fn end_of_call(&self, state: &mut SwitchState, rows: u64) {
         state.asked += rows;
         state.window_asked += rows;
-        if state.window_asked >= AUTO_WINDOW_ROWS {
-            let share = state.window_repeats as f64 / state.window_sampled.max(1) as f64;
-            let on = share >= self.needed;
-            if on == self.is_off() {
-                self.off.store(!on, std::sync::atomic::Ordering::Release);
-                let at = state.asked;
-                state.changes.push((at, on, share));
-            }
-            (state.window_asked, state.window_sampled, state.window_repeats) = (0, 0, 0);
+        if state.window_asked < AUTO_WINDOW_ROWS {
+            return;
         }
+        let share = state.window_repeats as f64 / state.window_sampled.max(1) as f64;
+        let on = share >= self.needed;
+        if on == self.is_off() {
+            self.off.store(!on, std::sync::atomic::Ordering::Release);
+            let at = state.asked;
+            state.changes.push((at, on, share));
+        }
+        (state.window_asked, state.window_sampled, state.window_repeats) = (0, 0, 0);
     }
 
     /// What was done and why, in words (the generate stage's `cache_choice`).
@@ -805,34 +820,42 @@ mod tests {
         assert!(repeats_that_pay(100_000) < 0.05);
         assert_eq!(repeats_that_pay(0), 1.0);
         let w = AUTO_WINDOW_ROWS;
-        let switch = CacheSwitch::new(1645);
-        // A first window of new rows: off from its end.
-        switch.record(&rows(0, w), 3);
-        assert!(switch.is_off());
-        // A window asking the same rows again (all repeats): on again.
-        switch.record(&rows(0, w / 2), 3);
-        assert!(switch.is_off(), "decided before the window ended");
-        switch.record(&rows(w / 2, w / 2), 3);
-        assert!(!switch.is_off());
-        // Half new, half old: 50%, off.
-        switch.record(&[rows(0, w / 2), rows(10 * w, w / 2)].concat(), 3);
-        assert!(switch.is_off());
+        let run = |switch: &CacheSwitch| {
+            // A first window through the cache, a quarter of it repeats: off from its end.
+            switch.record_cached(w / 2, w / 8);
+            assert!(!switch.is_off(), "decided before the window ended");
+            switch.record_cached(w / 2, w / 8);
+            assert!(switch.is_off());
+            // Past the cache, sampled: new rows, then the same rows again (all repeats): on again.
+            switch.record_direct(&rows(0, w), 3);
+            assert!(switch.is_off());
+            switch.record_direct(&rows(0, w), 3);
+            assert!(!switch.is_off());
+            // Through the cache, half repeats: off.
+            switch.record_cached(w, w / 2);
+            assert!(switch.is_off());
+            switch.describe()
+        };
+        let text = run(&CacheSwitch::new(1645));
+        let expected =
+            "on from the start, off from row 100000 (25% repeats), on from row 300000 (100% repeats), off from row 400000 (50% repeats)";
+        assert!(text.ends_with(expected), "{text}");
+        // The same calls: the same decisions.
+        assert_eq!(run(&CacheSwitch::new(1645)), text);
+        // The sample estimates the share of repeats among all rows: a window half of whose rows
+        // were asked before reads about 50% (a model of 10,000 multiply-adds: the cache pays above
+        // 26%).
+        let switch = CacheSwitch::new(10_000);
+        switch.record_cached(w, 0);
+        switch.record_direct(&rows(0, w), 3);
+        switch.record_direct(&[rows(0, w / 2), rows(10 * w, w / 2)].concat(), 3);
         let text = switch.describe();
-        assert!(
-            text.contains("on from the start, off from row 100000 (0% repeats), on from row 200000 (100% repeats), off from row 300000 (5"),
-            "{text}"
-        );
-        // The same rows in the same order: the same decisions.
-        let again = CacheSwitch::new(1645);
-        again.record(&rows(0, w), 3);
-        again.record(&rows(0, w / 2), 3);
-        again.record(&rows(w / 2, w / 2), 3);
-        again.record(&[rows(0, w / 2), rows(10 * w, w / 2)].concat(), 3);
-        assert_eq!(again.describe(), text);
-        // A model costly enough: half repeats keep the cache on.
+        assert!(text.contains("off from row 100000 (0% repeats), on from row 300000 ("), "{text}");
+        let share: f64 = text.rsplit('(').next().unwrap().split('%').next().unwrap().parse().unwrap();
+        assert!((45.0..55.0).contains(&share), "{text}");
+        // A model costly enough: a quarter of repeats keep the cache on.
         let costly = CacheSwitch::new(100_000);
-        costly.record(&rows(0, w), 3);
-        costly.record(&[rows(0, w / 2), rows(10 * w, w / 2)].concat(), 3);
+        costly.record_cached(w, w / 4);
         assert!(!costly.is_off(), "{}", costly.describe());
     }
 

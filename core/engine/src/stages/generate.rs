@@ -46,7 +46,7 @@ pub const KIND: StageKind = StageKind {
             "cache",
             "bool or \"auto\"",
             "\"auto\"",
-            "answer the plugin's queries from a cache of the rows it has scored (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); \"auto\" uses it, but for a network or linear model run in this process only while enough rows repeat to pay for the look-ups (read over the first 100,000 rows asked); true always, false never; `cache_choice` says what was done and why",
+            "answer the plugin's queries from a cache of the rows it has scored (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); \"auto\" uses it, but for a network or linear model run in this process only while enough of the rows asked repeat to pay for the look-ups (decided per 100,000 rows asked); true always, false never; `cache_choice` says what was done and why",
         ),
         PROTECTED,
         KeyDoc::new(
@@ -324,7 +324,7 @@ impl Stage for Generate {
             queries: output.tally.scored + output.gradient.map_or(0, |g| g.model_rows),
             asked: output.tally.asked + output.gradient.map_or(0, |g| g.model_rows),
             cache_hits: output.tally.hits,
-            cache_choice: Some(oracle.cache_choice(self.config.cache)),
+            cache_choice: Some(Box::new(oracle.cache_choice(self.config.cache))),
             gradient: output.gradient.map(|g| g.method.name().to_string()),
             gradient_rows: output.gradient.map_or(0, |g| g.rows),
             gradient_model_rows: output.gradient.map_or(0, |g| g.model_rows),
@@ -405,7 +405,7 @@ impl Stage for Generate {
         }
         // Each block's choice; the same words in every block are said once.
         let mut choices: Vec<&(bool, String)> = Vec::new();
-        for choice in searches.iter().filter_map(|s| s.cache_choice.as_ref()) {
+        for choice in searches.iter().filter_map(|s| s.cache_choice.as_deref()) {
             if !choices.contains(&choice) {
                 choices.push(choice);
             }
