@@ -129,13 +129,13 @@ struct SwitchState {
     changes: Vec<(u64, bool, f64)>,
 }
 
-/// A hash of a row's values (a multiply–xor fold of their bit patterns): picks the sample and
-/// keys it.
+/// A hash of a row's values (their bit patterns times an odd constant per column, summed — the
+/// products do not wait on each other —, then mixed): picks the sample and keys it.
 fn row_hash(row: &[f64]) -> u64 {
     let mut h = 0x243F_6A88_85A3_08D3u64;
-    for v in row {
-        h = (h ^ v.to_bits()).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        h ^= h >> 29;
+    for (i, v) in row.iter().enumerate() {
+        let odd = 0x9E37_79B9_7F4A_7C15u64.wrapping_add((i as u64).wrapping_mul(0xC632_BE59_BD9B_4E02));
+        h = h.wrapping_add(v.to_bits().rotate_left(i as u32 % 64).wrapping_mul(odd));
     }
     // MurmurHash3's finaliser: every output bit depends on every input bit (small integers as
     // f64 have all-zero low bits, which a multiply alone leaves in the low bits).
