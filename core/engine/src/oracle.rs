@@ -166,7 +166,7 @@ impl Oracle {
         let Some(cache) = self.cache.as_deref().filter(|_| width > 0 && rows > 0 && !switched_off) else {
             self.predict_proba_into(x, out)?;
             if let Some(switch) = &self.switch {
-                switch.record_direct(x, width);
+                switch.record(x, width);
             }
             return Ok(CacheTally { asked: rows as u64, scored: rows as u64, hits: 0 });
         };
@@ -175,7 +175,7 @@ impl Oracle {
         }
         let scored = cache.answer(x, width, out, |batch, answers| self.predict_proba_into(&batch, answers))? as u64;
         if let Some(switch) = &self.switch {
-            switch.record_cached(rows as u64, rows as u64 - scored);
+            switch.record(x, width);
         }
         Ok(CacheTally { asked: rows as u64, scored, hits: rows as u64 - scored })
     }
