@@ -107,7 +107,7 @@ pub fn repeats_that_pay(multiply_adds: u64) -> f64 {
 /// always or never in the sample, and the sample's share of repeats estimates the share among all
 /// rows), remembered by that hash. Every [`AUTO_WINDOW_ROWS`] rows asked (counted in whole calls)
 /// the share of repeats in the window decides whether the next calls go through the cache: on
-/// from the start, off when a window's share falls below what pays, on again when it rises
+/// from the start and for the first window (which fills the cache), then off when a window's share falls below what pays, on again when it rises
 /// [`TURN_ON_MARGIN`] above (Aequitas' walks repeat more and more as they go: on credit 51% of
 /// rows 100,000–200,000 asked, 88% of all). The
 /// decisions are read from the rows asked, so a plugin that asks the same rows in the same order
@@ -128,6 +128,8 @@ struct SwitchState {
     window_asked: u64,
     window_sampled: u64,
     window_repeats: u64,
+    /// Windows ended.
+    windows: u64,
     /// Each change: the row asked it took effect at, whether the cache went on, the window's
     /// share of repeats.
     changes: Vec<(u64, bool, f64)>,
@@ -220,7 +222,16 @@ impl CacheSwitch {
             return;
         }
         let share = state.window_repeats as f64 / state.window_sampled.max(1) as f64;
-        let on = if self.is_off() { share >= self.needed + TURN_ON_MARGIN } else { share >= self.needed };
+        state.windows += 1;
+        // The first window only fills the cache: repeats are rare while it is empty.
+        let warming_up = state.windows == 1;
+        let on = if warming_up {
+            true
+        } else if self.is_off() {
+            share >= self.needed + TURN_ON_MARGIN
+        } else {
+            share >= self.needed
+        };
         if on == self.is_off() {
             self.off.store(!on, std::sync::atomic::Ordering::Release);
             let at = state.asked;
@@ -840,7 +851,10 @@ mod tests {
         assert_eq!(repeats_that_pay(0), 1.0);
         let w = AUTO_WINDOW_ROWS;
         let run = |switch: &CacheSwitch| {
-            // A first window of new rows: off from its end.
+            // The first window only warms the cache up, whatever its repeats.
+            switch.record(&rows(50 * w, w), 3);
+            assert!(!switch.is_off());
+            // A window of new rows: off from its end.
             switch.record(&rows(0, w / 2), 3);
             assert!(!switch.is_off(), "decided before the window ended");
             switch.record(&rows(w / 2, w / 2), 3);
@@ -855,7 +869,7 @@ mod tests {
         };
         let text = run(&CacheSwitch::new(1645));
         assert!(
-            text.contains("on from the start, off from row 100000 (0% repeats), on from row 200000 (100% repeats), off from row 300000 ("),
+            text.contains("on from the start, off from row 200000 (0% repeats), on from row 300000 (100% repeats), off from row 400000 ("),
             "{text}"
         );
         // The same calls: the same decisions.
@@ -864,14 +878,16 @@ mod tests {
         // were asked before reads about 50% (a model of 10,000 multiply-adds: the cache pays above
         // 26%).
         let switch = CacheSwitch::new(10_000);
+        switch.record(&rows(50 * w, w), 3);
         switch.record(&rows(0, w), 3);
         switch.record(&[rows(0, w / 2), rows(10 * w, w / 2)].concat(), 3);
         let text = switch.describe();
-        assert!(text.contains("off from row 100000 (0% repeats), on from row 200000 ("), "{text}");
+        assert!(text.contains("off from row 200000 (0% repeats), on from row 300000 ("), "{text}");
         let share: f64 = text.rsplit('(').next().unwrap().split('%').next().unwrap().parse().unwrap();
         assert!((45.0..55.0).contains(&share), "{text}");
         // A model costly enough: three quarters of a window repeating a quarter keep the cache on.
         let costly = CacheSwitch::new(100_000);
+        costly.record(&rows(50 * w, w), 3);
         costly.record(&[rows(0, w / 4), rows(0, 3 * w / 4)].concat(), 3);
         assert!(!costly.is_off(), "{}", costly.describe());
     }
