@@ -9,7 +9,7 @@
 use tract_onnx::pb::NodeProto;
 
 use super::attributes::{Attributes, Uncovered};
-use super::layout::{Layout, Mode, TreeAttributes};
+use super::layout::{set_keys, Keyed, Layout, Mode, Rows, TreeAttributes, Wide};
 use super::opset5::Opset5;
 
 /// Rows evaluated together, tree after tree (ONNX Runtime uses 128).
@@ -124,6 +124,12 @@ pub struct Ensemble {
     pub post: PostTransform,
     /// When every leaf has one weight, all for this class or target: the fast path.
     single_target: Option<usize>,
+    /// When every leaf has one weight for each class or target, in any order: per node, its
+    /// weights by class or target (`outputs` each; zeros for nodes that are not leaves).
+    dense: Option<Vec<f32>>,
+    /// When every leaf has one weight: per node, the class or target of its weight (a leaf's
+    /// weight is [`Layout::leaf_value`]).
+    one_weight: Option<Vec<u32>>,
 }
 
 /// The result for a batch: per row, the label (the class's integer label, or its index for text
@@ -209,7 +215,27 @@ impl Ensemble {
         let first = layout.weights.first().map(|w| w.target);
         let single = layout.leaf_weights.iter().all(|&(_, count)| count <= 1) && layout.weights.iter().all(|w| Some(w.target) == first);
         let single_target = if single { first.map(|t| t as usize) } else { None };
-        Ok(Ensemble { layout, kind, outputs, base, post, single_target })
+        let leaves = || layout.leaf_weights.iter().filter(|&&(_, count)| count > 0);
+        let dense = leaves().all(|&(first, count)| {
+            let mut seen = vec![false; outputs];
+            count as usize == outputs
+                && layout.weights[first as usize..(first + count) as usize]
+                    .iter()
+                    .all(|w| !std::mem::replace(&mut seen[w.target as usize], true))
+        });
+        let dense = (dense && single_target.is_none()).then(|| {
+            let mut dense = vec![0.0; layout.leaf_weights.len() * outputs];
+            for (i, &(first, count)) in layout.leaf_weights.iter().enumerate() {
+                for w in &layout.weights[first as usize..(first + count) as usize] {
+                    dense[i * outputs + w.target as usize] = w.value;
+                }
+            }
+            dense
+        });
+        let one_weight = (single_target.is_none() && leaves().all(|&(_, count)| count == 1)).then(|| {
+            layout.leaf_weights.iter().map(|&(first, count)| if count == 1 { layout.weights[first as usize].target } else { 0 }).collect()
+        });
+        Ok(Ensemble { layout, kind, outputs, base, post, single_target, dense, one_weight })
     }
 
     /// The number of trees.
@@ -220,18 +246,51 @@ impl Ensemble {
     /// Score `rows` rows of `x` (row-major f32, `width` values each; `width` > the largest
     /// feature read).
     pub fn run(&self, x: &[f32], width: usize, rows: usize) -> Scored {
+        // Rows are copied, a block at a time, into the fewest columns (a power of two) that hold
+        // every feature read, so that the walk reads them without a bounds check.
+        match self.layout.max_feature {
+            0..16 => self.run_in::<16>(x, width, rows),
+            16..32 => self.run_in::<32>(x, width, rows),
+            32..64 => self.run_in::<64>(x, width, rows),
+            64..128 => self.run_in::<128>(x, width, rows),
+            _ => self.run_in::<0>(x, width, rows),
+        }
+    }
+
+    /// [`Ensemble::run`] with rows copied into `W` columns (`W` = 0: read where they are).
+    fn run_in<const W: usize>(&self, x: &[f32], width: usize, rows: usize) -> Scored {
         let n = self.outputs;
         let mut scored = Scored { labels: vec![0; rows], scores: vec![0.0; rows * n] };
         let mut sums = vec![0.0f32; BLOCK * n];
         let mut has = vec![false; BLOCK * n];
         let mut leaves = vec![0u32; BLOCK];
+        let mut copy = vec![[0.0f32; W]; if W == 0 { 0 } else { BLOCK }];
+        // The walks of BRANCH_LEQ and set nodes read each value's set key, computed once here.
+        let keyed = W != 0 && self.layout.leq_and_sets;
+        let mut keyed_copy = vec![Keyed { values: [0.0f32; W], keys: [0u32; W] }; if keyed { BLOCK } else { 0 }];
+        let columns = width.min(W);
         let mut start = 0;
         while start < rows {
             let len = BLOCK.min(rows - start);
             let block = &x[start * width..(start + len) * width];
             sums[..len * n].iter_mut().for_each(|s| *s = 0.0);
             has[..len * n].iter_mut().for_each(|h| *h = false);
-            self.accumulate(block, width, &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
+            if W == 0 {
+                self.accumulate(&Wide { x: block, width }, &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
+            } else if keyed {
+                for (to, from) in keyed_copy.iter_mut().zip(block.chunks_exact(width)) {
+                    to.values[..columns].copy_from_slice(&from[..columns]);
+                    for (key, &v) in to.keys.iter_mut().zip(&from[..columns]) {
+                        *key = set_keys(v);
+                    }
+                }
+                self.accumulate(&keyed_copy[..len], &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
+            } else {
+                for (to, from) in copy.iter_mut().zip(block.chunks_exact(width)) {
+                    to[..columns].copy_from_slice(&from[..columns]);
+                }
+                self.accumulate(&copy[..len], &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
+            }
             for r in 0..len {
                 let row = start + r;
                 let (label, out) = (&mut scored.labels[row], &mut scored.scores[row * n..(row + 1) * n]);
@@ -243,7 +302,7 @@ impl Ensemble {
     }
 
     /// Sum (or min/max) every tree's leaves into `sums`, tree after tree.
-    fn accumulate(&self, x: &[f32], width: usize, leaves: &mut [u32], sums: &mut [f32], has: &mut [bool]) {
+    fn accumulate<R: Rows + ?Sized>(&self, x: &R, leaves: &mut [u32], sums: &mut [f32], has: &mut [bool]) {
         let n = self.outputs;
         let layout = &self.layout;
         let one_target_regressor = matches!(self.kind, Kind::Regressor { .. }) && n == 1;
@@ -251,26 +310,59 @@ impl Ensemble {
             Kind::Regressor { aggregate } => aggregate,
             Kind::Classifier { .. } => Aggregate::Sum,
         };
+        // Leaves index the per-node lists, as long as the nodes (a power of two): masked, without
+        // a bounds check.
+        let values = layout.leaf_value.as_slice();
+        let mask = values.len().wrapping_sub(1);
+        if values.is_empty() {
+            return;
+        }
+        let sum = matches!(aggregate, Aggregate::Sum | Aggregate::Average);
+        // Every tree marks the same scores: marked once.
+        if sum && !layout.trees.is_empty() {
+            if let (false, Some(target)) = (one_target_regressor, self.single_target) {
+                has.chunks_exact_mut(n).for_each(|h| h[target] = true);
+            }
+            if self.dense.is_some() {
+                has.iter_mut().for_each(|h| *h = true);
+            }
+        }
         for tree in 0..layout.trees.len() {
-            layout.leaves(tree, x, width, leaves);
+            layout.leaves(tree, x, leaves);
             match (aggregate, one_target_regressor, self.single_target) {
                 // One output: ONNX Runtime adds each leaf's first weight, without marking a score.
                 (Aggregate::Sum | Aggregate::Average, true, _) => {
                     for (s, &leaf) in sums.iter_mut().zip(leaves.iter()) {
-                        *s += layout.leaf_value[leaf as usize];
+                        *s += values[leaf as usize & mask];
                     }
                 }
                 (Aggregate::Min | Aggregate::Max, true, _) => {
                     for (r, &leaf) in leaves.iter().enumerate() {
-                        let v = layout.leaf_value[leaf as usize];
+                        let v = values[leaf as usize & mask];
                         sums[r] = pick(aggregate, has[r], sums[r], v);
                         has[r] = true;
                     }
                 }
                 (Aggregate::Sum | Aggregate::Average, false, Some(target)) => {
-                    for (r, &leaf) in leaves.iter().enumerate() {
-                        sums[r * n + target] += layout.leaf_value[leaf as usize];
-                        has[r * n + target] = true;
+                    for (s, &leaf) in sums.chunks_exact_mut(n).zip(leaves.iter()) {
+                        s[target] += values[leaf as usize & mask];
+                    }
+                }
+                (Aggregate::Sum | Aggregate::Average, false, None) if self.dense.is_some() => {
+                    let dense = self.dense.as_deref().unwrap_or_default();
+                    for (s, &leaf) in sums.chunks_exact_mut(n).zip(leaves.iter()) {
+                        let at = (leaf as usize & mask) * n;
+                        s.iter_mut().zip(&dense[at..at + n]).for_each(|(s, w)| *s += w);
+                    }
+                }
+                (Aggregate::Sum | Aggregate::Average, false, None) if self.one_weight.is_some() => {
+                    let targets = self.one_weight.as_deref().unwrap_or_default();
+                    let targets = &targets[..values.len()];
+                    for ((s, h), &leaf) in sums.chunks_exact_mut(n).zip(has.chunks_exact_mut(n)).zip(leaves.iter()) {
+                        let j = leaf as usize & mask;
+                        let target = targets[j] as usize;
+                        s[target] += values[j];
+                        h[target] = true;
                     }
                 }
                 _ => {

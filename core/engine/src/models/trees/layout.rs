@@ -2,9 +2,17 @@
 //! into one array of 16-byte nodes (threshold, feature, the two children, indexed by the
 //! comparison's outcome so that no branch is taken), leaves stepping to themselves so that a group
 //! of rows walks a tree in lockstep without a test per step (stopping once every row of the group
-//! stands on a leaf), and the leaves' weights beside them. A tree whose levels each make one
-//! comparison (CatBoost's) is read as a table instead. A chain of `BRANCH_EQ` nodes on one feature (how onnxmltools
-//! writes a LightGBM categorical split) becomes one set-membership node.
+//! stands on a leaf: a leaf's index carries the [`LEAF`] bit, so that is an AND of the group's
+//! indices), and the leaves' weights beside them. A tree whose levels each make one comparison
+//! (CatBoost's) is read as a table instead. A chain of `BRANCH_EQ` nodes on one feature (how
+//! onnxmltools writes a LightGBM categorical split), or one such node on a small integer, becomes
+//! one set-membership node; an ensemble of `BRANCH_LEQ` and set nodes (LightGBM's) has a walk of
+//! its own.
+//!
+//! The walk has no bounds check per step: the nodes (and the sets) are padded to a power of two
+//! and indices masked into them, and the rows are copied into a power-of-two number of columns
+//! ([`Rows`] for `[[f32; W]]`) that a feature is masked into. Removing the checks made the walk
+//! 1.2-1.6 times as fast (one thread, 4,096 census rows; docs/benchmarks.md).
 //!
 //! Trees are read as ONNX Runtime reads them (`TreeEnsembleCommon::Init`): nodes are identified by
 //! `(tree id, node id)`; each run of equal tree ids in attribute order is one tree whose root is the
@@ -87,18 +95,34 @@ pub const UNORDERED: u32 = 16;
 /// an `int32` for a big set) rather than `x` itself.
 pub const TRUNCATE: u32 = 32;
 
+/// Bit of [`Node::feature`] telling that a missing value goes to the true child (as [`MISSING`]
+/// in [`Layout::flags`]; read from the node, which the walk loads anyway). Rows are read with the
+/// bit masked off.
+pub const FEATURE_MISSING: u32 = 1 << 31;
+
+/// The walk's mode for a [`Layout::signed`] layout of BRANCH_LEQ nodes.
+const SIGNED: u8 = 3;
+/// The walk's mode for a [`Layout::signed`] layout of BRANCH_LEQ and set nodes.
+const SIGNED_SETS: u8 = 16;
+/// [`SIGNED_SETS`] with sets testing the value truncated.
+const SIGNED_SETS_TRUNCATED: u8 = 17;
+
+/// Bit of a child's index in [`Node::children`] telling that the child is a leaf.
+pub const LEAF: u32 = 1 << 31;
+
 /// [`Layout::flags`]' bits above this hold the node's set in [`Layout::sets`].
 const SET_SHIFT: u32 = 8;
 
-/// One node: 16 bytes. A leaf has feature 0 and both children its own index, so it steps to
-/// itself.
+/// One node: 16 bytes. A leaf has feature 0, threshold NaN and both children its own index (with
+/// the [`LEAF`] bit), so it steps to itself.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Node {
     /// The threshold, as f32 (ONNX Runtime's threshold type for float input).
     pub threshold: f32,
-    /// The feature compared.
+    /// The feature compared, with [`FEATURE_MISSING`] when a missing value goes to the true child.
     pub feature: u32,
-    /// The child when the comparison holds, then the child when it does not.
+    /// The child when the comparison holds, then the child when it does not ([`LEAF`] marking a
+    /// leaf).
     pub children: [u32; 2],
 }
 
@@ -190,6 +214,13 @@ pub struct Layout {
     pub weights: Vec<Weight>,
     /// The mode every branch uses, when they all use one.
     pub same_mode: Option<Mode>,
+    /// Whether every branch is [`Mode::Leq`] or [`Mode::Member`], some of them sets (LightGBM's).
+    pub leq_and_sets: bool,
+    /// Whether a set node tests its value truncated ([`TRUNCATE`]).
+    pub truncates: bool,
+    /// Whether every node tests `x < threshold` of its value `x` with the sign flipped at nodes
+    /// with [`FEATURE_MISSING`] (see `Layout::sign_missing`).
+    pub signed: bool,
     /// Whether any node sends a missing value to its true child.
     pub has_missing: bool,
     /// The largest feature index read.
@@ -252,16 +283,59 @@ fn equality_chain(
         at = next;
         next = children[at].1;
     }
-    (count >= 2).then_some((set, next))
+    Some((set, next))
 }
 
-/// Whether `v` is in `set`: an integer of `0..SET_BITS` whose bit is set (NaN is in no set).
-/// Without a branch: `v as u32` saturates (NaN and negatives to 0), and the value is in the set's
-/// range exactly when it equals that integer back as f32.
+/// Whether `v` (truncated toward zero when `truncate`) is in `set`: an integer of `0..SET_BITS`
+/// whose bit is set (NaN is in no set). Without a branch: `v as i32` truncates (NaN to 0, and
+/// saturates), its low bits are the value when `v` is an integer of the set's range, which it is
+/// exactly when it equals them back as f32; and they are its truncation when -1 < v < SET_BITS.
 #[inline(always)]
-pub fn in_set(set: &[u64; SET_WORDS], v: f32) -> bool {
-    let k = (v as u32).min(SET_BITS as u32 - 1);
-    (k as f32 == v) & (set[(k / 64) as usize] >> (k % 64) & 1 == 1)
+pub fn in_set(set: &[u64; SET_WORDS], v: f32, truncate: bool) -> bool {
+    let k = (v as i32 as u32) & (SET_BITS as u32 - 1);
+    let exact = k as f32 == v;
+    let truncated = truncate & (v > -1.0) & (v < SET_BITS as f32);
+    (exact | truncated) & (set[(k / 64) as usize] >> (k % 64) & 1 == 1)
+}
+
+/// A row's value as a [`Layout::sets`] member: the integer of `0..SET_BITS` it is, or
+/// [`NO_MEMBER`] (computed once per row and feature by [`Keyed`] rows). Without a conversion
+/// instruction: adding 1.5 · 2^23 leaves `v` rounded to an integer in the low bits of the sum
+/// when |v| < 2^22; `v` is that integer exactly when it equals its low bits back as f32 (never
+/// for NaN, infinities, a fraction, or a value outside the set's range).
+#[inline(always)]
+pub fn set_key(v: f32) -> u32 {
+    let k = (v + 12_582_912.0).to_bits() & (SET_BITS as u32 - 1);
+    k | (u32::from(k as f32 != v) * NO_MEMBER)
+}
+
+/// [`set_key`] in the low 16 bits, and above them the key of `v` truncated toward zero (as
+/// [`in_set`] with truncation reads it).
+#[inline(always)]
+pub fn set_keys(v: f32) -> u32 {
+    let k = (v as i32 as u32) & (SET_BITS as u32 - 1);
+    let truncated = k | (u32::from(!((v > -1.0) & (v < SET_BITS as f32))) * NO_MEMBER);
+    set_key(v) | truncated << 16
+}
+
+/// The [`set_key`] of a value that is in no set.
+pub const NO_MEMBER: u32 = SET_BITS as u32;
+
+/// Whether the value of [`set_key`] `key` is in `set`.
+#[inline(always)]
+fn key_in(set: &[u64; SET_WORDS], key: u32) -> bool {
+    (set[(key as usize / 64) & (SET_WORDS - 1)] >> (key % 64) & 1 == 1) & (key < NO_MEMBER)
+}
+
+/// The least f32 above `t` (not NaN or +inf); `f32::next_up` is newer than the crate's MSRV.
+fn next_up(t: f32) -> f32 {
+    if t == 0.0 {
+        f32::from_bits(1)
+    } else if t > 0.0 {
+        f32::from_bits(t.to_bits() + 1)
+    } else {
+        f32::from_bits(t.to_bits() - 1)
+    }
 }
 
 /// A node's parent in the copy and whether the node is its true child.
@@ -269,6 +343,138 @@ type Parent = Option<(usize, bool)>;
 
 /// Longest path accepted (ONNX Runtime's `max_tree_depth_`).
 const MAX_DEPTH: u32 = 1000;
+
+/// The rows a walk reads: row `r`'s value of feature `f`, and groups of 8 rows.
+pub trait Rows {
+    /// Eight consecutive rows.
+    type Group<'a>: Copy
+    where
+        Self: 'a;
+    /// Rows `r..r + 8`.
+    fn group(&self, r: usize) -> Self::Group<'_>;
+    /// Row `k` of the group's value of feature `f`.
+    fn lane<'a>(group: Self::Group<'a>, k: usize, f: u32) -> f32
+    where
+        Self: 'a;
+    /// Row `r`'s value of feature `f`.
+    fn value(&self, r: usize, f: u32) -> f32;
+    /// Row `k` of the group's value of feature `f` as [`set_keys`] reads it.
+    #[inline(always)]
+    fn lane_key<'a>(group: Self::Group<'a>, k: usize, f: u32) -> u32
+    where
+        Self: 'a,
+    {
+        set_keys(Self::lane(group, k, f))
+    }
+    /// Row `r`'s value of feature `f` as [`set_keys`] reads it.
+    #[inline(always)]
+    fn key(&self, r: usize, f: u32) -> u32 {
+        set_keys(self.value(r, f))
+    }
+}
+
+/// A row copied into `W` columns with each value's [`set_keys`] beside it, for the walks of
+/// BRANCH_LEQ and set nodes.
+#[derive(Debug, Clone, Copy)]
+pub struct Keyed<const W: usize> {
+    /// The values.
+    pub values: [f32; W],
+    /// Their [`set_keys`].
+    pub keys: [u32; W],
+}
+
+impl<const W: usize> Rows for [Keyed<W>] {
+    type Group<'a> = &'a [Keyed<W>; 8];
+
+    #[inline(always)]
+    fn group(&self, r: usize) -> Self::Group<'_> {
+        self[r..r + 8].try_into().expect("8 rows")
+    }
+
+    #[inline(always)]
+    fn lane<'a>(group: Self::Group<'a>, k: usize, f: u32) -> f32
+    where
+        Self: 'a,
+    {
+        group[k].values[f as usize & (W - 1)]
+    }
+
+    #[inline(always)]
+    fn value(&self, r: usize, f: u32) -> f32 {
+        self[r].values[f as usize & (W - 1)]
+    }
+
+    #[inline(always)]
+    fn lane_key<'a>(group: Self::Group<'a>, k: usize, f: u32) -> u32
+    where
+        Self: 'a,
+    {
+        group[k].keys[f as usize & (W - 1)]
+    }
+
+    #[inline(always)]
+    fn key(&self, r: usize, f: u32) -> u32 {
+        self[r].keys[f as usize & (W - 1)]
+    }
+}
+
+/// Rows copied into `W` columns (a power of two above every feature read): a feature is masked
+/// into the row, without a bounds check.
+impl<const W: usize> Rows for [[f32; W]] {
+    type Group<'a> = &'a [[f32; W]; 8];
+
+    #[inline(always)]
+    fn group(&self, r: usize) -> Self::Group<'_> {
+        self[r..r + 8].try_into().expect("8 rows")
+    }
+
+    #[inline(always)]
+    fn lane<'a>(group: Self::Group<'a>, k: usize, f: u32) -> f32
+    where
+        Self: 'a,
+    {
+        group[k][f as usize & (W - 1)]
+    }
+
+    #[inline(always)]
+    fn value(&self, r: usize, f: u32) -> f32 {
+        self[r][f as usize & (W - 1)]
+    }
+}
+
+/// Rows as they come, `width` values each (row-major).
+#[derive(Debug, Clone, Copy)]
+pub struct Wide<'a> {
+    /// The values.
+    pub x: &'a [f32],
+    /// Values per row.
+    pub width: usize,
+}
+
+impl Rows for Wide<'_> {
+    type Group<'a>
+        = (&'a [f32], usize)
+    where
+        Self: 'a;
+
+    #[inline(always)]
+    fn group(&self, r: usize) -> Self::Group<'_> {
+        (&self.x[r * self.width..(r + 8) * self.width], self.width)
+    }
+
+    #[inline(always)]
+    fn lane<'a>((x, width): Self::Group<'a>, k: usize, f: u32) -> f32
+    where
+        Self: 'a,
+    {
+        x[k * width + (f & !FEATURE_MISSING) as usize]
+    }
+
+    #[inline(always)]
+    fn value(&self, r: usize, f: u32) -> f32 {
+        self.x[r * self.width + (f & !FEATURE_MISSING) as usize]
+    }
+}
 
 impl Layout {
     /// Lay out the trees of `a`; `fail` words an error about the node.
@@ -360,6 +566,8 @@ impl Layout {
         let mut layout = Layout { sets: vec![[0; SET_WORDS]], ..Layout::default() };
         let branch_modes: Vec<Mode> = branches.iter().map(|b| b.mode).filter(|m| *m != Mode::Leaf).collect();
         layout.same_mode = branch_modes.first().copied().filter(|first| branch_modes.iter().all(|m| m == first));
+        layout.truncates = branches.iter().any(|b| b.truncate);
+        layout.leq_and_sets = branch_modes.contains(&Mode::Member) && branch_modes.iter().all(|m| matches!(m, Mode::Leq | Mode::Member));
         layout.has_missing = (0..n).any(missing);
         for root in roots {
             let start = layout.nodes.len() as u32;
@@ -374,12 +582,17 @@ impl Layout {
                     return Err(fail("the trees share too many nodes to be laid out".into()));
                 }
                 let here = layout.nodes.len() as u32;
-                if let Some((p, yes)) = parent {
-                    layout.nodes[p].children[usize::from(!yes)] = here;
-                }
                 let leaf = a.modes[i] == Mode::Leaf;
+                // A leaf is named with its LEAF bit wherever the walk meets it.
+                let named = if leaf { here | LEAF } else { here };
+                if let Some((p, yes)) = parent {
+                    layout.nodes[p].children[usize::from(!yes)] = named;
+                }
                 let feature = if leaf { 0 } else { a.features[i] };
                 let feature = u32::try_from(feature).map_err(|_| fail(format!("node {} reads feature {feature}", a.node_ids[i])))?;
+                if feature & FEATURE_MISSING != 0 {
+                    return Err(fail(format!("node {} reads feature {feature}", a.node_ids[i])));
+                }
                 layout.max_feature = layout.max_feature.max(feature as usize);
                 let branch = branches[i];
                 let set = match branch.set {
@@ -392,8 +605,10 @@ impl Layout {
                 if set >= 1 << (32 - SET_SHIFT) {
                     return Err(fail("too many categorical splits".into()));
                 }
-                let threshold = if leaf { f32::NAN } else { a.thresholds[i] };
-                layout.nodes.push(Node { threshold, feature, children: [here, here] });
+                // A set node's threshold is NaN, so that `x <= t` never holds there (see `goes`).
+                let threshold = if leaf || branch.mode == Mode::Member { f32::NAN } else { a.thresholds[i] };
+                let missing_bit = if missing(i) && !leaf { FEATURE_MISSING } else { 0 };
+                layout.nodes.push(Node { threshold, feature: feature | missing_bit, children: [named, named] });
                 let truncate = if branch.truncate { TRUNCATE } else { 0 };
                 layout.flags.push(branch.mode.outcomes() | if missing(i) && !leaf { MISSING } else { 0 } | truncate | set << SET_SHIFT);
                 if leaf {
@@ -419,36 +634,103 @@ impl Layout {
             let oblivious = layout.oblivious_tree(start, depth, shallowest);
             layout.oblivious.push(oblivious);
         }
+        layout.sign_missing();
+        layout.sets.resize(layout.sets.len().next_power_of_two(), [0; SET_WORDS]);
+        // Padded to a power of two with leaves, so that a node's index masked is always in bounds.
+        let padded = layout.nodes.len().next_power_of_two();
+        if padded > LEAF as usize {
+            return Err(fail("the trees have too many nodes".into()));
+        }
+        while layout.nodes.len() < padded {
+            let here = layout.nodes.len() as u32 | LEAF;
+            layout.nodes.push(Node { threshold: f32::NAN, feature: 0, children: [here, here] });
+            layout.flags.push(0);
+            layout.leaf_value.push(0.0);
+            layout.leaf_weights.push((0, 0));
+        }
         Ok(layout)
     }
 
-    /// The leaf each of `rows` rows (row-major, `width` values each) reaches in tree `tree`,
-    /// written to `leaves`. Rows walk in groups of 8 in lockstep, or read an [`Oblivious`] tree's
-    /// table.
-    pub fn leaves(&self, tree: usize, x: &[f32], width: usize, leaves: &mut [u32]) {
+    /// The leaf each row of `rows` reaches in tree `tree`, written to `leaves`. Rows walk in
+    /// groups of 8 in lockstep, or read an [`Oblivious`] tree's table.
+    pub fn leaves<R: Rows + ?Sized>(&self, tree: usize, rows: &R, leaves: &mut [u32]) {
         match (self.same_mode, self.has_missing) {
-            (Some(Mode::Leq), false) => self.tree_leaves::<{ Mode::Leq as u8 }, false>(tree, x, width, leaves),
-            (Some(Mode::Lt), false) => self.tree_leaves::<{ Mode::Lt as u8 }, false>(tree, x, width, leaves),
-            (Some(Mode::Gt), false) => self.tree_leaves::<{ Mode::Gt as u8 }, false>(tree, x, width, leaves),
-            (Some(Mode::Gte), false) => self.tree_leaves::<{ Mode::Gte as u8 }, false>(tree, x, width, leaves),
-            (Some(Mode::Leq), true) => self.tree_leaves::<{ Mode::Leq as u8 }, true>(tree, x, width, leaves),
-            (Some(Mode::Lt), true) => self.tree_leaves::<{ Mode::Lt as u8 }, true>(tree, x, width, leaves),
-            _ => self.tree_leaves::<0, true>(tree, x, width, leaves),
+            (Some(Mode::Leq), false) => self.tree_leaves::<{ Mode::Leq as u8 }, false, R>(tree, rows, leaves),
+            (Some(Mode::Lt), false) => self.tree_leaves::<{ Mode::Lt as u8 }, false, R>(tree, rows, leaves),
+            (Some(Mode::Gt), false) => self.tree_leaves::<{ Mode::Gt as u8 }, false, R>(tree, rows, leaves),
+            (Some(Mode::Gte), false) => self.tree_leaves::<{ Mode::Gte as u8 }, false, R>(tree, rows, leaves),
+            (Some(Mode::Leq), true) if self.signed => self.tree_leaves::<SIGNED, true, R>(tree, rows, leaves),
+            (Some(Mode::Leq), true) => self.tree_leaves::<{ Mode::Leq as u8 }, true, R>(tree, rows, leaves),
+            (Some(Mode::Lt), true) => self.tree_leaves::<{ Mode::Lt as u8 }, true, R>(tree, rows, leaves),
+            _ if self.leq_and_sets && self.signed => match self.truncates {
+                false => self.tree_leaves::<SIGNED_SETS, true, R>(tree, rows, leaves),
+                true => self.tree_leaves::<SIGNED_SETS_TRUNCATED, true, R>(tree, rows, leaves),
+            },
+            _ if self.leq_and_sets => match (self.truncates, self.has_missing) {
+                (false, true) => self.tree_leaves::<14, true, R>(tree, rows, leaves),
+                (false, false) => self.tree_leaves::<14, false, R>(tree, rows, leaves),
+                (true, true) => self.tree_leaves::<15, true, R>(tree, rows, leaves),
+                (true, false) => self.tree_leaves::<15, false, R>(tree, rows, leaves),
+            },
+            _ => self.tree_leaves::<0, true, R>(tree, rows, leaves),
         }
     }
 
-    fn tree_leaves<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, tree: usize, x: &[f32], width: usize, leaves: &mut [u32]) {
+    fn tree_leaves<const MODE: u8, const MISSING_TO_TRUE: bool, R: Rows + ?Sized>(&self, tree: usize, rows: &R, leaves: &mut [u32]) {
         let Some(oblivious) = &self.oblivious[tree] else {
-            return self.walk::<MODE, MISSING_TO_TRUE>(tree, x, width, leaves);
+            return self.walk::<MODE, MISSING_TO_TRUE, R>(tree, rows, leaves);
         };
         for (r, leaf) in leaves.iter_mut().enumerate() {
-            let row = &x[r * width..(r + 1) * width];
             let mut pattern = 0usize;
             for (node, flags) in &oblivious.levels {
-                let go = self.goes::<MODE, MISSING_TO_TRUE>(node, *flags, row[node.feature as usize]);
+                let go = Self::goes::<MODE, MISSING_TO_TRUE>(&self.sets, node, *flags, rows.value(r, node.feature), || {
+                    rows.key(r, node.feature)
+                });
                 pattern = 2 * pattern + usize::from(!go);
             }
             *leaf = oblivious.leaves[pattern];
+        }
+    }
+
+    /// For BRANCH_LEQ everywhere with missing values going to the true child at some nodes: every
+    /// node made a test `x < c` of the value `x` with its sign flipped at those nodes (`v <= t` is
+    /// `v < next_up(t)` but for NaN, which fails both; `v <= t or v is NaN` is `not -v < -t`, so
+    /// those nodes' children swap), which the walk for [`SIGNED`] makes without a test for NaN.
+    /// Not when a threshold is NaN, or +inf at a node whose missing values go to the false child.
+    fn sign_missing(&mut self) {
+        if !(self.same_mode == Some(Mode::Leq) || self.leq_and_sets) || !self.has_missing {
+            return;
+        }
+        let is_branch = |i: usize, node: &Node| node.children[0] != i as u32 | LEAF;
+        let flags = &self.flags;
+        let is_set = |i: usize| flags[i] >> SET_SHIFT != 0;
+        let covered = self.nodes.iter().enumerate().filter(|(i, node)| is_branch(*i, node)).all(|(i, node)| {
+            let missing = node.feature & FEATURE_MISSING != 0;
+            if is_set(i) {
+                // A set node's missing values stay with its set test.
+                return !missing;
+            }
+            !node.threshold.is_nan() && (missing || node.threshold != f32::INFINITY)
+        });
+        if !covered {
+            return;
+        }
+        for i in 0..self.nodes.len() {
+            let set = is_set(i);
+            let node = &mut self.nodes[i];
+            if !is_branch(i, node) || set {
+                continue;
+            }
+            if node.feature & FEATURE_MISSING != 0 {
+                node.threshold = -node.threshold;
+                node.children.swap(0, 1);
+            } else {
+                node.threshold = next_up(node.threshold);
+            }
+        }
+        self.signed = true;
+        for (tree, root) in self.trees.iter().enumerate() {
+            self.oblivious[tree] = self.oblivious_tree(root.root, root.depth, root.shallowest);
         }
     }
 
@@ -469,7 +751,7 @@ impl Layout {
                 return None;
             }
             levels.push((self.nodes[first as usize], self.flags[first as usize]));
-            level = level.iter().flat_map(|&i| self.nodes[i as usize].children).collect();
+            level = level.iter().flat_map(|&i| self.nodes[i as usize].children.map(|c| c & !LEAF)).collect();
         }
         Some(Oblivious { levels, leaves: level })
     }
@@ -477,30 +759,42 @@ impl Layout {
     /// Whether node `i` is a leaf.
     #[inline(always)]
     fn is_leaf(&self, i: u32) -> bool {
-        self.nodes[i as usize].children[0] == i
+        self.nodes[i as usize].children[0] == i | LEAF
     }
 
-    /// The node after node `i` for the row starting at `x[at]`. `MODE` 0: any mode, read from the
-    /// node's outcome bits and set, without a branch.
+    /// The set of a node with these flags ([`Layout::sets`] is a power of two long: the index is
+    /// masked, without a bounds check).
     #[inline(always)]
-    fn step<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, i: u32, x: &[f32], at: usize) -> u32 {
-        let node = &self.nodes[i as usize];
-        let flags = if MODE == 0 || MISSING_TO_TRUE { self.flags[i as usize] } else { 0 };
-        let go = self.goes::<MODE, MISSING_TO_TRUE>(node, flags, x[at + node.feature as usize]);
-        // Indexed by the outcome: a select here would be compiled to a branch, mispredicted on
-        // half the steps.
-        node.children[usize::from(!go)]
+    fn set(sets: &[[u64; SET_WORDS]], flags: u32) -> &[u64; SET_WORDS] {
+        &sets[(flags >> SET_SHIFT) as usize & sets.len().wrapping_sub(1)]
     }
 
     /// Whether `v` goes to `node`'s true child.
     #[inline(always)]
-    fn goes<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, node: &Node, flags: u32, v: f32) -> bool {
+    fn goes<const MODE: u8, const MISSING_TO_TRUE: bool>(
+        sets: &[[u64; SET_WORDS]],
+        node: &Node,
+        flags: u32,
+        v: f32,
+        key: impl Fn() -> u32,
+    ) -> bool {
         let t = node.threshold;
         let mut go = match MODE {
             2 => v <= t,
+            SIGNED => f32::from_bits(v.to_bits() ^ (node.feature & FEATURE_MISSING)) < t,
             4 => v < t,
             6 => v >= t,
             8 => v > t,
+            // BRANCH_LEQ and set nodes: a set node's threshold is NaN, a BRANCH_LEQ node's set empty.
+            14 => (v <= t) | key_in(Self::set(sets, flags), key() & 0xffff),
+            15 => (v <= t) | key_in(Self::set(sets, flags), key() >> ((flags & TRUNCATE) >> 1) & 0xffff),
+            SIGNED_SETS => {
+                (f32::from_bits(v.to_bits() ^ (node.feature & FEATURE_MISSING)) < t) | key_in(Self::set(sets, flags), key() & 0xffff)
+            }
+            SIGNED_SETS_TRUNCATED => {
+                let key = key() >> ((flags & TRUNCATE) >> 1) & 0xffff;
+                (f32::from_bits(v.to_bits() ^ (node.feature & FEATURE_MISSING)) < t) | key_in(Self::set(sets, flags), key)
+            }
             _ => {
                 let (less, equal, greater, missing) = (v < t, v == t, v > t, v.is_nan());
                 let unordered = !(less | equal | greater | missing);
@@ -509,43 +803,79 @@ impl Layout {
                     | (u32::from(greater) * GREATER)
                     | (u32::from(missing) * MISSING)
                     | (u32::from(unordered) * UNORDERED);
-                let member = if flags & TRUNCATE != 0 { v.trunc() } else { v };
-                (flags & outcome != 0) | in_set(&self.sets[(flags >> SET_SHIFT) as usize], member)
+                (flags & outcome != 0) | in_set(Self::set(sets, flags), v, flags & TRUNCATE != 0)
             }
         };
-        if MODE != 0 && MISSING_TO_TRUE {
-            go |= (flags & MISSING != 0) & v.is_nan();
+        if MODE != 0 && MODE != SIGNED && MODE < SIGNED_SETS && MISSING_TO_TRUE {
+            go |= (node.feature & FEATURE_MISSING != 0) & v.is_nan();
         }
         go
     }
 
-    fn walk<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, tree: usize, x: &[f32], width: usize, leaves: &mut [u32]) {
+    fn walk<const MODE: u8, const MISSING_TO_TRUE: bool, R: Rows + ?Sized>(&self, tree: usize, rows: &R, leaves: &mut [u32]) {
         const GROUP: usize = 8;
+        let nodes = self.nodes.as_slice();
+        let flags = &self.flags[..nodes.len()];
+        if nodes.is_empty() {
+            return;
+        }
+        // Indices are masked into the nodes (a power of two of them, at most LEAF, so that the mask
+        // also clears the LEAF bit): no bounds check per step.
+        let mask = nodes.len() - 1;
+        let sets = self.sets.as_slice();
+        if sets.is_empty() {
+            return;
+        }
+        let step = |i: u32, v: &dyn Fn(u32) -> f32, key: &dyn Fn(u32) -> u32| -> u32 {
+            let j = i as usize & mask;
+            let node = &nodes[j];
+            let flags = if MODE == 0 || MODE >= 14 { flags[j] } else { 0 };
+            let go = Self::goes::<MODE, MISSING_TO_TRUE>(sets, node, flags, v(node.feature), || key(node.feature));
+            // Indexed by the outcome: a select here would be compiled to a branch, mispredicted on
+            // half the steps.
+            node.children[usize::from(!go)]
+        };
         let TreeRoot { root, depth, shallowest } = self.trees[tree];
-        let rows = leaves.len();
+        let start = if self.is_leaf(root) { root | LEAF } else { root };
+        let n = leaves.len();
         let mut r = 0;
-        while r + GROUP <= rows {
-            let mut at = [root; GROUP];
-            let mut s = 0;
-            while s < depth {
-                for (k, i) in at.iter_mut().enumerate() {
-                    *i = self.step::<MODE, MISSING_TO_TRUE>(*i, x, (r + k) * width);
-                }
-                s += 1;
-                // Stop once every row stands on a leaf, when that can save two steps or more.
-                if s >= shallowest && s + 2 <= depth && (s - shallowest) % 2 == 0 && at.iter().all(|&i| self.is_leaf(i)) {
-                    break;
-                }
+        // Lanes walked together: 8, or 4 for the longer steps (any mode; sets with missing values or
+        // truncation), whose 8 lanes LLVM spills.
+        let half = MODE == 0 || (14..SIGNED_SETS).contains(&MODE) || MODE == SIGNED_SETS_TRUNCATED;
+        while r + GROUP <= n {
+            let group = rows.group(r);
+            let mut at = [start; GROUP];
+            macro_rules! walk_lanes {
+                ($($k:literal)*) => {
+                    let mut s = 0;
+                    while s < depth {
+                        // Unrolled by hand: LLVM keeps a longer step's lanes in a loop through memory.
+                        $(at[$k] = step(at[$k], &|f| R::lane(group, $k, f), &|f| R::lane_key(group, $k, f));)*
+                        s += 1;
+                        // Stop once every row stands on a leaf.
+                        if s >= shallowest && LEAF $(& at[$k])* != 0 {
+                            break;
+                        }
+                    }
+                };
             }
-            leaves[r..r + GROUP].copy_from_slice(&at);
+            if half {
+                walk_lanes!(0 1 2 3);
+                walk_lanes!(4 5 6 7);
+            } else {
+                walk_lanes!(0 1 2 3 4 5 6 7);
+            }
+            for (leaf, &i) in leaves[r..r + GROUP].iter_mut().zip(&at) {
+                *leaf = i & !LEAF;
+            }
             r += GROUP;
         }
         for (k, leaf) in leaves.iter_mut().enumerate().skip(r) {
-            let mut i = root;
-            while !self.is_leaf(i) {
-                i = self.step::<MODE, MISSING_TO_TRUE>(i, x, k * width);
+            let mut i = start;
+            while i & LEAF == 0 {
+                i = step(i, &|f| rows.value(k, f), &|f| rows.key(k, f));
             }
-            *leaf = i;
+            *leaf = i & !LEAF;
         }
     }
 }
@@ -605,9 +935,13 @@ mod tests {
         let layout =
             Layout::build(&attributes(trees), &|why| Uncovered { operator: "test".into(), node: String::new(), why }).expect("layout");
         let x: Vec<f32> = rows.iter().flatten().copied().collect();
+        // The rows as they come, and copied into 16 columns.
+        let copied: Vec<[f32; 16]> = rows.iter().map(|r| std::array::from_fn(|k| if k < 2 { r[k] } else { 0.0 })).collect();
         for (tree, nodes) in trees.iter().enumerate() {
-            let mut leaves = vec![0u32; rows.len()];
-            layout.leaves(tree, &x, 2, &mut leaves);
+            let (mut leaves, mut from_copy) = (vec![0u32; rows.len()], vec![0u32; rows.len()]);
+            layout.leaves(tree, &Wide { x: &x, width: 2 }, &mut leaves);
+            layout.leaves(tree, copied.as_slice(), &mut from_copy);
+            assert_eq!(leaves, from_copy, "tree {tree}");
             for (row, &leaf) in rows.iter().zip(&leaves) {
                 assert_eq!(layout.leaf_value[leaf as usize].to_bits(), reference(nodes, row).to_bits(), "tree {tree}, row {row:?}");
             }
@@ -663,10 +997,21 @@ mod tests {
         let fraction: &[Spec] =
             &[(0, Eq, 0, 255.5, 2, 1, false), (1, Eq, 0, 2.0, 2, 3, false), (2, Leaf, 0, 0.0, 0, 0, false), (3, Leaf, 0, 0.0, 0, 0, false)];
         let layout = check(&[chain, missing, fraction], &rows());
-        // Two sets beside the empty one; the first tree is two levels deep, not five.
-        assert_eq!(layout.sets.len(), 3);
+        // Three sets beside the empty one (the lone BRANCH_EQ on 2 is a set of one value); the
+        // first tree is two levels deep, not five.
+        assert_eq!(layout.sets.iter().filter(|s| s.iter().any(|&w| w != 0)).count(), 3);
         assert_eq!(layout.trees[0].depth, 2);
         assert_eq!(layout.trees[2].depth, 2);
+        assert!(!layout.leq_and_sets);
+        // BRANCH_LEQ and sets only: the walk made for them, with and without missing values.
+        let layout = check(&[chain, missing], &rows());
+        assert!(layout.leq_and_sets && layout.has_missing);
+        let no_missing: Vec<Spec> = chain.iter().map(|&(id, mode, f, t, yes, no, _)| (id, mode, f, t, yes, no, false)).collect();
+        let layout = check(&[&no_missing], &rows());
+        assert!(layout.leq_and_sets && !layout.has_missing);
+        // Missing values only at BRANCH_LEQ nodes: the walk of signed comparisons and sets.
+        let layout = check(&[chain], &rows());
+        assert!(layout.leq_and_sets && layout.signed);
     }
 
     #[test]
@@ -711,6 +1056,27 @@ mod tests {
         // One mode per ensemble: the walks compiled for that mode.
         for one in all.chunks(4) {
             assert!(check(one, &rows()).same_mode.is_some());
+        }
+        // BRANCH_LEQ with missing values to the true child at some nodes: tested as `x < c`, the
+        // sign of x flipped there; thresholds at ±0, ±inf, the largest finite value; not when a
+        // threshold is NaN, or +inf where missing values go to the false child.
+        let leq = |t: f32, missing: bool| -> Vec<Spec> {
+            vec![
+                (0, Leq, 1, t, 1, 2, missing),
+                (1, Leq, 0, 1.0, 3, 4, !missing),
+                (2, Leaf, 0, 0.0, 0, 0, false),
+                (3, Leaf, 0, 0.0, 0, 0, false),
+                (4, Leaf, 0, 0.0, 0, 0, false),
+            ]
+        };
+        let thresholds = [0.5, 0.0, -0.0, 255.0, f32::MAX, -f32::INFINITY];
+        let signed: Vec<Vec<Spec>> =
+            thresholds.iter().flat_map(|&t| [leq(t, true), leq(t, false)]).chain([leq(f32::INFINITY, true)]).collect();
+        let signed: Vec<&[Spec]> = signed.iter().map(|t| t.as_slice()).collect();
+        assert!(check(&signed, &rows()).signed);
+        for unsigned in [leq(f32::INFINITY, false), leq(f32::NAN, true)] {
+            let layout = check(&[&unsigned], &rows());
+            assert!(layout.has_missing && !layout.signed);
         }
     }
 }
