@@ -127,6 +127,8 @@ pub struct Ensemble {
     /// When every leaf has one weight for each class or target, in any order: per node, its
     /// weights by class or target (`outputs` each; zeros for nodes that are not leaves).
     dense: Option<Vec<f32>>,
+    /// [`Ensemble::dense`] as pairs, for two classes or targets (empty otherwise).
+    dense2: Vec<[f32; 2]>,
     /// When every leaf has one weight: per node, the class or target of its weight (a leaf's
     /// weight is [`Layout::leaf_value`]).
     one_weight: Option<Vec<u32>>,
@@ -235,7 +237,11 @@ impl Ensemble {
         let one_weight = (single_target.is_none() && leaves().all(|&(_, count)| count == 1)).then(|| {
             layout.leaf_weights.iter().map(|&(first, count)| if count == 1 { layout.weights[first as usize].target } else { 0 }).collect()
         });
-        Ok(Ensemble { layout, kind, outputs, base, post, single_target, dense, one_weight })
+        let dense2 = match &dense {
+            Some(dense) if outputs == 2 => dense.chunks_exact(2).map(|p| [p[0], p[1]]).collect(),
+            _ => Vec::new(),
+        };
+        Ok(Ensemble { layout, kind, outputs, base, post, single_target, dense, dense2, one_weight })
     }
 
     /// The number of trees.
@@ -261,13 +267,14 @@ impl Ensemble {
     fn run_in<const W: usize>(&self, x: &[f32], width: usize, rows: usize) -> Scored {
         let n = self.outputs;
         let mut scored = Scored { labels: vec![0; rows], scores: vec![0.0; rows * n] };
-        let mut sums = vec![0.0f32; BLOCK * n];
-        let mut has = vec![false; BLOCK * n];
-        let mut leaves = vec![0u32; BLOCK];
-        let mut copy = vec![[0.0f32; W]; if W == 0 { 0 } else { BLOCK }];
         // The walks of BRANCH_LEQ and set nodes read each value's set key, computed once here.
         let keyed = W != 0 && self.layout.leq_and_sets;
-        let mut keyed_copy = vec![Keyed { values: [0.0f32; W], keys: [0u32; W] }; if keyed { BLOCK } else { 0 }];
+        let block = BLOCK.min(rows);
+        let mut sums = vec![0.0f32; block * n];
+        let mut has = vec![false; block * n];
+        let mut leaves = vec![0u32; block];
+        let mut copy = vec![[0.0f32; W]; if W == 0 || keyed { 0 } else { block }];
+        let mut keyed_copy = vec![Keyed { values: [0.0f32; W], keys: [0u32; W] }; if keyed { block } else { 0 }];
         let columns = width.min(W);
         let mut start = 0;
         while start < rows {
@@ -346,6 +353,16 @@ impl Ensemble {
                 (Aggregate::Sum | Aggregate::Average, false, Some(target)) => {
                     for (s, &leaf) in sums.chunks_exact_mut(n).zip(leaves.iter()) {
                         s[target] += values[leaf as usize & mask];
+                    }
+                }
+                (Aggregate::Sum | Aggregate::Average, false, None) if n == 2 && !self.dense2.is_empty() => {
+                    // Two classes, two weights a leaf (CatBoost): pairs, masked like the leaves.
+                    let pairs = self.dense2.as_slice();
+                    let mask = pairs.len() - 1;
+                    for (s, &leaf) in sums.chunks_exact_mut(2).zip(leaves.iter()) {
+                        let [a, b] = pairs[leaf as usize & mask];
+                        s[0] += a;
+                        s[1] += b;
                     }
                 }
                 (Aggregate::Sum | Aggregate::Average, false, None) if self.dense.is_some() => {

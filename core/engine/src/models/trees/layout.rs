@@ -680,15 +680,25 @@ impl Layout {
         let Some(oblivious) = &self.oblivious[tree] else {
             return self.walk::<MODE, MISSING_TO_TRUE, R>(tree, rows, leaves);
         };
-        for (r, leaf) in leaves.iter_mut().enumerate() {
-            let mut pattern = 0usize;
-            for (node, flags) in &oblivious.levels {
+        // Level after level over all the rows (each level's comparison is the same for every
+        // row), the pattern of outcomes gathered in `leaves`, then read from the table (2^depth
+        // long: the pattern masked into it).
+        leaves.fill(0);
+        for (node, flags) in &oblivious.levels {
+            for (r, pattern) in leaves.iter_mut().enumerate() {
                 let go = Self::goes::<MODE, MISSING_TO_TRUE>(&self.sets, node, *flags, rows.value(r, node.feature), || {
                     rows.key(r, node.feature)
                 });
-                pattern = 2 * pattern + usize::from(!go);
+                *pattern = 2 * *pattern + u32::from(!go);
             }
-            *leaf = oblivious.leaves[pattern];
+        }
+        let table = oblivious.leaves.as_slice();
+        let mask = table.len().wrapping_sub(1);
+        if table.is_empty() {
+            return;
+        }
+        for leaf in leaves.iter_mut() {
+            *leaf = table[*leaf as usize & mask];
         }
     }
 
