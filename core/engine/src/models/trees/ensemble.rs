@@ -273,8 +273,7 @@ impl Ensemble {
         let mut sums = vec![0.0f32; block * n];
         let mut has = vec![false; block * n];
         let mut leaves = vec![0u32; block];
-        let mut copy = vec![[0.0f32; W]; if W == 0 || keyed { 0 } else { block }];
-        let mut keyed_copy = vec![Keyed { values: [0.0f32; W], keys: [0u32; W] }; if keyed { block } else { 0 }];
+        let mut copy = vec![Keyed { values: [0.0f32; W], keys: [0u32; W] }; if W == 0 { 0 } else { block }];
         let columns = width.min(W);
         let mut start = 0;
         while start < rows {
@@ -284,17 +283,14 @@ impl Ensemble {
             has[..len * n].iter_mut().for_each(|h| *h = false);
             if W == 0 {
                 self.accumulate(&Wide { x: block, width }, &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
-            } else if keyed {
-                for (to, from) in keyed_copy.iter_mut().zip(block.chunks_exact(width)) {
-                    to.values[..columns].copy_from_slice(&from[..columns]);
-                    for (key, &v) in to.keys.iter_mut().zip(&from[..columns]) {
-                        *key = set_keys(v);
-                    }
-                }
-                self.accumulate(&keyed_copy[..len], &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
             } else {
                 for (to, from) in copy.iter_mut().zip(block.chunks_exact(width)) {
-                    to[..columns].copy_from_slice(&from[..columns]);
+                    to.values[..columns].copy_from_slice(&from[..columns]);
+                    if keyed {
+                        for (key, &v) in to.keys.iter_mut().zip(&from[..columns]) {
+                            *key = set_keys(v);
+                        }
+                    }
                 }
                 self.accumulate(&copy[..len], &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
             }

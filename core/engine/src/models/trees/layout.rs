@@ -373,8 +373,9 @@ pub trait Rows {
     }
 }
 
-/// A row copied into `W` columns with each value's [`set_keys`] beside it, for the walks of
-/// BRANCH_LEQ and set nodes.
+/// A row copied into `W` columns (a power of two above every feature read: a feature is masked
+/// into the row, without a bounds check), with each value's [`set_keys`] beside it for the walks of
+/// BRANCH_LEQ and set nodes (left zero for the others, which do not read them).
 #[derive(Debug, Clone, Copy)]
 pub struct Keyed<const W: usize> {
     /// The values.
@@ -415,30 +416,6 @@ impl<const W: usize> Rows for [Keyed<W>] {
     #[inline(always)]
     fn key(&self, r: usize, f: u32) -> u32 {
         self[r].keys[f as usize & (W - 1)]
-    }
-}
-
-/// Rows copied into `W` columns (a power of two above every feature read): a feature is masked
-/// into the row, without a bounds check.
-impl<const W: usize> Rows for [[f32; W]] {
-    type Group<'a> = &'a [[f32; W]; 8];
-
-    #[inline(always)]
-    fn group(&self, r: usize) -> Self::Group<'_> {
-        self[r..r + 8].try_into().expect("8 rows")
-    }
-
-    #[inline(always)]
-    fn lane<'a>(group: Self::Group<'a>, k: usize, f: u32) -> f32
-    where
-        Self: 'a,
-    {
-        group[k][f as usize & (W - 1)]
-    }
-
-    #[inline(always)]
-    fn value(&self, r: usize, f: u32) -> f32 {
-        self[r][f as usize & (W - 1)]
     }
 }
 
@@ -945,8 +922,14 @@ mod tests {
         let layout =
             Layout::build(&attributes(trees), &|why| Uncovered { operator: "test".into(), node: String::new(), why }).expect("layout");
         let x: Vec<f32> = rows.iter().flatten().copied().collect();
-        // The rows as they come, and copied into 16 columns.
-        let copied: Vec<[f32; 16]> = rows.iter().map(|r| std::array::from_fn(|k| if k < 2 { r[k] } else { 0.0 })).collect();
+        // The rows as they come, and copied into 16 columns with their set keys.
+        let copied: Vec<Keyed<16>> = rows
+            .iter()
+            .map(|r| {
+                let values: [f32; 16] = std::array::from_fn(|k| if k < 2 { r[k] } else { 0.0 });
+                Keyed { values, keys: values.map(set_keys) }
+            })
+            .collect();
         for (tree, nodes) in trees.iter().enumerate() {
             let (mut leaves, mut from_copy) = (vec![0u32; rows.len()], vec![0u32; rows.len()]);
             layout.leaves(tree, &Wide { x: &x, width: 2 }, &mut leaves);
