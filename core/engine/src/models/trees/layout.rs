@@ -826,9 +826,37 @@ impl Layout {
         let start = if self.is_leaf(root) { root | LEAF } else { root };
         let n = leaves.len();
         let mut r = 0;
-        // Lanes walked together: 8, or 4 for the longer steps (any mode; sets with missing values or
-        // truncation), whose 8 lanes LLVM spills.
-        let half = MODE == 0 || (14..SIGNED_SETS).contains(&MODE) || MODE == SIGNED_SETS_TRUNCATED;
+        // Rows walked together: 16 (two groups of 8); 8 for BRANCH_LEQ and sets; 4 for the longer
+        // steps (any mode; sets with missing values or truncation), whose 8 lanes LLVM spills.
+        let lanes = match MODE {
+            0 | 14 | 15 | SIGNED_SETS_TRUNCATED => 4,
+            SIGNED_SETS => 8,
+            _ => 16,
+        };
+        while lanes == 16 && r + 2 * GROUP <= n {
+            let (first, second) = (rows.group(r), rows.group(r + GROUP));
+            let (mut a, mut b) = ([start; GROUP], [start; GROUP]);
+            let mut s = 0;
+            while s < depth {
+                macro_rules! two_groups {
+                    ($($k:literal)*) => {
+                        $(
+                            a[$k] = step(a[$k], &|f| R::lane(first, $k, f), &|f| R::lane_key(first, $k, f));
+                            b[$k] = step(b[$k], &|f| R::lane(second, $k, f), &|f| R::lane_key(second, $k, f));
+                        )*
+                    };
+                }
+                two_groups!(0 1 2 3 4 5 6 7);
+                s += 1;
+                if s >= shallowest && a.iter().chain(&b).fold(LEAF, |all, &i| all & i) != 0 {
+                    break;
+                }
+            }
+            for (leaf, &i) in leaves[r..r + 2 * GROUP].iter_mut().zip(a.iter().chain(&b)) {
+                *leaf = i & !LEAF;
+            }
+            r += 2 * GROUP;
+        }
         while r + GROUP <= n {
             let group = rows.group(r);
             let mut at = [start; GROUP];
@@ -846,7 +874,7 @@ impl Layout {
                     }
                 };
             }
-            if half {
+            if lanes == 4 {
                 walk_lanes!(0 1 2 3);
                 walk_lanes!(4 5 6 7);
             } else {
