@@ -476,3 +476,21 @@ fn a_group_axis_changes_a_model_its_data_and_its_attribute_together() {
     let (ok, _, stderr) = common::fairpipe(&["validate", clash.to_str().unwrap()]);
     assert!(!ok && stderr.contains("`data.protected` is set by both `audit` and `data.protected`"), "{stderr}");
 }
+
+/// A search split into blocks shares `max_queries` out exactly (the blocks' shares add up to it,
+/// so the whole asks no more than it), and refuses more blocks than the budget has rows, where a
+/// block's share of 0 would read as no limit.
+#[test]
+fn a_split_search_shares_max_queries_out_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(pieces_pipeline(dir.path())).unwrap();
+    let budgeted = common::write(dir.path(), "budget.toml", &text.replace("units = 4\n", "units = 4\nmax_queries = 10003\n"));
+    let summary = common::run_pipeline(&budgeted, &dir.path().join("budget"), &[]);
+    let search = &summary["stages"]["search"];
+    let asked = search["queries_asked"].as_u64().unwrap();
+    assert!(asked > 9_000 && asked <= 10_003, "{search}");
+    let text = text.replace("units = 4\n", "units = 4\nmax_queries = 3\n");
+    let too_small = common::write(dir.path(), "too-small.toml", &text);
+    let e = common::run_failing(&too_small, &dir.path().join("too-small"));
+    assert!(e.contains("`units` = 4, but the rows of `max_queries` number only 3; lower `units` to at most 3"), "{e}");
+}

@@ -280,7 +280,7 @@ impl Stage for Generate {
         };
         if units > 1 {
             // The budget is shared out: seeds are cut to `max_seeds` before they are split, the
-            // counts are divided (rounded up) and so is the time.
+            // counts are divided among the blocks and so is the time.
             if budget.max_seeds > 0 {
                 seeds.truncate(seeds.len().min(budget.max_seeds as usize * width));
             }
@@ -297,7 +297,17 @@ impl Stage for Generate {
             }
             let rows = block(rows_in_all, units, piece);
             seeds = seeds[rows.start * width..rows.end * width].to_vec();
-            let share = |n: u64| if n == 0 { 0 } else { n.div_ceil(units as u64) };
+            // Block k gets n / units, and one more for the first n % units blocks: the shares add
+            // up to n exactly (rounded up, the blocks could ask units − 1 rows past max_queries).
+            let share = |n: u64| n / units as u64 + u64::from((piece as u64) < n % units as u64);
+            for (what, n) in
+                [("the rows of `max_queries`", budget.max_queries), ("the iterations of `max_iterations`", budget.max_iterations)]
+            {
+                if n > 0 && n < units as u64 {
+                    // A block's share of 0 would read as "no limit".
+                    return Err(StageError::AboveAvailable { key: "units", value: units, what, available: n as usize }.into());
+                }
+            }
             budget = FfiBudget {
                 max_seeds: 0,
                 max_iterations: share(budget.max_iterations),
