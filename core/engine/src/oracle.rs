@@ -161,19 +161,20 @@ impl Oracle {
         let width = self.n_features();
         let rows = out.len();
         // `cache = "auto"` sends the rows past the cache while too few repeat to pay for it, and
-        // counts every call's repeats.
+        // counts every call's repeats once the call is answered.
         let switched_off = self.switch.as_ref().is_some_and(|s| s.is_off());
-        let Some(cache) = self.cache.as_deref().filter(|_| width > 0 && rows > 0 && !switched_off) else {
-            self.predict_proba_into(x, out)?;
-            if let Some(switch) = &self.switch {
-                switch.record(x, width);
+        let scored = match self.cache.as_deref().filter(|_| width > 0 && rows > 0 && !switched_off) {
+            None => {
+                self.predict_proba_into(x, out)?;
+                rows as u64
             }
-            return Ok(CacheTally { asked: rows as u64, scored: rows as u64, hits: 0 });
+            Some(cache) => {
+                if x.len() != rows * width {
+                    return Err(ModelError::Width { expected: width, found: x.len() / rows });
+                }
+                cache.answer(x, width, out, |batch, answers| self.predict_proba_into(&batch, answers))? as u64
+            }
         };
-        if x.len() != rows * width {
-            return Err(ModelError::Width { expected: width, found: x.len() / rows });
-        }
-        let scored = cache.answer(x, width, out, |batch, answers| self.predict_proba_into(&batch, answers))? as u64;
         if let Some(switch) = &self.switch {
             switch.record(x, width);
         }

@@ -107,11 +107,11 @@ pub fn repeats_that_pay(multiply_adds: u64) -> f64 {
 /// always or never in the sample, and the sample's share of repeats estimates the share among all
 /// rows), remembered by that hash. Every [`AUTO_WINDOW_ROWS`] rows asked (counted in whole calls)
 /// the share of repeats in the window decides whether the next calls go through the cache: on
-/// from the start and for the first window (which fills the cache), then off when a window's share falls below what pays, on again when it rises
-/// [`TURN_ON_MARGIN`] above (Aequitas' walks repeat more and more as they go: on credit 51% of
-/// rows 100,000–200,000 asked, 88% of all). The
-/// decisions are read from the rows asked, so a plugin that asks the same rows in the same order
-/// gets the same decisions every run.
+/// from the start and for the first window (which fills the cache), then off when a window's
+/// share falls below what pays, on again when it rises [`TURN_ON_MARGIN`] above (Aequitas' walks
+/// repeat more and more as they go: on credit 51% of rows 100,000–200,000 asked, 88% of all).
+/// The decisions are read from the rows asked, so a plugin that asks the same rows in the same
+/// order gets the same decisions every run.
 #[derive(Debug)]
 pub struct CacheSwitch {
     multiply_adds: u64,
@@ -128,8 +128,6 @@ struct SwitchState {
     window_asked: u64,
     window_sampled: u64,
     window_repeats: u64,
-    /// Windows ended.
-    windows: u64,
     /// Each change: the row asked it took effect at, whether the cache went on, the window's
     /// share of repeats.
     changes: Vec<(u64, bool, f64)>,
@@ -222,9 +220,9 @@ impl CacheSwitch {
             return;
         }
         let share = state.window_repeats as f64 / state.window_sampled.max(1) as f64;
-        state.windows += 1;
-        // The first window only fills the cache: repeats are rare while it is empty.
-        let warming_up = state.windows == 1;
+        // The first window (all the rows asked so far) only fills the cache: repeats are rare
+        // while it is empty.
+        let warming_up = state.asked == state.window_asked;
         let on = if warming_up {
             true
         } else if self.is_off() {

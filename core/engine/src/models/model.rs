@@ -57,8 +57,9 @@ pub trait Model: Send + Sync {
     /// For a network or linear model run in this process: the multiply-adds scoring one row
     /// takes (a dense layer of `n_in × n_out` weights counts `n_in · n_out`). `None` for every
     /// other model (ONNX Runtime, tract, trees, SVMs, a server or a command), whose cost per row
-    /// is not known here. The generate stage's `cache = "auto"` reads it: a model cheaper than a
-    /// look-up in the score cache is asked directly ([`crate::score_cache::CacheChoice`]).
+    /// is not known here. The generate stage's `cache = "auto"` reads it: on such a model the score
+    /// cache is used only while enough rows repeat to pay for its look-ups
+    /// ([`crate::score_cache::CacheSwitch`]).
     fn multiply_adds_per_row(&self) -> Option<u64> {
         None
     }
