@@ -9,11 +9,11 @@
 use tract_onnx::pb::NodeProto;
 
 use super::attributes::{Attributes, Uncovered};
-use super::layout::{set_keys, Keyed, Layout, Mode, Rows, TreeAttributes, Wide};
+use super::layout::{set_keys, Columns, Keyed, Layout, Mode, Rows, TreeAttributes, Wide, MASKED_BLOCK};
 use super::opset5::Opset5;
 
 /// Rows evaluated together, tree after tree (ONNX Runtime uses 128).
-const BLOCK: usize = 128;
+const BLOCK: usize = MASKED_BLOCK;
 
 /// `post_transform`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,14 +275,32 @@ impl Ensemble {
         let mut leaves = vec![0u32; block];
         let mut copy = vec![Keyed { values: [0.0f32; W], keys: [0u32; W] }; if W == 0 { 0 } else { block }];
         let columns = width.min(W);
+        // Trees read [`Masked`] take the block's rows in columns too.
+        let features = self.layout.max_feature + 1;
+        let masked = self.layout.masked.iter().any(Option::is_some) && features <= width;
+        let mut by_column = vec![0.0f32; if masked { features * block } else { 0 }];
         let mut start = 0;
         while start < rows {
             let len = BLOCK.min(rows - start);
             let block = &x[start * width..(start + len) * width];
+            let by_column = masked.then(|| {
+                for (f, column) in by_column.chunks_exact_mut(len).take(features).enumerate() {
+                    for (to, row) in column.iter_mut().zip(block.chunks_exact(width)) {
+                        *to = row[f];
+                    }
+                }
+                Columns { values: &by_column[..features * len], rows: len }
+            });
             sums[..len * n].iter_mut().for_each(|s| *s = 0.0);
             has[..len * n].iter_mut().for_each(|h| *h = false);
             if W == 0 {
-                self.accumulate(&Wide { x: block, width }, &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
+                self.accumulate(
+                    &Wide { x: block, width },
+                    by_column.as_ref(),
+                    &mut leaves[..len],
+                    &mut sums[..len * n],
+                    &mut has[..len * n],
+                );
             } else {
                 for (to, from) in copy.iter_mut().zip(block.chunks_exact(width)) {
                     to.values[..columns].copy_from_slice(&from[..columns]);
@@ -292,7 +310,7 @@ impl Ensemble {
                         }
                     }
                 }
-                self.accumulate(&copy[..len], &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
+                self.accumulate(&copy[..len], by_column.as_ref(), &mut leaves[..len], &mut sums[..len * n], &mut has[..len * n]);
             }
             for r in 0..len {
                 let row = start + r;
@@ -305,7 +323,7 @@ impl Ensemble {
     }
 
     /// Sum (or min/max) every tree's leaves into `sums`, tree after tree.
-    fn accumulate<R: Rows + ?Sized>(&self, x: &R, leaves: &mut [u32], sums: &mut [f32], has: &mut [bool]) {
+    fn accumulate<R: Rows + ?Sized>(&self, x: &R, columns: Option<&Columns<'_>>, leaves: &mut [u32], sums: &mut [f32], has: &mut [bool]) {
         let n = self.outputs;
         let layout = &self.layout;
         let one_target_regressor = matches!(self.kind, Kind::Regressor { .. }) && n == 1;
@@ -331,7 +349,7 @@ impl Ensemble {
             }
         }
         for tree in 0..layout.trees.len() {
-            layout.leaves(tree, x, leaves);
+            layout.leaves(tree, x, columns, leaves);
             match (aggregate, one_target_regressor, self.single_target) {
                 // One output: ONNX Runtime adds each leaf's first weight, without marking a score.
                 (Aggregate::Sum | Aggregate::Average, true, _) => {

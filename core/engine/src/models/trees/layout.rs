@@ -4,7 +4,10 @@
 //! of rows walks a tree in lockstep without a test per step (stopping once every row of the group
 //! stands on a leaf: a leaf's index carries the [`LEAF`] bit, so that is an AND of the group's
 //! indices), and the leaves' weights beside them. A tree whose levels each make one comparison
-//! (CatBoost's) is read as a table instead. A chain of `BRANCH_EQ` nodes on one feature (how
+//! (CatBoost's) is read as a table instead. A tree of plain comparisons with at most 32 leaves
+//! (gradient boosting, XGBoost, HistGradientBoosting, LightGBM without categorical splits) is read
+//! [`Masked`]: every comparison made for a block of rows held in columns (vector instructions),
+//! each failed one ruling out its true subtree's leaves, the leftmost leaf left being the row's. A chain of `BRANCH_EQ` nodes on one feature (how
 //! onnxmltools writes a LightGBM categorical split), or one such node on a small integer, becomes
 //! one set-membership node; an ensemble of `BRANCH_LEQ` and set nodes (LightGBM's) has a walk of
 //! its own.
@@ -126,6 +129,14 @@ pub struct Node {
     pub children: [u32; 2],
 }
 
+impl Node {
+    /// The node's comparison.
+    #[inline(always)]
+    pub fn comparison(&self) -> Comparison {
+        Comparison { threshold: self.threshold, feature: self.feature }
+    }
+}
+
 /// One tree: its root and the shortest and longest paths from it to a leaf.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TreeRoot {
@@ -148,6 +159,56 @@ pub struct Oblivious {
     /// the comparison holds (the true child).
     pub leaves: Vec<u32>,
 }
+
+/// A tree of at most [`MASKED_LEAVES`] leaves read node by node over a block of rows held in
+/// columns: every comparison of the tree is made for every row (a loop over a column, which the
+/// compiler turns into vector instructions), a comparison that fails rules out the leaves of its
+/// true subtree, and the row's leaf is the leftmost one left (the exit leaf of QuickScorer,
+/// Lucchese et al., SIGIR 2015). It reaches the leaf the walk reaches, with no step waiting on the
+/// one before; it pays for every node instead of a path, so it is used for trees of few nodes
+/// against their depth (gradient boosting, XGBoost, HistGradientBoosting, LightGBM without sets).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Masked {
+    /// The tree's branches (any order).
+    pub nodes: Vec<MaskedNode>,
+    /// The leaves ([`Layout::nodes`] indices) from left (true side) to right, padded to
+    /// [`MASKED_LEAVES`] with the last.
+    pub leaves: Vec<u32>,
+}
+
+/// A branch of a [`Masked`] tree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MaskedNode {
+    /// The comparison, as in [`Layout::nodes`].
+    pub comparison: Comparison,
+    /// The leaves still possible when the comparison fails: every bit but those of the true
+    /// subtree's leaves.
+    pub keep: u32,
+}
+
+/// A comparison: a [`Node`] without children.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Comparison {
+    /// As [`Node::threshold`].
+    pub threshold: f32,
+    /// As [`Node::feature`].
+    pub feature: u32,
+}
+
+/// Most leaves of a [`Masked`] tree (the bits of a `u32`).
+pub const MASKED_LEAVES: usize = 32;
+
+/// Rows in columns: feature `f`'s values of the block's rows at `values[f * rows..(f + 1) * rows]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Columns<'a> {
+    /// The values, column after column.
+    pub values: &'a [f32],
+    /// Rows in the block (at most [`MASKED_BLOCK`]).
+    pub rows: usize,
+}
+
+/// Most rows of a [`Columns`] block.
+pub const MASKED_BLOCK: usize = 128;
 
 /// Deepest tree read as [`Oblivious`] (its table has 2^depth leaves).
 const OBLIVIOUS_DEPTH: u32 = 12;
@@ -206,6 +267,8 @@ pub struct Layout {
     pub trees: Vec<TreeRoot>,
     /// Per tree: its levels and leaf table when it is [`Oblivious`].
     pub oblivious: Vec<Option<Oblivious>>,
+    /// Per tree: its branches and leaves when it is read [`Masked`].
+    pub masked: Vec<Option<Masked>>,
     /// Per node (leaves only): the first weight (ONNX Runtime's `value_or_unique_weight`).
     pub leaf_value: Vec<f32>,
     /// Per node (leaves only): `(first, count)` in [`Layout::weights`].
@@ -612,6 +675,7 @@ impl Layout {
             layout.oblivious.push(oblivious);
         }
         layout.sign_missing();
+        layout.masked = (0..layout.trees.len()).map(|t| layout.masked_tree(t)).collect();
         layout.sets.resize(layout.sets.len().next_power_of_two(), [0; SET_WORDS]);
         // Padded to a power of two with leaves, so that a node's index masked is always in bounds.
         let padded = layout.nodes.len().next_power_of_two();
@@ -629,31 +693,45 @@ impl Layout {
     }
 
     /// The leaf each row of `rows` reaches in tree `tree`, written to `leaves`. Rows walk in
-    /// groups of 8 in lockstep, or read an [`Oblivious`] tree's table.
-    pub fn leaves<R: Rows + ?Sized>(&self, tree: usize, rows: &R, leaves: &mut [u32]) {
+    /// groups of 8 in lockstep, or read an [`Oblivious`] tree's table, or (given the same rows in
+    /// `columns`, at most [`MASKED_BLOCK`] of them) a [`Masked`] tree's comparisons.
+    pub fn leaves<R: Rows + ?Sized>(&self, tree: usize, rows: &R, columns: Option<&Columns<'_>>, leaves: &mut [u32]) {
         match (self.same_mode, self.has_missing) {
-            (Some(Mode::Leq), false) => self.tree_leaves::<{ Mode::Leq as u8 }, false, R>(tree, rows, leaves),
-            (Some(Mode::Lt), false) => self.tree_leaves::<{ Mode::Lt as u8 }, false, R>(tree, rows, leaves),
-            (Some(Mode::Gt), false) => self.tree_leaves::<{ Mode::Gt as u8 }, false, R>(tree, rows, leaves),
-            (Some(Mode::Gte), false) => self.tree_leaves::<{ Mode::Gte as u8 }, false, R>(tree, rows, leaves),
-            (Some(Mode::Leq), true) if self.signed => self.tree_leaves::<SIGNED, true, R>(tree, rows, leaves),
-            (Some(Mode::Leq), true) => self.tree_leaves::<{ Mode::Leq as u8 }, true, R>(tree, rows, leaves),
-            (Some(Mode::Lt), true) => self.tree_leaves::<{ Mode::Lt as u8 }, true, R>(tree, rows, leaves),
+            (Some(Mode::Leq), false) => self.tree_leaves::<{ Mode::Leq as u8 }, false, R>(tree, rows, columns, leaves),
+            (Some(Mode::Lt), false) => self.tree_leaves::<{ Mode::Lt as u8 }, false, R>(tree, rows, columns, leaves),
+            (Some(Mode::Gt), false) => self.tree_leaves::<{ Mode::Gt as u8 }, false, R>(tree, rows, columns, leaves),
+            (Some(Mode::Gte), false) => self.tree_leaves::<{ Mode::Gte as u8 }, false, R>(tree, rows, columns, leaves),
+            (Some(Mode::Leq), true) if self.signed => self.tree_leaves::<SIGNED, true, R>(tree, rows, columns, leaves),
+            (Some(Mode::Leq), true) => self.tree_leaves::<{ Mode::Leq as u8 }, true, R>(tree, rows, columns, leaves),
+            (Some(Mode::Lt), true) => self.tree_leaves::<{ Mode::Lt as u8 }, true, R>(tree, rows, columns, leaves),
             _ if self.leq_and_sets && self.signed => match self.truncates {
-                false => self.tree_leaves::<SIGNED_SETS, true, R>(tree, rows, leaves),
-                true => self.tree_leaves::<SIGNED_SETS_TRUNCATED, true, R>(tree, rows, leaves),
+                false => self.tree_leaves::<SIGNED_SETS, true, R>(tree, rows, columns, leaves),
+                true => self.tree_leaves::<SIGNED_SETS_TRUNCATED, true, R>(tree, rows, columns, leaves),
             },
             _ if self.leq_and_sets => match (self.truncates, self.has_missing) {
-                (false, true) => self.tree_leaves::<14, true, R>(tree, rows, leaves),
-                (false, false) => self.tree_leaves::<14, false, R>(tree, rows, leaves),
-                (true, true) => self.tree_leaves::<15, true, R>(tree, rows, leaves),
-                (true, false) => self.tree_leaves::<15, false, R>(tree, rows, leaves),
+                (false, true) => self.tree_leaves::<14, true, R>(tree, rows, columns, leaves),
+                (false, false) => self.tree_leaves::<14, false, R>(tree, rows, columns, leaves),
+                (true, true) => self.tree_leaves::<15, true, R>(tree, rows, columns, leaves),
+                (true, false) => self.tree_leaves::<15, false, R>(tree, rows, columns, leaves),
             },
-            _ => self.tree_leaves::<0, true, R>(tree, rows, leaves),
+            _ => self.tree_leaves::<0, true, R>(tree, rows, columns, leaves),
         }
     }
 
-    fn tree_leaves<const MODE: u8, const MISSING_TO_TRUE: bool, R: Rows + ?Sized>(&self, tree: usize, rows: &R, leaves: &mut [u32]) {
+    fn tree_leaves<const MODE: u8, const MISSING_TO_TRUE: bool, R: Rows + ?Sized>(
+        &self,
+        tree: usize,
+        rows: &R,
+        columns: Option<&Columns<'_>>,
+        leaves: &mut [u32],
+    ) {
+        // Only the walks of plain comparisons, which read no flags, have masked trees.
+        let plain = MODE != 0 && MODE < 14;
+        if let (true, Some(masked), Some(columns)) = (plain, &self.masked[tree], columns) {
+            if columns.rows == leaves.len() && leaves.len() <= MASKED_BLOCK {
+                return self.masked_leaves::<MODE, MISSING_TO_TRUE>(masked, columns, leaves);
+            }
+        }
         let Some(oblivious) = &self.oblivious[tree] else {
             return self.walk::<MODE, MISSING_TO_TRUE, R>(tree, rows, leaves);
         };
@@ -718,6 +796,82 @@ impl Layout {
         self.signed = true;
         for (tree, root) in self.trees.iter().enumerate() {
             self.oblivious[tree] = self.oblivious_tree(root.root, root.depth, root.shallowest);
+        }
+    }
+
+    /// Tree `t` as [`Masked`], when its branches make plain comparisons (one mode for every node,
+    /// no sets; missing values only with BRANCH_LEQ or BRANCH_LT), it is not [`Oblivious`] and it
+    /// has at most [`MASKED_LEAVES`] leaves.
+    fn masked_tree(&self, t: usize) -> Option<Masked> {
+        // The modes whose walk reads no flags (`Layout::leaves`: BRANCH_GT/GTE with missing values
+        // take the walk that reads each node's outcome bits).
+        let plain = match (self.same_mode, self.has_missing) {
+            (Some(Mode::Leq | Mode::Lt | Mode::Gt | Mode::Gte), false) | (Some(Mode::Leq | Mode::Lt), true) => !self.leq_and_sets,
+            _ => false,
+        };
+        let TreeRoot { root, depth, .. } = self.trees[t];
+        if !plain || self.oblivious[t].is_some() || depth == 0 {
+            return None;
+        }
+        // Leaves numbered from the left: a depth-first walk taking the true child first. A node's
+        // true subtree holds the leaves numbered between its entry and the false child's entry.
+        let mut tree = Masked { nodes: Vec::new(), leaves: Vec::new() };
+        let mut stack = vec![(root, None::<usize>)];
+        // Per branch in `tree.nodes`: the number of its true subtree's first leaf.
+        let mut first_leaf: Vec<usize> = Vec::new();
+        while let Some((i, closes)) = stack.pop() {
+            if tree.leaves.len() > MASKED_LEAVES {
+                return None;
+            }
+            if let Some(k) = closes {
+                // Entering branch k's false child: its true subtree's leaves are all numbered
+                // (at least one, and all of them among the first 32).
+                let first = first_leaf[k];
+                let count = tree.leaves.len() - first;
+                let bits = if count >= 32 { u32::MAX } else { ((1u32 << count) - 1) << first };
+                tree.nodes[k].keep = !bits;
+            }
+            if self.is_leaf(i) {
+                tree.leaves.push(i);
+                continue;
+            }
+            let node = self.nodes[i as usize];
+            let k = tree.nodes.len();
+            tree.nodes.push(MaskedNode { comparison: node.comparison(), keep: 0 });
+            first_leaf.push(tree.leaves.len());
+            let [yes, no] = node.children.map(|c| c & !LEAF);
+            stack.push((no, Some(k)));
+            stack.push((yes, None));
+        }
+        if tree.leaves.len() > MASKED_LEAVES {
+            return None;
+        }
+        let last = *tree.leaves.last()?;
+        tree.leaves.resize(MASKED_LEAVES, last);
+        Some(tree)
+    }
+
+    /// The leaf each row of `rows` (as many as `leaves`, at most [`MASKED_BLOCK`]) reaches in
+    /// [`Masked`] tree `tree`. Not inlined: one call per tree and block, kept out of the walks' code.
+    #[inline(never)]
+    fn masked_leaves<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, tree: &Masked, rows: &Columns<'_>, leaves: &mut [u32]) {
+        let n = leaves.len();
+        let mut exits = [u32::MAX; MASKED_BLOCK];
+        let exits = &mut exits[..n];
+        for node in &tree.nodes {
+            let Comparison { threshold, feature } = node.comparison;
+            // The walk's comparison, children unused.
+            let comparison = Node { threshold, feature, children: [0, 0] };
+            let f = (feature & !FEATURE_MISSING) as usize;
+            let column = &rows.values[f * rows.rows..][..n];
+            for (exit, &v) in exits.iter_mut().zip(column) {
+                let go = Self::goes::<MODE, MISSING_TO_TRUE>(&self.sets, &comparison, 0, v, || 0);
+                *exit &= node.keep | 0u32.wrapping_sub(u32::from(go));
+            }
+        }
+        let table: &[u32; MASKED_LEAVES] = tree.leaves.as_slice().try_into().expect("padded");
+        for (leaf, exit) in leaves.iter_mut().zip(exits.iter()) {
+            *leaf = table[exit.trailing_zeros() as usize & (MASKED_LEAVES - 1)];
         }
     }
 
@@ -960,9 +1114,17 @@ mod tests {
             .collect();
         for (tree, nodes) in trees.iter().enumerate() {
             let (mut leaves, mut from_copy) = (vec![0u32; rows.len()], vec![0u32; rows.len()]);
-            layout.leaves(tree, &Wide { x: &x, width: 2 }, &mut leaves);
-            layout.leaves(tree, copied.as_slice(), &mut from_copy);
+            layout.leaves(tree, &Wide { x: &x, width: 2 }, None, &mut leaves);
+            layout.leaves(tree, copied.as_slice(), None, &mut from_copy);
             assert_eq!(leaves, from_copy, "tree {tree}");
+            // A [`Masked`] tree read from columns, a block at a time (the last one short).
+            let mut masked = vec![0u32; rows.len()];
+            for (b, (block, out)) in rows.chunks(MASKED_BLOCK).zip(masked.chunks_mut(MASKED_BLOCK)).enumerate() {
+                let values: Vec<f32> = (0..2).flat_map(|f| block.iter().map(move |row| row[f])).collect();
+                let columns = Columns { values: &values, rows: block.len() };
+                layout.leaves(tree, &copied[b * MASKED_BLOCK..][..block.len()], Some(&columns), out);
+            }
+            assert_eq!(leaves, masked, "tree {tree}, read from columns");
             for (row, &leaf) in rows.iter().zip(&leaves) {
                 assert_eq!(layout.leaf_value[leaf as usize].to_bits(), reference(nodes, row).to_bits(), "tree {tree}, row {row:?}");
             }
@@ -1099,5 +1261,73 @@ mod tests {
             let layout = check(&[&unsigned], &rows());
             assert!(layout.has_missing && !layout.signed);
         }
+    }
+
+    /// A lopsided tree of plain comparisons on two features: `leaves` leaves, a branch on the
+    /// left spine at each level (thresholds spread over the test values), missing values to the
+    /// true child at every other branch.
+    fn spine(mode: Mode, leaves: usize) -> Vec<Spec> {
+        let branches = leaves - 1;
+        let mut nodes = Vec::new();
+        for k in 0..branches {
+            let id = k as i64;
+            let leaf = (branches + k) as i64;
+            let next = if k + 1 < branches { id + 1 } else { (2 * branches) as i64 };
+            let threshold = [0.5, -0.0, 1.5, 255.0, 63.0, f32::INFINITY, -1.0][k % 7];
+            // Alternately the spine goes on through the true and the false child.
+            let (yes, no) = if k % 2 == 0 { (next, leaf) } else { (leaf, next) };
+            nodes.push((id, mode, (k % 2) as i64, threshold, yes, no, k % 2 == 1));
+            nodes.push((leaf, Mode::Leaf, 0, 0.0, 0, 0, false));
+        }
+        nodes.push(((2 * branches) as i64, Mode::Leaf, 0, 0.0, 0, 0, false));
+        // The root first, as the attributes list it.
+        nodes.sort_by_key(|n| (n.1 == Mode::Leaf, n.0));
+        nodes
+    }
+
+    /// A complete tree of `depth` levels in heap order (node `h`'s children `2h + 1`, `2h + 2`),
+    /// alternating between the two features.
+    fn complete(mode: Mode, depth: u32) -> Vec<Spec> {
+        let branches = (1i64 << depth) - 1;
+        (0..2 * branches + 1)
+            .map(|h| match h < branches {
+                true => (h, mode, h % 2, [0.5, -0.0, 1.5, 255.0, 63.0, -1.0][h as usize % 6], 2 * h + 1, 2 * h + 2, h % 3 == 0),
+                false => (h, Mode::Leaf, 0, 0.0, 0, 0, false),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_tree_of_at_most_32_leaves_is_read_from_columns_with_the_walks_leaves() {
+        use Mode::*;
+        for mode in [Leq, Lt, Gte, Gt] {
+            // 32 leaves, 31 levels deep: read from columns; 33: walked.
+            let (fits, deep) = (spine(mode, MASKED_LEAVES), spine(mode, MASKED_LEAVES + 1));
+            let balanced: &[Spec] = &[
+                (0, mode, 0, 0.5, 1, 2, true),
+                (1, mode, 1, 1.5, 3, 4, false),
+                (2, mode, 1, -0.0, 5, 6, true),
+                (3, Leaf, 0, 0.0, 0, 0, false),
+                (4, Leaf, 0, 0.0, 0, 0, false),
+                (5, Leaf, 0, 0.0, 0, 0, false),
+                (6, Leaf, 0, 0.0, 0, 0, false),
+            ];
+            let layout = check(&[&fits, &deep, balanced], &rows());
+            // BRANCH_GT/GTE with missing values keep the walk that reads each node's outcome bits.
+            let expected = if matches!(mode, Leq | Lt) { [true, false, true] } else { [false; 3] };
+            assert_eq!(layout.masked.iter().map(Option::is_some).collect::<Vec<_>>(), expected, "{mode:?}");
+            let no_missing: Vec<Spec> = fits.iter().map(|&(id, m, f, t, yes, no, _)| (id, m, f, t, yes, no, false)).collect();
+            assert!(check(&[&no_missing], &rows()).masked[0].is_some(), "{mode:?}");
+            assert_eq!(layout.trees[0].depth, MASKED_LEAVES as u32 - 1);
+        }
+        // Complete trees: 32 leaves read from columns, 64 (a forest's) walked.
+        let layout = check(&[&complete(Lt, 5), &complete(Lt, 6)], &rows());
+        assert_eq!(layout.masked.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false]);
+        // Sets, mixed modes and oblivious trees keep their walks.
+        let set: &[Spec] = &[(0, Eq, 0, 1.0, 1, 2, false), (1, Leaf, 0, 0.0, 0, 0, false), (2, Leaf, 0, 0.0, 0, 0, false)];
+        let layout = check(&[set, &spine(Leq, 4)], &rows());
+        assert!(layout.masked.iter().all(Option::is_none));
+        let layout = check(&[&spine(Lt, 4), &spine(Leq, 4)], &rows());
+        assert!(layout.same_mode.is_none() && layout.masked.iter().all(Option::is_none));
     }
 }
