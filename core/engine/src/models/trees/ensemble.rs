@@ -279,6 +279,7 @@ impl Ensemble {
         let features = self.layout.max_feature + 1;
         let masked = self.layout.masked.iter().any(Option::is_some) && features <= width;
         let mut by_column = vec![0.0f32; if masked { features * block } else { 0 }];
+        let mut keys_by_column = vec![0u32; if masked && self.layout.leq_and_sets { features * block } else { 0 }];
         let mut start = 0;
         while start < rows {
             let len = BLOCK.min(rows - start);
@@ -289,7 +290,11 @@ impl Ensemble {
                         *to = row[f];
                     }
                 }
-                Columns { values: &by_column[..features * len], rows: len }
+                let keys = &mut keys_by_column[..if self.layout.leq_and_sets { features * len } else { 0 }];
+                for (key, &v) in keys.iter_mut().zip(&by_column[..features * len]) {
+                    *key = set_keys(v);
+                }
+                Columns { values: &by_column[..features * len], keys, rows: len }
             });
             sums[..len * n].iter_mut().for_each(|s| *s = 0.0);
             has[..len * n].iter_mut().for_each(|h| *h = false);

@@ -4,10 +4,11 @@
 //! of rows walks a tree in lockstep without a test per step (stopping once every row of the group
 //! stands on a leaf: a leaf's index carries the [`LEAF`] bit, so that is an AND of the group's
 //! indices), and the leaves' weights beside them. A tree whose levels each make one comparison
-//! (CatBoost's) is read as a table instead. A tree of plain comparisons with at most 32 leaves
-//! (gradient boosting, XGBoost, HistGradientBoosting, LightGBM without categorical splits) is read
-//! [`Masked`]: every comparison made for a block of rows held in columns (vector instructions),
-//! each failed one ruling out its true subtree's leaves, the leftmost leaf left being the row's. A chain of `BRANCH_EQ` nodes on one feature (how
+//! (CatBoost's) is read as a table instead. A tree of plain comparisons, or of BRANCH_LEQ and
+//! sets, with at most 32 leaves (gradient boosting, XGBoost, HistGradientBoosting, LightGBM) is
+//! read [`Masked`]: every comparison made for a block of rows held in columns (vector
+//! instructions), each failed one ruling out its true subtree's leaves, the leftmost leaf left
+//! being the row's; a tree's set nodes on one feature are one table look-up by the row's key. A chain of `BRANCH_EQ` nodes on one feature (how
 //! onnxmltools writes a LightGBM categorical split), or one such node on a small integer, becomes
 //! one set-membership node; an ensemble of `BRANCH_LEQ` and set nodes (LightGBM's) has a walk of
 //! its own.
@@ -165,12 +166,17 @@ pub struct Oblivious {
 /// compiler turns into vector instructions), a comparison that fails rules out the leaves of its
 /// true subtree, and the row's leaf is the leftmost one left (the exit leaf of QuickScorer,
 /// Lucchese et al., SIGIR 2015). It reaches the leaf the walk reaches, with no step waiting on the
-/// one before; it pays for every node instead of a path, so it is used for trees of few nodes
-/// against their depth (gradient boosting, XGBoost, HistGradientBoosting, LightGBM without sets).
+/// one before; it pays for every node instead of a path, so it is used for trees of few leaves
+/// (gradient boosting, XGBoost, HistGradientBoosting, LightGBM with or without sets).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Masked {
-    /// The tree's branches (any order).
+    /// The tree's branches of plain comparisons (any order).
     pub nodes: Vec<MaskedNode>,
+    /// The tree's set nodes (LightGBM's categorical splits) that send missing values to their
+    /// true child, with their [`Layout::flags`], tested a row at a time.
+    pub set_nodes: Vec<(MaskedNode, u32)>,
+    /// The tree's other set nodes, by the key they read: one look-up a row for all of them.
+    pub set_tables: Vec<SetTable>,
     /// The leaves ([`Layout::nodes`] indices) from left (true side) to right, padded to
     /// [`MASKED_LEAVES`] with the last.
     pub leaves: Vec<u32>,
@@ -184,6 +190,19 @@ pub struct MaskedNode {
     /// The leaves still possible when the comparison fails: every bit but those of the true
     /// subtree's leaves.
     pub keep: u32,
+}
+
+/// The set nodes of a [`Masked`] tree that read one feature's key (truncated or not), as one
+/// table: for each key, the leaves still possible after all of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetTable {
+    /// The feature read (its column in [`Columns::keys`]).
+    pub feature: u32,
+    /// Shift of the key read: 0 for [`set_key`], 16 for the value truncated (see [`set_keys`]).
+    pub shift: u32,
+    /// Per key `0..=m` (`m` the largest member of the nodes' sets) the AND of the masks of the
+    /// nodes whose set lacks it; then one entry for every other key, [`NO_MEMBER`] included.
+    pub masks: Vec<u32>,
 }
 
 /// A comparison: a [`Node`] without children.
@@ -203,6 +222,8 @@ pub const MASKED_LEAVES: usize = 32;
 pub struct Columns<'a> {
     /// The values, column after column.
     pub values: &'a [f32],
+    /// Their [`set_keys`], the same way (empty unless the layout has set nodes).
+    pub keys: &'a [u32],
     /// Rows in the block (at most [`MASKED_BLOCK`]).
     pub rows: usize,
 }
@@ -675,7 +696,6 @@ impl Layout {
             layout.oblivious.push(oblivious);
         }
         layout.sign_missing();
-        layout.masked = (0..layout.trees.len()).map(|t| layout.masked_tree(t)).collect();
         layout.sets.resize(layout.sets.len().next_power_of_two(), [0; SET_WORDS]);
         // Padded to a power of two with leaves, so that a node's index masked is always in bounds.
         let padded = layout.nodes.len().next_power_of_two();
@@ -689,6 +709,8 @@ impl Layout {
             layout.leaf_value.push(0.0);
             layout.leaf_weights.push((0, 0));
         }
+        // After the sets are padded: a set is found by its index masked.
+        layout.masked = (0..layout.trees.len()).map(|t| layout.masked_tree(t)).collect();
         Ok(layout)
     }
 
@@ -726,7 +748,7 @@ impl Layout {
         leaves: &mut [u32],
     ) {
         // Only the walks of plain comparisons, which read no flags, have masked trees.
-        let plain = MODE != 0 && MODE < 14;
+        let plain = MODE != 0;
         if let (true, Some(masked), Some(columns)) = (plain, &self.masked[tree], columns) {
             if columns.rows == leaves.len() && leaves.len() <= MASKED_BLOCK {
                 return self.masked_leaves::<MODE, MISSING_TO_TRUE>(masked, columns, leaves);
@@ -807,7 +829,7 @@ impl Layout {
         // take the walk that reads each node's outcome bits).
         let plain = match (self.same_mode, self.has_missing) {
             (Some(Mode::Leq | Mode::Lt | Mode::Gt | Mode::Gte), false) | (Some(Mode::Leq | Mode::Lt), true) => !self.leq_and_sets,
-            _ => false,
+            _ => self.leq_and_sets,
         };
         let TreeRoot { root, depth, .. } = self.trees[t];
         if !plain || self.oblivious[t].is_some() || depth == 0 {
@@ -815,10 +837,11 @@ impl Layout {
         }
         // Leaves numbered from the left: a depth-first walk taking the true child first. A node's
         // true subtree holds the leaves numbered between its entry and the false child's entry.
-        let mut tree = Masked { nodes: Vec::new(), leaves: Vec::new() };
+        let mut tree = Masked { nodes: Vec::new(), set_nodes: Vec::new(), set_tables: Vec::new(), leaves: Vec::new() };
         let mut stack = vec![(root, None::<usize>)];
-        // Per branch in `tree.nodes`: the number of its true subtree's first leaf.
-        let mut first_leaf: Vec<usize> = Vec::new();
+        // Per branch: the comparison and its mask, its flags, the number of its true subtree's
+        // first leaf.
+        let mut branches: Vec<(MaskedNode, u32, usize)> = Vec::new();
         while let Some((i, closes)) = stack.pop() {
             if tree.leaves.len() > MASKED_LEAVES {
                 return None;
@@ -826,19 +849,18 @@ impl Layout {
             if let Some(k) = closes {
                 // Entering branch k's false child: its true subtree's leaves are all numbered
                 // (at least one, and all of them among the first 32).
-                let first = first_leaf[k];
+                let first = branches[k].2;
                 let count = tree.leaves.len() - first;
                 let bits = if count >= 32 { u32::MAX } else { ((1u32 << count) - 1) << first };
-                tree.nodes[k].keep = !bits;
+                branches[k].0.keep = !bits;
             }
             if self.is_leaf(i) {
                 tree.leaves.push(i);
                 continue;
             }
             let node = self.nodes[i as usize];
-            let k = tree.nodes.len();
-            tree.nodes.push(MaskedNode { comparison: node.comparison(), keep: 0 });
-            first_leaf.push(tree.leaves.len());
+            let k = branches.len();
+            branches.push((MaskedNode { comparison: node.comparison(), keep: 0 }, self.flags[i as usize], tree.leaves.len()));
             let [yes, no] = node.children.map(|c| c & !LEAF);
             stack.push((no, Some(k)));
             stack.push((yes, None));
@@ -848,6 +870,36 @@ impl Layout {
         }
         let last = *tree.leaves.last()?;
         tree.leaves.resize(MASKED_LEAVES, last);
+        for (node, flags, _) in branches {
+            let feature = node.comparison.feature;
+            if flags >> SET_SHIFT == 0 {
+                tree.nodes.push(node);
+            } else if feature & FEATURE_MISSING != 0 {
+                tree.set_nodes.push((node, flags));
+            } else {
+                let shift = if flags & TRUNCATE != 0 { 16 } else { 0 };
+                let set = Self::set(&self.sets, flags);
+                let at = match tree.set_tables.iter().position(|t| (t.feature, t.shift) == (feature, shift)) {
+                    Some(at) => at,
+                    None => {
+                        tree.set_tables.push(SetTable { feature, shift, masks: vec![u32::MAX] });
+                        tree.set_tables.len() - 1
+                    }
+                };
+                let table = &mut tree.set_tables[at];
+                let largest = (0..SET_BITS as u32).rev().find(|&k| key_in(set, k)).unwrap_or(0) as usize;
+                // Grown to the set's largest member (the entry past the members copied on).
+                let others = *table.masks.last().unwrap_or(&u32::MAX);
+                if table.masks.len() < largest + 2 {
+                    table.masks.resize(largest + 2, others);
+                }
+                for (k, mask) in table.masks.iter_mut().enumerate() {
+                    if !key_in(set, k as u32) {
+                        *mask &= node.keep;
+                    }
+                }
+            }
+        }
         Some(tree)
     }
 
@@ -858,7 +910,55 @@ impl Layout {
         let n = leaves.len();
         let mut exits = [u32::MAX; MASKED_BLOCK];
         let exits = &mut exits[..n];
-        for node in &tree.nodes {
+        // A plain comparison in a walk of BRANCH_LEQ and set nodes is that walk's comparison with
+        // an empty set: the walk of BRANCH_LEQ (or of signed comparisons) without the set test.
+        match MODE {
+            14 | 15 => self.mask_plain::<{ Mode::Leq as u8 }, MISSING_TO_TRUE>(&tree.nodes, rows, exits),
+            SIGNED_SETS | SIGNED_SETS_TRUNCATED => self.mask_plain::<SIGNED, MISSING_TO_TRUE>(&tree.nodes, rows, exits),
+            _ => self.mask_plain::<MODE, MISSING_TO_TRUE>(&tree.nodes, rows, exits),
+        }
+        if !(tree.set_tables.is_empty() && tree.set_nodes.is_empty()) {
+            self.mask_sets::<MODE, MISSING_TO_TRUE>(tree, rows, exits);
+        }
+        let table: &[u32; MASKED_LEAVES] = tree.leaves.as_slice().try_into().expect("padded");
+        for (leaf, exit) in leaves.iter_mut().zip(exits.iter()) {
+            *leaf = table[exit.trailing_zeros() as usize & (MASKED_LEAVES - 1)];
+        }
+    }
+
+    /// The set nodes of a [`Masked`] tree over the rows' keys, each ruling its true subtree's
+    /// leaves out of `exits` where it fails.
+    #[inline(never)]
+    fn mask_sets<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, tree: &Masked, rows: &Columns<'_>, exits: &mut [u32]) {
+        let n = exits.len();
+        // Set nodes by their key: one look-up a row (keys past the members share the last entry).
+        for table in &tree.set_tables {
+            let f = (table.feature & !FEATURE_MISSING) as usize;
+            let keys = &rows.keys[f * rows.rows..][..n];
+            let (masks, last) = (table.masks.as_slice(), table.masks.len() - 1);
+            for (exit, &key) in exits.iter_mut().zip(keys) {
+                *exit &= masks[((key >> table.shift & 0xffff) as usize).min(last)];
+            }
+        }
+        // Set nodes whose missing values go to the true child: the walk's own test, a row at a time.
+        for (node, flags) in &tree.set_nodes {
+            let Comparison { threshold, feature } = node.comparison;
+            let comparison = Node { threshold, feature, children: [0, 0] };
+            let f = (feature & !FEATURE_MISSING) as usize;
+            let (values, keys) = (&rows.values[f * rows.rows..][..n], &rows.keys[f * rows.rows..][..n]);
+            for ((exit, &v), &key) in exits.iter_mut().zip(values).zip(keys) {
+                let go = Self::goes::<MODE, MISSING_TO_TRUE>(&self.sets, &comparison, *flags, v, || key);
+                *exit &= node.keep | 0u32.wrapping_sub(u32::from(go));
+            }
+        }
+    }
+
+    /// The plain comparisons of a [`Masked`] tree over the rows' columns, each ruling its true
+    /// subtree's leaves out of `exits` where it fails.
+    #[inline(always)]
+    fn mask_plain<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, nodes: &[MaskedNode], rows: &Columns<'_>, exits: &mut [u32]) {
+        let n = exits.len();
+        for node in nodes {
             let Comparison { threshold, feature } = node.comparison;
             // The walk's comparison, children unused.
             let comparison = Node { threshold, feature, children: [0, 0] };
@@ -868,10 +968,6 @@ impl Layout {
                 let go = Self::goes::<MODE, MISSING_TO_TRUE>(&self.sets, &comparison, 0, v, || 0);
                 *exit &= node.keep | 0u32.wrapping_sub(u32::from(go));
             }
-        }
-        let table: &[u32; MASKED_LEAVES] = tree.leaves.as_slice().try_into().expect("padded");
-        for (leaf, exit) in leaves.iter_mut().zip(exits.iter()) {
-            *leaf = table[exit.trailing_zeros() as usize & (MASKED_LEAVES - 1)];
         }
     }
 
@@ -1121,7 +1217,8 @@ mod tests {
             let mut masked = vec![0u32; rows.len()];
             for (b, (block, out)) in rows.chunks(MASKED_BLOCK).zip(masked.chunks_mut(MASKED_BLOCK)).enumerate() {
                 let values: Vec<f32> = (0..2).flat_map(|f| block.iter().map(move |row| row[f])).collect();
-                let columns = Columns { values: &values, rows: block.len() };
+                let keys: Vec<u32> = values.iter().map(|&v| set_keys(v)).collect();
+                let columns = Columns { values: &values, keys: &keys, rows: block.len() };
                 layout.leaves(tree, &copied[b * MASKED_BLOCK..][..block.len()], Some(&columns), out);
             }
             assert_eq!(leaves, masked, "tree {tree}, read from columns");
@@ -1189,6 +1286,21 @@ mod tests {
         // BRANCH_LEQ and sets only: the walk made for them, with and without missing values.
         let layout = check(&[chain, missing], &rows());
         assert!(layout.leq_and_sets && layout.has_missing);
+        // Read from columns: the chain's set by one table look-up, a set whose missing values go
+        // to the true child by its own test (a one-level tree is read as oblivious).
+        let masked_sets = |layout: &Layout| -> Vec<Option<(usize, usize)>> {
+            layout.masked.iter().map(|m| m.as_ref().map(|m| (m.set_tables.len(), m.set_nodes.len()))).collect()
+        };
+        assert_eq!(masked_sets(&layout), [Some((1, 0)), None]);
+        let deeper: &[Spec] = &[
+            (0, Eq, 1, 0.0, 2, 1, true),
+            (1, Eq, 1, 255.0, 2, 4, true),
+            (2, Leaf, 0, 0.0, 0, 0, false),
+            (4, Leq, 0, 0.5, 5, 6, false),
+            (5, Leaf, 0, 0.0, 0, 0, false),
+            (6, Leaf, 0, 0.0, 0, 0, false),
+        ];
+        assert_eq!(masked_sets(&check(&[chain, deeper], &rows())), [Some((1, 0)), Some((0, 1))]);
         let no_missing: Vec<Spec> = chain.iter().map(|&(id, mode, f, t, yes, no, _)| (id, mode, f, t, yes, no, false)).collect();
         let layout = check(&[&no_missing], &rows());
         assert!(layout.leq_and_sets && !layout.has_missing);
@@ -1323,10 +1435,12 @@ mod tests {
         // Complete trees: 32 leaves read from columns, 64 (a forest's) walked.
         let layout = check(&[&complete(Lt, 5), &complete(Lt, 6)], &rows());
         assert_eq!(layout.masked.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false]);
-        // Sets, mixed modes and oblivious trees keep their walks.
+        // BRANCH_LEQ with sets too (the one-level tree is read as oblivious); mixed modes keep
+        // their walk.
         let set: &[Spec] = &[(0, Eq, 0, 1.0, 1, 2, false), (1, Leaf, 0, 0.0, 0, 0, false), (2, Leaf, 0, 0.0, 0, 0, false)];
         let layout = check(&[set, &spine(Leq, 4)], &rows());
-        assert!(layout.masked.iter().all(Option::is_none));
+        assert!(layout.leq_and_sets);
+        assert_eq!(layout.masked.iter().map(Option::is_some).collect::<Vec<_>>(), [false, true]);
         let layout = check(&[&spine(Lt, 4), &spine(Leq, 4)], &rows());
         assert!(layout.same_mode.is_none() && layout.masked.iter().all(Option::is_none));
     }
