@@ -132,6 +132,11 @@ pub struct Ensemble {
     /// When every leaf has one weight: per node, the class or target of its weight (a leaf's
     /// weight is [`Layout::leaf_value`]).
     one_weight: Option<Vec<u32>>,
+    /// With [`Ensemble::one_weight`], when each tree's leaves are all for one class or target
+    /// (multiclass boosting: a tree per class and round): per tree, that class or target.
+    tree_targets: Option<Vec<u32>>,
+    /// The classes or targets of [`Ensemble::tree_targets`], each once (sorted).
+    trees_mark: Vec<u32>,
 }
 
 /// The result for a batch: per row, the label (the class's integer label, or its index for text
@@ -241,7 +246,24 @@ impl Ensemble {
             Some(dense) if outputs == 2 => dense.chunks_exact(2).map(|p| [p[0], p[1]]).collect(),
             _ => Vec::new(),
         };
-        Ok(Ensemble { layout, kind, outputs, base, post, single_target, dense, dense2, one_weight })
+        // A tree's nodes run from its root to the next tree's (depth-first copies, tree after tree).
+        let tree_targets = one_weight.as_ref().and_then(|targets: &Vec<u32>| {
+            let ends = layout.trees.iter().skip(1).map(|t| t.root as usize).chain([layout.leaf_weights.len()]);
+            layout
+                .trees
+                .iter()
+                .zip(ends)
+                .map(|(tree, end)| {
+                    let mut leaves = (tree.root as usize..end).filter(|&i| layout.leaf_weights[i].1 == 1);
+                    let first = targets[leaves.next()?];
+                    leaves.all(|i| targets[i] == first).then_some(first)
+                })
+                .collect::<Option<Vec<u32>>>()
+        });
+        let mut trees_mark = tree_targets.clone().unwrap_or_default();
+        trees_mark.sort_unstable();
+        trees_mark.dedup();
+        Ok(Ensemble { layout, kind, outputs, base, post, single_target, dense, dense2, one_weight, tree_targets, trees_mark })
     }
 
     /// The number of trees.
@@ -352,6 +374,10 @@ impl Ensemble {
             if self.dense.is_some() {
                 has.iter_mut().for_each(|h| *h = true);
             }
+            // Trees of one class each: every row's scores of those classes are marked.
+            for &target in &self.trees_mark {
+                has.chunks_exact_mut(n).for_each(|h| h[target as usize] = true);
+            }
         }
         for tree in 0..layout.trees.len() {
             layout.leaves(tree, x, columns, leaves);
@@ -389,6 +415,12 @@ impl Ensemble {
                     for (s, &leaf) in sums.chunks_exact_mut(n).zip(leaves.iter()) {
                         let at = (leaf as usize & mask) * n;
                         s.iter_mut().zip(&dense[at..at + n]).for_each(|(s, w)| *s += w);
+                    }
+                }
+                (Aggregate::Sum | Aggregate::Average, false, None) if self.tree_targets.is_some() => {
+                    let target = self.tree_targets.as_deref().unwrap_or_default()[tree] as usize;
+                    for (s, &leaf) in sums.chunks_exact_mut(n).zip(leaves.iter()) {
+                        s[target] += values[leaf as usize & mask];
                     }
                 }
                 (Aggregate::Sum | Aggregate::Average, false, None) if self.one_weight.is_some() => {
