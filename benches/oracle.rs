@@ -50,7 +50,7 @@ fn models(data: &fairpipe_core::data::Dataset) -> Vec<(&'static str, Oracle)> {
     assert!(check.used, "the native executor must reproduce tract: {check:?}");
     let (x, y) = data.subset(Split::Train);
     let mlp = Mlp::train(&x, &y, &MlpConfig { epochs: 1, ..Default::default() }).expect("mlp");
-    let ort = ort_model(&path, data);
+    let ort = ort_model(&path, data, favourable_of(data));
     vec![
         ("onnx-native", Oracle::new(Arc::new(native) as Arc<dyn Model>)),
         ("onnx-tract", Oracle::new(Arc::new(tract) as Arc<dyn Model>)),
@@ -59,10 +59,14 @@ fn models(data: &fairpipe_core::data::Dataset) -> Vec<(&'static str, Oracle)> {
     ]
 }
 
-/// `path` run by ONNX Runtime on `data`'s rows.
-fn ort_model(path: &std::path::Path, data: &fairpipe_core::data::Dataset) -> OrtModel {
+/// The data's favourable label, as a pipeline's `load` stage gives it to the model.
+fn favourable_of(data: &fairpipe_core::data::Dataset) -> Favourable {
+    Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped, code: data.label_code }
+}
+
+/// `path` run by ONNX Runtime on `data`'s rows, `favourable` its class read.
+fn ort_model(path: &std::path::Path, data: &fairpipe_core::data::Dataset, favourable: Favourable) -> OrtModel {
     let runtime = runtime(None).expect("ONNX Runtime (pip install onnxruntime)");
-    let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped, code: data.label_code };
     let choice = OutputChoice { name: None, transform: OutputTransform::None, favourable, classes: Vec::new() };
     let rows: Vec<f64> = data.x.iter().copied().collect();
     let feeding = Feeding { coded: data.coded.clone(), ..Feeding::default() };
@@ -88,7 +92,7 @@ fn exports_throughput(c: &mut Criterion) {
     let width = data.domain.width();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/exports");
     for name in ["sklearn_rf100", "sklearn_gbc", "xgboost", "sklearn_vector_lr", "sklearn_named_zipmap"] {
-        let oracle = Oracle::new(Arc::new(ort_model(&dir.join(format!("{name}.onnx")), &data)) as Arc<dyn Model>);
+        let oracle = Oracle::new(Arc::new(ort_model(&dir.join(format!("{name}.onnx")), &data, favourable_of(&data))) as Arc<dyn Model>);
         bench_batches(c, &format!("predict/onnxruntime-{name}"), &oracle, &rows, width, &[1, 64, 4096]);
     }
     let tract = OnnxModel::load(&dir.join("sklearn_rf100.onnx"), width, None).expect("tract runs the forest");
@@ -128,14 +132,24 @@ fn trees_throughput(c: &mut Criterion) {
             continue;
         }
         let graph = Graph::read(&path, width).expect("the tree executor covers the export");
-        // Multiclass exports: read the probability of their first class.
-        let favourable = Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped, code: data.label_code };
-        let choice = OutputChoice { name: None, transform: OutputTransform::None, favourable, classes: Vec::new() };
-        let Ok(native) = TreeModel::load(&path, graph, choice, &rows) else {
-            eprintln!("{name}: not a binary classifier fairpipe reads yet; skipped");
+        // The census label's favourable class; the three-class exports (denied, review,
+        // approved) read P(approved), as a pipeline naming `favourable = "approved"` does.
+        let census = favourable_of(&data);
+        let approved = Favourable { label: "approved".into(), is_zero: false, code: None };
+        let choice = |favourable: &Favourable| OutputChoice {
+            name: None,
+            transform: OutputTransform::None,
+            favourable: favourable.clone(),
+            classes: Vec::new(),
+        };
+        let loaded = [census, approved]
+            .into_iter()
+            .find_map(|f| TreeModel::load(&path, graph.clone(), choice(&f), &rows).ok().map(|model| (model, f)));
+        let Some((native, favourable)) = loaded else {
+            eprintln!("{name}: not a classifier whose favourable class the bench can name; skipped");
             continue;
         };
-        let ort = ort_model(&path, &data);
+        let ort = ort_model(&path, &data, favourable);
         for (executor, oracle) in [
             ("native-trees", Oracle::new(Arc::new(native) as Arc<dyn Model>)),
             ("onnxruntime", Oracle::new(Arc::new(ort) as Arc<dyn Model>)),

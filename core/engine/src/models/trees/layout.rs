@@ -8,10 +8,10 @@
 //! sets, with at most 32 leaves (gradient boosting, XGBoost, HistGradientBoosting, LightGBM) is
 //! read [`Masked`]: every comparison made for a block of rows held in columns (vector
 //! instructions), each failed one ruling out its true subtree's leaves, the leftmost leaf left
-//! being the row's; a tree's set nodes on one feature are one table look-up by the row's key. A chain of `BRANCH_EQ` nodes on one feature (how
-//! onnxmltools writes a LightGBM categorical split), or one such node on a small integer, becomes
-//! one set-membership node; an ensemble of `BRANCH_LEQ` and set nodes (LightGBM's) has a walk of
-//! its own.
+//! being the row's; a tree's set nodes on one feature are one table look-up by the row's key.
+//! A chain of `BRANCH_EQ` nodes on one feature (how onnxmltools writes a LightGBM categorical
+//! split), or one such node on a small integer, becomes one set-membership node; an ensemble of
+//! `BRANCH_LEQ` and set nodes (LightGBM's) has a walk of its own.
 //!
 //! The walk has no bounds check per step: the nodes (and the sets) are padded to a power of two
 //! and indices masked into them, and the rows are copied into a power-of-two number of columns
@@ -747,9 +747,8 @@ impl Layout {
         columns: Option<&Columns<'_>>,
         leaves: &mut [u32],
     ) {
-        // Only the walks of plain comparisons, which read no flags, have masked trees.
-        let plain = MODE != 0;
-        if let (true, Some(masked), Some(columns)) = (plain, &self.masked[tree], columns) {
+        // The walk that reads each node's outcome bits (mode 0) has no masked trees.
+        if let (true, Some(masked), Some(columns)) = (MODE != 0, &self.masked[tree], columns) {
             if columns.rows == leaves.len() && leaves.len() <= MASKED_BLOCK {
                 return self.masked_leaves::<MODE, MISSING_TO_TRUE>(masked, columns, leaves);
             }
@@ -821,12 +820,12 @@ impl Layout {
         }
     }
 
-    /// Tree `t` as [`Masked`], when its branches make plain comparisons (one mode for every node,
-    /// no sets; missing values only with BRANCH_LEQ or BRANCH_LT), it is not [`Oblivious`] and it
-    /// has at most [`MASKED_LEAVES`] leaves.
+    /// Tree `t` as [`Masked`], when its branches make plain comparisons (one mode for every node;
+    /// missing values only with BRANCH_LEQ or BRANCH_LT) or are BRANCH_LEQ and set nodes, it is
+    /// not [`Oblivious`] and it has at most [`MASKED_LEAVES`] leaves.
     fn masked_tree(&self, t: usize) -> Option<Masked> {
-        // The modes whose walk reads no flags (`Layout::leaves`: BRANCH_GT/GTE with missing values
-        // take the walk that reads each node's outcome bits).
+        // Not the walk that reads each node's outcome bits (`Layout::leaves`: mixed modes, and
+        // BRANCH_GT/GTE with missing values).
         let plain = match (self.same_mode, self.has_missing) {
             (Some(Mode::Leq | Mode::Lt | Mode::Gt | Mode::Gte), false) | (Some(Mode::Leq | Mode::Lt), true) => !self.leq_and_sets,
             _ => self.leq_and_sets,
