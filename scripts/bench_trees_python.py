@@ -38,7 +38,9 @@ def rows() -> np.ndarray:
 
 def measure(sess: ort.InferenceSession, x: np.ndarray, batch: int, seconds: float) -> float:
     name = sess.get_inputs()[0].name
-    out = sess.get_outputs()[1].name
+    outputs = sess.get_outputs()
+    # A classifier's probabilities (its second output); a regressor's one output.
+    out = outputs[1 if len(outputs) > 1 else 0].name
     n = x.shape[0] - x.shape[0] % batch
     done, start, i = 0, time.perf_counter(), 0
     while True:
