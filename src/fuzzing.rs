@@ -9,7 +9,7 @@ use std::sync::Once;
 
 use fairpipe_core::models::remote::{grpc, mlflow, parse_json, v2};
 use fairpipe_core::run::Pipeline;
-use fairpipe_core::stage::toml_spans::{self, Val};
+use fairpipe_core::toml_spans::{self, Val};
 
 /// One fuzz target's body: fed any bytes, it must return (whatever the reader answered).
 pub type Target = fn(&[u8]);
@@ -75,7 +75,7 @@ pub fn csv_scan(data: &[u8]) {
 
 /// What `load_model` reads of an ONNX file's bytes before any executor runs.
 pub fn onnx_graph(data: &[u8]) {
-    match fairpipe_core::models::onnx_graph::graph_facts_from_bytes(Path::new("fuzz.onnx"), data) {
+    match fairpipe_core::models::onnx::facts::graph_facts_from_bytes(Path::new("fuzz.onnx"), data) {
         Ok(facts) => {
             let _ = format!("{facts:?}");
         }

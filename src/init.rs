@@ -12,8 +12,8 @@ use std::path::{Component, Path, PathBuf};
 use fairpipe_core::data::{self, ColumnProfile, LoadSpec, MissingPolicy, SplitSpec};
 use fairpipe_core::domain::{AttributeKind, Domain};
 use fairpipe_core::error::{DataError, ModelError};
-use fairpipe_core::models::model_inputs::{self, InputPlan};
-use fairpipe_core::models::onnx_graph::graph_facts;
+use fairpipe_core::models::inputs::{self, InputPlan};
+use fairpipe_core::models::onnx::facts::graph_facts;
 
 /// What `fairpipe init` is asked for.
 #[derive(Debug, Clone, Default)]
@@ -585,8 +585,8 @@ pub fn init(options: &InitOptions) -> Result<Init, InitError> {
             for a in &mut load_domain.attributes {
                 a.protected = searched.contains(&a.name);
             }
-            let feeding = model_inputs::Feeding { coded: dataset.coded.clone(), ..Default::default() };
-            match model_inputs::plan(model, &facts.inputs, &load_domain, &feeding).map_err(InitError::Model)? {
+            let feeding = inputs::Feeding { coded: dataset.coded.clone(), ..Default::default() };
+            match inputs::plan(model, &facts.inputs, &load_domain, &feeding).map_err(InitError::Model)? {
                 InputPlan::Vector { input, width, .. } => {
                     let encoding = if coded_columns.is_empty() {
                         "categories as level codes, levels sorted"
@@ -639,7 +639,7 @@ pub fn init(options: &InitOptions) -> Result<Init, InitError> {
                 model_notes.push(format!(
                     "It needs ONNX Runtime ({}): {}.",
                     facts.needs_onnxruntime.join(", "),
-                    fairpipe_core::models::onnx_runtime::install_advice()
+                    fairpipe_core::models::onnx::runtime::install_advice()
                 ));
             }
         }

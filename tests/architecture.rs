@@ -1,5 +1,6 @@
-//! ARCHITECTURE.md stays true: every path it names exists, and no crate's module import graph has
-//! a circle (as drawn by `scripts/import_cycles.py`).
+//! ARCHITECTURE.md stays true: every path it names exists, no crate's module import graph has a
+//! circle (as drawn by `scripts/import_cycles.py`), and no crate depends on a crate of its own floor
+//! or a higher one.
 
 use std::path::Path;
 use std::process::Command;
@@ -32,4 +33,74 @@ fn no_crate_has_an_import_circle() {
     let out = Command::new("python3").arg(root.join("scripts/import_cycles.py")).output().expect("python3 runs scripts/import_cycles.py");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.trim_end().ends_with("0 circle(s)"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The floors of ARCHITECTURE.md's crate table, bottom first: a crate may depend (normal
+/// dependencies, not dev-dependencies) only on crates of lower floors.
+const FLOORS: &[(&str, &str)] = &[
+    ("fairpipe-ffi", "core/ffi"),
+    ("fairpipe-abi", "core/abi"),
+    ("fairpipe-search", "core/search"),
+    ("fairpipe-plugin-*", "plugins/*"),
+    ("fairpipe-conformance", "core/conformance"),
+    ("fairpipe-data", "core/data"),
+    ("fairpipe-models", "core/models"),
+    ("fairpipe-core", "core/engine"),
+    ("fairpipe-builtins", "core/builtins"),
+    ("fairpipe", "."),
+    ("fairpipe-python", "python"),
+];
+
+/// The floor of a crate name (plugins share one).
+fn floor_of(name: &str) -> Option<usize> {
+    FLOORS.iter().position(|(n, _)| *n == name || (n.ends_with('*') && name.starts_with(n.trim_end_matches('*'))))
+}
+
+/// The `fairpipe*` names in a manifest's `[dependencies]` table (and its target-specific ones).
+fn fairpipe_dependencies(manifest: &str) -> Vec<String> {
+    let mut in_dependencies = false;
+    let mut found = Vec::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]" || (line.starts_with("[target.") && line.ends_with(".dependencies]"));
+            continue;
+        }
+        if in_dependencies && line.starts_with("fairpipe") {
+            found.push(line.split(['=', '.', ' ']).next().unwrap_or_default().to_string());
+        }
+    }
+    found
+}
+
+/// No crate depends on a crate of its own floor or above it (Cargo only refuses circles).
+#[test]
+fn no_crate_depends_on_a_higher_floor() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut manifests = Vec::new();
+    for (_, folder) in FLOORS {
+        if let Some(parent) = folder.strip_suffix("/*") {
+            for entry in std::fs::read_dir(root.join(parent)).unwrap() {
+                manifests.push(entry.unwrap().path().join("Cargo.toml"));
+            }
+        } else {
+            manifests.push(root.join(folder).join("Cargo.toml"));
+        }
+    }
+    let mut upward = Vec::new();
+    let mut edges = 0;
+    for manifest in &manifests {
+        let text = std::fs::read_to_string(manifest).unwrap();
+        let name = text.lines().find_map(|l| l.strip_prefix("name = \"")).and_then(|n| n.strip_suffix('"')).unwrap().to_string();
+        let me = floor_of(&name).unwrap_or_else(|| panic!("{}: crate {name} is on no floor of ARCHITECTURE.md", manifest.display()));
+        for dependency in fairpipe_dependencies(&text) {
+            edges += 1;
+            match floor_of(&dependency) {
+                Some(floor) if floor < me => {}
+                _ => upward.push(format!("{name} -> {dependency}")),
+            }
+        }
+    }
+    assert!(edges >= 20, "only {edges} dependencies between fairpipe crates found: has the manifests' format changed?");
+    assert!(upward.is_empty(), "dependencies that do not point to a lower floor: {upward:?}");
 }

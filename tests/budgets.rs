@@ -98,7 +98,7 @@ fn a_search_that_tried_millions_of_rows_returns_promptly_when_its_time_is_spent(
     let spec =
         RunSpec { params: &params, seeds: &seeds, rng_seed: 7, budget: FfiBudget { max_seconds, ..Default::default() }, gamma: None };
     let started = Instant::now();
-    // Past the grace the host gives up on the plugin: `PluginError::Unresponsive`.
+    // Past the grace the host gives up on the plugin: `PluginHostError::Unresponsive`.
     let out = common::plugin("grft").generate(&Oracle::new(Arc::new(Sum)), &domain, &spec, &indicatif::ProgressBar::hidden()).unwrap();
     let elapsed = started.elapsed().as_secs_f64();
     assert!(out.stopped_by_host, "the time budget ended the run");

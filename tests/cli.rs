@@ -126,7 +126,7 @@ fn list_json_describes_every_kind_and_plugin() {
 /// `[pipeline]`.
 #[test]
 fn the_onnx_runtime_key_of_the_hint_validates() {
-    let advice = fairpipe_core::models::onnx_runtime::install_advice();
+    let advice = fairpipe_core::models::onnx::runtime::install_advice();
     assert!(advice.contains("load_model stage's key `onnxruntime = \"PATH\"`"), "{advice}");
     let dir = tempfile::tempdir().unwrap();
     let library = write(dir.path(), "libonnxruntime.so", "");

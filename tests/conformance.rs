@@ -16,7 +16,7 @@ use fairpipe_core::check::Checker;
 use fairpipe_core::data::Dataset;
 use fairpipe_core::models::OnnxModel;
 use fairpipe_core::oracle::Oracle;
-use fairpipe_core::plugin::{self, Plugin, PluginError, RunSpec};
+use fairpipe_core::plugin::{self, Plugin, PluginHostError, RunSpec};
 use fairpipe_ffi::FfiBudget;
 use serde_json::json;
 
@@ -39,7 +39,13 @@ fn census() -> (Dataset, Oracle) {
     (data, Oracle::new(Arc::new(model)))
 }
 
-fn run(name: &str, params: serde_json::Value, seed: u64, data: &Dataset, oracle: &Oracle) -> Result<plugin::GenerateOutput, PluginError> {
+fn run(
+    name: &str,
+    params: serde_json::Value,
+    seed: u64,
+    data: &Dataset,
+    oracle: &Oracle,
+) -> Result<plugin::GenerateOutput, PluginHostError> {
     run_with(common::plugin(name), params, seed, data, oracle)
 }
 
@@ -49,7 +55,7 @@ fn run_with(
     seed: u64,
     data: &Dataset,
     oracle: &Oracle,
-) -> Result<plugin::GenerateOutput, PluginError> {
+) -> Result<plugin::GenerateOutput, PluginHostError> {
     let seeds: Vec<f64> = data.x.iter().copied().take(200 * data.domain.width()).collect();
     let spec = RunSpec {
         params: &params,
@@ -98,7 +104,7 @@ fn an_injected_panic_comes_back_as_an_error_and_the_host_survives() {
     for name in plugin_names() {
         let err = run(&name, json!({"_inject_panic": true}), 1, &data, &oracle).unwrap_err();
         match &err {
-            PluginError::Failed { what, message, .. } => {
+            PluginHostError::Failed { what, message, .. } => {
                 assert_eq!(what, "panic", "{name}: {err}");
                 assert!(message.contains("injected panic"), "{name}: {message}");
             }

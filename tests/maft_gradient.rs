@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use fairpipe_core::data::{load, LoadSpec, Split, SplitSpec};
-use fairpipe_core::models::mlp::{Mlp, MlpConfig};
+use fairpipe_core::models::native::mlp::{Mlp, MlpConfig};
 use fairpipe_search::gradient::{cosine, sign, Perturbation};
 use ndarray::{Array2, ArrayView2};
 

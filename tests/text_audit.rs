@@ -198,12 +198,12 @@ fn the_wikitalk_swaps_pipeline_reports_every_label_changing_swap() {
 
 #[test]
 fn the_onnx_text_model_gives_onnx_runtimes_probabilities() {
-    use fairpipe_core::models::model_outputs::{Favourable, OutputChoice, OutputTransform};
+    use fairpipe_core::models::outputs::{Favourable, OutputChoice, OutputTransform};
     use fairpipe_core::text::onnx_text::OrtTextModel;
     let data = comments();
-    let runtime = fairpipe_core::models::onnx_runtime::runtime(None).expect("ONNX Runtime (pip install onnxruntime)");
+    let runtime = fairpipe_core::models::onnx::runtime::runtime(None).expect("ONNX Runtime (pip install onnxruntime)");
     let path = common::root().join("pipelines/models/wikitalk_tfidf_lr.onnx");
-    let classes = fairpipe_core::models::onnx_graph::graph_facts(&path).unwrap().classes;
+    let classes = fairpipe_core::models::onnx::facts::graph_facts(&path).unwrap().classes;
     let choice = OutputChoice {
         name: None,
         transform: OutputTransform::None,
@@ -221,7 +221,7 @@ fn the_onnx_text_model_gives_onnx_runtimes_probabilities() {
     let sklearn = sklearn_probabilities();
     assert!(ours.iter().zip(&sklearn).any(|(a, b)| (a - b).abs() > 1e-3));
     let two_inputs = common::root().join("tests/fixtures/exports/sklearn_named_zipmap.onnx");
-    let runtime = fairpipe_core::models::onnx_runtime::runtime(None).unwrap();
+    let runtime = fairpipe_core::models::onnx::runtime::runtime(None).unwrap();
     let choice = OutputChoice {
         name: None,
         transform: OutputTransform::None,

@@ -14,9 +14,9 @@
 
 use std::path::PathBuf;
 
-use fairpipe_core::models::model_outputs::RawOutput;
-use fairpipe_core::models::onnx_runtime::runtime;
-use fairpipe_core::models::ort_model::raw_outputs as ort_outputs;
+use fairpipe_core::models::onnx::ort::raw_outputs as ort_outputs;
+use fairpipe_core::models::onnx::runtime::runtime;
+use fairpipe_core::models::outputs::RawOutput;
 use fairpipe_core::models::trees::{raw_outputs, Graph};
 
 use crate::common::*;

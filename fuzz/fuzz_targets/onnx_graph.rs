@@ -1,4 +1,4 @@
-//! The ONNX graph reader (`fairpipe_core::models::onnx_graph::graph_facts_from_bytes`, what
+//! The ONNX graph reader (`fairpipe_core::models::onnx::facts::graph_facts_from_bytes`, what
 //! `load_model` reads of an export before any executor runs it) over arbitrary bytes: `Ok` or a
 //! `ModelError`, never a panic, hang or memory blow-up.
 //!

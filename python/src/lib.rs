@@ -5,15 +5,14 @@
 
 mod arrow;
 mod model;
-mod overrides;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use fairpipe_core::error::{ConfigError, Error};
+use fairpipe_core::error::{ConfigError, ConfigProblem, Error};
 use fairpipe_core::models::provided::ProvidedModel;
 use fairpipe_core::output::Table;
-use fairpipe_core::run::Pipeline;
+use fairpipe_core::run::{Pipeline, Replacement};
 use fairpipe_core::stages::check::CheckConfig;
 use fairpipe_core::stages::estimate::EstimateConfig;
 use fairpipe_core::stages::generate::GenerateConfig;
@@ -29,7 +28,6 @@ use serde_json::Value;
 
 use arrow::{frame_from_py, ArrowTable};
 use model::{LastError, PySource};
-use overrides::Replacement;
 
 /// The column `audit` adds to say which rows are measured (`test`) when `test=` is given.
 const SPLIT_COLUMN: &str = "__fairpipe_split";
@@ -136,7 +134,7 @@ fn gate_conditions(gate: &[String]) -> Result<Vec<fairpipe_core::gate::Condition
     gate.iter()
         .map(|c| {
             c.parse::<fairpipe_core::gate::Condition>()
-                .map_err(|e| Error::Config(overrides::one_problem(Path::new("<gate>"), format!("gate condition {c:?}: {e}"))))
+                .map_err(|e| Error::Config(one_problem(Path::new("<gate>"), format!("gate condition {c:?}: {e}"))))
         })
         .collect()
 }
@@ -176,16 +174,12 @@ fn run_pipeline(
         replacements.push((stage.clone(), Replacement::Model(ProvidedModel(Arc::new(PySource::new(spec, Arc::clone(&last))?)))));
     }
     let result = py.detach(|| -> Result<NativeRun, Error> {
-        let (mut pipeline, text) = match text {
-            Some(text) => (Pipeline::parse(&file, &text, seed)?, text),
-            None => {
-                let pipeline = Pipeline::load(&file, seed)?;
-                let text = std::fs::read_to_string(&file).map_err(|e| Error::Invalid(format!("{}: {e}", file.display())))?;
-                (pipeline, text)
-            }
+        let mut pipeline = match text {
+            Some(text) => Pipeline::parse(&file, &text, seed)?,
+            None => Pipeline::load(&file, seed)?,
         };
-        if !replacements.is_empty() {
-            overrides::apply(&mut pipeline, &file, &text, replacements)?;
+        for (stage, replacement) in replacements {
+            pipeline.replace_input(&stage, replacement)?;
         }
         pipeline.gate.extend(gate_conditions(&gate)?);
         execute(&pipeline, out.as_deref())
@@ -344,13 +338,14 @@ fn version() -> &'static str {
 /// The built-in methods: name, kind and description, as `fairpipe list` shows them.
 #[pyfunction]
 fn builtin_reference() -> String {
-    fairpipe::builtin_reference()
+    fairpipe_builtins::builtin_reference()
 }
 
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    fairpipe::register_builtins().map_err(|e| PyImportError::new_err(format!("fairpipe's built-in methods did not register: {e}")))?;
+    fairpipe_builtins::register_builtins()
+        .map_err(|e| PyImportError::new_err(format!("fairpipe's built-in methods did not register: {e}")))?;
     m.add_class::<NativeRun>()?;
     m.add_class::<ArrowTable>()?;
     m.add_function(wrap_pyfunction!(run_pipeline, m)?)?;
@@ -359,4 +354,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::arrow_buffer_addresses, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_reference, m)?)?;
     Ok(())
+}
+
+/// A single problem at the top of `file`.
+fn one_problem(file: &Path, message: String) -> ConfigError {
+    ConfigError { problems: vec![ConfigProblem { file: file.to_path_buf(), line: 1, col: 1, message }] }
 }

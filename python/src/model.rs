@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use fairpipe_core::data::Dataset;
 use fairpipe_core::domain::{AttributeKind, Domain};
 use fairpipe_core::error::ModelError;
-use fairpipe_core::models::model_outputs::{ClassKey, Favourable};
+use fairpipe_core::models::outputs::{ClassKey, Favourable};
 use fairpipe_core::models::provided::{BoundModel, ModelSource};
 use fairpipe_core::oracle::Model;
 use pyo3::prelude::*;

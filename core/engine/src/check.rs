@@ -84,7 +84,7 @@ mod tests {
     use fairpipe_abi::domain::Attribute;
 
     use super::*;
-    use crate::oracle::tests::Counting;
+    use crate::models::testing::Counting;
 
     #[test]
     fn the_variant_that_is_the_row_itself_is_answered_with_the_rows_own_score() {

@@ -3,24 +3,8 @@
 
 use std::path::PathBuf;
 
-/// One problem found in a pipeline file, located by line and column.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigProblem {
-    /// The pipeline file.
-    pub file: PathBuf,
-    /// 1-based line of the offending key or value.
-    pub line: usize,
-    /// 1-based column.
-    pub col: usize,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
-
-impl std::fmt::Display for ConfigProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file.display(), self.line, self.col, self.message)
-    }
-}
+pub use fairpipe_data::error::{ConfigProblem, DataError};
+pub use fairpipe_models::error::ModelError;
 
 /// Every problem found in a pipeline file; reported together so a user fixes them in one pass.
 /// Shown as the first [`ConfigError::SHOWN`] problems and the count of the rest.
@@ -47,206 +31,6 @@ impl ConfigError {
     }
 }
 
-/// Reading or interpreting a data file failed.
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    /// The file could not be opened or parsed; check the path and the format.
-    #[error("{path}: cannot read: {message}")]
-    Read {
-        /// The data file.
-        path: PathBuf,
-        /// What the reader said.
-        message: String,
-    },
-    /// The header names a column twice; a reader would rename the second copy and use it as a
-    /// feature. Rename or remove one of them.
-    #[error("{path}: column `{column}` appears twice in the header (columns {first} and {second}); rename or remove one")]
-    DuplicateColumn {
-        /// The data file.
-        path: PathBuf,
-        /// The repeated name.
-        column: String,
-        /// 1-based position of its first occurrence.
-        first: usize,
-        /// 1-based position of the second.
-        second: usize,
-    },
-    /// A row does not fit the file's structure (field count, quotes); fix the line.
-    #[error("{path}: line {line}: {message}")]
-    Structure {
-        /// The data file.
-        path: PathBuf,
-        /// 1-based line where the record starts.
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// The file is not UTF-8 text; convert it (e.g. `iconv -f latin1 -t utf-8`).
-    #[error("{path}: line {line}, column {col}: invalid UTF-8 (byte 0x{byte:02x}); convert the file to UTF-8")]
-    Utf8 {
-        /// The data file.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column, in characters.
-        col: usize,
-        /// The first invalid byte.
-        byte: u8,
-    },
-    /// The file has a header but no data rows; point the stage at a file with data.
-    #[error("{path}: the file has no data rows")]
-    Empty {
-        /// The data file.
-        path: PathBuf,
-    },
-    /// A column named in the pipeline does not exist in the file.
-    #[error("{path}: no column `{column}` (wanted as {role}); the file has: {available}{hint}")]
-    MissingColumn {
-        /// The data file.
-        path: PathBuf,
-        /// The missing column.
-        column: String,
-        /// What the column was wanted for (label, protected attribute…).
-        role: String,
-        /// The columns that exist.
-        available: String,
-        /// A "did you mean" hint, possibly empty.
-        hint: String,
-    },
-    /// A cell in a numeric column is not a number; fix the cell or declare the column categorical.
-    #[error("{path}: line {line}, column `{column}`: expected a number, found {value:?}")]
-    NotNumeric {
-        /// The data file.
-        path: PathBuf,
-        /// 1-based line in the file (the header is line 1).
-        line: usize,
-        /// The column.
-        column: String,
-        /// The offending cell.
-        value: String,
-    },
-    /// A cell is empty or a missing-value marker while `missing = "reject"`; clean the data or set
-    /// `missing = "drop"`.
-    #[error("{path}: line {line}, column `{column}`: missing value (set missing = \"drop\" on the load stage to drop such rows)")]
-    MissingValue {
-        /// The data file.
-        path: PathBuf,
-        /// 1-based line in the file.
-        line: usize,
-        /// The column.
-        column: String,
-    },
-    /// A column's values do not fit what the pipeline says about it.
-    #[error("{path}: column `{column}`: {message}")]
-    Column {
-        /// The data file.
-        path: PathBuf,
-        /// The column.
-        column: String,
-        /// What was expected.
-        message: String,
-    },
-}
-
-/// Building, loading or running a model failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    /// The ONNX file could not be loaded or optimised.
-    #[error("{path}: cannot load ONNX model: {message}")]
-    Onnx {
-        /// The model file.
-        path: PathBuf,
-        /// What tract said.
-        message: String,
-    },
-    /// The model's input width differs from the data's feature count.
-    #[error("model expects {expected} input features but the data has {found}")]
-    Width {
-        /// What the model takes.
-        expected: usize,
-        /// What the data provides.
-        found: usize,
-    },
-    /// The `output` key names an output the model does not have.
-    #[error("{model}: no output named {wanted:?}; {outputs}")]
-    MissingOutput {
-        /// The model file or endpoint.
-        model: String,
-        /// The output asked for.
-        wanted: String,
-        /// The outputs it has ("its outputs are …"), and how to ask for one.
-        outputs: String,
-    },
-    /// Running the model failed.
-    #[error("model inference failed: {0}")]
-    Inference(String),
-    /// A model behind a URL could not be reached, refused a request or answered in a form
-    /// fairpipe cannot read.
-    #[error("{url}: {message}")]
-    Remote {
-        /// The endpoint (never with a token).
-        url: String,
-        /// What went wrong: the status and the start of the response body, or the transport error.
-        message: String,
-    },
-    /// Training failed.
-    #[error("training failed: {0}")]
-    Train(String),
-    /// A model returned NaN or an infinite value.
-    #[error("model output {output} is {value} for row {row}{}: a model that returns NaN or infinity cannot be audited; check the row's values against the model's training data (a missing value, a category or range it never saw)", features_of(.features))]
-    NotFinite {
-        /// The output read.
-        output: String,
-        /// The row's position in the batch scored.
-        row: usize,
-        /// The value returned.
-        value: f64,
-        /// The row's encoded features, when known.
-        features: Vec<f64>,
-    },
-    /// An output read as probabilities holds something else (logits, scores).
-    #[error("model output {output} does not hold probabilities: {problem} at row {row} ({values:?}); {fix}")]
-    NotProbabilities {
-        /// The output read.
-        output: String,
-        /// The row's position in the batch scored.
-        row: usize,
-        /// The row's values.
-        values: Vec<f64>,
-        /// What is wrong with them.
-        problem: String,
-        /// What to set instead.
-        fix: String,
-    },
-    /// ONNX Runtime is needed but cannot be started.
-    #[error("{path}: {reason} needs ONNX Runtime, which is not available: {message}")]
-    RuntimeMissing {
-        /// The model file.
-        path: PathBuf,
-        /// Which operator, input or output needs it.
-        reason: String,
-        /// What was tried, and the install command.
-        message: String,
-    },
-    /// A saved model could not be read or written.
-    #[error("{path}: {message}")]
-    File {
-        /// The model file.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-/// " (features [1, 2, 3])" when the features are known.
-fn features_of(features: &[f64]) -> String {
-    if features.is_empty() {
-        String::new()
-    } else {
-        format!(" (encoded features {features:?})")
-    }
-}
-
 /// Writing a result file failed.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: cannot write: {message}")]
@@ -259,6 +43,7 @@ pub struct OutputError {
 
 /// Anything that can stop a pipeline.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The pipeline file is invalid.
     #[error(transparent)]
@@ -274,7 +59,10 @@ pub enum Error {
     Output(#[from] OutputError),
     /// A plugin failed or was refused.
     #[error(transparent)]
-    Plugin(#[from] PluginError),
+    Plugin(#[from] PluginHostError),
+    /// Shards' parts cannot be merged.
+    #[error(transparent)]
+    Merge(#[from] MergeError),
     /// A stage failed; `source` says why.
     #[error("stage `{stage}` ({kind}) failed: {source}{}", place_of(.place))]
     Stage {
@@ -314,6 +102,7 @@ impl Error {
 /// names the key; the runner adds where the key is in the pipeline file ([`KeyPlace`]), beside
 /// what the message says of the data's file, line and column.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StageError {
     /// A count a key asks for is above what the data has (`k` above the rows to cluster,
     /// `max_features` above the features).
@@ -417,7 +206,8 @@ fn place_of(place: &Option<Box<KeyPlace>>) -> String {
 
 /// A plugin could not be found, loaded or run.
 #[derive(Debug, thiserror::Error)]
-pub enum PluginError {
+#[non_exhaustive]
+pub enum PluginHostError {
     /// No built-in and no library of that name on the search path; check the name, or put the
     /// library in a folder of `plugin_path` / `FAIRPIPE_PLUGIN_PATH`, or give the stage a `path`.
     #[error("no plugin `{name}` found{detail}")]
@@ -497,3 +287,79 @@ pub enum PluginError {
 
 /// Result with the engine's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why parts cannot be merged.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MergeError {
+    /// A part's manifest is missing or unreadable.
+    #[error("{path}: {message}")]
+    Manifest {
+        /// The part folder or its manifest.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Two parts come from different runs.
+    #[error("{part} does not belong with {first}: {what} differs ({theirs} here, {ours} in {first}); merge parts of one run only")]
+    Mismatch {
+        /// The part that differs.
+        part: PathBuf,
+        /// The first part.
+        first: PathBuf,
+        /// What differs.
+        what: &'static str,
+        /// Its value in `part`.
+        theirs: String,
+        /// Its value in `first`.
+        ours: String,
+    },
+    /// The parts do not cover every unit exactly once.
+    #[error("the parts do not cover the run's {total} units exactly once:\n{problems}")]
+    Cover {
+        /// Units in the run.
+        total: usize,
+        /// One line per missing or duplicated unit.
+        problems: String,
+    },
+    /// A part's recorded gate condition no longer reads.
+    #[error("the parts' gate condition `{condition}`: {message}")]
+    Gate {
+        /// The condition as recorded.
+        condition: String,
+        /// Why it does not read.
+        message: String,
+    },
+    /// The pipeline the parts record splits into other units here.
+    #[error("the pipeline recorded in the parts ({}) no longer splits into the same units here (another fairpipe build?); run the shards and the merge with one fairpipe", .pipeline.display())]
+    Changed {
+        /// The pipeline file.
+        pipeline: PathBuf,
+    },
+    /// A piece file holds another unit than its place says.
+    #[error("{}: holds unit `{found}`, expected `{expected}`", .path.display())]
+    WrongUnit {
+        /// The piece file.
+        path: PathBuf,
+        /// The unit it holds.
+        found: String,
+        /// The unit of its place.
+        expected: String,
+    },
+    /// A stage computed a piece that is no unit of the run.
+    #[error("stage `{stage}` computed piece {piece}, which is not a unit of the run")]
+    UnknownPiece {
+        /// The stage.
+        stage: String,
+        /// The piece's index.
+        piece: usize,
+    },
+    /// A stage's result differs between the shards and the merge.
+    #[error("stage `{stage}` did not give the same result in the shards and in the merge ({differing}): the pieces cannot be combined; make it reproducible (a fixed seed for the library that trains it) or run the pipeline unsharded")]
+    NotReproducible {
+        /// The stage.
+        stage: String,
+        /// What differs, and where.
+        differing: String,
+    },
+}

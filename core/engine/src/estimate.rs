@@ -138,8 +138,8 @@ mod tests {
     use fairpipe_abi::domain::Attribute;
 
     use super::*;
+    use crate::models::testing::Counting;
     use crate::models::Model;
-    use crate::oracle::tests::Counting;
 
     /// The oracle's counting model, counting its calls and asking for calls of `rows_per_call`.
     struct Batched {

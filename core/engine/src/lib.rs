@@ -53,9 +53,6 @@
 
 pub mod check;
 pub mod cluster;
-pub mod codes;
-pub mod csv_check;
-pub mod data;
 pub mod error;
 pub mod estimate;
 pub mod fairness;
@@ -64,24 +61,25 @@ pub mod group_rule;
 pub mod grouping;
 pub mod interrupt;
 pub mod limits;
-pub mod models;
-pub mod oracle;
 pub mod output;
 pub mod pieces;
 pub mod plugin;
-pub mod progress;
 pub mod report;
 pub mod run;
-pub mod score_cache;
 pub mod serde_nan;
 pub mod stage;
 pub mod stages;
 pub mod staging;
 pub mod stats;
-pub mod suggest;
 pub mod sweep;
 pub mod text;
 pub mod warnings;
 
 pub use error::{Error, Result};
 pub use fairpipe_abi::domain;
+// The floors below the engine, re-exported under the module names the engine's own code and its
+// users name them by: the data layer (`fairpipe-data`) and the models with their oracle
+// (`fairpipe-models`).
+pub use fairpipe_data::{codes, csv_check, data, suggest, toml_spans};
+pub use fairpipe_models as models;
+pub use fairpipe_models::{oracle, progress, score_cache};

@@ -7,21 +7,21 @@ use std::sync::{Mutex, OnceLock};
 
 use fairpipe_ffi::{entry_symbols, EntryFn};
 
-use super::{Plugin, PluginError, Source};
+use super::{Plugin, PluginHostError, Source};
 
 /// Load the plugin library at `path`, once per process.
-pub fn load(path: &Path) -> Result<&'static Plugin, PluginError> {
+pub fn load(path: &Path) -> Result<&'static Plugin, PluginHostError> {
     static LOADED: OnceLock<Mutex<BTreeMap<PathBuf, &'static Plugin>>> = OnceLock::new();
-    let meta = std::fs::metadata(path).map_err(|e| PluginError::Load { path: path.to_path_buf(), message: e.to_string() })?;
+    let meta = std::fs::metadata(path).map_err(|e| PluginHostError::Load { path: path.to_path_buf(), message: e.to_string() })?;
     if !meta.is_file() {
-        return Err(PluginError::Load { path: path.to_path_buf(), message: "not a file (expected a plugin library)".into() });
+        return Err(PluginHostError::Load { path: path.to_path_buf(), message: "not a file (expected a plugin library)".into() });
     }
-    let canonical = path.canonicalize().map_err(|e| PluginError::Load { path: path.to_path_buf(), message: e.to_string() })?;
+    let canonical = path.canonicalize().map_err(|e| PluginHostError::Load { path: path.to_path_buf(), message: e.to_string() })?;
     let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = loaded.get(&canonical) {
         return Ok(p);
     }
-    let err = |message: String| PluginError::Load { path: canonical.clone(), message };
+    let err = |message: String| PluginHostError::Load { path: canonical.clone(), message };
     // SAFETY: opening a library runs its initialisers; fairpipe plugins are libraries without side
     // effects at load time (a user who names a library vouches for it). The library is leaked, so
     // it outlives every pointer taken from it: plugins are never unloaded.

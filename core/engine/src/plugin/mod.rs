@@ -3,7 +3,7 @@
 //! [`register_builtin`] (the host calls their entry function directly), and **file** plugins,
 //! libraries found on the search path ([`search`]) and opened with dlopen ([`loader`]). Either way
 //! the host reads the descriptor's ABI version before anything else, and runs the plugin with
-//! panics and failures turned into [`PluginError`]s ([`run`]).
+//! panics and failures turned into [`PluginHostError`]s ([`run`]).
 //!
 //! A name resolves to the built-in of that name first: a library file of the same name on the
 //! search path is shadowed (`fairpipe list` says so). A stage that gives an explicit `path` loads
@@ -20,7 +20,7 @@ use std::sync::{Mutex, OnceLock};
 
 use fairpipe_ffi::{self as ffi, status, DescriptorError, EntryFn, FfiPluginDescriptor, PluginEntry};
 
-pub use crate::error::PluginError;
+pub use crate::error::PluginHostError;
 pub use run::{EmittedCase, GenerateOutput, GradientUse, RunSpec, GRACE_SECONDS};
 pub use search::{discover, library_file_name, search_dirs};
 
@@ -68,20 +68,20 @@ impl Plugin {
     /// the process, whose first two fields are `u32` major and minor versions, and which — when
     /// its major equals [`ffi::ABI_MAJOR`] — has the layout of [`FfiPluginDescriptor`] with valid
     /// function pointers and static NUL-terminated strings.
-    pub unsafe fn from_entry(entry: EntryFn, source: Source) -> Result<Plugin, PluginError> {
+    pub unsafe fn from_entry(entry: EntryFn, source: Source) -> Result<Plugin, PluginHostError> {
         // SAFETY: the caller's guarantee is `PluginEntry::new`'s.
         Plugin::from_plugin_entry(unsafe { PluginEntry::new(entry) }, source)
     }
 
     /// Check the descriptor of a vouched-for entry and describe the plugin; `source` says where
     /// it came from (for messages).
-    pub fn from_plugin_entry(entry: PluginEntry, source: Source) -> Result<Plugin, PluginError> {
+    pub fn from_plugin_entry(entry: PluginEntry, source: Source) -> Result<Plugin, PluginHostError> {
         let origin = source.to_string();
-        let invalid = |message: String| PluginError::Invalid { origin: origin.clone(), message };
+        let invalid = |message: String| PluginHostError::Invalid { origin: origin.clone(), message };
         let descriptor = match entry.descriptor() {
             Ok(d) => d,
             Err(DescriptorError::OtherMajor(major, minor)) => {
-                return Err(PluginError::AbiMismatch {
+                return Err(PluginHostError::AbiMismatch {
                     origin,
                     plugin_major: major,
                     plugin_minor: minor,
@@ -186,9 +186,9 @@ fn builtins() -> &'static Mutex<BTreeMap<String, &'static Plugin>> {
 /// ```no_run
 /// // In a program that links the method crates:
 /// // fairpipe_core::plugin::register_builtin(fairpipe_plugin_maft::FAIRPIPE_PLUGIN)?;
-/// # Ok::<(), fairpipe_core::plugin::PluginError>(())
+/// # Ok::<(), fairpipe_core::plugin::PluginHostError>(())
 /// ```
-pub fn register_builtin(entry: PluginEntry) -> Result<&'static Plugin, PluginError> {
+pub fn register_builtin(entry: PluginEntry) -> Result<&'static Plugin, PluginHostError> {
     let plugin = Plugin::from_plugin_entry(entry, Source::Builtin)?;
     let mut map = builtins().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(existing) = map.get(&plugin.name) {
@@ -211,7 +211,7 @@ pub fn builtin(name: &str) -> Option<&'static Plugin> {
 
 /// Plugin `name`: the built-in of that name, else the library file of that name on the search
 /// path ([`search_dirs`] with `extra_dirs`).
-pub fn load_by_name(name: &str, extra_dirs: &[PathBuf]) -> Result<&'static Plugin, PluginError> {
+pub fn load_by_name(name: &str, extra_dirs: &[PathBuf]) -> Result<&'static Plugin, PluginHostError> {
     if let Some(p) = builtin(name) {
         return Ok(p);
     }
@@ -235,13 +235,13 @@ pub fn load_by_name(name: &str, extra_dirs: &[PathBuf]) -> Result<&'static Plugi
                 },
                 if found.is_empty() { "none".into() } else { found.keys().cloned().collect::<Vec<_>>().join(", ") },
             );
-            Err(PluginError::NotFound { name: name.to_string(), detail })
+            Err(PluginHostError::NotFound { name: name.to_string(), detail })
         }
     }
 }
 
 /// Load the plugin library at `path` (once per process; never unloaded).
-pub fn load_path(path: &Path) -> Result<&'static Plugin, PluginError> {
+pub fn load_path(path: &Path) -> Result<&'static Plugin, PluginHostError> {
     loader::load(path)
 }
 
@@ -253,7 +253,7 @@ pub struct Installed {
     /// Where it is.
     pub source: Source,
     /// The plugin, or why it is refused.
-    pub plugin: Result<&'static Plugin, PluginError>,
+    pub plugin: Result<&'static Plugin, PluginHostError>,
     /// A file plugin whose name a built-in already has: only reachable through an explicit `path`.
     pub shadowed: bool,
 }

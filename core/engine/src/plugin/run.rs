@@ -12,7 +12,7 @@ use std::time::Instant;
 use fairpipe_abi::domain::{AttributeKind, Domain};
 use fairpipe_ffi::{self as ffi, status, FfiAttribute, FfiBudget, FfiCallbacks, FfiContext, FfiMatrix};
 
-use super::{take_string, Plugin, PluginError};
+use super::{take_string, Plugin, PluginHostError};
 use crate::oracle::Oracle;
 
 /// One case a plugin emitted.
@@ -78,7 +78,7 @@ pub struct RunSpec<'a> {
 }
 
 /// Seconds a plugin has to return once it has been asked to stop (its `max_seconds` spent, or
-/// Ctrl-C); past them the run ends with [`PluginError::Unresponsive`] and the plugin's call is
+/// Ctrl-C); past them the run ends with [`PluginHostError::Unresponsive`] and the plugin's call is
 /// abandoned on its thread.
 pub const GRACE_SECONDS: f64 = 2.0;
 
@@ -360,7 +360,7 @@ impl Shown {
 
 impl Plugin {
     /// Ask the plugin to check `params` without running.
-    pub fn validate(&self, params: &serde_json::Value) -> Result<(), PluginError> {
+    pub fn validate(&self, params: &serde_json::Value) -> Result<(), PluginHostError> {
         let json = CString::new(params.to_string()).unwrap_or_default();
         let mut error: *mut c_char = std::ptr::null_mut();
         let descriptor = self.descriptor();
@@ -371,14 +371,14 @@ impl Plugin {
         let message = unsafe { take_string(descriptor, error) };
         match code {
             status::OK => Ok(()),
-            status::PANIC => Err(PluginError::Failed { plugin: self.name.clone(), what: "panic".into(), message }),
-            _ => Err(PluginError::InvalidParams { plugin: self.name.clone(), message }),
+            status::PANIC => Err(PluginHostError::Failed { plugin: self.name.clone(), what: "panic".into(), message }),
+            _ => Err(PluginHostError::InvalidParams { plugin: self.name.clone(), message }),
         }
     }
 
     /// Run the plugin against `oracle` over `domain`: a generator emits cases, an auditor sends a
     /// report (and receives the data's rows as `spec.seeds`). A run the user interrupts (SIGINT)
-    /// returns [`PluginError::Interrupted`]; one cut by its time budget returns what it found, with
+    /// returns [`PluginHostError::Interrupted`]; one cut by its time budget returns what it found, with
     /// [`GenerateOutput::stopped_by_host`] set.
     pub fn generate(
         &self,
@@ -386,7 +386,7 @@ impl Plugin {
         domain: &Domain,
         spec: &RunSpec,
         progress: &indicatif::ProgressBar,
-    ) -> Result<GenerateOutput, PluginError> {
+    ) -> Result<GenerateOutput, PluginHostError> {
         let names: Vec<CString> = domain.attributes.iter().map(|a| CString::new(a.name.replace('\0', " ")).unwrap_or_default()).collect();
         let kinds: Vec<(u32, u32, f64, f64, f64)> = domain
             .attributes
@@ -469,7 +469,7 @@ impl Plugin {
             let _ = tx.send((code, message));
         });
         if let Err(e) = spawned {
-            return Err(PluginError::Failed {
+            return Err(PluginHostError::Failed {
                 plugin: self.name.clone(),
                 what: "compute error".into(),
                 message: format!("cannot start its thread: {e}"),
@@ -482,7 +482,7 @@ impl Plugin {
             match rx.recv_timeout(std::time::Duration::from_millis(25)) {
                 Ok(done) => break done,
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(PluginError::Failed {
+                    return Err(PluginHostError::Failed {
                         plugin: self.name.clone(),
                         what: "panic".into(),
                         message: "its thread ended without returning".into(),
@@ -499,13 +499,13 @@ impl Plugin {
                         } else {
                             format!("its max_seconds budget of {} s was spent", state.max_seconds)
                         };
-                        return Err(PluginError::Unresponsive { plugin: self.name.clone(), why, grace: GRACE_SECONDS });
+                        return Err(PluginHostError::Unresponsive { plugin: self.name.clone(), why, grace: GRACE_SECONDS });
                     }
                 }
             }
         };
         if crate::interrupt::requested() {
-            return Err(PluginError::Interrupted { plugin: self.name.clone() });
+            return Err(PluginHostError::Interrupted { plugin: self.name.clone() });
         }
         if code != status::OK {
             let what = match code {
@@ -514,12 +514,12 @@ impl Plugin {
                 status::INVALID_INPUT => "invalid input",
                 _ => "compute error",
             };
-            return Err(PluginError::Failed { plugin: self.name.clone(), what: what.into(), message });
+            return Err(PluginHostError::Failed { plugin: self.name.clone(), what: what.into(), message });
         }
         let stopped_by_host = state.stopped_by_host.load(Ordering::Relaxed);
         let cases = std::mem::take(&mut *state.cases.lock().unwrap_or_else(|e| e.into_inner()));
         let report = match state.report.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            Some(text) => Some(serde_json::from_str(&text).map_err(|e| PluginError::Failed {
+            Some(text) => Some(serde_json::from_str(&text).map_err(|e| PluginHostError::Failed {
                 plugin: self.name.clone(),
                 what: "invalid report".into(),
                 message: format!("the report is not valid JSON: {e}"),

@@ -135,6 +135,7 @@ impl PipelineBuilder {
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
         Ok(Pipeline {
             file,
+            text: String::new(),
             name: self.name,
             seed: self.seed,
             out: None,

@@ -8,6 +8,7 @@ pub mod builder;
 mod execute;
 mod parse;
 pub mod registry;
+mod replace;
 mod write;
 
 use std::collections::BTreeMap;
@@ -21,6 +22,7 @@ use crate::stage::{Artifact, Stage};
 
 pub(crate) use execute::PieceMode;
 pub(crate) use parse::{parse_root, read_text, topological_order, written_seed};
+pub use replace::Replacement;
 
 /// A validated stage, ready to run.
 pub struct PlannedStage {
@@ -59,6 +61,8 @@ impl StagePlaces {
 pub struct Pipeline {
     /// The pipeline file.
     pub file: PathBuf,
+    /// The pipeline's TOML text as read (empty for a pipeline built in code).
+    pub text: String,
     /// `[pipeline] name`, or the file stem.
     pub name: String,
     /// The run seed.

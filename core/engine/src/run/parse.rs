@@ -10,9 +10,9 @@ use super::{registry, stage_seed, Pipeline, PlannedStage, StagePlaces};
 use crate::error::{ConfigError, ConfigProblem};
 use crate::stage::kind::{StageEnv, StageKind, StageTable};
 use crate::stage::problems::Problems;
-use crate::stage::toml_spans::{self, Sp, Val};
 use crate::stage::Stage;
 use crate::suggest::hint;
+use fairpipe_data::toml_spans::{self, Sp, Val};
 
 /// A stage as read in phase two: name, kind, inputs by role, and the configured stage (if valid).
 type BuiltStage = (Sp<String>, &'static StageKind, BTreeMap<String, Sp<String>>, Option<Box<dyn Stage>>, StagePlaces);
@@ -64,7 +64,7 @@ impl Pipeline {
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
         let gate = header.gate.into_iter().map(|(c, _)| c).collect();
         let Header { name, out, report, plugin_path, .. } = header;
-        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, report, plugin_path, stages, gate })
+        Ok(Pipeline { file: file.to_path_buf(), text: text.to_string(), name, seed, out, report, plugin_path, stages, gate })
     }
 
     /// Add a gate condition (from `--gate`); an error when it reads a stage the pipeline lacks or
@@ -373,10 +373,10 @@ fn plan(
 /// ([`Stage::score_needs`] against [`Stage::labels_only_before_run`] of the stage its `model`
 /// input names), located at the key (or at the stage's name when the key is a default).
 fn check_score_needs(stages_table: &[(Sp<String>, Sp<Val>)], built: &[BuiltStage], p: &mut Problems) {
+    let by_name = stage_index(built);
     for (name, _, inputs, stage, _) in built {
         let (Some(stage), Some(target)) = (stage, inputs.get("model")) else { continue };
-        let Some(why) = built.iter().find(|(n, ..)| n.v == target.v).and_then(|(_, _, _, s, _)| s.as_ref()?.labels_only_before_run())
-        else {
+        let Some(why) = by_name.get(target.v.as_str()).and_then(|&i| built[i].3.as_ref()?.labels_only_before_run()) else {
             continue;
         };
         for need in stage.score_needs() {
@@ -390,10 +390,10 @@ fn check_score_needs(stages_table: &[(Sp<String>, Sp<Val>)], built: &[BuiltStage
 /// input names knows them before anything runs ([`Stage::check_features`] against
 /// [`Stage::features_before_run`]), located at the key (or at the stage's name for a key to add).
 fn check_features(stages_table: &[(Sp<String>, Sp<Val>)], built: &[BuiltStage], p: &mut Problems) {
+    let by_name = stage_index(built);
     for (name, _, inputs, stage, _) in built {
         let (Some(stage), Some(target)) = (stage, inputs.get("data")) else { continue };
-        let Some(features) = built.iter().find(|(n, ..)| n.v == target.v).and_then(|(_, _, _, s, _)| s.as_ref()?.features_before_run())
-        else {
+        let Some(features) = by_name.get(target.v.as_str()).and_then(|&i| built[i].3.as_ref()?.features_before_run()) else {
             continue;
         };
         for problem in stage.check_features(&features) {
@@ -401,6 +401,12 @@ fn check_features(stages_table: &[(Sp<String>, Sp<Val>)], built: &[BuiltStage], 
             p.at(&span, format!("stage `{}`: {}", name.v, problem.message));
         }
     }
+}
+
+/// Each built stage's position by its name, so that following an input is one look-up (the checks
+/// that follow every stage's input stay linear in the number of stages).
+fn stage_index(built: &[BuiltStage]) -> BTreeMap<&str, usize> {
+    built.iter().enumerate().map(|(i, (n, ..))| (n.v.as_str(), i)).collect()
 }
 
 /// Where key `key` of stage `stage` is written (`nested`: a key inside that table, when written),

@@ -43,7 +43,7 @@ mod tests {
     use super::*;
     use crate::stage::kind::{StageEnv, StageTable};
     use crate::stage::problems::Problems;
-    use crate::stage::toml_spans::{parse, Val};
+    use fairpipe_data::toml_spans::{parse, Val};
 
     #[test]
     fn kinds_are_unique_snake_case_documented_and_their_examples_parse() {

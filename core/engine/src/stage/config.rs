@@ -13,9 +13,9 @@ use crate::stage::config_de::{read_all, DeError, DeProblem};
 pub use crate::stage::config_fields::fields_of;
 use crate::stage::kind::{StageEnv, StageKind, StageTable};
 use crate::stage::problems::Problems;
-use crate::stage::toml_spans::{Sp, Val};
 use crate::stage::Stage;
 use crate::suggest::hint;
+use fairpipe_data::toml_spans::{Sp, Val};
 
 /// Checks on a stage's config values beyond their types, each problem located at its key.
 pub struct Checks<'p, 'a> {
@@ -210,6 +210,17 @@ fn report(kind: &StageKind, kinds: &[StageKind], table: &StageTable<'_>, e: &DeE
 pub fn read_debug<C: StageConfig + std::fmt::Debug>(table: &StageTable<'_>) -> Option<String> {
     let (config, _) = read_all::<C>(&table.entries, table.header.clone());
     config.map(|c| format!("{c:?}"))
+}
+
+/// Read stage `table`'s config of type `C`, every read error reported to `problems` (located in
+/// the file); `None` when a key could not be read. Nothing is validated: the caller may change
+/// the config first (give a `load` stage a frame) and then [`StageConfig::validate`] it.
+pub fn read_config<C: StageConfig>(table: &StageTable<'_>, env: &StageEnv, problems: &mut Problems) -> Option<C> {
+    let (config, errors) = read_all::<C>(&table.entries, table.header.clone());
+    for e in &errors {
+        report(C::kind(), env.kinds, table, e, problems);
+    }
+    config.filter(|_| errors.is_empty())
 }
 
 /// The [`StageKind::configure`] of a kind whose config is `C`.

@@ -1,4 +1,4 @@
-//! A `serde::Deserializer` over the spanned values of phase one ([`super::toml_spans`]): a
+//! A `serde::Deserializer` over the spanned values of phase one ([`fairpipe_data::toml_spans`]): a
 //! `#[derive(Deserialize)]` config is filled from a [`Sp<Val>`] and every error carries the span
 //! and key of the value or key that caused it (unknown key, wrong type, integer out of range,
 //! unknown choice, missing key).
@@ -14,8 +14,8 @@ use std::ops::Range;
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Visitor};
 
-use crate::stage::toml_spans::{Sp, Val};
 use crate::suggest::hint;
+use fairpipe_data::toml_spans::{Sp, Val};
 
 /// What went wrong while a config was read.
 #[derive(Debug, Clone, PartialEq)]
@@ -576,7 +576,7 @@ mod tests {
     use serde::Deserialize;
 
     use crate::stage::config_fields::fields_of;
-    use crate::stage::toml_spans::{line_col, parse};
+    use fairpipe_data::toml_spans::{line_col, parse};
 
     #[derive(Debug, Deserialize, PartialEq)]
     #[serde(deny_unknown_fields)]

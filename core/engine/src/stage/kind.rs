@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use crate::stage::problems::Problems;
 use crate::stage::summary::StageSummary;
-use crate::stage::toml_spans::{Sp, Val};
 use crate::stage::{ArtifactKind, Stage};
+use fairpipe_data::toml_spans::{Sp, Val};
 
 /// One key of a stage kind's configuration (its typed config struct has a field of this name).
 #[derive(Debug, Clone, Copy)]

@@ -1,6 +1,6 @@
 //! The contract every stage implements, below the runner: the stage kinds and their documented
 //! keys ([`kind`]), the typed config and its located problems ([`config`], [`config_de`],
-//! [`problems`], [`toml_spans`]), what flows between stages ([`artifact`]) and the [`Stage`] trait
+//! [`problems`]; the spanned values they read come from `fairpipe_data::toml_spans`), what flows between stages ([`artifact`]) and the [`Stage`] trait
 //! with its context. A stage author works here and in `stages/`; the runner (`crate::run`) calls
 //! the stages and is never imported from here.
 
@@ -11,7 +11,6 @@ pub mod config_fields;
 pub mod kind;
 pub mod problems;
 pub mod summary;
-pub mod toml_spans;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

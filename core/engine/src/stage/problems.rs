@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::error::{ConfigError, ConfigProblem};
-use crate::stage::toml_spans::LineIndex;
+use fairpipe_data::toml_spans::LineIndex;
 
 /// Collects located problems for one pipeline file.
 #[derive(Debug)]

@@ -14,11 +14,11 @@ use super::train::DATA_INPUT;
 use crate::data::Dataset;
 use crate::error::{Error, ModelError, Result, StageError};
 use crate::models::agreement::{Agreement, Verdict};
-use crate::models::model_inputs::{Feeding, InputPlan};
-use crate::models::model_outputs::{ClassKey, Favourable, OutputTransform};
-use crate::models::onnx_graph::{graph_facts, GraphFacts};
-use crate::models::onnx_runtime::{install_advice, runtime};
-use crate::models::ort_model::OutputChoice;
+use crate::models::inputs::{Feeding, InputPlan};
+use crate::models::onnx::facts::{graph_facts, GraphFacts};
+use crate::models::onnx::ort::OutputChoice;
+use crate::models::onnx::runtime::{install_advice, runtime};
+use crate::models::outputs::{ClassKey, Favourable, OutputTransform};
 use crate::models::provided::ProvidedModel;
 use crate::models::remote::command::CommandBackend;
 use crate::models::remote::grpc::GrpcBackend;
@@ -682,10 +682,10 @@ impl Stage for LoadModel {
     }
 
     /// The graph's named inputs against the data's feature columns, as the input plan matches
-    /// them when the model loads ([`crate::models::model_inputs::plan`]): a column the `inputs`
+    /// them when the model loads ([`crate::models::inputs::plan`]): a column the `inputs`
     /// map names that is no feature, a named input no column of its name feeds.
     fn check_features(&self, features: &[String]) -> Vec<ColumnProblem> {
-        use crate::models::model_inputs::normalised;
+        use crate::models::inputs::normalised;
         let Some(graph) = &self.graph_inputs else { return Vec::new() };
         let names: Vec<String> = features.iter().map(|f| normalised(f)).collect();
         if graph.len() == 1 && self.inputs.is_empty() && !names.contains(&normalised(&graph[0])) {
@@ -1003,7 +1003,7 @@ impl LoadModel {
         output: &str,
         executor: &str,
         favourable: Favourable,
-        classes: Vec<crate::models::model_outputs::ClassKey>,
+        classes: Vec<crate::models::outputs::ClassKey>,
         rows: &[f64],
         figures: &mut LoadModelFigures,
     ) -> Result<Option<Arc<dyn Model>>> {
@@ -1180,7 +1180,7 @@ fn load_provided(provided: &ProvidedModel, data: &Dataset, figures: &mut LoadMod
 }
 
 /// Record a model of three or more classes in its figures (`model_classes`, `favourable_vs_rest`).
-fn versus_rest(figures: &mut LoadModelFigures, reader: &crate::models::model_outputs::OutputReader) {
+fn versus_rest(figures: &mut LoadModelFigures, reader: &crate::models::outputs::OutputReader) {
     if !reader.classes.is_empty() {
         figures.model_classes = Some(reader.classes.iter().map(ToString::to_string).collect());
         figures.favourable_vs_rest = Some(true);
@@ -1229,4 +1229,14 @@ fn check_protected_read(path: &Path, data: &Dataset, read: &[usize]) -> std::res
             "the model reads no input for the protected column(s) {unread:?}, so no test could find discrimination on them; protect columns the model reads, or check the input names"
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// ONNX Runtime's install advice (in the models crate) names this stage's key, which exists.
+    #[test]
+    fn the_onnxruntime_advice_names_a_key_of_this_stage() {
+        assert!(crate::models::onnx::runtime::install_advice().contains("load_model stage's key `onnxruntime = \"PATH\"`"));
+        assert!(super::KIND.key("onnxruntime").is_some());
+    }
 }

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::train_text::{text_accuracy, TEXTS_INPUT};
 use crate::data::Split;
 use crate::error::Result;
-use crate::models::model_outputs::{Favourable, OutputChoice, OutputTransform};
-use crate::models::onnx_runtime::{install_advice, runtime};
+use crate::models::onnx::runtime::{install_advice, runtime};
+use crate::models::outputs::{Favourable, OutputChoice, OutputTransform};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
@@ -108,7 +108,7 @@ impl Stage for LoadTextModelConfig {
             message: e.to_string(),
         })?;
         let favourable = Favourable { label: texts.data.label_values[1].clone(), is_zero: texts.data.label_flipped, code: None };
-        let classes = crate::models::onnx_graph::graph_facts(&self.path)?.classes;
+        let classes = crate::models::onnx::facts::graph_facts(&self.path)?.classes;
         let choice = OutputChoice { name: self.output.as_deref(), transform: OutputTransform::default(), favourable, classes };
         let model = OrtTextModel::load(&self.path, runtime, choice, &texts.data.text_refs())?;
         let (accuracy_train, _, _) = text_accuracy(&model, &texts, Split::Train)?;

@@ -19,8 +19,8 @@ use std::ops::Range;
 use super::compare::Best;
 use crate::run::registry;
 use crate::stage::problems::Problems;
-use crate::stage::toml_spans::{Sp, Val};
 use crate::suggest::hint;
+use fairpipe_data::toml_spans::{Sp, Val};
 
 /// At most this many combinations in one sweep.
 pub const MAX_COMBINATIONS: usize = 10_000;
@@ -422,7 +422,7 @@ fn sanitise(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::toml_spans;
+    use fairpipe_data::toml_spans;
 
     fn read(text: &str) -> (Matrix, Vec<String>) {
         let root = toml_spans::parse(text).unwrap();

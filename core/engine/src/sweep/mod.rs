@@ -24,9 +24,9 @@ use crate::output::{write_atomic, write_json};
 use crate::run::{parse_root, read_text, written_seed, Pipeline};
 use crate::stage::problems::Problems;
 use crate::stage::summary::Summary;
-use crate::stage::toml_spans::{Sp, Val};
 use compare::Best;
 use compare::{Comparison, Row};
+use fairpipe_data::toml_spans::{Sp, Val};
 use matrix::{Combination, Matrix};
 
 /// The unit id of a plain pipeline (no `[matrix]`): its one unit.

@@ -14,7 +14,7 @@ use serde_json::Value;
 use serde_json::Map;
 
 use super::{finish, PipelineSource, Sweep, SweepInfo, SweepReport};
-use crate::error::{Error, OutputError, Result};
+use crate::error::{Error, MergeError, OutputError, Result};
 use crate::output::write_json;
 use crate::pieces::Piece;
 use crate::run::PieceMode;
@@ -128,7 +128,7 @@ impl Sweep {
             units_here: mine.iter().map(|&i| self.info.units[i].id.clone()).collect(),
             sweep: self.info.clone(),
         };
-        write_json(&staging.dir().join(MANIFEST), &serde_json::to_value(&manifest).map_err(|e| Error::Invalid(e.to_string()))?)?;
+        write_json(&staging.dir().join(MANIFEST), &serde_json::to_value(&manifest).map_err(|e| Error::Internal(e.to_string()))?)?;
         staging.commit()?;
         Ok(PartReport { manifest, gate_passed: (!gates.is_empty()).then(|| gates.iter().all(|&g| g)) })
     }
@@ -154,13 +154,13 @@ impl Sweep {
                 .units
                 .iter()
                 .find(|u| u.piece.as_ref().is_some_and(|p| p.stage == stage && p.piece == k))
-                .ok_or_else(|| Error::Invalid(format!("stage `{stage}` computed piece {k}, which is not a unit of the run")))?;
+                .ok_or_else(|| MergeError::UnknownPiece { stage: stage.to_string(), piece: k as usize })?;
             let path = dir.join(unit.path_in_part());
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| OutputError { path: parent.to_path_buf(), message: e.to_string() })?;
             }
             let file = PieceFile { unit: unit.id.clone(), upstream: upstream.clone(), result: piece };
-            write_json(&path, &serde_json::to_value(&file).map_err(|e| Error::Invalid(e.to_string()))?)?;
+            write_json(&path, &serde_json::to_value(&file).map_err(|e| Error::Internal(e.to_string()))?)?;
         }
         if show {
             eprintln!("{} pieces ({:.1} s)", indices.len(), started.elapsed().as_secs_f64());
@@ -193,41 +193,6 @@ fn fingerprint(v: &Value) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(fingerprint).collect()),
         other => other.clone(),
     }
-}
-
-/// Why parts cannot be merged.
-#[derive(Debug, thiserror::Error)]
-pub enum MergeError {
-    /// A part's manifest is missing or unreadable.
-    #[error("{path}: {message}")]
-    Manifest {
-        /// The part folder or its manifest.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-    /// Two parts come from different runs.
-    #[error("{part} does not belong with {first}: {what} differs ({theirs} here, {ours} in {first}); merge parts of one run only")]
-    Mismatch {
-        /// The part that differs.
-        part: PathBuf,
-        /// The first part.
-        first: PathBuf,
-        /// What differs.
-        what: &'static str,
-        /// Its value in `part`.
-        theirs: String,
-        /// Its value in `first`.
-        ours: String,
-    },
-    /// The parts do not cover every unit exactly once.
-    #[error("the parts do not cover the run's {total} units exactly once:\n{problems}")]
-    Cover {
-        /// Units in the run.
-        total: usize,
-        /// One line per missing or duplicated unit.
-        problems: String,
-    },
 }
 
 /// Read the manifest of part folder `part`.
@@ -318,7 +283,7 @@ pub fn check_parts(parts: &[PathBuf]) -> std::result::Result<(Vec<Manifest>, BTr
 /// computed whole by one shard, so its IDIs, estimate counts and group tables are the unsharded
 /// ones); a sweep's comparison is recomputed from the units' summaries.
 pub fn merge(parts: &[PathBuf], out: &Path) -> Result<SweepReport> {
-    let (manifests, holder) = check_parts(parts).map_err(|e| Error::Invalid(e.to_string()))?;
+    let (manifests, holder) = check_parts(parts)?;
     let info = manifests[0].sweep.clone();
     crate::staging::check_target(out)?;
     let _lock = crate::staging::Lock::acquire(out)?;
@@ -365,14 +330,11 @@ fn merge_pieces(
     let gates: Vec<crate::gate::Condition> = source
         .gates
         .iter()
-        .map(|g| g.parse().map_err(|e| Error::Invalid(format!("the parts' gate condition `{g}`: {e}"))))
+        .map(|g| g.parse().map_err(|e| MergeError::Gate { condition: g.clone(), message: format!("{e}") }.into()))
         .collect::<Result<_>>()?;
     let sweep = Sweep::parse(&source.path, source.text.clone(), source.seed_override, gates, info.best.clone())?;
     if sweep.info.units != info.units || sweep.info.pipeline_hash != info.pipeline_hash {
-        return Err(Error::Invalid(format!(
-            "the pipeline recorded in the parts ({}) no longer splits into the same units here (another fairpipe build?); run the shards and the merge with one fairpipe",
-            source.path.display()
-        )));
+        return Err(MergeError::Changed { pipeline: source.path.clone() }.into());
     }
     let mut pieces: BTreeMap<String, Vec<Piece>> = BTreeMap::new();
     let mut recorded: Vec<(Value, PathBuf)> = Vec::new();
@@ -382,7 +344,7 @@ fn merge_pieces(
         let file: PieceFile =
             serde_json::from_str(&text).map_err(|e| OutputError { path: path.clone(), message: format!("not a piece file: {e}") })?;
         if file.unit != u.id {
-            return Err(Error::Invalid(format!("{}: holds unit `{}`, expected `{}`", path.display(), file.unit, u.id)));
+            return Err(MergeError::WrongUnit { path: path.clone(), found: file.unit, expected: u.id.clone() }.into());
         }
         if !recorded.iter().any(|(v, _)| v == &file.upstream) {
             recorded.push((file.upstream, path));
@@ -419,9 +381,7 @@ fn check_same_upstream(recorded: &Value, piece: &Path, here: &Value) -> Result<(
                 )
             })
             .unwrap_or_else(|| format!("its figures in {} differ from the merge's", piece.display()));
-        return Err(Error::Invalid(format!(
-            "stage `{stage}` did not give the same result in the shards and in the merge ({differing}): the pieces cannot be combined; make it reproducible (a fixed seed for the library that trains it) or run the pipeline unsharded"
-        )));
+        return Err(MergeError::NotReproducible { stage: stage.to_string(), differing }.into());
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! A text classifier exported to ONNX with one string input (a scikit-learn `TfidfVectorizer` +
 //! `LogisticRegression` through skl2onnx, say), run by ONNX Runtime: one single-threaded session
 //! per rayon worker, texts in batches, the output holding P(favourable) chosen as for any ONNX
-//! model ([`crate::models::model_outputs::choose_output`]).
+//! model ([`crate::models::outputs::choose_output`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,9 +12,9 @@ use rayon::prelude::*;
 
 use super::classifier::TextClassifier;
 use crate::error::ModelError;
-use crate::models::model_outputs::{choose_output, OutputChoice, OutputReader, RawOutput};
-use crate::models::onnx_runtime::Runtime;
-use crate::models::ort_model::{concat, element_type, extract, open_session, truncate, type_name, SessionPool};
+use crate::models::onnx::ort::{concat, element_type, extract, open_session, truncate, type_name, SessionPool};
+use crate::models::onnx::runtime::Runtime;
+use crate::models::outputs::{choose_output, OutputChoice, OutputReader, RawOutput};
 
 /// Texts per ONNX Runtime call.
 const BATCH: usize = 512;
@@ -61,14 +61,10 @@ impl OrtTextModel {
                 return Err(err(format!("no output named {wanted:?}; its outputs are {list}")));
             }
         }
-        let typed: Vec<(String, crate::models::model_inputs::ElementType)> = outputs
+        let typed: Vec<(String, crate::models::inputs::ElementType)> = outputs
             .iter()
             .map(|(n, t)| {
-                let ty = if let ValueType::Tensor { ty, .. } = t {
-                    element_type(*ty)
-                } else {
-                    crate::models::model_inputs::ElementType::Float32
-                };
+                let ty = if let ValueType::Tensor { ty, .. } = t { element_type(*ty) } else { crate::models::inputs::ElementType::Float32 };
                 (n.clone(), ty)
             })
             .collect();

@@ -1,0 +1,9 @@
+//! ONNX files: what a graph declares before any executor runs it ([`facts`]), dense stacks
+//! recognised for the native dense executor ([`dense`]), tract ([`tract`]), ONNX Runtime through
+//! the `ort` crate ([`ort`]) and finding and starting its library ([`runtime`]).
+
+pub mod dense;
+pub mod facts;
+pub mod ort;
+pub mod runtime;
+pub mod tract;
