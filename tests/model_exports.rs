@@ -216,6 +216,9 @@ fn a_model_returning_nan_is_refused_naming_the_row() {
     let err = run_failing(&file, &dir.path().join("out"));
     // rows.csv's first row with age < 20 is row 46 (0-based); the probe scores the rows in order.
     assert!(err.contains("NaN") && err.contains("row 46"), "{err}");
+    // Named by its file, located at the `path` key.
+    assert!(err.contains(&format!("{}: model output ", exports().join("nan_sqrt_age.onnx").display())), "{err}");
+    assert!(err.contains("the key `path` is at ") && err.contains("p.toml:"), "{err}");
 }
 
 #[test]
