@@ -6,7 +6,7 @@
 #                                       `cargo test --workspace --locked [ARGS]`, the Python
 #                                       package's pytest suite in a fresh venv
 #                                       (scripts/test-python.sh), then one line
-#                                       `tests: N passed, N failed` counting both
+#                                       `tests: N passed, N failed, N skipped` counting both
 #   scripts/test.sh --provision-only    provision only, and print the environment the tests read as
 #                                       `export` lines: eval "$(scripts/test.sh --provision-only)"
 #                                       before running one test by hand
@@ -149,7 +149,11 @@ log="${FAIRPIPE_TEST_LOG:-${CARGO_TARGET_DIR:-target}/test.log}"
 mkdir -p "$(dirname "$log")"
 cargo build --workspace --all-targets --locked
 status=0
-cargo test --workspace --locked "$@" 2>&1 | tee "$log" || status=$?
+# A test that cannot run on this machine (no browser) writes a line here (tests/common skip()):
+# counted as skipped, not passed, below.
+skipped_log="$(cd "$(dirname "$log")" && pwd)/skipped.log"
+rm -f "$skipped_log"
+FAIRPIPE_SKIPPED_LOG="$skipped_log" cargo test --workspace --locked "$@" 2>&1 | tee "$log" || status=$?
 
 # ---- Python package tests (pytest) ----------------------------------------------------------
 # The fairpipe_rs package (python/): scripts/test-python.sh makes a fresh venv with the pinned test
@@ -161,16 +165,25 @@ FAIRPIPE_PYTEST_LOG="$pytest_log" scripts/test-python.sh || status=1
 # ---------------------------------------------------------------------------------------------
 
 # One closing line for the whole suite (every test binary's counts added up).
-# pytest's closing line ("N passed, N failed, N errors in ...") counts too; an error is a failure,
-# and a pytest that never ran (no log) is one failure.
+# pytest's closing line ("N passed, N failed, N skipped, N errors in ...") counts too; an error is
+# a failure, and a pytest that never ran (no log) is one failure. A cargo test that returned early
+# because it cannot run here counted as passed in cargo's line: it moves to skipped.
 pytest_counts=$(tail -1 "$pytest_log" 2>/dev/null || echo "1 failed")
-awk -v py="$pytest_counts" '/^test result:/ {p += $4; f += $6}
+skipped_here=0
+if [ -f "$skipped_log" ]; then skipped_here=$(wc -l <"$skipped_log"); fi
+awk -v py="$pytest_counts" -v skipped="$skipped_here" '/^test result:/ {p += $4; f += $6}
   END {
+    p -= skipped
+    s = skipped
     n = split(py, w, /[ ,=]+/)
     for (i = 2; i <= n; i++) {
       if (w[i] ~ /^passed/) p += w[i - 1]
       if (w[i] ~ /^(failed|errors?)/) f += w[i - 1]
+      if (w[i] ~ /^skipped/) s += w[i - 1]
     }
-    printf "tests: %d passed, %d failed\n", p, f
+    printf "tests: %d passed, %d failed, %d skipped\n", p, f, s
   }' "$log"
+if [ "$skipped_here" -gt 0 ]; then
+  say "skipped: $(paste -sd ';' "$skipped_log")"
+fi
 exit "$status"

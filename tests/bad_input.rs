@@ -325,7 +325,40 @@ fn cases() -> Vec<Case> {
             pipeline: small_pipeline("columns.x = { min = 0, max = 3 }\n", ""),
             run: true,
             exit: 1,
-            fragments: &["column `x`: line 6: value 4 lies outside the declared bounds [0, 3]"],
+            fragments: &["column `x`: line 6: value 4 lies outside the declared bounds [0, 3]", "the key `columns` is at ", "p.toml:9:1)"],
+        },
+        Case {
+            name: "declared bounds too far apart to compute with (was: named the data file)",
+            files: data(""),
+            pipeline: small_pipeline("columns.x = { kind = \"continuous\", min = -1e308, max = 1e308 }\n", ""),
+            run: false,
+            exit: 1,
+            fragments: &["p.toml:9:9:", "columns.x: min -1e308 and max 1e308 span a range too wide to compute with"],
+        },
+        Case {
+            name: "a declared bound that the data's other end puts too far (was: no key)",
+            files: data("1.7e308,1,0\n"),
+            pipeline: small_pipeline("columns.x = { kind = \"continuous\", min = -1.7e308 }\n", ""),
+            run: true,
+            exit: 1,
+            fragments: &["column `x`: values span [-17", "a range too wide to compute with", "the key `columns` is at ", "p.toml:9:1)"],
+        },
+        Case {
+            name: "training rows of one class (was: no location)",
+            files: vec![(
+                "data.csv",
+                (0..40).fold(String::from("x,s,y\n"), |csv, i| csv + &format!("{},{},1\n", i % 7, i % 2)).into_bytes(),
+            )],
+            pipeline: small_pipeline("", ""),
+            run: true,
+            exit: 1,
+            fragments: &[
+                "stage `model` (train) failed: ",
+                "data.csv: the label `y` is \"1\" in all ",
+                "training rows, so no classifier can be trained on them",
+                "the key `stages.data.label` is at ",
+                "p.toml:7:1)",
+            ],
         },
         // Unbounded work.
         Case {

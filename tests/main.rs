@@ -16,6 +16,7 @@ mod deploy;
 mod external_plugin;
 mod fairlearn;
 mod fuzz_corpus;
+mod fuzz_mutate;
 mod gate;
 mod group_metrics;
 mod init;

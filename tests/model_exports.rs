@@ -122,9 +122,7 @@ fn audit(name: &str, model_keys: &str) -> serde_json::Value {
     match expected.get(&format!("{name}_p")) {
         Some(want) => {
             let want: Vec<f64> = want.iter().map(|v| v.parse().unwrap()).collect();
-            assert_eq!(got.len(), want.len(), "{name}: rows");
-            let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-            assert!(worst <= 1e-6, "{name}: max |Δp| = {worst} against onnxruntime");
+            compare::assert_close(&format!("{name}: P(favourable) against onnxruntime's"), &got, &want, 1e-6);
         }
         None => {
             // A labels-only model: P(favourable) is 1 exactly where onnxruntime's label is 1 (">50K").
@@ -137,9 +135,21 @@ fn audit(name: &str, model_keys: &str) -> serde_json::Value {
     }
     let stages = &summary["stages"];
     assert_eq!(stages["scores"]["rows"], 300, "{name}");
-    assert!(stages["estimate"]["rate"].as_f64().is_some(), "{name}: {}", stages["estimate"]);
-    assert!(stages["verified"]["verified"].as_u64().is_some() || stages["verified"].is_object(), "{name}");
-    assert!(stages["metrics"].is_object(), "{name}");
+    // The estimate's rate is its discriminatory inputs over the inputs drawn (equal trials).
+    let estimate = &stages["estimate"];
+    let (found, drawn) = (estimate["discriminatory"].as_u64().unwrap(), estimate["samples"].as_u64().unwrap());
+    assert_eq!(drawn, 600, "{name}: 2 trials of 300: {estimate}");
+    let rate = estimate["rate"].as_f64().unwrap();
+    assert!((rate - found as f64 / drawn as f64).abs() < 1e-12, "{name}: rate {rate}, {found} of {drawn}: {estimate}");
+    // verify re-checked every case the search emitted: each confirmed or rejected.
+    let (search, verified) = (&stages["search"], &stages["verified"]);
+    let emitted = search["emitted"].as_u64().unwrap();
+    let (checked, confirmed, rejected) =
+        (verified["checked"].as_u64().unwrap(), verified["confirmed"].as_u64().unwrap(), verified["rejected"].as_u64().unwrap());
+    assert_eq!((checked, confirmed + rejected), (emitted, emitted), "{name}: {search} {verified}");
+    assert!(verified["discriminatory"].as_u64().unwrap() <= confirmed, "{name}: {verified}");
+    let groups = stages["metrics"]["groups"].as_array().map_or(0, Vec::len);
+    assert!(groups >= 2, "{name}: group metrics over {groups} groups: {}", stages["metrics"]);
     summary
 }
 
@@ -206,6 +216,9 @@ fn a_model_returning_nan_is_refused_naming_the_row() {
     let err = run_failing(&file, &dir.path().join("out"));
     // rows.csv's first row with age < 20 is row 46 (0-based); the probe scores the rows in order.
     assert!(err.contains("NaN") && err.contains("row 46"), "{err}");
+    // Named by its file, located at the `path` key.
+    assert!(err.contains(&format!("{}: model output ", exports().join("nan_sqrt_age.onnx").display())), "{err}");
+    assert!(err.contains("the key `path` is at ") && err.contains("p.toml:"), "{err}");
 }
 
 #[test]

@@ -172,6 +172,9 @@ fn a_model_returning_nan_is_refused_at_load_on_every_executor_naming_the_row() {
             assert!(stderr.contains("stage `model` (load_model) failed"), "{name}: {stderr}");
             assert!(stderr.contains("is NaN for row 0"), "{name}: {stderr}");
             assert!(stderr.contains("cannot be audited"), "{name}: {stderr}");
+            // Named by its file, located at the `path` key (line 17 of the pipeline).
+            assert!(stderr.contains(&format!("{}: model output ", fixture(model))), "{name}: {stderr}");
+            assert!(stderr.contains(&format!("the key `path` is at {}:17:1", file.display())), "{name}: {stderr}");
         }
     }
     // A program printing Python's bare NaN.
@@ -185,6 +188,7 @@ fn a_model_returning_nan_is_refused_at_load_on_every_executor_naming_the_row() {
     let file = write(dir.path(), "command.toml", &text);
     let stderr = run_failing(&file, &dir.path().join("command"));
     assert!(stderr.contains("model output p of command") && stderr.contains("is NaN for row 0"), "{stderr}");
+    assert!(stderr.contains(&format!("the key `command` is at {}:17:1", file.display())), "{stderr}");
 }
 
 #[test]

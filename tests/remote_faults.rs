@@ -12,9 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::remote_models::{
-    fixtures, free_port, http_get, in_process, max_abs_diff, pipeline, probabilities, start_mlserver, start_toy, Server,
-};
+use crate::remote_models::{fixtures, free_port, http_get, in_process, pipeline, probabilities, start_mlserver, start_toy, Server};
 
 const TOKEN_VAR: &str = "FAIRPIPE_TEST_MODEL_TOKEN";
 
@@ -101,7 +99,7 @@ fn the_token_reaches_the_server_as_a_bearer_header_and_appears_nowhere_else() {
         let summary = run_pipeline(&file, &local, &[]);
         (summary, probabilities(&local))
     };
-    assert!(max_abs_diff(&probabilities(&out), &local_p) <= 1e-9, "the answers came through the proxy");
+    compare::assert_close("p through the proxy against p_in_process", &probabilities(&out), &local_p, 1e-9);
     let log = std::fs::read_to_string(&proxy.log).unwrap();
     let infer: Vec<&str> = log.lines().filter(|l| l.starts_with("POST /v2/models/census-lr/infer")).collect();
     assert!(!infer.is_empty(), "{log}");
@@ -185,7 +183,7 @@ fn https_works_with_a_trusted_certificate_and_an_untrusted_one_is_refused() {
     assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
     let local = dir.path().join("local");
     run_pipeline(&write(dir.path(), "local.toml", &pipeline(&in_process(), "")), &local, &[]);
-    assert!(max_abs_diff(&probabilities(&out), &probabilities(&local)) <= 1e-9);
+    compare::assert_close("p through the proxy against p_in_process", &probabilities(&out), &probabilities(&local), 1e-9);
     let log = std::fs::read_to_string(&proxy.log).unwrap();
     assert!(log.contains("POST /v2/models/census-lr/infer 200"), "the rows went over TLS:\n{log}");
 

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::*;
-use crate::remote_models::{audit_figures, fixtures, free_port, in_process, max_abs_diff, pipeline, run, Server, AUDIT};
+use crate::remote_models::{audit_figures, fixtures, free_port, in_process, pipeline, run, Server, AUDIT};
 
 const INSTALL: &str = "python3 -m venv ~/.cache/fairpipe/mlflow-venv && ~/.cache/fairpipe/mlflow-venv/bin/pip install mlflow-skinny==3.17.2 pandas==3.1.1 scikit-learn==1.9.1, then FAIRPIPE_MLFLOW=~/.cache/fairpipe/mlflow-venv/bin/mlflow (.ci/run does this)";
 
@@ -62,8 +62,7 @@ fn a_model_served_by_mlflow_is_audited_as_the_same_model_in_process() {
     // scikit-learn's predict_proba behind MLflow's pyfunc, and fairpipe's logistic regression on
     // the same parameters.
     assert_eq!(remote_p.len(), 9769, "the bundled census test split");
-    let worst = max_abs_diff(&remote_p, &local_p);
-    assert!(worst <= 1e-9, "max |p_mlflow − p_in_process| = {worst}");
+    compare::assert_close("p_mlflow against p_in_process", &remote_p, &local_p, 1e-9);
     assert_eq!(audit_figures(&remote), audit_figures(&local), "same seed, same model: same audit");
     let model = &remote["stages"]["model"];
     assert_eq!(model["output"], "predictions", "{model}");

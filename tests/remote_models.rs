@@ -244,11 +244,6 @@ pub(crate) fn audit_figures(summary: &serde_json::Value) -> Vec<(String, serde_j
     figures
 }
 
-pub(crate) fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    assert_eq!(a.len(), b.len(), "rows");
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
-}
-
 #[test]
 fn a_model_served_by_mlserver_is_audited_as_the_same_model_in_process() {
     let server = start_mlserver();
@@ -257,8 +252,7 @@ fn a_model_served_by_mlserver_is_audited_as_the_same_model_in_process() {
     let (local, local_p) = run(&pipeline(&in_process(), AUDIT));
     // scikit-learn's predict_proba and fairpipe's logistic regression on the same parameters.
     assert_eq!(remote_p.len(), 9769, "the bundled census test split");
-    let worst = max_abs_diff(&remote_p, &local_p);
-    assert!(worst <= 1e-9, "max |p_mlserver − p_in_process| = {worst}");
+    compare::assert_close("p_mlserver against p_in_process", &remote_p, &local_p, 1e-9);
     assert_eq!(audit_figures(&remote), audit_figures(&local), "same seed, same model: same audit");
     let model = &remote["stages"]["model"];
     assert_eq!(model["output"], "predict_proba");
@@ -290,8 +284,7 @@ fn a_model_served_over_grpc_with_raw_tensors_is_audited_as_the_same_model_in_pro
     let (local, local_p) = run(&pipeline(&in_process(), AUDIT));
     assert_eq!(remote_p.len(), 9769, "the bundled census test split");
     // Raw FP64 bytes both ways: the very numbers, not a decimal rendering of them.
-    let worst = max_abs_diff(&remote_p, &local_p);
-    assert!(worst <= 1e-9, "max |p_mlserver_grpc − p_in_process| = {worst}");
+    compare::assert_close("p_mlserver_grpc against p_in_process", &remote_p, &local_p, 1e-9);
     assert_eq!(audit_figures(&remote), audit_figures(&local), "same seed, same model: same audit");
     let model = &remote["stages"]["model"];
     assert_eq!(model["output"], "predict_proba");
@@ -319,7 +312,7 @@ fn named_inputs_from_the_metadata_get_the_columns_by_name() {
     let keys = format!("url = \"{}\"\noutputs = [\"predict_proba\"]", server.url());
     let (remote, remote_p) = run(&pipeline(&keys, ""));
     let (_, local_p) = run(&pipeline(&in_process(), ""));
-    assert!(max_abs_diff(&remote_p, &local_p) <= 1e-9);
+    compare::assert_close("p_mlserver (raw columns) against p_in_process", &remote_p, &local_p, 1e-9);
     assert_eq!(remote["stages"]["model"]["input_contract"], "12 named inputs (raw columns)");
     assert_eq!(remote["stages"]["model"]["remote_inputs"], "listed by the server's metadata");
 }
@@ -343,7 +336,7 @@ fn toy_audit_matches_in_process(mode: &str, retries: u32) -> String {
     let keys = format!("url = \"{}\"\nretries = {retries}\nbatch_size = 4096", server.url());
     let (_, remote_p) = run(&pipeline(&keys, ""));
     let (_, local_p) = run(&pipeline(&in_process(), ""));
-    assert!(max_abs_diff(&remote_p, &local_p) <= 1e-9);
+    compare::assert_close("p_mlserver against p_in_process", &remote_p, &local_p, 1e-9);
     std::fs::read_to_string(&server.log).unwrap()
 }
 
@@ -397,8 +390,7 @@ fn a_model_run_as_a_program_is_audited_as_the_same_model_in_process() {
     let keys = format!("command = [\"{}\", \"{}\"]\nbatch_size = 2048", mlserver_python().display(), program.display());
     let (remote, remote_p) = run(&pipeline(&keys, AUDIT));
     let (local, local_p) = run(&pipeline(&in_process(), AUDIT));
-    let worst = max_abs_diff(&remote_p, &local_p);
-    assert!(worst <= 1e-9, "max |p_program − p_in_process| = {worst}");
+    compare::assert_close("p_program against p_in_process", &remote_p, &local_p, 1e-9);
     assert_eq!(audit_figures(&remote), audit_figures(&local));
     let model = &remote["stages"]["model"];
     assert!(model["executor"].as_str().unwrap().starts_with("command "), "{model}");

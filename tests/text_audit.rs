@@ -61,9 +61,8 @@ fn the_native_logistic_regression_reaches_scikit_learns_optimum() {
     let mut ours = vec![0.0; data.texts.len()];
     model.predict_texts(&data.text_refs(), &mut ours).unwrap();
     let theirs = sklearn_probabilities();
-    let worst = ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    let worst = common::compare::assert_close("p_fairpipe against p_sklearn", &ours, &theirs, 1e-5);
     eprintln!("{} iterations, largest |p_fairpipe − p_sklearn| = {worst}", model.iterations);
-    assert!(worst < 1e-5, "largest |p_fairpipe − p_sklearn| = {worst}");
     let flips = ours.iter().zip(&theirs).filter(|(a, b)| (**a > 0.5) != (**b > 0.5)).count();
     assert_eq!(flips, 0);
 }
@@ -215,8 +214,7 @@ fn the_onnx_text_model_gives_onnx_runtimes_probabilities() {
     model.predict_texts(&data.text_refs(), &mut ours).unwrap();
     let text = std::fs::read_to_string(common::root().join("tests/fixtures/text/reference.csv")).unwrap();
     let python: Vec<f64> = text.lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse().unwrap()).collect();
-    let worst = ours.iter().zip(&python).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-    assert!(worst < 1e-6, "largest |p_fairpipe − p_onnxruntime (Python)| = {worst}");
+    common::compare::assert_close("p_fairpipe against p_onnxruntime (Python)", &ours, &python, 1e-6);
     // The export is not scikit-learn's model exactly: skl2onnx tokenizes some texts differently.
     let sklearn = sklearn_probabilities();
     assert!(ours.iter().zip(&sklearn).any(|(a, b)| (a - b).abs() > 1e-3));

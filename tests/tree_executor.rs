@@ -5,7 +5,7 @@
 //! OrdinalEncoder (LabelEncoder) before the trees; opset 5's TreeEnsemble with set membership,
 //! ArgMax and a LabelEncoder to text labels, and averaging a regressor's trees), on all 48,842 rows
 //! of the bundled census data and on those rows with NaN and unseen values planted: every output
-//! equal, labels exactly, probabilities within 1e-6. Then the executor's choice in a
+//! equal, labels exactly, probabilities bit for bit (`to_bits`). Then the executor's choice in a
 //! pipeline: `auto` runs a covered tree model natively and says so, `native` on a graph it does not
 //! cover names the operator.
 //!
@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use fairpipe_core::models::onnx::ort::raw_outputs as ort_outputs;
 use fairpipe_core::models::onnx::runtime::runtime;
-use fairpipe_core::models::outputs::RawOutput;
+use fairpipe_core::models::outputs::{ClassKey, RawOutput};
 use fairpipe_core::models::trees::{raw_outputs, Graph};
 
 use crate::common::*;
@@ -31,31 +31,40 @@ fn census_rows() -> (Vec<f64>, usize) {
     (data.x.iter().copied().collect(), data.domain.width())
 }
 
-/// Largest difference between two outputs of the same form, and rows whose label differs.
-fn compare(name: &str, ours: &RawOutput, theirs: &RawOutput) -> (f64, usize) {
-    let worst =
-        |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, |m: f64, d| if d.is_nan() || d > m { d } else { m });
+/// The first row where two label columns differ, with both labels.
+fn assert_labels_equal<T: PartialEq + std::fmt::Debug>(name: &str, ours: &[T], theirs: &[T]) {
+    assert_eq!(ours.len(), theirs.len(), "{name}: rows");
+    if let Some(row) = ours.iter().zip(theirs).position(|(a, b)| a != b) {
+        panic!("{name}: row {row}: native {:?}, onnxruntime {:?}", ours[row], theirs[row]);
+    }
+}
+
+/// Two outputs of the same form are the same: labels equal, every number bit for bit
+/// (`f64::to_bits`, through `compare::assert_bits_equal`). Returns the values compared.
+fn assert_identical(name: &str, ours: &RawOutput, theirs: &RawOutput) -> usize {
     match (ours, theirs) {
         (RawOutput::Floats { values: a, columns: ca }, RawOutput::Floats { values: b, columns: cb }) => {
-            assert_eq!((ca, a.len()), (cb, b.len()), "{name}: shapes differ");
-            (worst(a, b), 0)
+            assert_eq!(ca, cb, "{name}: columns");
+            compare::assert_bits_equal(name, a, b);
+            a.len()
         }
         (RawOutput::IntLabels(a), RawOutput::IntLabels(b)) => {
-            assert_eq!(a.len(), b.len(), "{name}");
-            (0.0, a.iter().zip(b).filter(|(x, y)| x != y).count())
+            assert_labels_equal(name, a, b);
+            a.len()
         }
         (RawOutput::TextLabels(a), RawOutput::TextLabels(b)) => {
-            assert_eq!(a.len(), b.len(), "{name}");
-            (0.0, a.iter().zip(b).filter(|(x, y)| x != y).count())
+            assert_labels_equal(name, a, b);
+            a.len()
         }
         (RawOutput::Maps(a), RawOutput::Maps(b)) => {
-            assert_eq!(a.len(), b.len(), "{name}");
-            let mut d = 0.0f64;
-            for (x, y) in a.iter().zip(b) {
-                assert_eq!(x.iter().map(|e| &e.0).collect::<Vec<_>>(), y.iter().map(|e| &e.0).collect::<Vec<_>>(), "{name}: map keys");
-                d = d.max(worst(&x.iter().map(|e| e.1).collect::<Vec<_>>(), &y.iter().map(|e| e.1).collect::<Vec<_>>()));
+            assert_eq!(a.len(), b.len(), "{name}: rows");
+            for (row, (x, y)) in a.iter().zip(b).enumerate() {
+                assert!(x.iter().map(|e| &e.0).eq(y.iter().map(|e| &e.0)), "{name}: row {row}: map keys {x:?} against {y:?}");
             }
-            (d, 0)
+            let values = |maps: &[Vec<(ClassKey, f64)>]| maps.iter().flatten().map(|e| e.1).collect::<Vec<f64>>();
+            let (ours, theirs) = (values(a), values(b));
+            compare::assert_bits_equal(&format!("{name} (map values, row-major)"), &ours, &theirs);
+            ours.len()
         }
         (a, b) => panic!("{name}: native gives {}, onnxruntime {}", a.form(), b.form()),
     }
@@ -82,7 +91,7 @@ fn rows_with_missing_and_unseen_values_give_onnxruntimes_figures_too() {
 }
 
 /// Every output of every export in the trees directory, native vs ONNX Runtime on the rows `x`:
-/// labels equal, numbers within 1e-6.
+/// labels equal, numbers bit for bit.
 fn every_export_against_onnxruntime(x: &[f64], width: usize) {
     let runtime = runtime(None).unwrap_or_else(|e| panic!("these tests need ONNX Runtime: {e}"));
     let rows = x.len() / width;
@@ -100,10 +109,8 @@ fn every_export_against_onnxruntime(x: &[f64], width: usize) {
         let theirs = ort_outputs(file, &runtime, x, width).unwrap();
         assert_eq!(ours.iter().map(|o| &o.0).collect::<Vec<_>>(), theirs.iter().map(|o| &o.0).collect::<Vec<_>>(), "{name}: outputs");
         for ((output, a), (_, b)) in ours.iter().zip(&theirs) {
-            let (diff, flips) = compare(&format!("{name} {output}"), a, b);
-            report.push(format!("{name} {output}: max |d| {diff:e}, {flips} labels differ of {rows}"));
-            assert_eq!(flips, 0, "{name} {output}: {flips} labels differ from onnxruntime's");
-            assert!(diff <= 1e-6, "{name} {output}: max |d| {diff:e} from onnxruntime's");
+            let values = assert_identical(&format!("{name} {output}"), a, b);
+            report.push(format!("{name} {output}: {values} values over {rows} rows, identical bit for bit"));
         }
     }
     println!("{}", report.join("\n"));

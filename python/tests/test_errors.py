@@ -5,12 +5,13 @@ figure; a failed gate is reported, and raised as GateFailed only when asked."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 import fairpipe_rs
-from conftest import ROOT
+from conftest import ROOT, run_cli, without_timings
 
 
 def good_pipeline() -> str:
@@ -46,9 +47,17 @@ samples = 100
 
 
 def test_the_good_pipeline_runs(tmp_path):
+    """The binding's estimate is the CLI's on the same file and seed, and its rate is the
+    discriminatory inputs over the inputs drawn (10 trials of 100)."""
     path = tmp_path / "good.toml"
     path.write_text(good_pipeline())
-    assert fairpipe_rs.run(path).figures("estimate")["rate"] >= 0.0
+    ours = fairpipe_rs.run(path).figures("estimate")
+    cli = run_cli("run", str(path), "--out", str(tmp_path / "cli"), "--quiet")
+    assert cli.returncode == 0, cli.stderr
+    theirs = json.loads((tmp_path / "cli" / "summary.json").read_text())["stages"]["estimate"]
+    assert without_timings(ours) == without_timings({k: v for k, v in theirs.items() if k in ours}), (ours, theirs)
+    assert ours["samples"] == 1000
+    assert ours["rate"] == pytest.approx(ours["discriminatory"] / 1000, abs=1e-12), ours
 
 
 @pytest.mark.parametrize(
@@ -122,14 +131,22 @@ def test_a_model_answering_nan_raises_naming_the_row(census_frames):
     with pytest.raises(fairpipe_rs.PipelineError) as caught:
         fairpipe_rs.audit(frame, Answering(answer), label="income", protected=["gender"], checks=("group_metrics",))
     message = str(caught.value)
-    assert "NaN" in message and "row" in message, message
+    # The row named is one the model answered NaN for: its hours-per-week is the rare value.
+    named = re.search(r"predict_proba gave NaN for row (\d+) of a batch of (\d+) \(([^)]*)\)", message)
+    assert named, message
+    assert int(named.group(1)) < int(named.group(2)), message
+    assert f"hours-per-week={rare:g}" in named.group(3).split(", "), message
 
 
 def test_a_model_answering_the_wrong_shape_raises(census_frames):
     _, frame = census_frames
     model = Answering(lambda x: np.full((len(x), 1), 0.5))
-    with pytest.raises(fairpipe_rs.PipelineError, match="row"):
+    with pytest.raises(fairpipe_rs.PipelineError) as caught:
         fairpipe_rs.audit(frame, model, label="income", protected=["gender"], checks=("group_metrics",))
+    # One column came back where classes_ [0, 1] put the favourable class (1, ">50K") second.
+    message = str(caught.value)
+    assert "predict_proba returned 1 columns; the favourable class is column 1" in message, message
+    assert re.search(r"\(batch of \d+ rows; its first row: age=", message), message
 
 
 def test_an_exception_in_the_model_raises_with_its_message(census_frames):

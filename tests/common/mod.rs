@@ -1,8 +1,22 @@
 //! Helpers shared by the end-to-end tests.
 #![allow(dead_code)]
 
+pub mod compare;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Record that test `test` is skipped on this machine, and why: a line in the file named by
+/// `FAIRPIPE_SKIPPED_LOG` (scripts/test.sh sets it and counts these lines as skipped, not passed,
+/// in its closing line), and on stderr. The caller returns after it.
+pub fn skip(test: &str, why: &str) {
+    eprintln!("SKIPPED: {test}: {why}");
+    if let Some(log) = std::env::var_os("FAIRPIPE_SKIPPED_LOG") {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("FAIRPIPE_SKIPPED_LOG opens");
+        writeln!(file, "{test}: {why}").expect("FAIRPIPE_SKIPPED_LOG is written");
+    }
+}
 
 /// The repository root.
 pub fn root() -> PathBuf {

@@ -195,7 +195,16 @@ mod tests {
 
     #[test]
     fn well_formed_files_pass_with_quotes_crlf_and_blank_lines() {
-        scan_text(b"a,b,c\r\n1,\"x, y\",3\r\n\r\n4,\"multi\nline \"\"q\"\"\",6\n").unwrap();
+        let text = b"a,b,c\r\n1,\"x, y\",3\r\n\r\n4,\"multi\nline \"\"q\"\"\",6\n";
+        assert_eq!(scan_text(text), Ok(()));
+        // Three records (the blank line skipped), each of three fields, a quoted separator, CR LF
+        // and a quoted line break inside a field; the third record starts on line 4.
+        let (found, unclosed) = records(text, b',', usize::MAX);
+        let split: Vec<(usize, Vec<&[u8]>)> = found.iter().map(|r| (r.line, r.fields.clone())).collect();
+        let bytes = |fields: &[&'static str]| fields.iter().map(|f| f.as_bytes()).collect::<Vec<&[u8]>>();
+        let want =
+            vec![(1, bytes(&["a", "b", "c"])), (2, bytes(&["1", "\"x, y\"", "3"])), (4, bytes(&["4", "\"multi\nline \"\"q\"\"\"", "6"]))];
+        assert_eq!((split, unclosed), (want, None));
     }
 
     #[test]

@@ -96,6 +96,16 @@ impl Error {
             _ => None,
         }
     }
+
+    /// The input (by role) of the refusing stage whose stage holds [`Error::refused_key`], when
+    /// the key is not the refusing stage's own ([`StageError::InputContradicts`]).
+    pub fn refused_input(&self) -> Option<&'static str> {
+        match self {
+            Error::Refused(e) => e.input_role(),
+            Error::Stage { source, .. } => source.refused_input(),
+            _ => None,
+        }
+    }
 }
 
 /// Why a stage refused to run when the data or the model contradicts one of its keys. The stage
@@ -148,6 +158,18 @@ pub enum StageError {
         /// What the data or the model says.
         source: Box<Error>,
     },
+    /// What the stage read through input `role` contradicts key `key` of the stage that made it
+    /// (a `train` stage's rows of one class: the `label` of the `load` stage its `data` names);
+    /// `source` says how.
+    #[error("{source}")]
+    InputContradicts {
+        /// The input, by role (`data`).
+        role: &'static str,
+        /// The key of the input's stage to change.
+        key: &'static str,
+        /// What the data says.
+        source: Box<Error>,
+    },
 }
 
 impl StageError {
@@ -157,7 +179,17 @@ impl StageError {
             StageError::AboveAvailable { key, .. }
             | StageError::Cannot { key, .. }
             | StageError::NotInData { key, .. }
-            | StageError::Contradicts { key, .. } => key,
+            | StageError::Contradicts { key, .. }
+            | StageError::InputContradicts { key, .. } => key,
+        }
+    }
+
+    /// The input (by role) whose stage holds [`StageError::key`], when it is not the refusing
+    /// stage's own key.
+    pub fn input_role(&self) -> Option<&'static str> {
+        match self {
+            StageError::InputContradicts { role, .. } => Some(role),
+            _ => None,
         }
     }
 

@@ -227,7 +227,7 @@ impl Oracle {
         // whatever the model.
         if let Some(row) = out.iter().position(|p| !p.is_finite()) {
             return Err(ModelError::NotFinite {
-                output: "P(favourable)".into(),
+                output: format!("P(favourable) of {}", self.model.describe()),
                 row,
                 value: out[row],
                 features: x[row * width..(row + 1) * width].to_vec(),
@@ -279,7 +279,7 @@ impl Oracle {
         let bad = bad.or_else(|| grad.iter().position(|g| !g.is_finite()).map(|i| (i / width.max(1), grad[i])));
         if let Some((row, value)) = bad {
             return Err(ModelError::NotFinite {
-                output: "P(favourable) or its gradient".into(),
+                output: format!("P(favourable) or its gradient of {}", self.model.describe()),
                 row,
                 value,
                 features: x[row * width..(row + 1) * width].to_vec(),

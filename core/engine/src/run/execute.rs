@@ -107,7 +107,7 @@ impl Pipeline {
             }
             let started = Instant::now();
             let in_stage = |e: Error| {
-                let place = e.refused_key().and_then(|key| planned.places.of(key)).map(Box::new);
+                let place = self.refusal_place(planned, &e);
                 Error::Stage { stage: planned.name.clone(), kind: planned.kind.name.to_string(), source: Box::new(e), place }
             };
             refuse_labels_only(planned, &inputs).map_err(in_stage)?;
@@ -203,6 +203,18 @@ pub(crate) enum PieceMode {
 }
 
 impl Pipeline {
+    /// Where the key a refusal of stage `planned` names is: among `planned`'s own keys, or, for
+    /// a key of one of its inputs' stages ([`Error::refused_input`]), among that stage's (then
+    /// named by its whole path, `stages.NAME.KEY`).
+    fn refusal_place(&self, planned: &super::PlannedStage, e: &Error) -> Option<Box<crate::error::KeyPlace>> {
+        let key = e.refused_key()?;
+        let Some(role) = e.refused_input() else { return planned.places.of(key).map(Box::new) };
+        let name = planned.inputs.get(role)?;
+        let holder = self.stages.iter().find(|s| s.name == *name)?;
+        let place = holder.places.of(key)?;
+        Some(Box::new(crate::error::KeyPlace { key: format!("stages.{name}.{key}"), ..place }))
+    }
+
     /// Once the stage at `position` has loaded `data`, run the checks of every later stage whose
     /// audit descends from it and that no earlier dataset has checked: a limit the audit would
     /// pass stops the run now, before the stages in between (training, say) take their time.
@@ -228,7 +240,7 @@ impl Pipeline {
             planned.stage.preflight(data, &warnings).map_err(|e| Error::Stage {
                 stage: planned.name.clone(),
                 kind: planned.kind.name.to_string(),
-                place: e.refused_key().and_then(|key| planned.places.of(key)).map(Box::new),
+                place: self.refusal_place(planned, &e),
                 source: Box::new(Error::Invalid(format!("checked as soon as `{source}` was loaded, before it runs: {e}"))),
             })?;
             early_warnings.insert(planned.name.clone(), warnings);

@@ -401,6 +401,12 @@ impl StageConfig for LoadConfig {
             if let (Some(min), Some(max)) = (c.min, c.max) {
                 if min > max {
                     checks.at(&span, format!("columns.{name}: min {min} is greater than max {max}"));
+                } else if !(max - min).is_finite() {
+                    // The domain's arithmetic (steps, ranges, perturbations) needs max − min.
+                    checks.at(
+                        &span,
+                        format!("columns.{name}: min {min:?} and max {max:?} span a range too wide to compute with (max − min is not a finite number); narrow the bounds or rescale the column"),
+                    );
                 }
             }
             if let Some(levels) = &c.levels {
@@ -550,13 +556,16 @@ struct Load {
 
 impl Load {
     /// A data error located at the key that fixes it: the label's values at `favourable`, a
-    /// protected column's at `protected`.
+    /// protected column's at `protected`, a column whose bounds `columns.NAME` declares (the
+    /// data outside them, or a range too wide) at `columns`.
     fn refused(&self, e: crate::error::DataError) -> crate::error::Error {
+        let bounded = |column: &String| self.spec.columns.get(column).is_some_and(|c| c.min.is_some() || c.max.is_some());
         match &e {
             crate::error::DataError::Column { column, .. } if *column == self.spec.label => StageError::contradicts("favourable", e),
             crate::error::DataError::Column { column, .. } if self.spec.protected.contains(column) => {
                 StageError::contradicts("protected", e)
             }
+            crate::error::DataError::Column { column, .. } if bounded(column) => StageError::contradicts("columns", e),
             _ => e.into(),
         }
     }

@@ -725,9 +725,14 @@ impl Stage for LoadModel {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
         let mut figures = LoadModelFigures::default();
-        // An output the model lacks is the `output` key's to fix.
+        // An output the model lacks is the `output` key's to fix; a model answering NaN or
+        // infinity is named by its file (server, command) and located at the key naming it (a
+        // model object given in code names itself).
         let keyed = |e: Error| match e {
             Error::Model(ModelError::MissingOutput { .. }) => StageError::contradicts("output", e),
+            Error::Model(ModelError::NotFinite { .. }) if self.provided.is_none() => {
+                StageError::contradicts(self.location_key(), Error::Invalid(format!("{}: {e}", self.location())))
+            }
             other => other,
         };
         let (model, recipe): (Arc<dyn Model>, _) = if let Some(provided) = &self.provided {
@@ -743,7 +748,7 @@ impl Stage for LoadModel {
         } else {
             (self.load_onnx(&data, &mut figures).map_err(keyed)?, None)
         };
-        let (artifact, model_figures, model_queries, scored) = model_output_scored(model, Arc::clone(&data), recipe)?;
+        let (artifact, model_figures, model_queries, scored) = model_output_scored(model, Arc::clone(&data), recipe).map_err(keyed)?;
         figures.model = model_figures;
         if figures.favourable_vs_rest == Some(true) {
             ctx.warn(format!(
@@ -773,6 +778,15 @@ impl LoadModel {
     /// How the data's rows feed the model's inputs: the `inputs` map and the columns with codes.
     fn feeding(&self, data: &Dataset) -> Feeding {
         Feeding { inputs: self.inputs.clone(), coded: data.coded.clone() }
+    }
+
+    /// The key naming where the model is: `path`, `url` or `command`.
+    fn location_key(&self) -> &'static str {
+        match self.remote.as_ref().map(|r| &r.place) {
+            Some(Place::Server { .. } | Place::Mlflow { .. }) => "url",
+            Some(Place::Program { .. }) => "command",
+            None => "path",
+        }
     }
 
     /// Where the model is, for messages: its file, server or command.

@@ -322,7 +322,7 @@ impl Stage for Train {
         }
         let (x, y) = data.subset(Split::Train);
         let started = Instant::now();
-        let fitted = self.recipe.fit_shown(&x, &y, &ctx.progress)?;
+        let fitted = self.recipe.fit_shown(&x, &y, &ctx.progress).map_err(|e| one_class_refusal(e, &data, &y))?;
         let train_elapsed_s = started.elapsed().as_secs_f64();
         let mut saved = None;
         if let Some(path) = &self.save {
@@ -339,4 +339,26 @@ impl Stage for Train {
             model_queries,
         })
     }
+}
+
+/// A training failure on rows whose label holds one class, located at the `label` key of the
+/// stage that loaded the data (the data, its split or the label column is what to change); any
+/// other failure as it is.
+fn one_class_refusal(e: crate::error::ModelError, data: &crate::data::Dataset, y: &[u8]) -> crate::error::Error {
+    let Some(&first) = y.first() else { return e.into() };
+    if y.iter().any(|&c| c != first) {
+        return e.into();
+    }
+    let why = format!(
+        "{}: the label `{}` is {:?} in all {} training rows, so no classifier can be trained on them ({e}); check that `label` names the outcome column and that the training rows hold both outcomes",
+        data.path.display(),
+        data.label_name,
+        data.label_values[usize::from(first.min(1))],
+        y.len()
+    );
+    crate::error::Error::Refused(crate::error::StageError::InputContradicts {
+        role: "data",
+        key: "label",
+        source: Box::new(crate::error::Error::Invalid(why)),
+    })
 }
