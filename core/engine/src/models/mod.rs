@@ -11,6 +11,7 @@ pub mod model_inputs;
 pub mod model_outputs;
 pub mod onnx;
 pub mod onnx_dense;
+pub mod onnx_external;
 pub mod onnx_graph;
 pub mod onnx_runtime;
 pub mod ort_model;
