@@ -11,6 +11,7 @@ pub mod fuzzing;
 pub mod init;
 pub mod json;
 pub mod scaffold;
+pub mod summary_lines;
 
 use fairpipe_core::plugin::{self, Plugin, PluginError};
 use fairpipe_ffi::PluginEntry;
