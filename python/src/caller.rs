@@ -9,7 +9,8 @@ pub fn argument(stage: &str, key: Option<&str>) -> String {
     let option = |stage: &str, key: &str| format!("options[\"{stage}\"][\"{key}\"]");
     match (stage, key) {
         ("data", Some(k @ ("label" | "protected" | "favourable" | "features" | "drop"))) => k.to_string(),
-        ("data", Some("split_column")) => "test".into(),
+        // `audit` sets the measured rows' split from `test=`.
+        ("data", Some("split_column")) | ("group_metrics" | "check", Some("split")) => "test".into(),
         ("data", Some(k)) => option("data", k),
         ("data", None) => "data".into(),
         ("model", _) => "model".into(),

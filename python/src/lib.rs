@@ -139,10 +139,7 @@ fn engine_error(py: Python<'_>, e: Error, last: &LastError, audit: bool) -> PyEr
         }
         other => vec![Located { file: None, line: None, column: None, message: other.to_string() }],
     };
-    let summary = match &e {
-        _ if audit => located.iter().map(|l| l.message.as_str()).collect::<Vec<_>>().join("\n"),
-        other => other.to_string(),
-    };
+    let summary = if audit { located.iter().map(|l| l.message.as_str()).collect::<Vec<_>>().join("\n") } else { e.to_string() };
     let stage = match &e {
         Error::Stage { stage, .. } => Some(stage.clone()),
         _ => None,
