@@ -56,7 +56,7 @@ def test_every_built_in_method_runs_on_a_string_category_model(method, sklearn_p
         favourable=">50K",
         protected=["sex", "race"],
         checks=[],
-        search={"plugin": method, "max_queries": 3000, "random_seeds": 50},
+        search={"plugin": method, "max_queries": 20000, "random_seeds": 50},
     )
     search = run.figures("search")
     assert search["queries_asked"] > 0 and model.rows > 0, (method, search)
