@@ -30,9 +30,11 @@ pub fn split_stage(message: &str) -> Option<(&str, &str)> {
     Some((stage, rest))
 }
 
-/// The first backquoted word of `text` that is one of `keys`.
+/// The key `text` is about: the one it opens with (``protected attribute `x` …``), else its first
+/// backquoted word that is one of `keys`.
 pub fn first_key<'a>(text: &str, keys: &[&'a str]) -> Option<&'a str> {
-    text.split('`').skip(1).step_by(2).find_map(|word| keys.iter().find(|k| **k == word).copied())
+    let opening = keys.iter().find(|k| text.starts_with(&format!("{k} ")) || text.starts_with(&format!("`{k}`"))).copied();
+    opening.or_else(|| text.split('`').skip(1).step_by(2).find_map(|word| keys.iter().find(|k| **k == word).copied()))
 }
 
 /// `message` with `split_column` (the column `audit` adds for `test=`) no longer named: dropped
