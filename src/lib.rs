@@ -8,6 +8,7 @@ pub mod fuzzing;
 pub mod init;
 pub mod json;
 pub mod scaffold;
+pub mod summary_lines;
 
 pub use fairpipe_builtins::{builtin_reference, file_plugins_reference, register_builtins, BUILTINS};
 

@@ -424,5 +424,8 @@ fn print_summary(summary: &serde_json::Value) {
             figures["elapsed_s"].as_f64().unwrap_or(0.0),
             parts.join(", ")
         );
+        if let Some(line) = fairpipe::summary_lines::model_line(summary, figures) {
+            say!("  {:<width$} {:<kind_width$}           {line}", "", "");
+        }
     }
 }

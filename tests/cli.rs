@@ -185,3 +185,25 @@ fn progress_bars_on_a_terminal_and_nothing_on_a_pipe() {
     assert!(ok);
     assert_eq!(stderr, "", "something was drawn on a pipe");
 }
+
+/// The stage table `run` prints names, under the model stage, the executor that ran the model and
+/// the class taken as favourable (the census model: a dense network, ">50K" read from its column 1).
+#[test]
+fn the_terminal_names_the_executor_and_the_favourable_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[pipeline]\nseed = 1\n\n{}\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n",
+        census_data_stage(),
+        bundled("models/census.onnx")
+    );
+    let pipeline = write(dir.path(), "p.toml", &text);
+    let out = dir.path().join("out");
+    let (ok, stdout, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let model = &summary["stages"]["model"];
+    let executor = model["executor"].as_str().unwrap();
+    let read = model["output_read"].as_str().unwrap();
+    let line = stdout.lines().find(|l| l.contains("runs on: ")).unwrap_or_else(|| panic!("no executor line in\n{stdout}"));
+    assert!(line.contains(&format!("runs on: {executor}; favourable: \">50K\", read as {read}")), "{line}");
+}

@@ -154,3 +154,37 @@ fn a_figure_name_no_stage_writes_fails_validate_and_run_with_exit_1_before_anyth
     );
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// A condition on a figure that is an object (`min_impact_ratio`, one number per set of protected
+/// attributes) is refused at validate, naming the numbers it holds — not run and reported as a
+/// failed gate (exit 3), which would read as the model failing.
+#[test]
+fn a_condition_on_an_object_is_refused_before_the_run_naming_its_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.toml", &pipeline(""));
+    let out = dir.path().join("out");
+    let (code, _, stderr) = run(&good, &out, &["--gate", "metrics.min_impact_ratio >= 0.8"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--gate `metrics.min_impact_ratio >= 0.8`: `metrics.min_impact_ratio` is an object, not a number")
+            && stderr.contains("`min_impact_ratio.sex`")
+            && stderr.contains("e.g. `metrics.min_impact_ratio.sex >= 0.8`"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing ran");
+    let text = pipeline("[gate]\nconditions = [\"metrics.min_impact_ratio >= 0.8\"]");
+    let file = write(dir.path(), "object.toml", &text);
+    let validate =
+        Command::new(env!("CARGO_BIN_EXE_fairpipe")).args(["validate", file.to_str().unwrap()]).current_dir(root()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&validate.stderr);
+    assert_eq!(validate.status.code(), Some(1), "{stderr}");
+    let line = text.lines().position(|l| l.starts_with("conditions")).unwrap() + 1;
+    assert!(
+        stderr
+            .contains(&format!("object.toml:{line}:15: [gate] `metrics.min_impact_ratio >= 0.8`: `metrics.min_impact_ratio` is an object")),
+        "{stderr}"
+    );
+    // The number inside, named as the message says, is accepted and checked.
+    let (code, _, stderr) = run(&good, &out, &["--gate", "metrics.min_impact_ratio.gender >= 0"]);
+    assert_eq!(code, Some(0), "{stderr}");
+}

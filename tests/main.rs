@@ -13,6 +13,7 @@ mod budgets;
 mod cli;
 mod conformance;
 mod deploy;
+mod domain_hold;
 mod external_plugin;
 mod fairlearn;
 mod fuzz_corpus;

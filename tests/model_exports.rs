@@ -113,12 +113,18 @@ fn probabilities(out: &std::path::Path) -> Vec<f64> {
 /// Run `name`.onnx through predict and the short audit; assert its probabilities equal
 /// onnxruntime's; returns the summary.
 fn audit(name: &str, model_keys: &str) -> serde_json::Value {
+    audit_against(name, name, model_keys)
+}
+
+/// As [`audit`], holding `name`.onnx to the onnxruntime values of export `reference`.
+fn audit_against(name: &str, reference: &str, model_keys: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "p.toml", &pipeline(&format!("{name}.onnx"), model_keys, SHORT_AUDIT));
     let out = dir.path().join("out");
     let summary = run_pipeline(&file, &out, &[]);
     let expected = expected();
     let got = probabilities(&out);
+    let name = reference;
     match expected.get(&format!("{name}_p")) {
         Some(want) => {
             let want: Vec<f64> = want.iter().map(|v| v.parse().unwrap()).collect();
@@ -191,6 +197,52 @@ fn pytorch_style_mlps_are_read_from_their_probabilities() {
     // Logits alone are read with the transform the refusal names.
     audit("torch_mlp_logits", "output_transform = \"softmax\"");
     audit("torch_mlp_logits", "output_transform = \"softmax\"\nexecutor = \"onnxruntime\"");
+}
+
+/// An export whose weights sit in a file beside the graph (`torch.onnx.export`'s external data,
+/// made by `make_external_data.py` from `torch_mlp_sigmoid.onnx`, which onnxruntime scores the
+/// same bit for bit) audits on every executor that reads ONNX, equal to onnxruntime's values.
+#[test]
+fn an_export_with_its_weights_beside_it_is_audited_on_every_executor() {
+    let graph = std::fs::read(exports().join("torch_mlp_sigmoid_external.onnx")).unwrap();
+    let weights = std::fs::metadata(exports().join("torch_mlp_sigmoid_external.onnx.data")).unwrap().len();
+    assert!(weights > graph.len() as u64, "the weights ({weights} bytes) are outside the graph ({} bytes)", graph.len());
+    for (executor, runs_on) in
+        [("auto", &["native dense", "tract"][..]), ("native", &["native dense"]), ("tract", &["tract"]), ("onnxruntime", &["onnxruntime"])]
+    {
+        let summary = audit_against("torch_mlp_sigmoid_external", "torch_mlp_sigmoid", &format!("executor = \"{executor}\""));
+        let model = &summary["stages"]["model"];
+        let ran = model["executor"].as_str().unwrap();
+        assert!(runs_on.iter().any(|r| ran.starts_with(r)), "{executor}: {model}");
+    }
+}
+
+/// An external-data location that leaves the model's folder, or asks for bytes past the end of
+/// its file, is refused naming the tensor.
+#[test]
+fn external_data_outside_the_folder_or_its_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = std::fs::read(exports().join("torch_mlp_sigmoid_external.onnx")).unwrap();
+    let data = std::fs::read(exports().join("torch_mlp_sigmoid_external.onnx.data")).unwrap();
+    let location = b"torch_mlp_sigmoid_external.onnx.data";
+    // Every tensor's location, the same length of name one folder up (`torch_` → `../ch_`).
+    let mut escaping = graph.clone();
+    let places: Vec<usize> = graph.windows(location.len()).enumerate().filter(|(_, w)| *w == location).map(|(at, _)| at).collect();
+    assert!(!places.is_empty(), "the graph names its data file");
+    for at in places {
+        escaping[at..at + location.len()].copy_from_slice(b"../ch_mlp_sigmoid_external.onnx.data");
+    }
+    std::fs::write(dir.path().join("escaping.onnx"), &escaping).unwrap();
+    let error = fairpipe_core::models::onnx::tract::external::read_model(&dir.path().join("escaping.onnx")).unwrap_err().to_string();
+    assert!(error.contains("is not a file inside the model's folder"), "{error}");
+    std::fs::write(dir.path().join("short.onnx"), &graph).unwrap();
+    std::fs::write(dir.path().join("torch_mlp_sigmoid_external.onnx.data"), &data[..data.len() / 2]).unwrap();
+    let error = fairpipe_core::models::onnx::tract::external::read_model(&dir.path().join("short.onnx")).unwrap_err().to_string();
+    assert!(error.contains("its external data asks for bytes") && error.contains("tensor"), "{error}");
+    std::fs::write(dir.path().join("torch_mlp_sigmoid_external.onnx.data"), &data).unwrap();
+    let proto = fairpipe_core::models::onnx::tract::external::read_model(&dir.path().join("short.onnx")).unwrap();
+    let inlined: usize = proto.graph.unwrap().initializer.iter().map(|t| t.raw_data.len()).sum();
+    assert_eq!(inlined, data.len(), "every byte of the data file is read into the graph");
 }
 
 #[test]

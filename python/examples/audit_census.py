@@ -3,7 +3,7 @@ bundled UCI Adult census data (a pandas DataFrame with string categories), then 
 object with fairpipe — no ONNX export, no CSV, no TOML.
 
     pip install "./python[examples]"      # from a clone of fairpipe (needs the Rust toolchain)
-    python python/examples/audit_census.py
+    python python/examples/audit_census.py      # or a copy of it, from any folder
 
 Each block below is a notebook cell.
 """
@@ -18,8 +18,10 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import fairpipe_rs
 
-# --- The data: the raw census file as anyone reads it (strings, '?' for a missing value).
-DATA = Path(__file__).resolve().parents[2] / "pipelines" / "data" / "adult.data.csv"
+# --- The data: the raw census file as anyone reads it (strings, '?' for a missing value), found
+# wherever this runs (fairpipe_rs.example_data: the clone the package was built from, or
+# FAIRPIPE_DATA).
+DATA = fairpipe_rs.example_data("adult.data.csv")
 df = pd.read_csv(DATA, skipinitialspace=True).drop(columns=["fnlwgt", "education"])
 df = df[~df.isin(["?"]).any(axis=1)].reset_index(drop=True)
 train = df.sample(frac=0.7, random_state=0)

@@ -31,9 +31,10 @@ import numpy as np
 
 from . import _frames, _native
 from ._errors import GateFailed, PipelineError, Problem
+from ._examples import example_data
 from ._model import ModelSpec
 
-__all__ = ["audit", "run", "Run", "Gate", "PipelineError", "GateFailed", "Problem", "__version__"]
+__all__ = ["audit", "run", "Run", "Gate", "PipelineError", "GateFailed", "Problem", "example_data", "__version__"]
 
 __version__: str = _native.version()
 

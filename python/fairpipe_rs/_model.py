@@ -95,13 +95,42 @@ def _decoder(attribute: Dict[str, Any], dtype: Any, original: Dict[str, Any]) ->
     """Turns the engine's encoded column into the original column's values."""
     if attribute["kind"] == "categorical":
         values = _level_values(attribute["levels"], original, dtype)
-        return lambda column: values[column.astype(np.intp)]
+        # Codes are whole numbers; a gradient's probe a hair off one reads as that one (rounded,
+        # never truncated onto the level below). `_check_codes` has refused codes off the levels.
+        return lambda column: values[np.rint(column).astype(np.intp)]
     kind = getattr(dtype, "kind", None)
     if kind in ("i", "u", "f", "b"):
         return lambda column: column.astype(dtype)
     if attribute["kind"] == "integer":
         return lambda column: column.astype(np.int64)
     return lambda column: column
+
+
+def _show_row(attributes: List[Dict[str, Any]], row: np.ndarray) -> str:
+    """Row ``row`` of the engine's encoding as ``name=value`` pairs, categories by their level."""
+    cells = []
+    for a, v in zip(attributes, row.tolist()):
+        levels = a.get("levels") or []
+        k = round(v) if a["kind"] == "categorical" and v == v else None
+        cells.append(f"{a['name']}={levels[k]!r}" if k is not None and 0 <= k < len(levels) else f"{a['name']}={v!r}")
+    return ", ".join(cells)
+
+
+def _check_codes(attributes: List[Dict[str, Any]], x: np.ndarray) -> None:
+    """Refuse a batch with a category code that is not one of its column's levels, naming the
+    first offending row (its place in the batch and its values)."""
+    for i, a in enumerate(attributes):
+        if a["kind"] != "categorical":
+            continue
+        n = len(a["levels"])
+        column = x[:, i]
+        bad = np.flatnonzero(~((column > -0.5) & (column < n - 0.5)))
+        if bad.size:
+            r = int(bad[0])
+            raise ValueError(
+                f"row {r} of a batch of {len(x)} gives {a['name']} the code {float(column[r])!r}, not one of its {n} categories "
+                f"(codes 0 to {n - 1}): {_show_row(attributes, x[r])}"
+            )
 
 
 def bind(spec: ModelSpec, domain_json: str) -> Dict[str, Any]:
@@ -165,6 +194,7 @@ def bind(spec: ModelSpec, domain_json: str) -> Dict[str, Any]:
     def scorer(batch: bytes, rows: int, column: int) -> bytes:
         started = time.perf_counter()
         x = np.frombuffer(batch, dtype=np.float64).reshape(rows, width)
+        _check_codes(attributes, x)
         features = build(x)
         ready = time.perf_counter()
         p = model.predict_proba(features)

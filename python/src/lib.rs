@@ -4,6 +4,7 @@
 //! directly.
 
 mod arrow;
+mod caller;
 mod model;
 
 use std::path::{Path, PathBuf};
@@ -86,10 +87,37 @@ struct Located {
     message: String,
 }
 
+/// The keys of the stage `audit` names `stage` (its kind's documented keys).
+fn stage_keys(stage: &str) -> Vec<&'static str> {
+    let kind = match stage {
+        "data" => "load",
+        "model" => "load_model",
+        "search" => "generate",
+        other => other,
+    };
+    fairpipe_core::run::registry::STAGE_KINDS.iter().find(|k| k.name == kind).map(|k| k.all_keys()).unwrap_or_default()
+}
+
+/// A problem of the pipeline `audit` built in code (located at `<code>:1:1`, or a `<gate>`
+/// condition), said of the argument that set it, unlocated.
+fn in_callers_terms(problem: &fairpipe_core::error::ConfigProblem) -> Located {
+    let file = problem.file.display().to_string();
+    let message = match (file.as_str(), caller::split_stage(&problem.message)) {
+        ("<code>", Some((stage, rest))) => {
+            format!("argument `{}`: {rest}", caller::argument(stage, caller::first_key(rest, &stage_keys(stage))))
+        }
+        ("<gate>", _) => format!("argument `gate`: {}", problem.message),
+        _ => problem.message.clone(),
+    };
+    Located { file: None, line: None, column: None, message: caller::without_column(&message, SPLIT_COLUMN) }
+}
+
 /// The Python exception for engine error `e`: `fairpipe_rs.PipelineError` with its problems,
-/// chained to the Python exception a model raised, if that is what failed.
-fn engine_error(py: Python<'_>, e: Error, last: &LastError) -> PyErr {
+/// chained to the Python exception a model raised, if that is what failed. With `audit`, the
+/// pipeline was built by `audit` and its problems are said of its arguments ([`caller`]).
+fn engine_error(py: Python<'_>, e: Error, last: &LastError, audit: bool) -> PyErr {
     let located: Vec<Located> = match &e {
+        Error::Config(ConfigError { problems }) if audit => problems.iter().map(in_callers_terms).collect(),
         Error::Config(ConfigError { problems }) => problems
             .iter()
             .map(|p| Located {
@@ -99,8 +127,17 @@ fn engine_error(py: Python<'_>, e: Error, last: &LastError) -> PyErr {
                 message: p.message.clone(),
             })
             .collect(),
+        Error::Stage { stage, source, .. } if audit => {
+            let argument = caller::argument(stage, e.refused_key());
+            let message = caller::without_column(&format!("argument `{argument}`: {source}"), SPLIT_COLUMN);
+            vec![Located { file: None, line: None, column: None, message }]
+        }
+        other if audit => {
+            vec![Located { file: None, line: None, column: None, message: caller::without_column(&other.to_string(), SPLIT_COLUMN) }]
+        }
         other => vec![Located { file: None, line: None, column: None, message: other.to_string() }],
     };
+    let summary = if audit { located.iter().map(|l| l.message.as_str()).collect::<Vec<_>>().join("\n") } else { e.to_string() };
     let stage = match &e {
         Error::Stage { stage, .. } => Some(stage.clone()),
         _ => None,
@@ -120,7 +157,7 @@ fn engine_error(py: Python<'_>, e: Error, last: &LastError) -> PyErr {
             problems.append(p)?;
         }
         let class = py.import("fairpipe_rs._errors")?.getattr("PipelineError")?;
-        let error = PyErr::from_value(class.call1((e.to_string(), problems, stage))?);
+        let error = PyErr::from_value(class.call1((summary, problems, stage))?);
         if let Some(cause) = cause {
             error.set_cause(py, Some(cause));
         }
@@ -184,7 +221,7 @@ fn run_pipeline(
         pipeline.gate.extend(gate_conditions(&gate)?);
         execute(&pipeline, out.as_deref())
     });
-    result.map_err(|e| engine_error(py, e, &last))
+    result.map_err(|e| engine_error(py, e, &last, false))
 }
 
 /// `config` (a stage config type) from JSON `options` over `defaults`.
@@ -326,13 +363,19 @@ fn audit(
         pipeline.gate = gate_conditions(&gate)?;
         execute(&pipeline, None)
     });
-    result.map_err(|e| engine_error(py, e, &last))
+    result.map_err(|e| engine_error(py, e, &last, true))
 }
 
 /// The version of the engine inside.
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
+}
+
+/// The fairpipe clone this module was built from (where `pipelines/data` is, while it exists).
+#[pyfunction]
+fn source_tree() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/..")
 }
 
 /// The built-in methods: name, kind and description, as `fairpipe list` shows them.
@@ -353,6 +396,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::arrow_buffer_addresses, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_reference, m)?)?;
+    m.add_function(wrap_pyfunction!(source_tree, m)?)?;
     Ok(())
 }
 

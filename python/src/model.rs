@@ -123,6 +123,9 @@ impl ModelSource for PySource {
     }
 }
 
+/// Words of `fairpipe_rs._model._check_codes`'s message, which names the offending row itself.
+const CODE_CHECK_MARK: &str = " not one of its ";
+
 /// A bound Python model: `scorer(rows_bytes, n_rows, column)` returns P(favourable) as the bytes
 /// of `n_rows` float64.
 struct PyModel {
@@ -232,7 +235,13 @@ impl PyModel {
             Ok(None) => {}
             Ok(Some(problem)) => return Err(self.batch_error(x, rows, problem)),
             Err(e) => {
-                let error = self.batch_error(x, rows, format!("predict_proba raised {e}"));
+                // The decoder's refusal of a category code names its own row
+                // (`fairpipe_rs._model._check_codes`); anything else is predict_proba's.
+                let error = if e.to_string().contains(CODE_CHECK_MARK) {
+                    ModelError::Inference(format!("{}: {e}", self.name))
+                } else {
+                    self.batch_error(x, rows, format!("predict_proba raised {e}"))
+                };
                 *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                 return Err(error);
             }

@@ -141,9 +141,167 @@ impl FromStr for Condition {
     }
 }
 
+/// What a top-level figure that is not a number holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Words.
+    Text,
+    /// A list (or a fixed array) of values.
+    List,
+    /// An object of named values.
+    Object,
+}
+
+/// The top-level figures of each stage kind that are not numbers (nor `true`/`false`), so that a
+/// condition ending at one is refused at validate instead of failing the gate after the run. A
+/// test (`run::registry`) holds this to each kind's figures struct.
+pub const NOT_NUMBERS: &[(&str, &[(&str, Shape)])] = {
+    use Shape::{List, Object, Text};
+    &[
+        ("check", &[("ci95", List)]),
+        ("check_text", &[("counterfactuals", Text), ("per_category", Object)]),
+        ("cluster", &[("cluster_sizes", List)]),
+        ("estimate", &[("ci95", List), ("ci95_wilson", List)]),
+        (
+            "generate",
+            &[
+                ("plugin", Text),
+                ("params", Object),
+                ("seed_source", Text),
+                ("cache_choice", Text),
+                ("gradient", Text),
+                ("stopped_by", Text),
+                ("unit_figures", List),
+            ],
+        ),
+        (
+            "group_metrics",
+            &[
+                ("min_impact_ratio", Object),
+                ("below_threshold", List),
+                ("groups", List),
+                ("selection", Text),
+                ("auc_note", Text),
+                ("reference", Object),
+                ("ratio_band", List),
+                ("parity", Object),
+                ("parity_min_count", Object),
+            ],
+        ),
+        ("group_score", &[("plugin", Text), ("params", Object), ("top", List), ("rules", List), ("stopped_by", Text)]),
+        ("group_score_text", &[("top", List)]),
+        ("load", &[("protected", List), ("label", Object), ("domain", Object)]),
+        (
+            "load_model",
+            &[
+                ("algorithm", Text),
+                ("output", Text),
+                ("output_read", Text),
+                ("model_classes", List),
+                ("input_contract", Text),
+                ("agreement", Object),
+                ("unused_features", List),
+                ("executor", Text),
+                ("executor_reason", Text),
+                ("reference_check", Text),
+                ("onnxruntime_path", Text),
+                ("remote_inputs", Text),
+                ("remote", Object),
+                ("model", Text),
+            ],
+        ),
+        (
+            "load_text",
+            &[("label", Text), ("label_values", List), ("terms", Object), ("texts_per_category", Object), ("texts_per_term", Object)],
+        ),
+        ("load_text_model", &[("model", Text), ("output_read", Text)]),
+        (
+            "retrain",
+            &[
+                ("strategy", Text),
+                ("measure", Text),
+                ("label", Text),
+                ("group", Text),
+                ("select", Text),
+                ("algorithm", Text),
+                ("before", Object),
+                ("after", Object),
+                ("model", Text),
+            ],
+        ),
+        (
+            "retrain_text",
+            &[
+                ("strategy", Text),
+                ("measure", Text),
+                ("model", Text),
+                ("group", Text),
+                ("over_given", Text),
+                ("label", Text),
+                ("before", Object),
+                ("after", Object),
+            ],
+        ),
+        ("train", &[("saved", Text), ("model", Text)]),
+        ("train_text", &[("model", Text)]),
+        ("verify", &[("idis_over_time_s", List)]),
+    ]
+};
+
+/// Where the numbers inside a figure that is not one are, for the figures whose form is known
+/// before the run.
+fn numbers_inside(kind: &str, figure: &str) -> Option<&'static str> {
+    Some(match (kind, figure) {
+        ("group_metrics", "min_impact_ratio") => {
+            "one number per set of protected attributes measured, named by them (`min_impact_ratio.ATTRIBUTE`: `min_impact_ratio.sex`, `min_impact_ratio.\"sex × race\"`, …)"
+        }
+        ("group_metrics", "parity" | "parity_min_count") => {
+            "the parity figures per set of protected attributes (`parity.ATTRIBUTE.FIGURE`: `parity.sex.demographic_parity_ratio`, …; the worst over the sets is `demographic_parity_ratio`)"
+        }
+        (_, "ci95" | "ci95_wilson" | "ratio_band") => "its bounds, `.0` (lower) and `.1` (upper)",
+        _ => return None,
+    })
+}
+
+/// Refuse a condition that ends at a top-level figure of `kind` that is not a number, saying what
+/// the figure holds and where its numbers are.
+fn refuse_non_number(condition: &Condition, kind: &str) -> Result<(), String> {
+    let [stage, field] = condition.path.as_slice() else { return Ok(()) };
+    let shapes = NOT_NUMBERS.iter().find(|(k, _)| *k == kind).map_or(&[][..], |(_, s)| *s);
+    let Some((_, shape)) = shapes.iter().find(|(f, _)| f == field) else { return Ok(()) };
+    let what = match shape {
+        Shape::Text => return Err(format!("`{stage}.{field}` is text, not a number: a gate compares numbers")),
+        Shape::List => "a list",
+        Shape::Object => "an object",
+    };
+    let op = Op::ALL.iter().find(|(_, o)| *o == condition.op).map_or("", |(sym, _)| *sym);
+    Err(match (numbers_inside(kind, field), example_key(kind, field)) {
+        (Some(inside), Some(key)) => {
+            format!("`{stage}.{field}` is {what}, not a number: it holds {inside}; e.g. `{stage}.{field}.{key} {op} {}`", condition.value)
+        }
+        _ if *shape == Shape::List => {
+            format!("`{stage}.{field}` is {what}, not a number: name one of its elements by index, `{stage}.{field}.0…` (summary.json shows them)")
+        }
+        _ => {
+            format!("`{stage}.{field}` is {what}, not a number: name one of its fields, `{stage}.{field}.NAME…` (summary.json shows them)")
+        }
+    })
+}
+
+/// The key of the example [`refuse_non_number`] gives, where the form is known.
+fn example_key(kind: &str, field: &str) -> Option<&'static str> {
+    Some(match (kind, field) {
+        ("group_metrics", "min_impact_ratio") => "sex",
+        ("group_metrics", "parity" | "parity_min_count") => "sex.demographic_parity_ratio",
+        (_, "ci95" | "ci95_wilson" | "ratio_band") => "0",
+        _ => return None,
+    })
+}
+
 /// Check the names `condition` reads against the pipeline's `stages` (name, kind): the stage must
 /// exist, and its first field must be one of the kind's figures (or, for a kind whose plugin adds
-/// figures, any name). The problem, with a "did you mean", otherwise (to follow "`CONDITION`: ").
+/// figures, any name), and a number when the condition ends there. The problem, with a "did you
+/// mean", otherwise (to follow "`CONDITION`: ").
 pub fn check_names(condition: &Condition, stages: &[(&str, &StageKind)]) -> Result<(), String> {
     let names: Vec<&str> = stages.iter().map(|(n, _)| *n).collect();
     let Some((stage, kind)) = stages.iter().find(|(n, _)| *n == condition.stage()) else {
@@ -153,7 +311,7 @@ pub fn check_names(condition: &Condition, stages: &[(&str, &StageKind)]) -> Resu
     let field = condition.path[1].as_str();
     let known: Vec<&str> = RUNNER_FIGURES.iter().chain(figures.names).copied().collect();
     if known.contains(&field) || figures.open {
-        return Ok(());
+        return refuse_non_number(condition, kind);
     }
     let hint = crate::suggest::hint(field, &known);
     Err(format!(
@@ -178,7 +336,36 @@ fn figure(summary: &Summary, path: &[String]) -> Result<f64, String> {
         Value::Number(n) => n.as_f64().ok_or_else(|| "not a number".into()),
         Value::Bool(b) => Ok(f64::from(u8::from(*b))),
         Value::Null => Err("null (undefined for this run)".into()),
-        other => Err(format!("not a number but {}", if other.is_object() { "an object" } else { "a list or text" })),
+        Value::String(_) => Err("not a number but text".into()),
+        other => {
+            let mut numbers = Vec::new();
+            let shown: Vec<String> = path
+                .iter()
+                .map(|k| if k.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') { k.clone() } else { format!("\"{k}\"") })
+                .collect();
+            numbers_in(other, &shown.join("."), &mut numbers);
+            let what = if other.is_object() { "an object" } else { "a list" };
+            Err(match numbers.len() {
+                0 => format!("not a number but {what} holding no number"),
+                n if n > 8 => format!("not a number but {what}; its numbers: {}, … ({n} in all)", numbers[..8].join(", ")),
+                _ => format!("not a number but {what}; its numbers: {}", numbers.join(", ")),
+            })
+        }
+    }
+}
+
+/// The paths (from `at`) of the numbers inside `value`, `"quoted"` where a key is not a plain word.
+fn numbers_in(value: &Value, at: &str, out: &mut Vec<String>) {
+    match value {
+        Value::Number(_) => out.push(at.to_string()),
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| numbers_in(v, &format!("{at}.{i}"), out)),
+        Value::Object(map) => {
+            for (k, v) in map {
+                let plain = k.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+                numbers_in(v, &if plain { format!("{at}.{k}") } else { format!("{at}.\"{k}\"") }, out);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -277,6 +464,38 @@ mod tests {
         );
         let e = check("metricz.rows > 0").unwrap_err();
         assert_eq!(e, "no stage `metricz` (did you mean `metrics`?)");
+    }
+
+    #[test]
+    fn a_condition_ending_at_a_figure_that_is_not_a_number_is_refused_naming_the_numbers_inside() {
+        use crate::stages;
+        let stages =
+            [("metrics", &stages::group_metrics::KIND), ("estimate", &stages::estimate::KIND), ("model", &stages::load_model::KIND)];
+        let check = |text: &str| check_names(&text.parse().unwrap(), &stages);
+        let e = check("metrics.min_impact_ratio >= 0.8").unwrap_err();
+        assert!(
+            e.starts_with("`metrics.min_impact_ratio` is an object, not a number: it holds one number per set of protected attributes"),
+            "{e}"
+        );
+        assert!(e.contains("`min_impact_ratio.sex`") && e.ends_with("e.g. `metrics.min_impact_ratio.sex >= 0.8`"), "{e}");
+        assert!(check("metrics.min_impact_ratio.sex >= 0.8").is_ok());
+        let e = check("estimate.ci95 < 0.1").unwrap_err();
+        assert!(e.contains("is a list, not a number") && e.ends_with("e.g. `estimate.ci95.0 < 0.1`"), "{e}");
+        assert!(check("estimate.ci95.1 < 0.1").is_ok());
+        let e = check("model.executor == 1").unwrap_err();
+        assert_eq!(e, "`model.executor` is text, not a number: a gate compares numbers");
+        let e = check("metrics.groups > 0").unwrap_err();
+        assert!(e.contains("name one of its elements by index, `metrics.groups.0…`"), "{e}");
+        // Found deeper at run time, the note lists the numbers it holds.
+        let summary = Summary::from_json(&json!({"pipeline": "p", "seed": 1, "stage_order": ["metrics"], "stages": {
+            "metrics": {"kind": "group_metrics", "parity": {"sex × race": {"ratio": 0.5, "note": "x"}, "sex": {"ratio": 0.9}}}
+        }}))
+        .unwrap();
+        let outcome = evaluate(&["metrics.parity >= 0.8".parse().unwrap()], &summary).remove(0);
+        assert_eq!(
+            outcome.note.as_deref(),
+            Some("not a number but an object; its numbers: metrics.parity.sex.ratio, metrics.parity.\"sex × race\".ratio")
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! `last_error` call. `should_stop` answers 1 once the wall-time budget is spent or the user has
 //! interrupted the run ([`crate::interrupt`]).
 
+use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -48,6 +49,9 @@ pub struct GenerateOutput {
     pub tally: crate::oracle::CacheTally,
     /// What the plugin's `gradient` calls did, when it made any.
     pub gradient: Option<GradientUse>,
+    /// Rows the plugin asked the model about (`predict` or `gradient`) that lay outside the
+    /// domain and were held to it before the model saw them ([`held_to_domain`]).
+    pub held: u64,
 }
 
 /// A plugin's use of the `gradient` callback (ABI 1.3) in one run.
@@ -87,6 +91,10 @@ pub const GRACE_SECONDS: f64 = 2.0;
 struct HostState {
     oracle: Oracle,
     width: usize,
+    /// The domain every row the plugin asks about is held to ([`held_to_domain`]).
+    domain: Domain,
+    /// Rows held to the domain so far.
+    held: AtomicU64,
     cases: Mutex<Vec<EmittedCase>>,
     report: Mutex<Option<String>>,
     last_error: Mutex<String>,
@@ -118,6 +126,43 @@ impl HostState {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = message.into();
         code
     }
+}
+
+/// `x` (rows of the domain's width, row-major) held to `domain`, so that no model ever sees a
+/// value outside it whatever a plugin proposes (a search's gradient probe one level past a
+/// category's last, say): each value is clamped into its attribute's bounds, and a category's
+/// onto its nearest level. Integer and continuous values inside the bounds are left as they are (a
+/// plugin may probe between grid points). Borrowed when every row already lies in the domain; the
+/// count is the rows that did not.
+pub fn held_to_domain<'a>(domain: &Domain, x: &'a [f64]) -> (Cow<'a, [f64]>, u64) {
+    let hold = |a: &fairpipe_abi::domain::Attribute, v: f64| -> f64 {
+        if v.is_nan() || a.lower.is_nan() || a.upper.is_nan() || a.lower > a.upper {
+            return v;
+        }
+        match a.kind {
+            AttributeKind::Categorical { .. } => a.clip(v),
+            _ => v.clamp(a.lower, a.upper),
+        }
+    };
+    let width = domain.width();
+    if width == 0 {
+        return (Cow::Borrowed(x), 0);
+    }
+    let outside = |row: &[f64]| row.iter().zip(&domain.attributes).any(|(&v, a)| hold(a, v).to_bits() != v.to_bits());
+    if !x.chunks_exact(width).any(outside) {
+        return (Cow::Borrowed(x), 0);
+    }
+    let mut held = x.to_vec();
+    let mut count = 0;
+    for row in held.chunks_exact_mut(width) {
+        if outside(row) {
+            count += 1;
+            for (v, a) in row.iter_mut().zip(&domain.attributes) {
+                *v = hold(a, *v);
+            }
+        }
+    }
+    (Cow::Owned(held), count)
 }
 
 /// Run `f` on the host state behind `ctx`, turning a panic into [`status::PANIC`] with its text.
@@ -153,7 +198,9 @@ unsafe extern "C" fn host_predict(ctx: *mut c_void, x: *const f64, rows: usize, 
         let Some(len) = rows.checked_mul(cols) else { return state.fail(status::INVALID_INPUT, "predict: rows × cols overflows") };
         // SAFETY: the plugin passes rows*cols readable inputs and room for rows outputs.
         let (input, output) = unsafe { (std::slice::from_raw_parts(x, len), std::slice::from_raw_parts_mut(out, rows)) };
-        match state.oracle.predict_proba_cached_into(input, output) {
+        let (input, held) = held_to_domain(&state.domain, input);
+        state.held.fetch_add(held, Ordering::Relaxed);
+        match state.oracle.predict_proba_cached_into(&input, output) {
             Ok(tally) => {
                 state.asked.fetch_add(tally.asked, Ordering::Relaxed);
                 state.scored.fetch_add(tally.scored, Ordering::Relaxed);
@@ -191,7 +238,9 @@ unsafe extern "C" fn host_gradient(ctx: *mut c_void, x: *const f64, rows: usize,
         let (input, p, grad) = unsafe {
             (std::slice::from_raw_parts(x, len), std::slice::from_raw_parts_mut(p, rows), std::slice::from_raw_parts_mut(grad, len))
         };
-        match state.oracle.gradient_into(input, p, grad) {
+        let (input, held) = held_to_domain(&state.domain, input);
+        state.held.fetch_add(held, Ordering::Relaxed);
+        match state.oracle.gradient_into(&input, p, grad) {
             Ok(model_rows) => {
                 state.gradient_rows.fetch_add(rows as u64, Ordering::Relaxed);
                 state.gradient_model_rows.fetch_add(model_rows, Ordering::Relaxed);
@@ -404,6 +453,8 @@ impl Plugin {
         let state = std::sync::Arc::new(HostState {
             oracle: oracle.clone(),
             width: domain.width(),
+            domain: domain.clone(),
+            held: AtomicU64::new(0),
             cases: Mutex::new(Vec::new()),
             report: Mutex::new(None),
             last_error: Mutex::new(String::new()),
@@ -537,6 +588,7 @@ impl Plugin {
             rows: gradient_rows,
             model_rows: state.gradient_model_rows.load(Ordering::Relaxed),
         });
-        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed), report, stopped_by_host, tally, gradient })
+        let held = state.held.load(Ordering::Relaxed);
+        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed), report, stopped_by_host, tally, gradient, held })
     }
 }

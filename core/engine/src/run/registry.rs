@@ -175,6 +175,22 @@ mod tests {
     /// The fields a figures struct serializes at its top level, read from the source: `pub` fields,
     /// flattened structs recursed into; `true` when a flattened map lets a plugin add names.
     fn struct_fields(source: &str, name: &str) -> (Vec<String>, bool) {
+        let (fields, open) = typed_struct_fields(source, name);
+        (fields.into_iter().map(|(f, _)| f).collect(), open)
+    }
+
+    /// The source files that hold the figures structs (the stages' and `fairness.rs`), as one text.
+    fn figures_source() -> String {
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+        let mut source = std::fs::read_to_string(format!("{src}/fairness.rs")).unwrap();
+        for entry in std::fs::read_dir(format!("{src}/stages")).unwrap() {
+            source.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+        }
+        source
+    }
+
+    /// As [`struct_fields`], each field with its type as written.
+    fn typed_struct_fields(source: &str, name: &str) -> (Vec<(String, String)>, bool) {
         let start = source.find(&format!("pub struct {name} {{")).unwrap_or_else(|| panic!("no struct {name}"));
         let body = &source[start..];
         let body = &body[..body.find("\n}").unwrap()];
@@ -191,12 +207,12 @@ mod tests {
                 if ty.contains("Map<") {
                     open = true;
                 } else {
-                    let (inner, inner_open) = struct_fields(source, ty);
+                    let (inner, inner_open) = typed_struct_fields(source, ty);
                     fields.extend(inner);
                     open |= inner_open;
                 }
             } else {
-                fields.push(field.to_string());
+                fields.push((field.to_string(), ty.to_string()));
             }
         }
         (fields, open)
@@ -207,17 +223,50 @@ mod tests {
     /// is read.
     #[test]
     fn every_kind_declares_exactly_the_figures_its_struct_writes() {
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
-        let mut source = std::fs::read_to_string(format!("{src}/fairness.rs")).unwrap();
-        for entry in std::fs::read_dir(format!("{src}/stages")).unwrap() {
-            source.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
-        }
+        let source = figures_source();
         for kind in STAGE_KINDS {
             let figures_struct: String =
                 kind.name.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).chain(["Figures".to_string()]).collect();
             let (fields, open) = struct_fields(&source, &figures_struct);
             assert_eq!(kind.figures.names, fields, "{}: its FigureDoc against {figures_struct}'s fields", kind.name);
             assert_eq!(kind.figures.open, open, "{}: whether a plugin adds figures", kind.name);
+        }
+    }
+
+    /// The gate's list of figures that are not numbers (`gate::NOT_NUMBERS`, refused at validate
+    /// as the end of a condition) is exactly each figures struct's fields of other types than a
+    /// number or a bool (optional or not), with their shape: text, list or object.
+    #[test]
+    fn the_gates_figures_that_are_not_numbers_are_those_of_the_structs() {
+        use crate::gate::{Shape, NOT_NUMBERS};
+        let source = figures_source();
+        let numbers = ["f64", "f32", "u64", "u32", "usize", "i64", "i32", "bool"];
+        for kind in STAGE_KINDS {
+            let figures_struct: String =
+                kind.name.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).chain(["Figures".to_string()]).collect();
+            let (fields, _) = typed_struct_fields(&source, &figures_struct);
+            let want: Vec<(String, Shape)> = fields
+                .into_iter()
+                .filter_map(|(field, ty)| {
+                    let inner = ty.strip_prefix("Option<").and_then(|t| t.strip_suffix('>')).unwrap_or(&ty);
+                    let shape = if numbers.contains(&inner) {
+                        return None;
+                    } else if inner == "String" {
+                        Shape::Text
+                    } else if inner.starts_with("Vec<") || inner.starts_with('[') {
+                        Shape::List
+                    } else {
+                        Shape::Object
+                    };
+                    Some((field, shape))
+                })
+                .collect();
+            let listed: Vec<(String, Shape)> = NOT_NUMBERS
+                .iter()
+                .find(|(k, _)| *k == kind.name)
+                .map(|(_, figures)| figures.iter().map(|(f, s)| (f.to_string(), *s)).collect())
+                .unwrap_or_default();
+            assert_eq!(listed, want, "{}: gate::NOT_NUMBERS against {figures_struct}'s fields", kind.name);
         }
     }
 }

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use tract_onnx::pb::{GraphProto, NodeProto, TensorProto};
-use tract_onnx::prelude::Framework;
 
 use crate::native::dense::{Activation, DenseLayer, DenseNet};
 
@@ -18,7 +17,7 @@ const DOUBLE: i32 = 11;
 
 /// The dense network inside the ONNX file at `path`, or `None` when the graph is anything else.
 pub fn dense_from_onnx(path: &Path) -> Option<DenseNet> {
-    let proto = tract_onnx::onnx().proto_model_for_path(path).ok()?;
+    let proto = super::external::read_model(path).ok()?;
     dense_from_graph(proto.graph.as_ref()?)
 }
 

@@ -205,8 +205,8 @@ fn open_session_bytes(bytes: &[u8], path: &Path, runtime: &Runtime) -> Result<Se
 fn without_zipmap(path: &Path, output: &str, key: &ClassKey) -> Option<(Vec<u8>, String, usize)> {
     use prost::Message;
     use tract_onnx::pb::{type_proto, TypeProto, ValueInfoProto};
-    use tract_onnx::prelude::Framework;
-    let mut proto = tract_onnx::onnx().proto_model_for_path(path).ok()?;
+    // External tensors inlined: the session is given bytes, with no folder to find them in.
+    let mut proto = super::external::read_model(path).ok()?;
     let graph = proto.graph.as_mut()?;
     let at = graph.node.iter().position(|n| n.op_type == "ZipMap" && n.output.first().is_some_and(|o| o == output))?;
     let node = graph.node.remove(at);

@@ -168,7 +168,8 @@ impl OnnxModel {
         }
         let err = |e: TractError| ModelError::Onnx { path: self.path.clone(), message: format!("{e:#}") };
         let onnx = tract_onnx::onnx();
-        let proto = onnx.proto_model_for_path(&self.path).map_err(err)?;
+        // Decoded with its external tensors inlined: the parser is given a graph, not a path.
+        let proto = super::external::read_model(&self.path)?;
         let Some(graph) = proto.graph.as_ref() else { return Ok(()) };
         // Which operator computes each tensor, and the tensors the graph tests for NaN itself.
         let mut computed_by: std::collections::HashMap<&str, (usize, &str, &str)> = std::collections::HashMap::new();

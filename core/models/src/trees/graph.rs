@@ -15,7 +15,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tract_onnx::pb::{type_proto, ModelProto, NodeProto};
-use tract_onnx::prelude::Framework;
 
 use super::attributes::{operator_name, tensor_floats, tensor_ints, Attributes, Uncovered};
 use super::encoders::{f32_to_i64, LabelEncoder, OneHotEncoder};
@@ -98,10 +97,13 @@ pub struct Graph {
 impl Graph {
     /// Read the ONNX file at `path` for rows of `width` features.
     pub fn read(path: &Path, width: usize) -> Result<Graph, Uncovered> {
-        let proto: ModelProto = tract_onnx::onnx().proto_model_for_path(path).map_err(|e| Uncovered {
+        let proto: ModelProto = crate::onnx::external::read_model(path).map_err(|e| Uncovered {
             operator: "the file".into(),
             node: String::new(),
-            why: format!("not a readable ONNX file: {e:#}"),
+            why: match e {
+                crate::error::ModelError::Onnx { message, .. } => message,
+                other => other.to_string(),
+            },
         })?;
         Graph::from_proto(&proto, width)
     }
