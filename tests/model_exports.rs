@@ -233,14 +233,14 @@ fn external_data_outside_the_folder_or_its_file_is_refused() {
         escaping[at..at + location.len()].copy_from_slice(b"../ch_mlp_sigmoid_external.onnx.data");
     }
     std::fs::write(dir.path().join("escaping.onnx"), &escaping).unwrap();
-    let error = fairpipe_core::models::onnx::tract::external::read_model(&dir.path().join("escaping.onnx")).unwrap_err().to_string();
+    let error = fairpipe_core::models::onnx::external::read_model(&dir.path().join("escaping.onnx")).unwrap_err().to_string();
     assert!(error.contains("is not a file inside the model's folder"), "{error}");
     std::fs::write(dir.path().join("short.onnx"), &graph).unwrap();
     std::fs::write(dir.path().join("torch_mlp_sigmoid_external.onnx.data"), &data[..data.len() / 2]).unwrap();
-    let error = fairpipe_core::models::onnx::tract::external::read_model(&dir.path().join("short.onnx")).unwrap_err().to_string();
+    let error = fairpipe_core::models::onnx::external::read_model(&dir.path().join("short.onnx")).unwrap_err().to_string();
     assert!(error.contains("its external data asks for bytes") && error.contains("tensor"), "{error}");
     std::fs::write(dir.path().join("torch_mlp_sigmoid_external.onnx.data"), &data).unwrap();
-    let proto = fairpipe_core::models::onnx::tract::external::read_model(&dir.path().join("short.onnx")).unwrap();
+    let proto = fairpipe_core::models::onnx::external::read_model(&dir.path().join("short.onnx")).unwrap();
     let inlined: usize = proto.graph.unwrap().initializer.iter().map(|t| t.raw_data.len()).sum();
     assert_eq!(inlined, data.len(), "every byte of the data file is read into the graph");
 }
