@@ -256,7 +256,8 @@ fn next_step(attributes: &[String], v: &AttributeVerdict) -> String {
             format!("Measure it: add a `check` stage (real rows) with protected = [\"{name}\"] and a `group_metrics` stage.")
         }
         (Severity::Severe, true) => format!(
-            "Do not use this model for decisions as it is: read the flipped pairs, find the features that stand in for {name}, retrain without them or with what was found (a `retrain` stage), and run the audit again."
+            "Do not use this model for decisions as it is: read the flipped pairs, find the features that stand in for {}, retrain without them or with what was found (a `retrain` stage), and run the audit again.",
+            if joint { "the protected attributes" } else { name.as_str() }
         ),
         (Severity::Severe, false) => "Compare the groups' base rates and error rates (the group table): if the labels do not explain the gap, change the model or its decision threshold and run the audit again.".to_string(),
         (Severity::Notable, true) => {

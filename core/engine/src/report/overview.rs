@@ -146,7 +146,7 @@ fn rate_cell(f: &GroupMetricsFigures, set: &str, key: &str, label: &str) -> Cell
     let Some(reference) = most_favoured(f, &groups) else { return Cell::default() };
     let value = |g: &GroupFigure| g.metrics.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN);
     let base = value(reference);
-    if !(base > 0.0) {
+    if base.is_nan() || base <= 0.0 {
         return Cell::default();
     }
     let judged: Vec<(&GroupFigure, f64)> = groups
