@@ -373,9 +373,26 @@ fn print_sweep(summary: &serde_json::Value) {
     }
 }
 
-/// One line per stage with its headline figures.
+/// The verdict per protected attribute (`summary.json`'s `verdicts`), with the thresholds and
+/// what to do next, before the stages.
+fn print_verdicts(summary: &serde_json::Value) {
+    let Ok(section) = serde_json::from_value::<fairpipe_core::verdict::VerdictSection>(summary["verdicts"].clone()) else { return };
+    if section.attributes.is_empty() {
+        return;
+    }
+    say!("verdict ({}):", fairpipe_core::verdict::thresholds_words(&section));
+    let several = section.attributes.iter().any(|a| a.model != section.attributes[0].model);
+    for a in &section.attributes {
+        let model = if several { format!("[{}] ", a.model) } else { String::new() };
+        say!("  {:<12} {model}{}", a.severity.word(), a.line);
+        say!("  {:<12} next: {}", "", a.next);
+    }
+}
+
+/// The verdicts, then one line per stage with its headline figures.
 fn print_summary(summary: &serde_json::Value) {
     say!("pipeline {} (seed {})", summary["pipeline"].as_str().unwrap_or("?"), summary["seed"]);
+    print_verdicts(summary);
     let Some(stages) = summary["stages"].as_object() else { return };
     let headline = [
         "rows",
@@ -401,6 +418,7 @@ fn print_summary(summary: &serde_json::Value) {
     let order = summary["stage_order"].as_array().cloned().unwrap_or_default();
     let width = order.iter().filter_map(|n| n.as_str()).map(str::len).max().unwrap_or(10);
     let kind_width = stages.values().filter_map(|f| f["kind"].as_str()).map(str::len).max().unwrap_or(10);
+    say!("stages:");
     for name in order.iter().filter_map(|n| n.as_str()) {
         let Some(figures) = stages.get(name) else { continue };
         let mut parts = Vec::new();

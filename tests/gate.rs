@@ -66,10 +66,11 @@ fn a_failing_condition_writes_the_results_and_exits_3() {
     assert!(ratio < 0.8);
     assert_eq!(gate["conditions"][1]["passed"], true);
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
-    // The verdict leads the findings, which lead the page.
+    // The gate's verdict opens the page: first in its first section, before any other table.
     let verdict = report.find("Gate FAILED (exit code 3)").expect("the gate's verdict is in the report");
-    let findings = report.find("id=\"findings\"").expect("the report has a findings section");
-    assert!(findings < verdict && report[..findings].matches("<table").count() == 0, "the verdict is at the top of the report");
+    let section = report.find("<section id=\"verdict\">").expect("the report opens with its verdict section");
+    assert!(section < verdict && report[..verdict].matches("<table").count() == 0, "the gate's verdict is at the top of the report");
+    assert!(verdict < report.find("id=\"findings\"").expect("the findings"));
 }
 
 #[test]

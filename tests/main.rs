@@ -43,4 +43,5 @@ mod score_cache;
 mod sweeps;
 mod text_audit;
 mod tree_executor;
+mod verdicts;
 mod white_box;

@@ -73,6 +73,7 @@ pub mod staging;
 pub mod stats;
 pub mod sweep;
 pub mod text;
+pub mod verdict;
 pub mod warnings;
 
 pub use error::{Error, Result};

@@ -24,13 +24,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::fairness::ParitySummary;
 use crate::output::Table;
 use crate::stage::summary::{Figures, StageSummary, Summary};
 use crate::stages::check::CheckFigures;
 use crate::stages::estimate::EstimateFigures;
 use crate::stages::generate::GenerateFigures;
-use crate::stages::group_metrics::{GroupFigure, GroupMetricsFigures};
+use crate::stages::group_metrics::GroupMetricsFigures;
 use crate::stages::group_score::{GroupScoreFigures, TopGroup};
 use crate::stages::load::LoadFigures;
 use crate::stages::model_output::ModelFigures;
@@ -39,16 +38,19 @@ use crate::stages::verify::VerifyFigures;
 
 mod charts;
 mod findings;
+mod metrics;
+mod overview;
 mod text;
 
 use charts::{Bar, BarChart, LineChart, Scale, Verdict};
 
 /// The report's templates, built into the binary so that the page needs no file at run time.
-const TEMPLATES: [(&str, &str); 6] = [
+const TEMPLATES: [(&str, &str); 7] = [
     ("page.html", include_str!("../templates/report/page.html")),
     ("detail.html", include_str!("../templates/report/detail.html")),
     ("metrics.html", include_str!("../templates/report/metrics.html")),
     ("text.html", include_str!("../templates/report/text.html")),
+    ("verdict.html", include_str!("../templates/report/verdict.html")),
     ("findings.html", include_str!("../templates/report/findings.html")),
     ("charts.html", include_str!("../templates/report/charts.html")),
 ];
@@ -95,15 +97,7 @@ fn section_id(stage: &str) -> String {
 
 /// A count with thousands separated by commas ("16,281").
 fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::verdict::thousands(n as u64)
 }
 
 /// Escape text for HTML.
@@ -239,7 +233,9 @@ pub fn render(summary: &Summary, tables: &[(String, Table)]) -> String {
 fn render_page(summary: &Summary, tables: &[(String, Table)]) -> Result<String, minijinja::Error> {
     let stages = Stages::new(summary);
     let findings = findings::findings(&stages);
-    let detail = detail(&stages, tables)?;
+    let overview = overview::overview(summary);
+    let thresholds = overview::verdicts_of(summary).thresholds;
+    let detail = detail(&stages, tables, &thresholds)?;
     let gate = summary.gate.as_ref();
     let warnings = &summary.warnings;
     let ctx = context! {
@@ -250,8 +246,8 @@ fn render_page(summary: &Summary, tables: &[(String, Table)]) -> Result<String, 
         style => STYLE,
         gate => gate,
         warnings => warnings,
+        overview => overview,
         findings => findings,
-        contents => Vec::<(String, String)>::new(),
         detail => detail,
     };
     let mut html = render_template("page.html", ctx)?;
@@ -271,8 +267,9 @@ fn named<F: serde::Serialize>(stages: &Stages<'_>, list: &[(String, F)]) -> Vec<
         .collect()
 }
 
-/// The detail sections after the findings.
-fn detail(stages: &Stages<'_>, tables: &[(String, Table)]) -> Result<String, minijinja::Error> {
+/// The detail sections after the first screen, each folded; the flip charts are drawn with the
+/// verdicts' thresholds `t`.
+fn detail(stages: &Stages<'_>, tables: &[(String, Table)], t: &crate::verdict::Thresholds) -> Result<String, minijinja::Error> {
     let mut problems = Vec::new();
     let loads = stages.of_kind::<LoadFigures>(&mut problems, &["load"]);
     let models = stages.of_kind::<ModelFigures>(&mut problems, &["train", "load_model", "retrain"]);
@@ -284,19 +281,19 @@ fn detail(stages: &Stages<'_>, tables: &[(String, Table)]) -> Result<String, min
         .collect();
     let idi_chart = (!curves.is_empty()).then(|| {
         LineChart::new(
-            "IDIs found over time",
+            "Cases found over time",
             &curves,
             ("seconds since the search started", Scale::Auto, None),
-            ("IDIs found", Scale::Auto, None),
+            ("cases found", Scale::Auto, None),
         )
     });
     let estimates = stages.of_kind::<EstimateFigures>(&mut problems, &["estimate"]);
     let bars: Vec<(String, f64, [f64; 2])> = estimates.iter().map(|(n, f)| (n.clone(), f.rate, f.ci95)).collect();
     let estimate_chart =
-        share_bars("Estimated discrimination rate", &bars, Verdict::Plain, "share of random inputs discriminated (whisker: 95% interval)");
+        flip_bars("Estimated discrimination rate", &bars, t, "share of inputs drawn from the domain that flip (whisker: 95% interval)");
     let checks = stages.of_kind::<CheckFigures>(&mut problems, &["check"]);
     let bars: Vec<(String, f64, [f64; 2])> = checks.iter().map(|(n, f)| (n.clone(), f.rate, f.ci95)).collect();
-    let check_chart = share_bars("Real rows flipped", &bars, Verdict::Plain, "share of real rows flipped (whisker: 95% interval)");
+    let check_chart = flip_bars("Real rows flipped", &bars, t, "share of real rows flipped (whisker: 95% interval)");
     let groups = stages.of_kind::<GroupScoreFigures>(&mut problems, &["group_score"]);
     let group_scores: Vec<minijinja::Value> = groups
         .iter()
@@ -330,7 +327,7 @@ fn detail(stages: &Stages<'_>, tables: &[(String, Table)]) -> Result<String, min
             checks => named(stages, &checks),
             check_chart => check_chart,
             group_scores => group_scores,
-            metrics => metrics_views(&metrics, tables),
+            metrics => metrics::metrics_views(t, &metrics, tables),
             retrains => named(stages, &retrains),
             text => text,
             comparison => comparison(&models, stages),
@@ -339,13 +336,35 @@ fn detail(stages: &Stages<'_>, tables: &[(String, Table)]) -> Result<String, min
     )
 }
 
-/// Bars of shares on the fixed 0–100% axis, with their intervals: (label, value, [low, high]).
-pub(crate) fn share_bars(title: &str, items: &[(String, f64, [f64; 2])], verdict: Verdict, axis_title: &str) -> BarChart {
+/// Flip rates as bars on the fixed 0–100% axis with their intervals, coloured by the verdicts'
+/// grade, the notable and severe thresholds drawn: (label, rate, [low, high]).
+fn flip_bars(title: &str, items: &[(String, f64, [f64; 2])], t: &crate::verdict::Thresholds, axis_title: &str) -> BarChart {
+    let colour = |rate: f64| match t.grade_flips(rate) {
+        crate::verdict::Severity::Severe => Verdict::Fail,
+        crate::verdict::Severity::Notable => Verdict::Warn,
+        crate::verdict::Severity::Ok => Verdict::Pass,
+        crate::verdict::Severity::NotMeasured => Verdict::Neutral,
+    };
     let bars = items
         .iter()
-        .map(|(label, v, ci)| Bar { label: label.clone(), value: *v, interval: Some(*ci), verdict, reference: false, text: pctf(*v) })
+        .map(|(label, v, ci)| Bar {
+            label: label.clone(),
+            value: *v,
+            interval: Some(*ci),
+            verdict: colour(*v),
+            reference: false,
+            text: pctf(*v),
+        })
         .collect();
-    BarChart::new(title, bars, 0.0, 1.0, Scale::Percent, axis_title, &[])
+    let rules = [
+        (t.flip_notable, format!("notable {}", pctf(t.flip_notable)), true),
+        (t.flip_severe, format!("severe {}", pctf(t.flip_severe)), true),
+    ];
+    BarChart::new(title, bars, 0.0, 1.0, Scale::Percent, axis_title, &rules).legend(&[
+        (Verdict::Fail, "severe"),
+        (Verdict::Warn, "notable"),
+        (Verdict::Pass, "under the thresholds"),
+    ])
 }
 
 /// Ranked groups as bars in rank order: the largest score (the value drawn) on top, on the fixed
@@ -385,388 +404,6 @@ fn cell(frame: &DataFrame, col: &str, row: usize) -> String {
     }
 }
 
-/// The metrics of the readable group table, with whether each is tested against the reference.
-const READ_FIRST: [(&str, &str, bool); 9] = [
-    ("selection_rate", "selection rate", true),
-    ("base_rate", "base rate (label)", false),
-    ("tpr", "true positive rate", true),
-    ("fpr", "false positive rate", true),
-    ("fnr", "false negative rate", false),
-    ("tnr", "true negative rate", false),
-    ("ppv", "precision (PPV)", false),
-    ("npv", "NPV", false),
-    ("accuracy", "accuracy", false),
-];
-
-/// A group's figure `key` (the selection rate is a field of its own).
-fn group_value(g: &GroupFigure, key: &str) -> f64 {
-    if key == "selection_rate" {
-        return g.selection_rate;
-    }
-    g.metrics.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)
-}
-
-/// A group's interval of `key`.
-fn group_ci(g: &GroupFigure, key: &str) -> [f64; 2] {
-    if key == "selection_rate" {
-        return g.ci95;
-    }
-    let v = g.metrics.get(&format!("{key}_ci95")).cloned().unwrap_or(Value::Null);
-    let at = |i: usize| v.get(i).and_then(Value::as_f64).unwrap_or(f64::NAN);
-    [at(0), at(1)]
-}
-
-/// Whether group `g`'s test of `key` is significant after the correction.
-fn group_significant(g: &GroupFigure, key: &str) -> bool {
-    if key == "selection_rate" {
-        return g.significant;
-    }
-    g.metrics.get(&format!("{key}_significant")).and_then(Value::as_bool).unwrap_or(false)
-}
-
-/// The colour of group `g`'s figure `key`: against the band of its ratio to the reference, red
-/// when outside and (for a tested metric) significant.
-fn band_verdict(g: &GroupFigure, key: &str) -> Verdict {
-    if g.reference || g.too_small {
-        Verdict::Neutral
-    } else if g.outside_band.iter().any(|m| m == key) {
-        let tested = matches!(key, "selection_rate" | "tpr" | "fpr");
-        if !tested || group_significant(g, key) {
-            Verdict::Fail
-        } else {
-            Verdict::Warn
-        }
-    } else {
-        Verdict::Pass
-    }
-}
-
-/// What the colours of a band chart mean.
-fn band_legend(f: &GroupMetricsFigures) -> Vec<(Verdict, &'static str)> {
-    let _ = f;
-    vec![
-        (Verdict::Fail, "outside the band, significant"),
-        (Verdict::Warn, "outside the band, not significant"),
-        (Verdict::Pass, "inside the band"),
-        (Verdict::Neutral, "reference group, or too small to test"),
-    ]
-}
-
-/// Groups charted per attribute set beyond which the smallest are left out.
-const MAX_CHARTED_GROUPS: usize = 40;
-
-/// Groups of an attribute set beyond which the set has no table (the CSV table has them).
-const MAX_TABLED_GROUPS: usize = 40;
-
-/// A chart with the title of its heading.
-#[derive(Serialize)]
-struct Titled<C> {
-    title: String,
-    chart: C,
-}
-
-/// A `group_metrics` stage as `metrics.html` shows it: its figures, then per attribute set a table
-/// and charts, the rates by group, and the threshold sweep.
-#[derive(Serialize)]
-struct MetricsView<'a> {
-    name: &'a str,
-    id: String,
-    f: &'a GroupMetricsFigures,
-    sets: Vec<SetView<'a>>,
-    rate_charts: Vec<Titled<BarChart>>,
-    sweeps: Vec<Titled<LineChart>>,
-}
-
-/// One attribute set of a `group_metrics` stage.
-#[derive(Serialize)]
-struct SetView<'a> {
-    name: &'a str,
-    /// How many groups it has.
-    groups: usize,
-    /// The readable table (none when there are too many groups).
-    table: Option<GroupTable<'a>>,
-    /// Fairlearn's parity summaries of the set (with the table).
-    parity: Option<&'a ParitySummary>,
-    charts: Option<SetCharts>,
-}
-
-/// The table of an attribute set: a column per group, a row per metric of [`READ_FIRST`].
-#[derive(Serialize)]
-struct GroupTable<'a> {
-    head: Vec<&'a GroupFigure>,
-    rows: Vec<MetricRow>,
-    /// Each group's AUC, when the model gives probabilities.
-    auc: Option<Vec<f64>>,
-}
-
-/// A metric's row of a [`GroupTable`].
-#[derive(Serialize)]
-struct MetricRow {
-    label: &'static str,
-    cells: Vec<MetricCell>,
-}
-
-/// A group's rate, with its ratio to the reference group's, coloured by the band.
-#[derive(Serialize)]
-struct MetricCell {
-    /// "flag" outside the band, "ok" inside, empty when not judged.
-    class: &'static str,
-    value: f64,
-    ratio: Option<f64>,
-    /// Whether the difference from the reference is significant (tested metrics only).
-    star: bool,
-}
-
-/// The charts of one attribute set: the selection rate per group and its ratio to the reference.
-#[derive(Serialize)]
-struct SetCharts {
-    rate: BarChart,
-    caption: String,
-    /// The reference group.
-    reference: String,
-    ratio: BarChart,
-}
-
-/// The charts of one attribute set: the selection rate per group on the 0–100% axis (coloured by
-/// the four-fifths rule, with the reference group's rate and four-fifths of the highest rate
-/// drawn), then its ratio to the reference group's with the band's bounds drawn. An
-/// intersection's groups are charted largest rate first, without the groups too small to test.
-fn set_charts(f: &GroupMetricsFigures, set: &str, groups: &[&GroupFigure]) -> Option<SetCharts> {
-    let intersection = set.contains(" × ");
-    let mut shown: Vec<&GroupFigure> = groups.iter().copied().filter(|g| !intersection || !g.too_small || g.reference).collect();
-    if intersection {
-        shown.sort_by(|a, b| or0(b.selection_rate).total_cmp(&or0(a.selection_rate)));
-    }
-    let left_out = groups.len() - shown.len().min(MAX_CHARTED_GROUPS);
-    shown.truncate(MAX_CHARTED_GROUPS);
-    if shown.is_empty() {
-        return None;
-    }
-    let highest = groups.iter().filter(|g| g.impact_ratio > 0.0).map(|g| g.selection_rate / g.impact_ratio).find(|r| r.is_finite());
-    let reference = groups.iter().find(|g| g.reference);
-    let bars = shown
-        .iter()
-        .map(|g| Bar {
-            label: g.group.clone(),
-            value: g.selection_rate,
-            interval: Some(g.ci95),
-            // A group under the share the rule judges passes it whatever its ratio.
-            verdict: if g.reference || g.too_small || (g.four_fifths_ok && g.impact_ratio < f.threshold) {
-                Verdict::Neutral
-            } else if !g.four_fifths_ok {
-                if g.significant {
-                    Verdict::Fail
-                } else {
-                    Verdict::Warn
-                }
-            } else {
-                Verdict::Pass
-            },
-            reference: g.reference,
-            text: if g.impact_ratio.is_finite() {
-                format!("{} (impact {:.2})", pctf(g.selection_rate), g.impact_ratio)
-            } else {
-                pctf(g.selection_rate)
-            },
-        })
-        .collect();
-    let mut rules = Vec::new();
-    if let Some(r) = reference {
-        rules.push((r.selection_rate, "ref".to_string(), false));
-    }
-    if let Some(hi) = highest {
-        rules.push((f.threshold * hi, format!("{}×highest", f.threshold), true));
-    }
-    let caption = if left_out > 0 {
-        format!("{left_out} groups too small to test (under {} rows) are left out.", f.min_count)
-    } else {
-        String::new()
-    };
-    let rate = BarChart::new(
-        &format!("Selection rate by {set}"),
-        bars,
-        0.0,
-        1.0,
-        Scale::Percent,
-        &format!("selection rate by {set} (whisker: 95% interval)"),
-        &rules,
-    )
-    .legend(&[
-        (Verdict::Fail, "fails the four-fifths rule, significant"),
-        (Verdict::Warn, "fails the four-fifths rule, not significant"),
-        (Verdict::Pass, "passes"),
-        (Verdict::Neutral, "reference group, or too small to judge"),
-    ]);
-    let ratio = |g: &GroupFigure| g.metrics.get("selection_rate_ratio").and_then(Value::as_f64).unwrap_or(f64::NAN);
-    let max = charts::axis_max(shown.iter().map(|g| ratio(g)), f.ratio_band[1].max(1.5)).min(3.0);
-    let bars = shown
-        .iter()
-        .map(|g| {
-            let r = ratio(g);
-            Bar {
-                label: g.group.clone(),
-                value: r,
-                interval: None,
-                verdict: band_verdict(g, "selection_rate"),
-                reference: g.reference,
-                text: if g.reference { "1 (ref)".into() } else { format!("{r:.2}{}", if g.significant { " *" } else { "" }) },
-            }
-        })
-        .collect();
-    let rules = [
-        (f.ratio_band[0], f.ratio_band[0].to_string(), true),
-        (1.0, "ref".to_string(), false),
-        (f.ratio_band[1], f.ratio_band[1].to_string(), true),
-    ];
-    let ratio = BarChart::new(
-        &format!("Selection rate ratio to the reference by {set}"),
-        bars,
-        0.0,
-        max,
-        Scale::Auto,
-        "selection rate ÷ the reference group's (* significant)",
-        &rules,
-    )
-    .legend(&band_legend(f));
-    Some(SetCharts { rate, caption, reference: reference.map_or_else(|| "?".to_string(), |r| r.group.clone()), ratio })
-}
-
-/// The table of an attribute set's groups: each metric of [`READ_FIRST`] per group, with its
-/// ratio to the reference group's and whether it is outside the band or significant.
-fn group_table<'a>(f: &GroupMetricsFigures, groups: &[&'a GroupFigure]) -> GroupTable<'a> {
-    let rows = READ_FIRST
-        .iter()
-        .map(|&(key, label, tested)| MetricRow {
-            label,
-            cells: groups
-                .iter()
-                .map(|g| {
-                    let ratio = g.metrics.get(&format!("{key}_ratio")).and_then(Value::as_f64).unwrap_or(f64::NAN);
-                    MetricCell {
-                        class: if g.reference || g.too_small || ratio.is_nan() {
-                            ""
-                        } else if g.outside_band.iter().any(|m| m == key) {
-                            "flag"
-                        } else {
-                            "ok"
-                        },
-                        value: group_value(g, key),
-                        ratio: (!g.reference && !ratio.is_nan()).then_some(ratio),
-                        star: tested && group_significant(g, key),
-                    }
-                })
-                .collect(),
-        })
-        .collect();
-    let auc = f.probabilities.then(|| groups.iter().map(|g| group_value(g, "auc")).collect());
-    GroupTable { head: groups.to_vec(), rows, auc }
-}
-
-/// The `group_metrics` stages as `metrics.html` shows them.
-fn metrics_views<'a>(metrics: &'a [(String, GroupMetricsFigures)], tables: &[(String, Table)]) -> Vec<MetricsView<'a>> {
-    metrics.iter().map(|(n, f)| metrics_view(n, f, tables)).collect()
-}
-
-fn metrics_view<'a>(n: &'a str, f: &'a GroupMetricsFigures, tables: &[(String, Table)]) -> MetricsView<'a> {
-    let mut names: Vec<&str> = f.groups.iter().map(|g| g.attributes.as_str()).collect();
-    names.dedup();
-    let sets = names
-        .into_iter()
-        .map(|set| {
-            let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == set).collect();
-            let tabled = groups.len() <= MAX_TABLED_GROUPS;
-            SetView {
-                name: set,
-                groups: groups.len(),
-                table: tabled.then(|| group_table(f, &groups)),
-                parity: if tabled { f.parity.get(set) } else { None },
-                charts: set_charts(f, set, &groups),
-            }
-        })
-        .collect();
-    // Error rates by group with their intervals (single attributes).
-    let single: Vec<&GroupFigure> = f.groups.iter().filter(|g| !g.attributes.contains(" × ")).collect();
-    let rate_charts =
-        [("selection_rate", "Selection rate"), ("tpr", "True positive rate"), ("fpr", "False positive rate"), ("ppv", "Precision (PPV)")]
-            .into_iter()
-            .filter_map(|(key, label)| {
-                let bars: Vec<Bar> = single
-                    .iter()
-                    .filter(|g| !group_value(g, key).is_nan())
-                    .map(|g| {
-                        let v = group_value(g, key);
-                        Bar {
-                            label: format!("{} = {}", g.attributes, g.group),
-                            value: v,
-                            interval: Some(group_ci(g, key)),
-                            verdict: band_verdict(g, key),
-                            reference: g.reference,
-                            text: pctf(v),
-                        }
-                    })
-                    .collect();
-                (!bars.is_empty()).then(|| Titled {
-                    title: label.to_string(),
-                    chart: BarChart::new(
-                        label,
-                        bars,
-                        0.0,
-                        1.0,
-                        Scale::Percent,
-                        &format!("{} (whisker: 95% interval)", label.to_lowercase()),
-                        &[],
-                    )
-                    .legend(&band_legend(f)),
-                })
-            })
-            .collect();
-    let sweeps = tables.iter().find(|(s, t)| s == n && t.suffix == "sweep").map(|(_, t)| sweep_charts(&t.frame)).unwrap_or_default();
-    MetricsView { name: n, id: section_id(n), f, sets, rate_charts, sweeps }
-}
-
-/// Selection rate and TPR against the decision threshold, one chart per attribute and measure
-/// (titled "selection rate by race").
-fn sweep_charts(frame: &DataFrame) -> Vec<Titled<LineChart>> {
-    let rows = frame.height();
-    let text = |c: &str| -> Vec<String> { (0..rows).map(|i| cell(frame, c, i)).collect() };
-    let float = |c: &str| -> Vec<f64> {
-        (0..rows)
-            .map(|i| match frame.column(c).ok().and_then(|col| col.get(i).ok()) {
-                Some(AnyValue::Float64(f)) => f,
-                _ => f64::NAN,
-            })
-            .collect()
-    };
-    let (attrs, groups, thresholds) = (text("attributes"), text("group"), float("threshold"));
-    let mut names: Vec<&String> = attrs.iter().collect();
-    names.dedup();
-    let mut out = Vec::new();
-    for (measure, label) in [("selection_rate", "selection rate"), ("tpr", "true positive rate")] {
-        let values = float(measure);
-        for attr in &names {
-            let mut curves: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-            for i in (0..attrs.len()).filter(|&i| &attrs[i] == *attr && !values[i].is_nan()) {
-                match curves.last_mut() {
-                    Some((g, c)) if *g == groups[i] => c.push((thresholds[i], values[i])),
-                    _ => curves.push((groups[i].clone(), vec![(thresholds[i], values[i])])),
-                }
-            }
-            if curves.is_empty() || curves.len() > 10 {
-                continue;
-            }
-            let title = format!("{label} by {attr}");
-            let chart = LineChart::new(
-                &format!("Threshold sweep: {title}"),
-                &curves,
-                ("decision threshold on P(favourable)", Scale::Auto, Some(1.0)),
-                (label, Scale::Percent, Some(1.0)),
-            );
-            out.push(Titled { title, chart });
-        }
-    }
-    out
-}
-
 /// One measurement of a model: the model, the family it belongs to (the same measurement taken of
 /// another model has the same family) and its value.
 fn measurement(stages: &Stages<'_>, head: &Head, f: &StageSummary) -> Option<(String, String, String)> {
@@ -790,7 +427,7 @@ fn measurement(stages: &Stages<'_>, head: &Head, f: &StageSummary) -> Option<(St
             let params = g.as_ref().map(|g| g.params.to_string()).unwrap_or_else(|| "null".into());
             Some((
                 model(source_head)?,
-                format!("IDIs found by {plugin} from {seed_source}, params {params}"),
+                format!("cases found by {plugin} from {seed_source}, params {params}"),
                 format!("{} of {} inputs", count(v.discriminatory as u64), count(v.generated)),
             ))
         }
@@ -927,6 +564,7 @@ fn pairs(sources: &[&str], tables: &[(String, Table)]) -> Vec<PairsView> {
 mod tests {
     use super::*;
     use crate::stage::figures_map;
+    use crate::stages::group_metrics::GroupFigure;
     use serde_json::json;
 
     /// The report of a summary written as JSON (as `summary.json` holds it).
@@ -952,6 +590,7 @@ mod tests {
             per_trial: 100,
             discriminatory: 100,
             variants_per_input: 1,
+            protected: Vec::new(),
         }
     }
 
@@ -996,6 +635,7 @@ mod tests {
             gradient_rows: None,
             gradient_model_rows: None,
             stopped_by: None,
+            protected: Vec::new(),
             units: None,
             duplicates_dropped: None,
             unit_figures: None,
@@ -1049,7 +689,7 @@ mod tests {
         });
         let html = render(&summary, &[]);
         let section = &html[html.find("Each model, measured the same way").expect("the comparison")..];
-        assert!(section.contains("IDIs found by maft from 10 uniform random seeds (seed 7)"), "{section}");
+        assert!(section.contains("cases found by maft from 10 uniform random seeds (seed 7)"), "{section}");
         assert!(section.contains("<td>m</td><td>80.00%</td><td>40 of 100 inputs</td>"), "{section}");
         assert!(section.contains("<td>fair</td><td>79.00%</td><td>4 of 100 inputs</td>"), "{section}");
         // The estimate was taken of one model only: no column.
@@ -1097,13 +737,55 @@ mod tests {
     }
 
     #[test]
-    fn the_findings_come_first_and_name_each_failed_rule_the_estimate_and_the_flipped_rows() {
+    fn the_page_opens_with_the_verdicts_then_the_summary_grid_and_folds_the_detail() {
         let run = census_run();
         let html = super::render(&run.summary, &run.tables);
-        let findings = findings_of(&html);
-        // First: nothing but the title and the run's line comes before it.
-        let before = &html[..html.find("<section id=\"findings\">").unwrap()];
+        let at = |marker: &str| html.find(marker).unwrap_or_else(|| panic!("no {marker}"));
+        let (verdict, summary, findings, detail) = (
+            at("<section id=\"verdict\">"),
+            at("<section id=\"summary\">"),
+            at("<section id=\"findings\">"),
+            at("<details class=\"section\">"),
+        );
+        // First the verdicts, then the summary grid, then the findings (folded), then the detail.
+        assert!(verdict < summary && summary < findings && findings < detail, "{verdict} {summary} {findings} {detail}");
+        let before = &html[..verdict];
         assert!(!before.contains("<h2") && !before.contains("<table") && !before.contains("<svg"), "{before}");
+        // The first screen draws no chart; every chart is in a section the reader opens, closed.
+        assert!(!html[..detail].contains("<svg"), "a chart before the detail");
+        assert!(html[detail..].matches("<svg").count() > 5);
+        assert!(!html.contains("<details class=\"section\" open"), "a detail section opens by itself");
+        let svgs_outside = html
+            .split("<details class=\"section\">")
+            .skip(1)
+            .map(|s| s.split("</details>").last().unwrap_or(""))
+            .filter(|tail| tail.contains("<svg"))
+            .count();
+        assert_eq!(svgs_outside, 0, "a chart outside the folded sections");
+        // One verdict per protected attribute (gender, race), each in the summary grid too.
+        let v = run.summary.verdicts.as_ref().expect("the verdicts");
+        let names: Vec<&str> = v.attributes.iter().map(|a| a.attribute.as_str()).collect();
+        let protected = run.figures::<LoadFigures>("data").unwrap().protected;
+        let together = protected.join(" + ");
+        let mut expected: Vec<&str> = protected.iter().map(String::as_str).collect();
+        expected.push(&together);
+        assert_eq!(names, expected, "the data's attributes, then the check's and the estimate's changed together");
+        let grid = &html[summary..findings];
+        for a in &v.attributes {
+            let li =
+                html[verdict..summary].split("<li").find(|l| l.contains(&format!("</span> {}: ", esc(&a.attribute)))).expect(&a.attribute);
+            assert!(
+                li.starts_with(&format!(" class=\"{}\"><span class=\"tag\">{}</span>", overview::class(a.severity), a.severity.word())),
+                "{li}"
+            );
+            assert!(grid.contains(&format!(">{}</th>", esc(&a.attribute))), "{} not in the grid", a.attribute);
+        }
+        // Gender: women are selected well under four fifths of men's rate, significantly: severe.
+        let gender = v.attributes.iter().find(|a| a.attribute == "gender").unwrap();
+        assert_eq!(gender.severity, crate::verdict::Severity::Severe);
+        let impact = gender.impact.as_ref().unwrap();
+        assert_eq!((impact.group.as_str(), impact.reference.as_str(), impact.significant), ("Female", "Male", Some(true)));
+        let findings = findings_of(&html);
         // The group failing the four-fifths rule has its line, with its impact ratio and its test;
         // an attribute set with more failing groups has a line naming the worst.
         let metrics: GroupMetricsFigures = run.figures("metrics").unwrap();
@@ -1135,7 +817,7 @@ mod tests {
     }
 
     #[test]
-    fn a_gate_verdict_leads_the_findings_and_warnings_follow_it() {
+    fn a_gate_verdict_leads_the_page_and_warnings_follow_it() {
         let summary = json!({
             "pipeline": "p", "seed": 1, "stage_order": ["est"],
             "stages": {"est": entry("estimate", json!({"model": "m"}), &estimate(0.1))},
@@ -1146,11 +828,12 @@ mod tests {
             "warnings": [{"stage": "est", "message": "the model's probability looks like the unfavourable class's"}]
         });
         let html = render(&summary, &[]);
-        let findings = findings_of(&html);
-        let verdict = findings.find("Gate FAILED (exit code 3): 1 of 2 conditions fail").expect(findings);
-        let warning = findings.find("the model&#x27;s probability looks like the unfavourable class&#x27;s").expect(findings);
-        let line = findings.find("Discrimination estimate").expect(findings);
-        assert!(verdict < warning && warning < line, "{findings}");
+        let verdict = html.find("Gate FAILED (exit code 3): 1 of 2 conditions fail").expect(&html);
+        let warning = html.find("the model&#x27;s probability looks like the unfavourable class&#x27;s").expect(&html);
+        let line = html.find("Discrimination estimate").expect(&html);
+        assert!(verdict < warning && warning < line, "{html}");
+        // No attribute measured (the estimate's model is not in the summary): the findings open.
+        assert!(findings_of(&html).contains("<details open>"), "{html}");
         // No gate: no verdict, the findings still lead.
         let summary = json!({"pipeline": "p", "seed": 1, "stage_order": ["est"], "stages": {"est": entry("estimate", json!({"model": "m"}), &estimate(0.1))}});
         let html = render(&summary, &[]);
@@ -1169,13 +852,14 @@ mod tests {
         assert!(sets.iter().any(|s| s.contains(" × ")), "{sets:?}");
         for set in &sets {
             assert!(
-                section.contains(&format!("<h3>{set}</h3>")) && section.contains(&format!("<h4>Selection rate by {set}</h4>")),
+                section.contains(&format!("<h3>{set} <span class=\"muted\">(reference: "))
+                    && section.contains(&format!("aria-label=\"Selection rate by {set}\"")),
                 "{set}"
             );
         }
         // The gender table: a column per group, the reference marked; each rate with its ratio to
         // the reference's, red outside the band, starred where significant.
-        let table = &section[section.find("<h3>gender</h3>").unwrap()..];
+        let table = &section[section.find("<h3>gender <span").unwrap()..];
         let table = &table[..table.find("</table>").unwrap()];
         let group = |name: &str| metrics.groups.iter().find(|g| g.attributes == "gender" && g.group == name).unwrap();
         let (men, women) = (group("Male"), group("Female"));
@@ -1198,13 +882,13 @@ mod tests {
         assert!(section.contains(&parity_line), "{parity_line}");
         // The threshold sweep, and the four-fifths line naming the flagged group with its ratio.
         assert!(run.tables.iter().any(|(s, t)| s == "metrics" && t.suffix == "sweep"));
-        let sweep = &section[section.find("<h3>Threshold sweep: selection rate by gender (threshold 0 → 1)</h3>").expect("the sweep")..];
+        let sweep = &section[section.find("<h4>Threshold sweep: selection rate by gender (threshold 0 → 1)</h4>").expect("the sweep")..];
         assert!(sweep[..sweep.find("</figure>").unwrap()].contains("<polyline"), "{sweep}");
         assert!(section.contains(&format!("gender = Female ({})", numf(women.impact_ratio))), "{section}");
         // The check's first flipped rows, each beside its counterpart, what differs highlighted.
         let flipped = &run.tables.iter().find(|(s, _)| s == "check").expect("the check's table").1.frame;
         let heading = format!(
-            "<h2>Discriminatory pairs: check (first {} of {}; highlighted: what differs)</h2>",
+            "<h2>Pairs whose decision differs: check (first {} of {}; highlighted: what differs)</h2>",
             flipped.height().min(10),
             flipped.height()
         );
@@ -1213,6 +897,50 @@ mod tests {
         assert_eq!(pairs.matches("<td class=\"muted\">instance</td>").count(), flipped.height().min(10));
         assert_eq!(pairs.matches("<td class=\"muted\">counterpart</td>").count(), flipped.height().min(10));
         assert!(pairs.contains("<td class=\"diff\">"), "{pairs}");
+    }
+
+    #[test]
+    fn every_group_chart_has_one_reference_said_and_claims_no_test_that_was_not_run() {
+        let run = census_run();
+        let html = super::render(&run.summary, &run.tables);
+        let f: GroupMetricsFigures = run.figures("metrics").unwrap();
+        let mut sets: Vec<&str> = f.groups.iter().map(|g| g.attributes.as_str()).collect();
+        sets.dedup();
+        let min_share_n = (f.min_share * f.rows as f64).ceil() as usize;
+        let mut tested_elsewhere = 0;
+        for set in sets {
+            let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == set).collect();
+            // The most favoured group, found here from the rates: the most selected one of at
+            // least min_share of the rows (the group the impact ratios divide by).
+            let favoured =
+                groups.iter().filter(|g| g.n >= min_share_n).max_by(|a, b| a.selection_rate.total_cmp(&b.selection_rate)).unwrap();
+            assert!((favoured.impact_ratio - 1.0).abs() < 1e-12, "{set}: {}", favoured.group);
+            let from = html.find(&format!("aria-label=\"Selection rate by {}\"", esc(set))).expect(set);
+            let figure = &html[from..from + html[from..].find("</figure>").unwrap()];
+            let labels = figure.split("<text class=\"label").skip(1).filter_map(|t| t.split('>').nth(1)?.split('<').next());
+            let marked: Vec<&str> = labels.filter(|t| t.ends_with(" (ref)")).collect();
+            assert_eq!(marked, [format!("{} (ref)", esc(&favoured.group))], "{set}: one bar marked, the most favoured group");
+            let rules: Vec<&str> =
+                figure.split("class=\"rulelabel\"").skip(1).filter_map(|t| t.split('>').nth(1)?.split('<').next()).collect();
+            assert_eq!(rules.iter().filter(|r| r.contains("(ref)")).count(), 1, "{set}: {rules:?}");
+            assert!(rules.contains(&format!("{} (ref)", pctf(favoured.selection_rate)).as_str()), "{set}: the line is its rate: {rules:?}");
+            // Significance is claimed only where the stage tested against that same group.
+            let tested_against = groups.iter().find(|g| g.reference).unwrap();
+            if tested_against.group != favoured.group {
+                tested_elsewhere += 1;
+                assert!(
+                    !figure.contains("significant") && !figure.contains(" *<"),
+                    "{set}: a test against {} claimed for {}: {figure}",
+                    tested_against.group,
+                    favoured.group
+                );
+            }
+            let heading = format!("<h3>{} <span class=\"muted\">(reference: {})</span></h3>", esc(set), esc(&favoured.group));
+            assert!(html.contains(&heading), "{heading}");
+        }
+        // The census data has a set whose largest group (the stage's reference) is not its most
+        // selected one, so the rule above was exercised.
+        assert!(tested_elsewhere > 0);
     }
 
     /// The bars (`<rect class="bar …">`) of the chart after `marker` in `html`: (label, width).

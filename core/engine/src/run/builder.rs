@@ -143,6 +143,7 @@ impl PipelineBuilder {
             plugin_path: self.plugin_path,
             stages,
             gate: Vec::new(),
+            verdict: Default::default(),
         })
     }
 }

@@ -163,7 +163,10 @@ impl Pipeline {
             stages: stage_entries,
             warnings,
             gate: None,
+            verdicts: None,
         };
+        let verdicts = crate::verdict::verdicts(&summary, &self.verdict);
+        summary.verdicts = (!verdicts.attributes.is_empty()).then_some(verdicts);
         if !self.gate.is_empty() {
             summary.gate = Some(GateSection::new(crate::gate::evaluate(&self.gate, &summary)));
         }

@@ -79,6 +79,8 @@ pub struct Pipeline {
     /// `[gate] conditions` (and `--gate`): checked after the run, results in `summary.json`'s
     /// `gate` section.
     pub gate: Vec<crate::gate::Condition>,
+    /// `[pipeline.verdict]`: the thresholds that grade the verdicts (`summary.json`'s `verdicts`).
+    pub verdict: crate::verdict::Thresholds,
 }
 
 /// What a run produced.

@@ -63,8 +63,8 @@ impl Pipeline {
             .collect();
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
         let gate = header.gate.into_iter().map(|(c, _)| c).collect();
-        let Header { name, out, report, plugin_path, .. } = header;
-        Ok(Pipeline { file: file.to_path_buf(), text: text.to_string(), name, seed, out, report, plugin_path, stages, gate })
+        let Header { name, out, report, plugin_path, verdict, .. } = header;
+        Ok(Pipeline { file: file.to_path_buf(), text: text.to_string(), name, seed, out, report, plugin_path, stages, gate, verdict })
     }
 
     /// Add a gate condition (from `--gate`); an error when it reads a stage the pipeline lacks or
@@ -94,6 +94,7 @@ struct Header<'a> {
     out: Option<PathBuf>,
     report: bool,
     plugin_path: Vec<PathBuf>,
+    verdict: crate::verdict::Thresholds,
     stages: &'a [(Sp<String>, Sp<Val>)],
     gate: Vec<(crate::gate::Condition, std::ops::Range<usize>)>,
 }
@@ -115,6 +116,7 @@ fn read_header<'a>(file: &Path, dir: &Path, root: &'a Sp<Val>, in_sweep: bool, p
     let mut out = None;
     let mut report = true;
     let mut plugin_path: Vec<PathBuf> = Vec::new();
+    let mut verdict = crate::verdict::Thresholds::default();
     let mut stage_entries: Option<&Sp<Val>> = None;
     let mut gate: Vec<(crate::gate::Condition, std::ops::Range<usize>)> = Vec::new();
     for (k, v) in top {
@@ -144,6 +146,15 @@ fn read_header<'a>(file: &Path, dir: &Path, root: &'a Sp<Val>, in_sweep: bool, p
                                 &pv.span,
                                 format!("[pipeline] `plugin_path` must be a folder or a list of folders, found {}", other.type_name()),
                             ),
+                            ("verdict", Val::Table(keys)) => verdict = verdict_thresholds(keys, &pv.span, p),
+                            ("verdict", other) => p.at(
+                                &pv.span,
+                                format!(
+                                    "[pipeline] `verdict` must be a table of thresholds ({}), found {}",
+                                    crate::verdict::THRESHOLD_KEYS.join(", "),
+                                    other.type_name()
+                                ),
+                            ),
                             ("report", other) => {
                                 p.at(&pv.span, format!("[pipeline] `report` must be true or false, found {}", other.type_name()))
                             }
@@ -154,8 +165,8 @@ fn read_header<'a>(file: &Path, dir: &Path, root: &'a Sp<Val>, in_sweep: bool, p
                             (other, _) => p.at(
                                 &pk.span,
                                 format!(
-                                    "[pipeline]: unknown key `{other}`{}; accepted: name, seed, out, description, report, plugin_path",
-                                    hint(other, &["name", "seed", "out", "description", "report", "plugin_path"])
+                                    "[pipeline]: unknown key `{other}`{}; accepted: name, seed, out, description, report, plugin_path, verdict",
+                                    hint(other, &["name", "seed", "out", "description", "report", "plugin_path", "verdict"])
                                 ),
                             ),
                         }
@@ -193,7 +204,31 @@ fn read_header<'a>(file: &Path, dir: &Path, root: &'a Sp<Val>, in_sweep: bool, p
         p.at(&(0..0), "the pipeline has no stages; add [stages.NAME] tables with a `kind`");
     }
 
-    Header { name, seed, out, report, plugin_path, stages: stages_table, gate }
+    Header { name, seed, out, report, plugin_path, verdict, stages: stages_table, gate }
+}
+
+/// `[pipeline.verdict]`'s thresholds (`keys`, the table at `span`), each a share in (0, 1]; a
+/// problem at the key that is wrong (or at the table when two are out of order).
+fn verdict_thresholds(keys: &[(Sp<String>, Sp<Val>)], span: &std::ops::Range<usize>, p: &mut Problems) -> crate::verdict::Thresholds {
+    let mut t = crate::verdict::Thresholds::default();
+    for (k, v) in keys {
+        let value = match &v.v {
+            Val::Float(f) => *f,
+            Val::Int(i) => *i as f64,
+            other => {
+                p.at(&v.span, format!("[pipeline.verdict] `{}` must be a number, found {}", k.v, other.type_name()));
+                continue;
+            }
+        };
+        if let Err(problem) = t.set(&k.v, value) {
+            let at = if crate::verdict::THRESHOLD_KEYS.contains(&k.v.as_str()) { &v.span } else { &k.span };
+            p.at(at, problem);
+        }
+    }
+    if let Err(problem) = t.check() {
+        p.at(span, problem);
+    }
+    t
 }
 
 /// Phase two: each stage's kind, its inputs (by role, with spans) and its typed config, through

@@ -11,6 +11,7 @@ pub mod config_fields;
 pub mod kind;
 pub mod problems;
 pub mod summary;
+pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -297,6 +298,11 @@ pub fn with_protected(domain: &Domain, names: Option<&[String]>, warnings: &crat
     }
     crate::limits::check_protected_combinations(&out, warnings).map_err(|e| crate::error::StageError::contradicts("protected", e))?;
     Ok(out)
+}
+
+/// The names of `domain`'s protected attributes, in column order.
+pub fn protected_names(domain: &Domain) -> Vec<String> {
+    domain.protected_indices().into_iter().map(|i| domain.attributes[i].name.clone()).collect()
 }
 
 /// The model's domain (with the `protected` override) and the rows of `split` (all when `None`),

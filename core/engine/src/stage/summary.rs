@@ -189,6 +189,10 @@ pub struct Summary {
     /// The gate's verdict, when the pipeline has conditions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateSection>,
+    /// One verdict per protected attribute of each audited model, graded against the
+    /// thresholds (absent when no stage measures discrimination, and in older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdicts: Option<crate::stage::verdict::VerdictSection>,
 }
 
 impl Summary {
@@ -247,6 +251,7 @@ mod tests {
             stages: BTreeMap::from([("est".to_string(), entry)]),
             warnings: vec![RunWarning { stage: "est".into(), message: "few rows".into() }],
             gate: None,
+            verdicts: None,
         }
     }
 

@@ -32,6 +32,7 @@ pub const KIND: StageKind = StageKind {
             "discriminatory",
             "rate",
             "ci95",
+            "protected",
         ],
         open: false,
         compared: &["discriminatory"],
@@ -90,6 +91,10 @@ pub struct CheckFigures {
     pub rate: f64,
     /// Wilson 95% interval of the rate.
     pub ci95: [f64; 2],
+    /// The protected attributes changed together to make each row's counterparts (the data's,
+    /// or the stage's `protected`); empty in a summary written before this was recorded.
+    #[serde(default)]
+    pub protected: Vec<String>,
 }
 
 impl Stage for CheckConfig {
@@ -128,6 +133,7 @@ impl Stage for CheckConfig {
             discriminatory: found,
             rate: found as f64 / verdicts.len().max(1) as f64,
             ci95: wilson(found, verdicts.len(), 1.96),
+            protected: crate::stage::protected_names(domain),
         };
         let protected = domain.protected_indices();
         let table = TableBuilder::new()

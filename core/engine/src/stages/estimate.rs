@@ -54,6 +54,7 @@ pub const KIND: StageKind = StageKind {
             "per_trial",
             "discriminatory",
             "variants_per_input",
+            "protected",
         ],
         open: false,
         compared: &["rate", "ci95_low", "ci95_high"],
@@ -136,6 +137,10 @@ pub struct EstimateFigures {
     pub discriminatory: usize,
     /// Protected variants checked per input.
     pub variants_per_input: usize,
+    /// The protected attributes changed together (the data's, or the stage's `protected`); empty
+    /// in a summary written before this was recorded.
+    #[serde(default)]
+    pub protected: Vec<String>,
 }
 
 impl EstimateConfig {
@@ -172,7 +177,7 @@ impl Stage for EstimateConfig {
         let before = model.oracle.rows();
         crate::progress::start(&ctx.progress, self.trials as u64, "trials");
         let counts = trial_counts_shown(&model.oracle, domain, &checker, 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
-        self.output(Estimate::from_counts(&counts, self.samples), checker.n_variants(), model.oracle.rows() - before)
+        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), model.oracle.rows() - before)
     }
 
     fn pieces(&self) -> usize {
@@ -220,14 +225,14 @@ impl Stage for EstimateConfig {
         if counts.len() != self.trials {
             return Err(Error::Internal(format!("the estimate's pieces hold {} of its {} trials", counts.len(), self.trials)));
         }
-        self.output(Estimate::from_counts(&counts, self.samples), checker.n_variants(), queries)
+        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries)
     }
 }
 
 impl EstimateConfig {
-    /// The stage's output for estimate `est`, `variants` protected variants per input and
-    /// `model_queries` rows scored.
-    fn output(&self, est: Estimate, variants: usize, model_queries: u64) -> Result<StageOutput> {
+    /// The stage's output for estimate `est` over `domain`, `variants` protected variants per
+    /// input and `model_queries` rows scored.
+    fn output(&self, est: Estimate, domain: &Domain, variants: usize, model_queries: u64) -> Result<StageOutput> {
         let figures = EstimateFigures {
             rate: est.rate,
             ci95: est.ci95,
@@ -237,6 +242,7 @@ impl EstimateConfig {
             per_trial: est.per_trial,
             discriminatory: est.discriminatory,
             variants_per_input: variants,
+            protected: crate::stage::protected_names(domain),
         };
         let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
         Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: Arc::new(figures), tables: vec![table], model_queries })

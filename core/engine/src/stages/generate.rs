@@ -80,6 +80,7 @@ pub const KIND: StageKind = StageKind {
             "gradient_rows",
             "gradient_model_rows",
             "stopped_by",
+            "protected",
             "units",
             "duplicates_dropped",
             "unit_figures",
@@ -228,6 +229,10 @@ pub struct GenerateFigures {
     /// the plugin ended by itself (or at its own query or iteration count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
+    /// The protected attributes the search changes (the data's, or the stage's `protected`);
+    /// empty in a summary written before this was recorded.
+    #[serde(default)]
+    pub protected: Vec<String>,
     /// Seed blocks searched one after another (`units`; absent when 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub units: Option<usize>,
@@ -444,6 +449,7 @@ impl Stage for Generate {
                 .any(|s| s.gradient.is_some())
                 .then(|| searches.iter().map(|s| s.gradient_model_rows).sum()),
             stopped_by: searches.iter().any(|s| s.stopped_by_host).then(|| "max_seconds".to_string()),
+            protected: crate::stage::protected_names(domain),
             units: several.then_some(searches.len()),
             duplicates_dropped: several.then_some(dropped),
             unit_figures: None,

@@ -284,6 +284,7 @@ mod tests {
             per_trial: 50,
             discriminatory: 2,
             variants_per_input: 1,
+            protected: vec!["sex".into()],
         };
         let summary = Summary {
             pipeline: "p".into(),
@@ -298,6 +299,7 @@ mod tests {
             .into(),
             warnings: Vec::new(),
             gate: None,
+            verdicts: None,
         };
         // Read back from its JSON too (as a merge does): the same row.
         let from_file = Summary::from_json(&summary.to_json()).unwrap();
