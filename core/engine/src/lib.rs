@@ -81,6 +81,7 @@ pub mod stats;
 pub mod suggest;
 pub mod sweep;
 pub mod text;
+pub mod trail;
 pub mod warnings;
 
 pub use error::{Error, Result};

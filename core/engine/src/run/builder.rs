@@ -142,6 +142,7 @@ impl PipelineBuilder {
             plugin_path: self.plugin_path,
             stages,
             gate: Vec::new(),
+            text: String::new(),
         })
     }
 }

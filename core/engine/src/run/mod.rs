@@ -75,6 +75,8 @@ pub struct Pipeline {
     /// `[gate] conditions` (and `--gate`): checked after the run, results in `summary.json`'s
     /// `gate` section.
     pub gate: Vec<crate::gate::Condition>,
+    /// The pipeline file's text (empty for a pipeline made in code), for the audit trail.
+    pub text: String,
 }
 
 /// What a run produced.

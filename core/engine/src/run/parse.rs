@@ -64,7 +64,7 @@ impl Pipeline {
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
         let gate = header.gate.into_iter().map(|(c, _)| c).collect();
         let Header { name, out, report, plugin_path, .. } = header;
-        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, report, plugin_path, stages, gate })
+        Ok(Pipeline { file: file.to_path_buf(), name, seed, out, report, plugin_path, stages, gate, text: text.to_string() })
     }
 
     /// Add a gate condition (from `--gate`); an error when it reads a stage the pipeline lacks or

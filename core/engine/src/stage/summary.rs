@@ -189,6 +189,10 @@ pub struct Summary {
     /// The gate's verdict, when the pipeline has conditions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateSection>,
+    /// What exactly was audited: the inputs' hashes, version, commit, platform, executors and the
+    /// pipeline's text ([`crate::trail`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trail: Option<crate::trail::Trail>,
 }
 
 impl Summary {
@@ -247,6 +251,7 @@ mod tests {
             stages: BTreeMap::from([("est".to_string(), entry)]),
             warnings: vec![RunWarning { stage: "est".into(), message: "few rows".into() }],
             gate: None,
+            trail: None,
         }
     }
 

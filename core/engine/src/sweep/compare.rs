@@ -298,6 +298,7 @@ mod tests {
             .into(),
             warnings: Vec::new(),
             gate: None,
+            trail: None,
         };
         // Read back from its JSON too (as a merge does): the same row.
         let from_file = Summary::from_json(&summary.to_json()).unwrap();
