@@ -894,6 +894,8 @@ fn render(r: &Render<'_>) -> String {
         t.push('\n');
     }
 
+    write_bias_audit(&mut t, r);
+
     // Estimate.
     let _ = writeln!(
         t,
@@ -919,6 +921,31 @@ fn render(r: &Render<'_>) -> String {
     );
     let _ = writeln!(t, "[stages.search_verified]\nkind = \"verify\"\ncases = \"search\"");
     t
+}
+
+/// The bias audit of a Local Law 144 audit, when a sex or a race/ethnicity column is proposed: of
+/// the model's decisions (the data's label when audited without a model, say how).
+fn write_bias_audit(t: &mut String, r: &Render<'_>) {
+    let of = |kind: &str| r.proposed.iter().find(|p| p.kind == kind).map(|p| p.column.clone());
+    let (sex, race) = (of("sex"), of("race"));
+    if sex.is_none() && race.is_none() {
+        return;
+    }
+    let _ = writeln!(
+        t,
+        "# The tables of a NYC Local Law 144 bias audit (docs/bias-audit.md) of the model's decisions: per sex,\n\
+         # race/ethnicity and their intersection, the number of people, selection rate and impact ratio, with intervals\n\
+         # and tests apart; it also writes bias_audit.html to print. To audit a file of past decisions without a model,\n\
+         # write data = \"data\" instead of model = \"model\" and name the decisions (0/1) in column = \"...\"\n\
+         # (or leave `column` out to audit the label); for scores, add outcome = \"score\"."
+    );
+    let _ = writeln!(t, "[stages.bias_audit]\nkind = \"bias_audit\"\nmodel = \"model\"");
+    for (key, column) in [("sex", sex), ("race", race)] {
+        if let Some(c) = column {
+            let _ = writeln!(t, "{key} = {}", quote(&c));
+        }
+    }
+    t.push('\n');
 }
 
 #[cfg(test)]

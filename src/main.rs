@@ -106,6 +106,13 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Check that a run's inputs are still the ones it audited: recompute the SHA-256 of every
+    /// input file its summary.json's `trail` records and name each one that changed (exit code 1
+    /// when one did).
+    VerifyRun {
+        /// The run's out folder (holding summary.json).
+        out: PathBuf,
+    },
     /// List the stage kinds with their inputs and parameters, and every plugin.
     #[command(after_help = fairpipe::json::LIST_SCHEMA)]
     List {
@@ -310,6 +317,18 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 "then: plugin_path = [\"{}\"] in a pipeline's [pipeline] table, and plugin = \"{name}\" in a generate stage",
                 root.join("target/release").display()
             );
+        }
+        Command::VerifyRun { out } => {
+            let checks = fairpipe_core::trail::verify(&out)?;
+            for check in &checks {
+                say!("{check}");
+            }
+            let changed = checks.iter().filter(|c| !c.ok()).count();
+            if changed > 0 {
+                eprintln!("{}: {changed} of {} inputs differ from the ones audited", out.display(), checks.len());
+                return Ok(Outcome::Invalid);
+            }
+            say!("{}: all {} inputs are the ones audited", out.display(), checks.len());
         }
         Command::List { format: Format::Json } => {
             say!("{:#}", fairpipe::json::list(&[]));

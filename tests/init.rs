@@ -87,6 +87,10 @@ fn runs_to_every_audit(pipeline: &Path, dir: &Path) -> serde_json::Value {
     assert!(stages["check"]["checked"].as_u64().unwrap() > 0, "{}", stages["check"]);
     assert!(stages["search"]["generated"].as_u64().is_some(), "{}", stages["search"]);
     assert!(stages["search_verified"].is_object(), "{summary}");
+    if stages.get("bias_audit").is_some() {
+        assert!(stages["bias_audit"]["tables"].as_array().is_some_and(|t| !t.is_empty()), "{}", stages["bias_audit"]);
+        assert!(dir.join("out/bias_audit.html").exists());
+    }
     summary
 }
 
@@ -117,6 +121,18 @@ fn init_on_every_bundled_csv_writes_a_pipeline_that_validates() {
         for stage in ["metrics", "estimate", "check", "search"] {
             assert!(key_of(&text, stage, "kind").is_some(), "{file}: no stage {stage}");
         }
+    }
+    // A sex or race/ethnicity column: the Local Law 144 bias audit of the model's decisions is offered.
+    for (file, sex, race) in [
+        ("adult.data.csv", Some("sex"), Some("race")),
+        ("census.csv", Some("gender"), Some("race")),
+        ("compas.csv", Some("sex"), Some("race")),
+        ("bank.csv", None, None),
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(format!("{file}.toml"))).unwrap();
+        let quoted = |c: Option<&str>| c.map(|c| format!("\"{c}\""));
+        assert_eq!(key_of(&text, "bias_audit", "sex"), quoted(sex), "{file}:\n{text}");
+        assert_eq!(key_of(&text, "bias_audit", "race"), quoted(race), "{file}:\n{text}");
     }
     // Raw Adult: its own category names are read and shown, the `?` cells are dropped, and the
     // other protected attributes (age, marital status, native country) are measured.

@@ -9,6 +9,7 @@ mod common;
 
 mod architecture;
 mod bad_input;
+mod bias_audit;
 mod budgets;
 mod cli;
 mod conformance;

@@ -67,3 +67,66 @@ fn the_report_renders_in_a_headless_browser_without_console_errors() {
         assert!(dom.contains(section), "the rendered page lacks {section:?}");
     }
 }
+
+/// The width in CSS pixels of the printable area of an A4 page with the bias audit page's margins
+/// (210 mm − 2 × 12 mm at 96 px per inch); Letter's is wider.
+const A4_PRINTABLE_PX: u32 = 703;
+
+/// A bias audit's page (`<stage>.html`) printed by headless Chromium: laid out at the printable
+/// width of an A4 page, no table, row or cell reaches past the page's edge (measured in the
+/// browser by a script added to a copy of the page), and `--print-to-pdf` writes a PDF.
+#[test]
+fn the_bias_audit_page_prints_with_nothing_cut() {
+    let Some(browser) = chromium() else {
+        assert!(std::env::var("FAIRPIPE_REQUIRE_BROWSER").is_err(), "FAIRPIPE_REQUIRE_BROWSER is set but no chromium is installed");
+        eprintln!("SKIPPED: no chromium on this machine (apt-get install chromium)");
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    common::run_pipeline(&common::root().join("tests/fixtures/bias_audit/audit.toml"), out.path(), &[]);
+    let page = out.path().join("decisions.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"), "the page must be self-contained");
+    // Every category of the three tables is on the page.
+    for category in
+        ["Male", "Female", "Hispanic or Latino", "Native Hawaiian or Pacific Islander", "Two or More Races", "Unknown category: 75"]
+    {
+        assert!(html.contains(category), "the page lacks {category:?}");
+    }
+    let measure = "<script>(function(){var w=document.documentElement.clientWidth,bad=[];\
+        document.querySelectorAll('table,tr,th,td,h1,h2,h3,p,footer').forEach(function(e){var r=e.getBoundingClientRect();\
+        if(r.right>w+0.5||r.left<-0.5)bad.push(e.tagName+' '+e.textContent.slice(0,50));});\
+        var p=document.createElement('pre');p.id='fit';p.textContent='FIT '+w+' '+document.documentElement.scrollWidth+' '+bad.length+' '+JSON.stringify(bad);\
+        document.body.appendChild(p);})();</script></body>";
+    let probe = out.path().join("probe.html");
+    std::fs::write(&probe, html.replace("</body>", measure)).unwrap();
+    let dom = Command::new(&browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", &format!("--window-size={A4_PRINTABLE_PX},1200")])
+        .args(["--dump-dom", &format!("file://{}", probe.display())])
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    // The measurement, not the script's own text (which the dumped DOM holds too).
+    let fit = dom
+        .lines()
+        .filter_map(|l| l.split("FIT ").nth(1))
+        .find(|f| f.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or_else(|| panic!("no measurement in the DOM:\n{dom}"));
+    let parts: Vec<&str> = fit.splitn(4, ' ').collect();
+    let (width, scroll, bad): (u32, u32, usize) = (parts[0].parse().unwrap(), parts[1].parse().unwrap(), parts[2].parse().unwrap());
+    assert!(width <= A4_PRINTABLE_PX && width > 600, "laid out at {width} px");
+    assert!(scroll <= width && bad == 0, "past the page's edge at {width} px (content {scroll} px wide): {}", parts[3]);
+    // The PDF Chromium prints.
+    let pdf = out.path().join("decisions.pdf");
+    let run = Command::new(&browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer", &format!("--print-to-pdf={}", pdf.display())])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{browser} failed: {}", String::from_utf8_lossy(&run.stderr));
+    let bytes = std::fs::read(&pdf).unwrap();
+    assert!(bytes.starts_with(b"%PDF"), "not a PDF");
+    let text = String::from_utf8_lossy(&bytes);
+    let pages = text.matches("/Type /Page").count() - text.matches("/Type /Pages").count();
+    assert!((2..=8).contains(&pages), "{pages} pages");
+}

@@ -74,6 +74,7 @@ pub mod stats;
 pub mod sweep;
 pub mod text;
 pub mod verdict;
+pub mod trail;
 pub mod warnings;
 
 pub use error::{Error, Result};

@@ -36,6 +36,7 @@ use crate::stages::model_output::ModelFigures;
 use crate::stages::retrain::RetrainFigures;
 use crate::stages::verify::VerifyFigures;
 
+pub(crate) mod bias_audit;
 mod charts;
 mod findings;
 mod metrics;

@@ -74,6 +74,8 @@ impl Pipeline {
             PieceMode::Compute(held) => Some(self.ancestors_of(&held.keys().cloned().collect::<Vec<_>>())),
             _ => None,
         };
+        // The inputs are hashed before any stage reads them.
+        let mut trail = self.trail();
         let mut computed: Vec<ComputedPiece> = Vec::new();
         let mut artifacts: BTreeMap<String, Artifact> = BTreeMap::new();
         let mut stage_entries: BTreeMap<String, StageSummary> = BTreeMap::new();
@@ -154,6 +156,22 @@ impl Pipeline {
                 entry.remote = model.oracle.model().remote_usage();
             }
         }
+        for (name, artifact) in &artifacts {
+            let model = match artifact {
+                Artifact::Model(m) => m.oracle.model().describe(),
+                Artifact::TextModel(m) => m.model.describe(),
+                _ => continue,
+            };
+            let executor =
+                stage_entries.get(name).and_then(|e| e.figures.to_map().get("executor").and_then(|v| v.as_str().map(str::to_string)));
+            trail.executors.insert(
+                name.clone(),
+                match executor {
+                    Some(executor) => format!("{executor}: {model}"),
+                    None => model,
+                },
+            );
+        }
         let mut summary = Summary {
             pipeline: self.name.clone(),
             file: self.file.file_name().map(|f| f.to_string_lossy().into_owned()),
@@ -164,6 +182,7 @@ impl Pipeline {
             warnings,
             gate: None,
             verdicts: None,
+            trail: Some(trail),
         };
         let verdicts = crate::verdict::verdicts(&summary, &self.verdict);
         summary.verdicts = (!verdicts.attributes.is_empty()).then_some(verdicts);
@@ -171,6 +190,33 @@ impl Pipeline {
             summary.gate = Some(GateSection::new(crate::gate::evaluate(&self.gate, &summary)));
         }
         Ok((Run { summary, tables, extra_files, artifacts }, computed))
+    }
+}
+
+impl Pipeline {
+    /// The audit trail of a run of this pipeline, before it runs: the pipeline file's and every
+    /// named input file's hash, version, commit, seed, platform and text (the executors are added
+    /// once the models are loaded).
+    fn trail(&self) -> crate::trail::Trail {
+        let dir = self.file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let path_keys = |kind: &str| -> Vec<&'static str> {
+            super::registry::find(kind).map(|k| k.keys.iter().filter(|d| d.ty == "path").map(|d| d.name).collect()).unwrap_or_default()
+        };
+        let mut inputs: Vec<crate::trail::TrailFile> = crate::trail::entry("", "pipeline", &self.file).into_iter().collect();
+        inputs.extend(
+            crate::trail::named_files(&self.text, &dir, path_keys)
+                .into_iter()
+                .filter_map(|(stage, key, path)| crate::trail::entry(&stage, &key, &path)),
+        );
+        crate::trail::Trail {
+            fairpipe_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_commit: crate::trail::git_commit(),
+            seed: self.seed,
+            platform: crate::trail::platform(),
+            inputs,
+            executors: BTreeMap::new(),
+            pipeline: self.text.clone(),
+        }
     }
 }
 

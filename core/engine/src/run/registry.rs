@@ -18,6 +18,7 @@ pub const STAGE_KINDS: &[StageKind] = &[
     stages::verify::KIND,
     stages::group_score::KIND,
     stages::group_metrics::KIND,
+    stages::bias_audit::KIND,
     stages::retrain::KIND,
     stages::load_text::KIND,
     stages::train_text::KIND,

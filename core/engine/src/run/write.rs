@@ -37,6 +37,15 @@ impl Run {
             write_atomic(&path, |f| f.write_all(html.as_bytes()).map_err(|e| e.to_string()))?;
             staged.push(path);
         }
+        // A bias audit's printable page, `<stage>.html`, beside its tables.
+        for (stage, entry) in summary.in_order().filter(|(_, e)| e.kind == crate::stages::bias_audit::KIND.name) {
+            let figures =
+                entry.figures::<crate::stages::bias_audit::BiasAuditFigures>().map_err(|e| crate::error::Error::Internal(e.to_string()))?;
+            let html = crate::report::bias_audit::render(stage, &figures, summary);
+            let path = dir.join(format!("{stage}.html"));
+            write_atomic(&path, |f| f.write_all(html.as_bytes()).map_err(|e| e.to_string()))?;
+            staged.push(path);
+        }
         let summary_path = dir.join("summary.json");
         write_json(&summary_path, &summary.to_json())?;
         staged.push(summary_path);

@@ -193,6 +193,10 @@ pub struct Summary {
     /// thresholds (absent when no stage measures discrimination, and in older summaries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdicts: Option<crate::stage::verdict::VerdictSection>,
+    /// What exactly was audited: the inputs' hashes, version, commit, platform, executors and the
+    /// pipeline's text ([`crate::trail`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trail: Option<crate::trail::Trail>,
 }
 
 impl Summary {
@@ -252,6 +256,7 @@ mod tests {
             warnings: vec![RunWarning { stage: "est".into(), message: "few rows".into() }],
             gate: None,
             verdicts: None,
+            trail: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! several kinds share: [`options`] (shared config pieces), [`model_output`] (what a model stage
 //! reports) and [`mitigate`] (TestSGD's mitigation, used by `retrain`).
 
+pub mod bias_audit;
 pub mod check;
 pub mod check_text;
 pub mod cluster;

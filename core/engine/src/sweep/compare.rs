@@ -300,6 +300,7 @@ mod tests {
             warnings: Vec::new(),
             gate: None,
             verdicts: None,
+            trail: None,
         };
         // Read back from its JSON too (as a merge does): the same row.
         let from_file = Summary::from_json(&summary.to_json()).unwrap();

@@ -1,0 +1,25 @@
+//! Records the git commit fairpipe is built from (`FAIRPIPE_GIT_COMMIT`, read by
+//! `src/trail.rs` into every run's audit trail), when it is built from a git checkout.
+
+use std::process::Command;
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()).filter(|s| !s.is_empty())
+}
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    if let Some(commit) = git(&["rev-parse", "HEAD"]) {
+        println!("cargo:rustc-env=FAIRPIPE_GIT_COMMIT={commit}");
+        // Built again when HEAD moves (a commit, a checkout): its reflog changes.
+        for file in ["HEAD", "logs/HEAD"] {
+            if let Some(path) = git(&["rev-parse", "--git-path", file]) {
+                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+                if path.exists() {
+                    println!("cargo:rerun-if-changed={}", path.display());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,951 @@
+//! `bias_audit`: the tables of a New York City Local Law 144 bias audit (6 RCNY §5-301) — per sex
+//! category, per race/ethnicity category and per intersection of the two: the number of people,
+//! the number selected (or scoring above the whole sample's median score), the selection (scoring)
+//! rate and the impact ratio against the highest rate; people of an unknown category counted
+//! outside the ratios; categories under a share of the sample optionally left out of the ratios
+//! but still listed. Beside the regulated figures, kept apart from them: each rate's Wilson
+//! interval, Fisher's exact test of each category against the highest one (Holm's correction over
+//! each table) and the EEOC's four-fifths line. The decisions come from the data itself (a column
+//! of past selections or scores, or the label: no model needed) or from a model's labels or scores.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::load::LabelValue;
+use super::options::Rows;
+use crate::data::Dataset;
+use crate::domain::{AttributeKind, Domain};
+use crate::error::{Error, Result, StageError};
+use crate::output::{Table, TableBuilder};
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
+use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::{
+    Artifact, ArtifactKind, ColumnProblem, GroupMetricRow, GroupMetricsArtifact, Inputs, ScoreNeed, Stage, StageContext, StageOutput,
+};
+use crate::stats::{fisher_exact, holm, wilson};
+use crate::suggest::hint;
+
+/// The sex categories of the rules (EEO-1), in their order.
+pub const SEX_CATEGORIES: &[&str] = &["Male", "Female"];
+
+/// The race/ethnicity categories of the rules (EEO-1), in their order; all but the first are
+/// "Not Hispanic or Latino".
+pub const RACE_CATEGORIES: &[&str] = &[
+    "Hispanic or Latino",
+    "White",
+    "Black or African American",
+    "Native Hawaiian or Pacific Islander",
+    "Asian",
+    "Native American or Alaska Native",
+    "Two or More Races",
+];
+
+/// The category a mapping sends data values of an unknown category to.
+pub const UNKNOWN: &str = "Unknown";
+
+/// The four-fifths line of the EEOC's Uniform Guidelines (the city's rules set no threshold).
+pub const FOUR_FIFTHS: f64 = 0.8;
+
+/// The `bias_audit` stage kind.
+pub const KIND: StageKind = StageKind {
+    name: "bias_audit",
+    doc: "The tables of a NYC Local Law 144 bias audit (6 RCNY §5-301) per sex, race/ethnicity and their intersection: number of people, number selected (or scoring above the whole sample's median score), selection (scoring) rate and impact ratio to the highest rate; unknown categories counted outside the ratios; categories under `exclude_below` of the sample listed but left out of the ratios. Beside them: Wilson 95% intervals, Fisher's exact test against the highest category (Holm over each table) and the EEOC four-fifths line. Decisions from the data (a 0/1 or named column, a score column, or the label: no model needed) or from a model's labels or scores; writes bias_audit.html, a printable page.",
+    inputs: &[
+        InputDoc {
+            role: "data",
+            accepts: &[ArtifactKind::Dataset],
+            required: false,
+            doc: "a dataset of past decisions or scores (no model); give `data` or `model`",
+        },
+        InputDoc {
+            role: "model",
+            accepts: &[ArtifactKind::Model],
+            required: false,
+            doc: "a model whose labels or scores on its dataset's rows are audited; give `data` or `model`",
+        },
+    ],
+    output: ArtifactKind::GroupMetrics,
+    keys: &[
+        KeyDoc::new("sex", "string", "none", "the column of sex categories (give `sex`, `race` or both)"),
+        KeyDoc::new("race", "string", "none", "the column of race/ethnicity categories"),
+        KeyDoc::new(
+            "outcome",
+            "\"selection\"|\"score\"",
+            "\"selection\"",
+            "selection: selection rates; score: scoring rates (share above the whole sample's median score)",
+        ),
+        KeyDoc::new(
+            "column",
+            "string",
+            "the label (selection); required for score",
+            "with `data`: the column of decisions (0/1, or see `selected`) or of scores; not with `model`, whose labels or P(favourable) are audited",
+        ),
+        KeyDoc::new("selected", "string|int", "1 (a 0/1 column)", "the value of `column` that means selected"),
+        KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "rows audited"),
+        KeyDoc::new("unknown", "string list", "[\"Unknown\"]", "data values meaning an unknown category: counted, not in any ratio"),
+        KeyDoc::new(
+            "categories",
+            "table",
+            "none (the data's values, in the data's order)",
+            "map data values to the rules' EEO-1 categories, e.g. { sex = { M = \"Male\", F = \"Female\" }, race = { H = \"Hispanic or Latino\" } }; rows then follow the rules' order; \"Unknown\" marks unknown values",
+        ),
+        KeyDoc::new(
+            "exclude_below",
+            "float",
+            "none (every category in the ratios)",
+            "categories under this share of the sample (the rules allow 0.02) are listed with their counts and rates but left out of the impact ratios",
+        ),
+        KeyDoc::new("exclusion_justification", "string", "none", "the auditor's reason for `exclude_below`, printed with the tables (the rules ask for it)"),
+        KeyDoc::new("alpha", "float", "0.05", "significance level of the tests after Holm's correction"),
+        KeyDoc::new("tool", "string", "none", "the automated employment decision tool audited, as printed on the page"),
+        KeyDoc::new("auditor", "string", "none", "the independent auditor, as printed"),
+        KeyDoc::new("audit_date", "string", "none", "the date of the audit, as printed"),
+        KeyDoc::new("distribution_date", "string", "none", "the tool's distribution date, as printed"),
+        KeyDoc::new("data_source", "string", "none", "the source and explanation of the data, as printed"),
+        KeyDoc::new("data_from", "string", "none", "first date of the data, as printed"),
+        KeyDoc::new("data_to", "string", "none", "last date of the data, as printed"),
+    ],
+    tag: None,
+    example: "[stages.audit]\nkind = \"bias_audit\"\ndata = \"data\"\nsex = \"sex\"\nrace = \"race\"\ncolumn = \"selected\"\nexclude_below = 0.02\nexclusion_justification = \"under 2% of the sample\"\ntool = \"ResumeRank 3\"",
+    configure: configure::<BiasAuditConfig>,
+    fields: fields_of::<BiasAuditConfig>,
+    read: read_debug::<BiasAuditConfig>,
+    figures: FigureDoc {
+        names: &[
+            "outcome",
+            "source",
+            "rows",
+            "rate",
+            "median_score",
+            "min_impact_ratio",
+            "min_impact_ratio_sex",
+            "min_impact_ratio_race",
+            "min_impact_ratio_intersection",
+            "below_four_fifths",
+            "significant",
+            "alpha",
+            "exclude_below",
+            "exclusion_justification",
+            "mapped",
+            "tables",
+            "page",
+        ],
+        open: false,
+        compared: &["min_impact_ratio"],
+        compare: compare_figures,
+    },
+};
+
+/// The figures a sweep compares a `bias_audit` stage on.
+fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_json::Value> {
+    compare_as::<BiasAuditFigures>(entry, 1, |f| vec![f.min_impact_ratio.map(serde_json::Value::from).unwrap_or_default()])
+}
+
+/// What is audited: selections or scores.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Selected or not: selection rates.
+    #[default]
+    Selection,
+    /// A score: scoring rates (share above the sample's median).
+    Score,
+}
+
+/// The `bias_audit` stage's config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BiasAuditConfig {
+    /// The column of sex categories.
+    pub sex: Option<String>,
+    /// The column of race/ethnicity categories.
+    pub race: Option<String>,
+    /// Selections or scores.
+    pub outcome: Outcome,
+    /// The data's column of decisions or scores (default: the label, for selections).
+    pub column: Option<String>,
+    /// The value of `column` meaning selected (default 1 of a 0/1 column).
+    pub selected: Option<LabelValue>,
+    /// Rows audited.
+    pub split: Rows,
+    /// Data values meaning an unknown category.
+    pub unknown: Vec<String>,
+    /// Data values mapped to the rules' categories, per axis (`sex`, `race`).
+    pub categories: BTreeMap<String, BTreeMap<String, String>>,
+    /// Categories under this share of the sample are left out of the impact ratios.
+    pub exclude_below: Option<f64>,
+    /// Why categories are left out.
+    pub exclusion_justification: Option<String>,
+    /// Significance level after Holm's correction.
+    pub alpha: f64,
+    /// The tool audited (printed).
+    pub tool: Option<String>,
+    /// The auditor (printed).
+    pub auditor: Option<String>,
+    /// The audit's date (printed).
+    pub audit_date: Option<String>,
+    /// The tool's distribution date (printed).
+    pub distribution_date: Option<String>,
+    /// The data's source and explanation (printed).
+    pub data_source: Option<String>,
+    /// The data's first date (printed).
+    pub data_from: Option<String>,
+    /// The data's last date (printed).
+    pub data_to: Option<String>,
+}
+
+impl Default for BiasAuditConfig {
+    fn default() -> Self {
+        BiasAuditConfig {
+            sex: None,
+            race: None,
+            outcome: Outcome::Selection,
+            column: None,
+            selected: None,
+            split: Rows::All,
+            unknown: vec![UNKNOWN.to_string()],
+            categories: BTreeMap::new(),
+            exclude_below: None,
+            exclusion_justification: None,
+            alpha: 0.05,
+            tool: None,
+            auditor: None,
+            audit_date: None,
+            distribution_date: None,
+            data_source: None,
+            data_from: None,
+            data_to: None,
+        }
+    }
+}
+
+/// The rules' categories of axis `axis` (`sex` or `race`).
+fn rules_categories(axis: &str) -> Option<&'static [&'static str]> {
+    match axis {
+        "sex" => Some(SEX_CATEGORIES),
+        "race" => Some(RACE_CATEGORIES),
+        _ => None,
+    }
+}
+
+impl StageConfig for BiasAuditConfig {
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, c: &mut Checks<'_, '_>) {
+        if self.sex.is_none() && self.race.is_none() {
+            c.missing("sex", "the column of sex categories, or `race`: the column of race/ethnicity categories (or both)");
+        }
+        if self.sex.is_some() && self.sex == self.race {
+            c.problem("race", "`sex` and `race` name the same column");
+        }
+        if self.outcome == Outcome::Score && self.selected.is_some() {
+            c.problem("selected", "`selected` names the selected value of a column of decisions; with outcome = \"score\" the rate is the share above the median score");
+        }
+        if let Some(share) = self.exclude_below {
+            if !(share > 0.0 && share < 1.0) {
+                c.problem("exclude_below", format!("`exclude_below` must lie in (0, 1) (the rules allow 0.02), found {share}"));
+            }
+            if self.exclusion_justification.as_deref().is_none_or(|s| s.trim().is_empty()) {
+                c.missing(
+                    "exclusion_justification",
+                    "the rules ask for the auditor's justification of leaving categories out of the impact ratios",
+                );
+            }
+        } else if self.exclusion_justification.is_some() {
+            c.problem("exclusion_justification", "a justification without `exclude_below`: no category is left out");
+        }
+        c.within("alpha", self.alpha, 1e-12, 0.5);
+        for (axis, mapping) in &self.categories {
+            let Some(allowed) = rules_categories(axis) else {
+                let span = c.nested_key_span("categories", axis);
+                c.at(&span, format!("`categories.{axis}`: the rules' categories are of `sex` and `race`{}", hint(axis, &["sex", "race"])));
+                continue;
+            };
+            let column = if axis == "sex" { &self.sex } else { &self.race };
+            if column.is_none() {
+                let span = c.nested_key_span("categories", axis);
+                c.at(&span, format!("`categories.{axis}` maps the values of `{axis}`, which is not given"));
+            }
+            for (value, category) in mapping {
+                if category != UNKNOWN && !allowed.contains(&category.as_str()) {
+                    let span = c.nested_key_span("categories", axis);
+                    c.at(
+                        &span,
+                        format!(
+                            "`categories.{axis}` maps {value:?} to {category:?}, not one of the rules' categories{}: {}, or \"{UNKNOWN}\"",
+                            hint(category, allowed),
+                            allowed.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+        Ok(Box::new(self))
+    }
+}
+
+/// One category's row of a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRow {
+    /// The category ("Female", "Hispanic or Latino", "Male × White").
+    pub category: String,
+    /// Its sex category (the sex and intersection tables).
+    #[serde(default)]
+    pub sex: Option<String>,
+    /// Its race/ethnicity category (the race and intersection tables).
+    #[serde(default)]
+    pub race: Option<String>,
+    /// People in the category.
+    pub count: usize,
+    /// People selected (or scoring above the sample's median).
+    pub selected: usize,
+    /// `selected / count`: the selection (or scoring) rate.
+    pub rate: f64,
+    /// `count` / the sample's size.
+    pub share: f64,
+    /// Left out of the impact ratios (under `exclude_below`).
+    pub excluded: bool,
+    /// The rate / the highest rate of the table's categories in the ratios (`null`: excluded, or
+    /// every rate is 0).
+    pub impact_ratio: Option<f64>,
+    /// Beside the rules: the rate's Wilson 95% interval.
+    pub ci95: [f64; 2],
+    /// Beside the rules: Fisher's exact test against the highest category (`null` for that
+    /// category and excluded ones).
+    pub p_value: Option<f64>,
+    /// The p-value after Holm's correction over the table.
+    pub p_adjusted: Option<f64>,
+    /// `p_adjusted <= alpha`.
+    pub significant: bool,
+    /// Beside the rules: the impact ratio is under 0.8, the EEOC's four-fifths line.
+    pub below_four_fifths: bool,
+    /// The category with the highest rate (the ratios' denominator).
+    pub highest: bool,
+}
+
+/// People of an unknown category in one table: counted, in no ratio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnknownCount {
+    /// People.
+    pub count: usize,
+    /// Of whom selected (or above the median).
+    pub selected: usize,
+}
+
+/// One of the three tables.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditTable {
+    /// `sex`, `race` or `intersection`.
+    pub table: String,
+    /// Its categories, in the rules' order (mapped) or the data's.
+    pub rows: Vec<AuditRow>,
+    /// People of an unknown category.
+    pub unknown: UnknownCount,
+}
+
+/// What the page prints about the audit (the keys as written).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditPage {
+    /// The tool.
+    pub tool: Option<String>,
+    /// The auditor.
+    pub auditor: Option<String>,
+    /// The audit's date.
+    pub audit_date: Option<String>,
+    /// The tool's distribution date.
+    pub distribution_date: Option<String>,
+    /// The data's source.
+    pub data_source: Option<String>,
+    /// The data's first date.
+    pub data_from: Option<String>,
+    /// The data's last date.
+    pub data_to: Option<String>,
+}
+
+/// Figures of a `bias_audit` stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BiasAuditFigures {
+    /// `selection` or `score`.
+    pub outcome: String,
+    /// Where the decisions came from ("data column `selected`", "model `model`'s labels").
+    pub source: String,
+    /// People audited (unknown categories included).
+    pub rows: usize,
+    /// The whole sample's selection (scoring) rate.
+    pub rate: f64,
+    /// The whole sample's median score (scores only).
+    pub median_score: Option<f64>,
+    /// The lowest impact ratio over the three tables.
+    pub min_impact_ratio: Option<f64>,
+    /// The lowest impact ratio of the sex table.
+    pub min_impact_ratio_sex: Option<f64>,
+    /// The lowest impact ratio of the race/ethnicity table.
+    pub min_impact_ratio_race: Option<f64>,
+    /// The lowest impact ratio of the intersection table.
+    pub min_impact_ratio_intersection: Option<f64>,
+    /// Categories under the four-fifths line (beside the rules).
+    pub below_four_fifths: usize,
+    /// Categories whose rate differs from the highest one's at `alpha` after Holm's correction.
+    pub significant: usize,
+    /// The significance level.
+    pub alpha: f64,
+    /// The share under which categories are left out of the ratios.
+    pub exclude_below: Option<f64>,
+    /// The auditor's reason for leaving them out.
+    pub exclusion_justification: Option<String>,
+    /// The axes whose values were mapped to the rules' categories.
+    pub mapped: Vec<String>,
+    /// The tables: sex, race, intersection (those whose columns are given).
+    pub tables: Vec<AuditTable>,
+    /// What the page prints about the audit.
+    pub page: AuditPage,
+}
+
+/// One axis of the audit read from the rows: each row's category (`None`: unknown) and the
+/// categories in order.
+struct Axis {
+    of_row: Vec<Option<usize>>,
+    names: Vec<String>,
+}
+
+impl BiasAuditConfig {
+    /// The decisions and the rows audited: (dataset, row indices, outcome per row as 0/1 or a
+    /// score, source description).
+    fn outcomes(&self, inputs: &Inputs) -> Result<(Arc<Dataset>, Vec<usize>, Vec<f64>, String)> {
+        let data = inputs.by_role.get("data").map(|_| inputs.dataset("data")).transpose()?;
+        let model = inputs.by_role.get("model").map(|_| inputs.model("model")).transpose()?;
+        let dataset = match (&data, &model) {
+            (Some(d), None) => d.clone(),
+            (None, Some(m)) => m.data.clone(),
+            (Some(_), Some(_)) => {
+                return Err(StageError::cannot(
+                    "model",
+                    "give `data` (decisions or scores read from the data) or `model` (the model's labels or scores), not both",
+                ))
+            }
+            (None, None) => {
+                return Err(StageError::cannot(
+                    "data",
+                    "no input: name a load stage as `data` (decisions or scores in the data) or a model stage as `model`",
+                ))
+            }
+        };
+        let rows: Vec<usize> = match self.split.split() {
+            Some(s) => dataset.rows_in(s),
+            None => (0..dataset.len()).collect(),
+        };
+        if rows.is_empty() {
+            return Err(StageError::cannot("split", format!("no rows in split {:?} to audit", self.split).to_lowercase()));
+        }
+        if let Some(model) = model {
+            if self.column.is_some() {
+                return Err(StageError::cannot(
+                    "column",
+                    "with a `model` input the audit reads the model's labels or scores; `column` reads decisions from the data: connect the load stage as `data` instead, or leave `column` out",
+                ));
+            }
+            let width = dataset.domain.width();
+            let x: Vec<f64> = rows.iter().flat_map(|&r| dataset.x.row(r).to_vec()).collect();
+            debug_assert_eq!(x.len(), rows.len() * width);
+            let out = match self.outcome {
+                Outcome::Selection => model.oracle.predict_labels(&x)?.into_iter().map(f64::from).collect(),
+                Outcome::Score => model.oracle.predict_proba(&x)?,
+            };
+            let what = match self.outcome {
+                Outcome::Selection => "labels (P(favourable) > 0.5)",
+                Outcome::Score => "scores (P(favourable))",
+            };
+            return Ok((dataset, rows, out, format!("the model's {what}: {}", model.oracle.model().describe())));
+        }
+        let Some(column) = &self.column else {
+            if self.outcome == Outcome::Score {
+                return Err(StageError::cannot(
+                    "column",
+                    "outcome = \"score\" reads the scores from a column of the data: name it in `column`",
+                ));
+            }
+            if self.selected.is_some() {
+                return Err(StageError::cannot(
+                    "selected",
+                    "`selected` applies to `column`; the label's selected value is the load stage's `favourable`",
+                ));
+            }
+            let out = rows.iter().map(|&r| f64::from(dataset.y[r])).collect();
+            let source = format!("the data's label `{}` (selected: {:?})", dataset.label_name, dataset.label_values[1]);
+            return Ok((dataset, rows, out, source));
+        };
+        let j = feature_index(&dataset.domain, column, "column")?;
+        let attr = &dataset.domain.attributes[j];
+        let cells: Vec<f64> = rows.iter().map(|&r| dataset.x[[r, j]]).collect();
+        let out = match self.outcome {
+            Outcome::Score => {
+                if matches!(attr.kind, AttributeKind::Categorical { .. }) {
+                    return Err(StageError::cannot(
+                        "column",
+                        format!("outcome = \"score\" needs a numeric column, but `{column}` holds categories ({})", levels_of(attr)),
+                    ));
+                }
+                cells
+            }
+            Outcome::Selection => {
+                let texts: Vec<String> = cells.iter().map(|&v| attr.decode(v)).collect();
+                match &self.selected {
+                    Some(value) => {
+                        let want = value.text();
+                        if !texts.contains(&want) {
+                            let mut present = texts.clone();
+                            present.sort();
+                            present.dedup();
+                            return Err(StageError::NotInData { key: "selected", column: column.clone(), value: want, present }.into());
+                        }
+                        texts.iter().map(|t| f64::from(u8::from(*t == want))).collect()
+                    }
+                    None => {
+                        if let Some(bad) = texts.iter().find(|t| *t != "0" && *t != "1") {
+                            return Err(StageError::cannot(
+                                "selected",
+                                format!(
+                                    "column `{column}` holds {bad:?}, not only 0 and 1: name the value that means selected in `selected`"
+                                ),
+                            ));
+                        }
+                        texts.iter().map(|t| f64::from(u8::from(t == "1"))).collect()
+                    }
+                }
+            }
+        };
+        let source = match self.outcome {
+            Outcome::Score => format!("the data's scores in column `{column}`"),
+            Outcome::Selection => {
+                format!(
+                    "the data's decisions in column `{column}` (selected: {:?})",
+                    self.selected.as_ref().map_or("1".to_string(), |v| v.text())
+                )
+            }
+        };
+        Ok((dataset, rows, out, source))
+    }
+
+    /// Read axis `axis` (`sex` or `race`) from `column` over `rows`.
+    fn axis(&self, axis: &'static str, column: &str, data: &Dataset, rows: &[usize]) -> Result<Axis> {
+        let j = feature_index(&data.domain, column, axis)?;
+        let attr = &data.domain.attributes[j];
+        let mapping = self.categories.get(axis);
+        // Distinct encoded values in the domain's order (the data's order).
+        let mut values: Vec<f64> = rows.iter().map(|&r| data.x[[r, j]]).collect();
+        values.sort_by(f64::total_cmp);
+        values.dedup();
+        let mut names: Vec<String> = Vec::new();
+        let mut index_of_value: BTreeMap<u64, Option<usize>> = BTreeMap::new();
+        let category_of = |text: &str| -> Result<Option<String>> {
+            if self.unknown.iter().any(|u| u == text) {
+                return Ok(None);
+            }
+            match mapping {
+                None => Ok(Some(text.to_string())),
+                Some(m) => match m.get(text) {
+                    Some(c) if c == UNKNOWN => Ok(None),
+                    Some(c) => Ok(Some(c.clone())),
+                    None => Err(StageError::cannot(
+                        "categories",
+                        format!(
+                            "column `{column}` holds {text:?}, which `categories.{axis}` does not map (it maps {}) and `unknown` does not list; map it to one of the rules' categories or to \"{UNKNOWN}\"",
+                            m.keys().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
+                        ),
+                    )),
+                },
+            }
+        };
+        for v in &values {
+            let category = category_of(&attr.decode(*v))?;
+            let index = category.map(|c| match names.iter().position(|n| *n == c) {
+                Some(i) => i,
+                None => {
+                    names.push(c);
+                    names.len() - 1
+                }
+            });
+            index_of_value.insert(v.to_bits(), index);
+        }
+        // Mapped: the rules' order.
+        if let Some(order) = mapping.and(rules_categories(axis)) {
+            let mut sorted = names.clone();
+            sorted.sort_by_key(|n| order.iter().position(|o| *o == n.as_str()));
+            let remap: Vec<usize> = names.iter().map(|n| sorted.iter().position(|s| s == n).unwrap_or(0)).collect();
+            for v in index_of_value.values_mut() {
+                *v = v.map(|i| remap[i]);
+            }
+            names = sorted;
+        }
+        let of_row = rows.iter().map(|&r| index_of_value[&data.x[[r, j]].to_bits()]).collect();
+        Ok(Axis { of_row, names })
+    }
+}
+
+/// The level names of a categorical attribute, for messages.
+fn levels_of(attr: &crate::domain::Attribute) -> String {
+    match &attr.kind {
+        AttributeKind::Categorical { levels } => levels.join(", "),
+        _ => String::new(),
+    }
+}
+
+/// The index of feature `column` in `domain`, or a refusal at `key` naming the features.
+fn feature_index(domain: &Domain, column: &str, key: &'static str) -> Result<usize> {
+    domain.index_of(column).ok_or_else(|| {
+        let names: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
+        StageError::cannot(
+            key,
+            format!(
+                "`{key}` names column `{column}`, which is not a feature column{}; features: {}",
+                hint(column, &names),
+                names.join(", ")
+            ),
+        )
+    })
+}
+
+/// The median of `v` (the mean of the two middle values of an even count).
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// One table from each row's category (`None`: unknown) and selection.
+fn table(
+    name: &str,
+    of_row: &[Option<usize>],
+    names: &[(Option<String>, Option<String>, String)],
+    selected: &[bool],
+    total: usize,
+    exclude_below: Option<f64>,
+    alpha: f64,
+) -> AuditTable {
+    let mut count = vec![0usize; names.len()];
+    let mut chosen = vec![0usize; names.len()];
+    let mut unknown = UnknownCount { count: 0, selected: 0 };
+    for (c, &s) in of_row.iter().zip(selected) {
+        match c {
+            Some(i) => {
+                count[*i] += 1;
+                chosen[*i] += usize::from(s);
+            }
+            None => {
+                unknown.count += 1;
+                unknown.selected += usize::from(s);
+            }
+        }
+    }
+    let present: Vec<usize> = (0..names.len()).filter(|&i| count[i] > 0).collect();
+    let share = |i: usize| count[i] as f64 / total as f64;
+    let excluded = |i: usize| exclude_below.is_some_and(|t| share(i) < t);
+    let rate = |i: usize| chosen[i] as f64 / count[i] as f64;
+    // The highest rate among the categories in the ratios (first in order on a tie).
+    let highest = present.iter().copied().filter(|&i| !excluded(i)).fold(None, |best: Option<usize>, i| match best {
+        Some(b) if rate(b) >= rate(i) => Some(b),
+        _ => Some(i),
+    });
+    let top = highest.map_or(f64::NAN, rate);
+    let mut rows: Vec<AuditRow> = present
+        .iter()
+        .map(|&i| {
+            let ratio = (!excluded(i) && top > 0.0).then(|| rate(i) / top);
+            AuditRow {
+                category: names[i].2.clone(),
+                sex: names[i].0.clone(),
+                race: names[i].1.clone(),
+                count: count[i],
+                selected: chosen[i],
+                rate: rate(i),
+                share: share(i),
+                excluded: excluded(i),
+                impact_ratio: ratio,
+                ci95: wilson(chosen[i], count[i], 1.96),
+                p_value: None,
+                p_adjusted: None,
+                significant: false,
+                below_four_fifths: ratio.is_some_and(|r| r < FOUR_FIFTHS),
+                highest: Some(i) == highest,
+            }
+        })
+        .collect();
+    if let Some(h) = highest {
+        let tested: Vec<usize> = (0..rows.len()).filter(|&k| !rows[k].excluded && !rows[k].highest).collect();
+        let p: Vec<f64> = tested
+            .iter()
+            .map(|&k| {
+                let r = &rows[k];
+                fisher_exact(r.selected, r.count - r.selected, chosen[h], count[h] - chosen[h])
+            })
+            .collect();
+        for ((&k, &p), adj) in tested.iter().zip(&p).zip(holm(&p)) {
+            rows[k].p_value = Some(p);
+            rows[k].p_adjusted = Some(adj);
+            rows[k].significant = adj <= alpha;
+        }
+    }
+    AuditTable { table: name.to_string(), rows, unknown }
+}
+
+/// The lowest impact ratio of `tables`.
+fn lowest<'a>(tables: impl Iterator<Item = &'a AuditTable>) -> Option<f64> {
+    tables.flat_map(|t| t.rows.iter().filter_map(|r| r.impact_ratio)).reduce(f64::min)
+}
+
+impl BiasAuditConfig {
+    /// The audit of `outcome` (0/1 or scores) per axis.
+    fn audit(&self, sex: Option<&Axis>, race: Option<&Axis>, outcome: &[f64], source: String) -> BiasAuditFigures {
+        let n = outcome.len();
+        let median_score = (self.outcome == Outcome::Score).then(|| median(outcome));
+        let selected: Vec<bool> = match median_score {
+            Some(m) => outcome.iter().map(|&s| s > m).collect(),
+            None => outcome.iter().map(|&s| s == 1.0).collect(),
+        };
+        let mut tables = Vec::new();
+        if let Some(a) = sex {
+            let names: Vec<_> = a.names.iter().map(|s| (Some(s.clone()), None, s.clone())).collect();
+            tables.push(table("sex", &a.of_row, &names, &selected, n, self.exclude_below, self.alpha));
+        }
+        if let Some(a) = race {
+            let names: Vec<_> = a.names.iter().map(|r| (None, Some(r.clone()), r.clone())).collect();
+            tables.push(table("race", &a.of_row, &names, &selected, n, self.exclude_below, self.alpha));
+        }
+        if let (Some(s), Some(r)) = (sex, race) {
+            // The rules' order when both are mapped: Hispanic or Latino by sex, then each sex by
+            // the other races; else sex by race in the data's order.
+            let both_mapped = self.categories.contains_key("sex") && self.categories.contains_key("race");
+            let hispanic = r.names.iter().position(|n| n == RACE_CATEGORIES[0]).filter(|_| both_mapped);
+            let mut order: Vec<(usize, usize)> = Vec::new();
+            if let Some(h) = hispanic {
+                order.extend((0..s.names.len()).map(|i| (i, h)));
+            }
+            for i in 0..s.names.len() {
+                order.extend((0..r.names.len()).filter(|&k| Some(k) != hispanic).map(|k| (i, k)));
+            }
+            let names: Vec<_> = order
+                .iter()
+                .map(|&(i, k)| (Some(s.names[i].clone()), Some(r.names[k].clone()), format!("{} × {}", s.names[i], r.names[k])))
+                .collect();
+            let position: BTreeMap<(usize, usize), usize> = order.iter().enumerate().map(|(p, &ik)| (ik, p)).collect();
+            let of_row: Vec<Option<usize>> = s.of_row.iter().zip(&r.of_row).map(|(a, b)| Some(position[&((*a)?, (*b)?)])).collect();
+            tables.push(table("intersection", &of_row, &names, &selected, n, self.exclude_below, self.alpha));
+        }
+        let by = |name: &str| lowest(tables.iter().filter(|t| t.table == name));
+        BiasAuditFigures {
+            outcome: match self.outcome {
+                Outcome::Selection => "selection",
+                Outcome::Score => "score",
+            }
+            .into(),
+            source,
+            rows: n,
+            rate: selected.iter().filter(|s| **s).count() as f64 / n as f64,
+            median_score,
+            min_impact_ratio: lowest(tables.iter()),
+            min_impact_ratio_sex: by("sex"),
+            min_impact_ratio_race: by("race"),
+            min_impact_ratio_intersection: by("intersection"),
+            below_four_fifths: tables.iter().flat_map(|t| &t.rows).filter(|r| r.below_four_fifths).count(),
+            significant: tables.iter().flat_map(|t| &t.rows).filter(|r| r.significant).count(),
+            alpha: self.alpha,
+            exclude_below: self.exclude_below,
+            exclusion_justification: self.exclusion_justification.clone(),
+            mapped: self.categories.keys().cloned().collect(),
+            tables,
+            page: AuditPage {
+                tool: self.tool.clone(),
+                auditor: self.auditor.clone(),
+                audit_date: self.audit_date.clone(),
+                distribution_date: self.distribution_date.clone(),
+                data_source: self.data_source.clone(),
+                data_from: self.data_from.clone(),
+                data_to: self.data_to.clone(),
+            },
+        }
+    }
+}
+
+/// The stage's table: every category of every table, and each table's unknown count.
+fn audit_table(f: &BiasAuditFigures) -> Result<Table> {
+    let mut rows: Vec<(&str, AuditRow, bool)> = Vec::new();
+    for t in &f.tables {
+        for r in &t.rows {
+            rows.push((t.table.as_str(), r.clone(), false));
+        }
+        let u = &t.unknown;
+        let rate = if u.count > 0 { u.selected as f64 / u.count as f64 } else { f64::NAN };
+        rows.push((
+            t.table.as_str(),
+            AuditRow {
+                category: UNKNOWN.into(),
+                sex: None,
+                race: None,
+                count: u.count,
+                selected: u.selected,
+                rate,
+                share: u.count as f64 / f.rows as f64,
+                excluded: true,
+                impact_ratio: None,
+                ci95: if u.count > 0 { wilson(u.selected, u.count, 1.96) } else { [f64::NAN; 2] },
+                p_value: None,
+                p_adjusted: None,
+                significant: false,
+                below_four_fifths: false,
+                highest: false,
+            },
+            true,
+        ));
+    }
+    let text = |v: Option<&String>| v.cloned().unwrap_or_default();
+    let yes = |b: bool| if b { "yes" } else { "" }.to_string();
+    let num = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    Ok(TableBuilder::new()
+        .str("table", rows.iter().map(|r| r.0.to_string()).collect())
+        .str("category", rows.iter().map(|r| r.1.category.clone()).collect())
+        .str("sex", rows.iter().map(|r| text(r.1.sex.as_ref())).collect())
+        .str("race", rows.iter().map(|r| text(r.1.race.as_ref())).collect())
+        .str("unknown", rows.iter().map(|r| yes(r.2)).collect())
+        .i64("count", rows.iter().map(|r| r.1.count as i64).collect())
+        .i64("selected", rows.iter().map(|r| r.1.selected as i64).collect())
+        .f64("rate", rows.iter().map(|r| r.1.rate).collect())
+        .f64("share", rows.iter().map(|r| r.1.share).collect())
+        .str("excluded", rows.iter().map(|r| yes(r.1.excluded && !r.2)).collect())
+        .f64("impact_ratio", rows.iter().map(|r| num(r.1.impact_ratio)).collect())
+        .str("highest", rows.iter().map(|r| yes(r.1.highest)).collect())
+        .f64("ci95_low", rows.iter().map(|r| r.1.ci95[0]).collect())
+        .f64("ci95_high", rows.iter().map(|r| r.1.ci95[1]).collect())
+        .f64("p_value", rows.iter().map(|r| num(r.1.p_value)).collect())
+        .f64("p_adjusted", rows.iter().map(|r| num(r.1.p_adjusted)).collect())
+        .str("significant", rows.iter().map(|r| yes(r.1.significant)).collect())
+        .str("below_four_fifths", rows.iter().map(|r| yes(r.1.below_four_fifths)).collect())
+        .build("")?)
+}
+
+impl Stage for BiasAuditConfig {
+    /// Scores of a model are its probabilities.
+    fn score_needs(&self) -> Vec<ScoreNeed> {
+        match self.outcome {
+            Outcome::Score => vec![ScoreNeed {
+                key: "outcome",
+                what: "outcome = \"score\" (the model's P(favourable) as its score)".into(),
+                instead: "audit its labels: outcome = \"selection\"".into(),
+            }],
+            Outcome::Selection => Vec::new(),
+        }
+    }
+
+    fn check_features(&self, features: &[String]) -> Vec<ColumnProblem> {
+        let names: Vec<&str> = features.iter().map(String::as_str).collect();
+        [("sex", &self.sex), ("race", &self.race), ("column", &self.column)]
+            .into_iter()
+            .filter_map(|(key, column)| {
+                let column = column.as_ref()?;
+                (!features.contains(column)).then(|| ColumnProblem {
+                    key,
+                    nested: None,
+                    message: format!(
+                        "`{key}` names column `{column}`, which is not a feature column of the data{}; features: {} (the label and dropped columns are not features)",
+                        hint(column, &names),
+                        features.join(", ")
+                    ),
+                })
+            })
+            .collect()
+    }
+
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let before = inputs.by_role.get("model").map(|_| inputs.model("model")).transpose()?.map(|m| m.oracle.rows());
+        let (data, rows, outcome, source) = self.outcomes(inputs)?;
+        if data.dropped_rows > 0 {
+            ctx.warn(format!(
+                "the load stage dropped {} rows with a missing value; they are in no table, not even as unknown: write an unknown category as a value (e.g. \"{UNKNOWN}\") and list it in `unknown`",
+                data.dropped_rows
+            ));
+        }
+        if outcome.iter().any(|v| !v.is_finite()) {
+            return Err(Error::Invalid("a score is not a finite number".into()));
+        }
+        let sex = self.sex.as_ref().map(|c| self.axis("sex", c, &data, &rows)).transpose()?;
+        let race = self.race.as_ref().map(|c| self.axis("race", c, &data, &rows)).transpose()?;
+        let figures = self.audit(sex.as_ref(), race.as_ref(), &outcome, source);
+        let tables = vec![audit_table(&figures)?];
+        let model_queries = match before {
+            Some(b) => inputs.model("model")?.oracle.rows() - b,
+            None => 0,
+        };
+        let artifact_rows = figures
+            .tables
+            .iter()
+            .flat_map(|t| {
+                t.rows.iter().map(|r| GroupMetricRow {
+                    attributes: t.table.clone(),
+                    group: r.category.clone(),
+                    n: r.count,
+                    selected: r.selected,
+                    rate: r.rate,
+                    ci95: r.ci95,
+                    impact_ratio: r.impact_ratio.unwrap_or(f64::NAN),
+                })
+            })
+            .collect();
+        Ok(StageOutput {
+            artifact: Artifact::GroupMetrics(Arc::new(GroupMetricsArtifact { rows: artifact_rows })),
+            figures: Arc::new(figures),
+            tables,
+            model_queries,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn excluded_categories_are_listed_but_neither_in_the_ratios_nor_the_highest() {
+        // Category 2 selects everyone but is 1 of 101 people (under 2%).
+        let mut of_row = vec![Some(0); 50];
+        of_row.extend(vec![Some(1); 50]);
+        of_row.push(Some(2));
+        let mut selected = vec![false; 101];
+        for s in selected.iter_mut().take(25) {
+            *s = true; // category 0: 25 of 50
+        }
+        for s in selected.iter_mut().skip(50).take(10) {
+            *s = true; // category 1: 10 of 50
+        }
+        selected[100] = true;
+        let names: Vec<_> = ["a", "b", "c"].iter().map(|n| (None, None, n.to_string())).collect();
+        let t = table("race", &of_row, &names, &selected, 101, Some(0.02), 0.05);
+        assert_eq!(t.rows.len(), 3);
+        assert!(t.rows[0].highest && t.rows[2].excluded && t.rows[2].impact_ratio.is_none());
+        assert_eq!(t.rows[1].impact_ratio, Some(0.2 / 0.5));
+        assert!(t.rows[1].p_value.is_some() && t.rows[2].p_value.is_none());
+        // Without the exclusion the small category is the highest.
+        let t = table("race", &of_row, &names, &selected, 101, None, 0.05);
+        assert!(t.rows[2].highest);
+        assert_eq!(t.rows[0].impact_ratio, Some(0.5));
+    }
+}

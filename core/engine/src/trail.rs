@@ -1,0 +1,209 @@
+//! The audit trail every run writes into `summary.json` (`trail`): what exactly was audited — the
+//! SHA-256 of each input file (the pipeline file, and every file a stage key of type `path` or a
+//! `command` names: data, codes, models, plugin libraries, model programs), fairpipe's version and
+//! the git commit it was built from, the seed, the platform, the executor of each model and the
+//! pipeline's own text — and [`verify`], which recomputes the hashes later (`fairpipe verify-run`)
+//! and names each file that changed.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// One input file of a run and its hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrailFile {
+    /// The stage whose key names the file (empty for the pipeline file itself).
+    pub stage: String,
+    /// The key (`path`, `codes`, `command`; `pipeline` for the pipeline file).
+    pub key: String,
+    /// The file, as an absolute path.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its SHA-256, in lower-case hex.
+    pub sha256: String,
+}
+
+/// A run's audit trail (`summary.json`'s `trail`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trail {
+    /// The version of fairpipe that ran.
+    pub fairpipe_version: String,
+    /// The git commit the binary was built from, when it was built from a git checkout.
+    pub git_commit: Option<String>,
+    /// The run seed.
+    pub seed: u64,
+    /// Operating system and architecture (`linux x86_64`).
+    pub platform: String,
+    /// Every input file with its hash.
+    pub inputs: Vec<TrailFile>,
+    /// Each model stage's executor (and the model as it describes itself).
+    pub executors: BTreeMap<String, String>,
+    /// The pipeline file's text (empty for a pipeline made in code).
+    pub pipeline: String,
+}
+
+/// The git commit fairpipe was built from (`build.rs`), if known.
+pub fn git_commit() -> Option<String> {
+    option_env!("FAIRPIPE_GIT_COMMIT").map(str::to_string).filter(|c| !c.is_empty())
+}
+
+/// The platform fairpipe runs on.
+pub fn platform() -> String {
+    format!("{} {}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// The SHA-256 (lower-case hex) and size of file `path`.
+pub fn sha256_file(path: &Path) -> std::io::Result<(String, u64)> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    let mut bytes = 0u64;
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        bytes += n as u64;
+        hasher.update(&buffer[..n]);
+    }
+    let hex: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok((hex, bytes))
+}
+
+/// The entry of file `path` named by `key` of `stage`; `None` when it is no readable file (a
+/// folder, a plugin named rather than a library, a program found on the search path).
+pub fn entry(stage: &str, key: &str, path: &Path) -> Option<TrailFile> {
+    if !path.is_file() {
+        return None;
+    }
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let (sha256, bytes) = sha256_file(&path).ok()?;
+    Some(TrailFile { stage: stage.to_string(), key: key.to_string(), path, bytes, sha256 })
+}
+
+/// The files the stages of pipeline `text` (in folder `dir`) name: for each stage, the string
+/// value of each key in `path_keys(kind)`, and each item of a `command` list that is a file in
+/// `dir`, resolved against `dir`.
+pub fn named_files(text: &str, dir: &Path, path_keys: impl Fn(&str) -> Vec<&'static str>) -> Vec<(String, String, PathBuf)> {
+    let Ok(root) = text.parse::<toml::Table>() else { return Vec::new() };
+    let Some(stages) = root.get("stages").and_then(toml::Value::as_table) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (name, stage) in stages {
+        let Some(table) = stage.as_table() else { continue };
+        let Some(kind) = table.get("kind").and_then(toml::Value::as_str) else { continue };
+        for key in path_keys(kind) {
+            if let Some(value) = table.get(key).and_then(toml::Value::as_str) {
+                out.push((name.clone(), key.to_string(), dir.join(value)));
+            }
+        }
+        if let Some(items) = table.get("command").and_then(toml::Value::as_array) {
+            for item in items.iter().filter_map(toml::Value::as_str) {
+                let path = dir.join(item);
+                if !item.is_empty() && path.is_file() {
+                    out.push((name.clone(), "command".to_string(), path));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What [`verify`] found of one input file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileCheck {
+    /// Unchanged.
+    Same(TrailFile),
+    /// Its hash (or size) differs: the recorded entry and the hash now.
+    Changed(TrailFile, String),
+    /// It cannot be read any more.
+    Missing(TrailFile, String),
+}
+
+impl FileCheck {
+    /// Whether the file is still the one audited.
+    pub fn ok(&self) -> bool {
+        matches!(self, FileCheck::Same(_))
+    }
+}
+
+impl std::fmt::Display for FileCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = |t: &TrailFile| if t.stage.is_empty() { t.key.clone() } else { format!("{}.{}", t.stage, t.key) };
+        match self {
+            FileCheck::Same(t) => write!(f, "ok       {} ({}) sha256 {}", t.path.display(), at(t), t.sha256),
+            FileCheck::Changed(t, now) => {
+                write!(f, "CHANGED  {} ({}): sha256 was {}, is now {now}", t.path.display(), at(t), t.sha256)
+            }
+            FileCheck::Missing(t, why) => write!(f, "MISSING  {} ({}): {why}", t.path.display(), at(t)),
+        }
+    }
+}
+
+/// Why a run's folder cannot be verified.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// `summary.json` cannot be read or parsed.
+    #[error("{path}: {message}")]
+    Summary {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Recompute the hash of every input recorded in `out_dir/summary.json`'s trail.
+pub fn verify(out_dir: &Path) -> Result<Vec<FileCheck>, VerifyError> {
+    let path = out_dir.join("summary.json");
+    let problem = |message: String| VerifyError::Summary { path: path.clone(), message };
+    let text = std::fs::read_to_string(&path).map_err(|e| problem(format!("cannot read: {e}")))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| problem(format!("not JSON: {e}")))?;
+    let trail = json.get("trail").ok_or_else(|| problem("no `trail`: the run was made by a fairpipe without audit trails".into()))?;
+    let trail = Trail::deserialize(trail).map_err(|e| problem(format!("`trail` does not read: {e}")))?;
+    Ok(trail
+        .inputs
+        .into_iter()
+        .map(|t| match sha256_file(&t.path) {
+            Ok((hash, _)) if hash == t.sha256 => FileCheck::Same(t),
+            Ok((hash, _)) => FileCheck::Changed(t, hash),
+            Err(e) => FileCheck::Missing(t, e.to_string()),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_is_sha256_and_one_changed_byte_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.csv");
+        std::fs::write(&file, b"hello world").unwrap();
+        // The standard's test vector.
+        assert_eq!(sha256_file(&file).unwrap(), ("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9".into(), 11));
+        let trail = Trail { inputs: vec![entry("data", "path", &file).unwrap()], ..Trail::default() };
+        std::fs::write(dir.path().join("summary.json"), serde_json::json!({ "trail": trail }).to_string()).unwrap();
+        assert!(verify(dir.path()).unwrap().iter().all(FileCheck::ok));
+        std::fs::write(&file, b"hello worle").unwrap();
+        let checks = verify(dir.path()).unwrap();
+        assert!(matches!(&checks[0], FileCheck::Changed(t, _) if t.path.ends_with("a.csv")), "{checks:?}");
+        assert!(checks[0].to_string().starts_with("CHANGED") && checks[0].to_string().contains("data.path"));
+    }
+
+    #[test]
+    fn path_keys_and_command_files_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("m.py"), "").unwrap();
+        let text = "[stages.d]\nkind = \"load\"\npath = \"x.csv\"\n[stages.m]\nkind = \"load_model\"\ncommand = [\"python3\", \"m.py\"]\n";
+        let found = named_files(text, dir.path(), |k| if k == "load" { vec!["path", "codes"] } else { vec![] });
+        assert_eq!(
+            found,
+            vec![("d".into(), "path".into(), dir.path().join("x.csv")), ("m".into(), "command".into(), dir.path().join("m.py"))]
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! `bias_audit` held to an independent computation: tests/fixtures/bias_audit/applicants.csv
+//! (`scripts/make_bias_audit_fixture.py`: known counts per sex × race cell, unknown categories, a
+//! category under 2%, scores tied at the median) and the tables `scripts/bias_audit_expected.py`
+//! computes from the rules' definitions in plain Python. Every count exact, every rate and ratio
+//! to 1e-12; the decisions read from a column, from the label and as a model's labels give the
+//! same table.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common;
+
+/// A CSV file as rows of column → cell (no quoted commas in these files).
+fn read_csv(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(|s| s.trim_matches('"').to_string()).collect();
+    lines.map(|l| header.iter().cloned().zip(l.split(',').map(|s| s.trim_matches('"').to_string())).collect()).collect()
+}
+
+/// A number cell (`None` for an empty or NaN cell).
+fn number(cell: &str) -> Option<f64> {
+    match cell {
+        "" | "NaN" | "null" => None,
+        s => Some(s.parse().unwrap_or_else(|_| panic!("not a number: {s:?}"))),
+    }
+}
+
+/// Compare the stage's table `got` with the expected one, row by row in order.
+fn compare(what: &str, got: &[BTreeMap<String, String>], expected: &[BTreeMap<String, String>]) {
+    assert_eq!(got.len(), expected.len(), "{what}: rows");
+    for (i, (g, e)) in got.iter().zip(expected).enumerate() {
+        for col in ["table", "category", "unknown", "excluded", "highest", "count", "selected"] {
+            assert_eq!(g[col], e[col], "{what} row {i} ({}): {col}", e["category"]);
+        }
+        for (col, tol) in [
+            ("rate", 1e-12),
+            ("share", 1e-12),
+            ("impact_ratio", 1e-12),
+            ("ci95_low", 1e-12),
+            ("ci95_high", 1e-12),
+            ("p_value", 1e-9),
+            ("p_adjusted", 1e-9),
+        ] {
+            match (number(&g[col]), number(&e[col])) {
+                (None, None) => {}
+                (Some(a), Some(b)) => {
+                    assert!((a - b).abs() <= tol * b.abs().max(1.0), "{what} row {i} ({}): {col} {a} vs {b}", e["category"])
+                }
+                (a, b) => panic!("{what} row {i} ({}): {col} {a:?} vs {b:?}", e["category"]),
+            }
+        }
+    }
+}
+
+#[test]
+fn the_tables_equal_an_independent_computation_from_the_rules() {
+    let fixtures = common::root().join("tests/fixtures/bias_audit");
+    let out = tempfile::tempdir().unwrap();
+    let summary = common::run_pipeline(&fixtures.join("audit.toml"), out.path(), &[]);
+    let expected = |name: &str| read_csv(&fixtures.join(name));
+    let got = |stage: &str| read_csv(&out.path().join(format!("{stage}.csv")));
+
+    compare("decisions", &got("decisions"), &expected("expected_selection.csv"));
+    compare("scores", &got("scores"), &expected("expected_score.csv"));
+    compare("unmapped", &got("unmapped"), &expected("expected_selection_unmapped.csv"));
+    // The same decisions as a model's labels and as the label: the same table, cell for cell.
+    assert_eq!(got("model_labels"), got("unmapped"), "the model's labels equal the decisions column");
+    assert_eq!(got("label"), got("unmapped"), "the label is the decisions column");
+
+    // summary.json holds the same tables, and the figures the gate reads.
+    let stage = &summary["stages"]["decisions"];
+    let exp = expected("expected_selection.csv");
+    let known: Vec<&BTreeMap<String, String>> = exp.iter().filter(|r| r["unknown"].is_empty()).collect();
+    let tables = stage["tables"].as_array().unwrap();
+    assert_eq!(tables.iter().map(|t| t["rows"].as_array().unwrap().len()).sum::<usize>(), known.len());
+    for t in tables {
+        let unknown = exp.iter().find(|r| r["table"] == t["table"].as_str().unwrap() && r["unknown"] == "yes").unwrap();
+        assert_eq!(t["unknown"]["count"].as_u64().unwrap().to_string(), unknown["count"]);
+        for r in t["rows"].as_array().unwrap() {
+            let e = known
+                .iter()
+                .find(|e| e["table"] == t["table"].as_str().unwrap() && e["category"] == r["category"].as_str().unwrap())
+                .unwrap();
+            assert_eq!(r["count"].as_u64().unwrap().to_string(), e["count"]);
+            assert_eq!(r["impact_ratio"].as_f64(), number(&e["impact_ratio"]));
+            assert_eq!(r["excluded"].as_bool().unwrap(), e["excluded"] == "yes");
+        }
+    }
+    let lowest = known.iter().filter_map(|e| number(&e["impact_ratio"])).fold(f64::INFINITY, f64::min);
+    assert!((stage["min_impact_ratio"].as_f64().unwrap() - lowest).abs() < 1e-12);
+    assert_eq!(stage["rows"], 1080);
+    assert_eq!(summary["stages"]["scores"]["median_score"], 0.5);
+    assert_eq!(summary["gate"]["passed"], true, "{}", summary["gate"]);
+    // The excluded category is listed with its count and rate, outside the ratios.
+    let nhpi = exp.iter().find(|r| r["table"] == "race" && r["category"] == "Native Hawaiian or Pacific Islander").unwrap();
+    assert_eq!((nhpi["count"].as_str(), nhpi["excluded"].as_str(), nhpi["impact_ratio"].as_str()), ("15", "yes", ""));
+}
+
+#[test]
+fn a_value_the_mapping_misses_is_named() {
+    let fixtures = common::root().join("tests/fixtures/bias_audit");
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixtures.join("audit.toml")).unwrap();
+    let text = text.replace("applicants.csv", &fixtures.join("applicants.csv").display().to_string()).replace(
+        "command = [\"python3\", \"decisions_model.py\"]",
+        &format!("command = [\"python3\", {:?}]", fixtures.join("decisions_model.py").display().to_string()),
+    );
+    // Latino unmapped: refused at run time, naming the value and the key.
+    let pipeline = common::write(dir.path(), "p.toml", &text.replacen("Latino = \"Hispanic or Latino\", ", "", 1));
+    let err = common::run_failing(&pipeline, &dir.path().join("out"));
+    assert!(err.contains("\"Latino\"") && err.contains("categories.race"), "{err}");
+    assert!(!dir.path().join("out").exists(), "no partial result");
+    // A category outside the rules': refused before anything runs, with its place.
+    let pipeline = common::write(dir.path(), "q.toml", &text.replacen("White = \"White\"", "White = \"Whte\"", 1));
+    let err = common::run_failing(&pipeline, &dir.path().join("out"));
+    assert!(err.contains("q.toml:") && err.contains("\"Whte\"") && err.contains("did you mean"), "{err}");
+}
+
+#[test]
+fn verify_run_names_the_input_whose_byte_changed() {
+    let fixtures = common::root().join("tests/fixtures/bias_audit");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["applicants.csv", "decisions_model.py"] {
+        std::fs::copy(fixtures.join(f), dir.path().join(f)).unwrap();
+    }
+    let text = std::fs::read_to_string(fixtures.join("audit.toml")).unwrap();
+    let pipeline = common::write(dir.path(), "audit.toml", &text);
+    let out = dir.path().join("out");
+    let summary = common::run_pipeline(&pipeline, &out, &[]);
+    let trail = &summary["trail"];
+    assert_eq!(trail["pipeline"].as_str(), Some(text.as_str()));
+    assert_eq!(trail["seed"], 47);
+    assert!(trail["platform"].as_str().is_some_and(|p| !p.is_empty()));
+    let inputs = trail["inputs"].as_array().unwrap();
+    let data = std::fs::read(dir.path().join("applicants.csv")).unwrap();
+    let with = |stage: &str, key: &str| {
+        inputs.iter().find(|i| i["stage"] == stage && i["key"] == key).unwrap_or_else(|| panic!("{stage}.{key} in {inputs:?}"))
+    };
+    assert_eq!(with("data", "path")["bytes"], data.len());
+    assert_eq!(with("data", "path")["sha256"], with("decided", "path")["sha256"]);
+    assert!(with("model", "command")["path"].as_str().unwrap().ends_with("decisions_model.py"));
+    assert!(with("", "pipeline")["sha256"].as_str().is_some_and(|h| h.len() == 64));
+    assert!(trail["executors"]["model"].as_str().is_some_and(|e| !e.is_empty()), "{}", trail["executors"]);
+
+    let (ok, stdout, _) = common::fairpipe(&["verify-run", out.to_str().unwrap()]);
+    assert!(ok, "{stdout}");
+    assert!(stdout.contains("all 4 inputs are the ones audited"), "{stdout}");
+    // One byte of the data changed: named, exit code 1; the rest still ok.
+    let mut changed = data.clone();
+    let at = changed.iter().position(|&b| b == b'F').unwrap();
+    changed[at] = b'M';
+    std::fs::write(dir.path().join("applicants.csv"), &changed).unwrap();
+    let (ok, stdout, stderr) = common::fairpipe(&["verify-run", out.to_str().unwrap()]);
+    assert!(!ok);
+    let bad: Vec<&str> = stdout.lines().filter(|l| l.starts_with("CHANGED")).collect();
+    assert_eq!(bad.len(), 2, "{stdout}");
+    assert!(bad.iter().all(|l| l.contains("applicants.csv")), "{stdout}");
+    assert!(stderr.contains("2 of 4 inputs differ"), "{stderr}");
+}
