@@ -10,6 +10,7 @@
 pub mod fuzzing;
 pub mod init;
 pub mod json;
+pub mod llm;
 pub mod scaffold;
 
 use fairpipe_core::plugin::{self, Plugin, PluginError};

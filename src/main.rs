@@ -113,6 +113,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Work with a pipeline's language model (`llm` block of a load_model stage).
+    Llm {
+        #[command(subcommand)]
+        action: LlmAction,
+    },
     /// Create a method plugin crate from the template, to build outside this workspace.
     NewPlugin {
         /// The plugin's name (lower-case letters, digits, `_`): `plugin = "NAME"` in a pipeline.
@@ -123,6 +128,21 @@ enum Command {
         /// fairpipe's `core/abi` folder (the SDK); default: the sources this binary was built from.
         #[arg(long)]
         sdk: Option<PathBuf>,
+    },
+}
+
+/// What `fairpipe llm` does.
+#[derive(Subcommand)]
+enum LlmAction {
+    /// Print the prompt one data row is rendered into (the system message first, if any).
+    Show {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// The data row, counted from 0 over the rows the load stage keeps.
+        row: usize,
+        /// The load_model stage (needed only when several have an `llm` block).
+        #[arg(long)]
+        stage: Option<String>,
     },
 }
 
@@ -310,6 +330,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 "then: plugin_path = [\"{}\"] in a pipeline's [pipeline] table, and plugin = \"{name}\" in a generate stage",
                 root.join("target/release").display()
             );
+        }
+        Command::Llm { action: LlmAction::Show { pipeline, row, stage } } => {
+            say!("{}", fairpipe::llm::show(&pipeline, row, stage.as_deref())?);
         }
         Command::List { format: Format::Json } => {
             say!("{:#}", fairpipe::json::list(&[]));

@@ -4,6 +4,7 @@
 
 pub mod agreement;
 pub mod dense;
+pub mod llm;
 pub mod logistic;
 pub mod mlp;
 pub mod model;
@@ -24,7 +25,7 @@ pub mod zoo;
 
 pub use logistic::Logistic;
 pub use mlp::{Mlp, MlpConfig};
-pub use model::{Model, RemoteUsage};
+pub use model::{LlmUsage, Model, RemoteUsage};
 pub use onnx::OnnxModel;
 pub use ort_model::OrtModel;
 pub use remote::RemoteModel;
