@@ -35,6 +35,13 @@ const TEMPLATE: &str =
 fn pipeline(dir: &Path, base_url: &str, llm_extra: &str, stages: &str) -> PathBuf {
     write_data(dir);
     write(dir, "prompt.j2", TEMPLATE);
+    // Defaults the extra keys may replace.
+    let mut defaults = String::new();
+    for (key, value) in [("concurrency", "4"), ("cache", "\"cache.sqlite\"")] {
+        if !llm_extra.contains(&format!("{key} =")) {
+            defaults.push_str(&format!(", {key} = {value}"));
+        }
+    }
     let text = format!(
         r#"[pipeline]
 name = "llm-planted"
@@ -51,7 +58,7 @@ split_column = "split"
 [stages.model]
 kind = "load_model"
 data = "data"
-llm = {{ base_url = "{base_url}", model = "planted", prompt = "prompt.j2", answers = {{ favourable = ["yes", "Yes"], unfavourable = ["no", "No"] }}, concurrency = 4, cache = "cache.sqlite"{llm_extra} }}
+llm = {{ base_url = "{base_url}", model = "planted", prompt = "prompt.j2", answers = {{ favourable = ["yes", "Yes"], unfavourable = ["no", "No"] }}{defaults}{llm_extra} }}
 {stages}"#
     );
     write(dir, "p.toml", &text)
@@ -213,7 +220,12 @@ fn transient_faults_are_retried_and_change_no_figure() {
     let dir = tempfile::tempdir().unwrap();
     let file = pipeline(dir.path(), &faulty.base_url(), ", cache = \"\", timeout_s = 0.5, retries = 8, backoff_s = 0.05", CHECK);
     let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
-    assert_eq!(summary["stages"]["check"], reference["stages"]["check"]);
+    let untimed = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        without_timings(&mut v);
+        v
+    };
+    assert_eq!(untimed(&summary["stages"]["check"]), untimed(&reference["stages"]["check"]));
     assert_eq!(summary["stages"]["model"]["accuracy_test"], reference["stages"]["model"]["accuracy_test"]);
     let llm = &summary["stages"]["model"]["remote"]["llm"];
     assert_eq!(llm["retries"].as_u64(), Some(6), "{llm}");
@@ -295,7 +307,14 @@ fn the_api_key_reaches_the_server_and_is_written_nowhere() {
         }
     }
     assert!(seen >= 4, "{seen} files");
-    // A wrong key: refused by the server, and the message does not carry the key.
+    // A wrong key: refused by the server, and the message does not carry the key (the cache,
+    // which would answer every prompt, removed first).
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap().to_string_lossy().starts_with("cache.sqlite") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
     let wrong = "sk-wrong-0000";
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_fairpipe"))
         .args(["run", file.to_str().unwrap(), "--out", dir.path().join("out2").to_str().unwrap(), "--quiet"])
