@@ -7,6 +7,7 @@
 pub mod fuzzing;
 pub mod init;
 pub mod json;
+pub mod llm;
 pub mod scaffold;
 pub mod summary_lines;
 

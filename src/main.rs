@@ -120,6 +120,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Work with a pipeline's language model (`llm` block of a load_model stage).
+    Llm {
+        #[command(subcommand)]
+        action: LlmAction,
+    },
     /// Create a method plugin crate from the template, to build outside this workspace.
     NewPlugin {
         /// The plugin's name (lower-case letters, digits, `_`): `plugin = "NAME"` in a pipeline.
@@ -130,6 +135,21 @@ enum Command {
         /// fairpipe's `core/abi` folder (the SDK); default: the sources this binary was built from.
         #[arg(long)]
         sdk: Option<PathBuf>,
+    },
+}
+
+/// What `fairpipe llm` does.
+#[derive(Subcommand)]
+enum LlmAction {
+    /// Print the prompt one data row is rendered into (the system message first, if any).
+    Show {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// The data row, counted from 0 over the rows the load stage keeps.
+        row: usize,
+        /// The load_model stage (needed only when several have an `llm` block).
+        #[arg(long)]
+        stage: Option<String>,
     },
 }
 
@@ -329,6 +349,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 return Ok(Outcome::Invalid);
             }
             say!("{}: all {} inputs are the ones audited", out.display(), checks.len());
+        }
+        Command::Llm { action: LlmAction::Show { pipeline, row, stage } } => {
+            say!("{}", fairpipe::llm::show(&pipeline, row, stage.as_deref())?);
         }
         Command::List { format: Format::Json } => {
             say!("{:#}", fairpipe::json::list(&[]));

@@ -23,6 +23,8 @@ mod gate;
 mod group_metrics;
 mod init;
 mod label_only;
+mod llm_planted;
+mod llm_server;
 mod maft_gradient;
 mod model_exports;
 mod model_inputs;

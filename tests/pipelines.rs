@@ -29,7 +29,9 @@ fn every_bundled_pipeline_validates() {
 
 #[test]
 fn every_bundled_pipeline_runs_and_writes_its_outputs() {
-    for file in pipeline_files() {
+    // A pipeline auditing an LLM needs its endpoint: `llm_planted.rs` runs it against the planted
+    // server instead.
+    for file in pipeline_files().into_iter().filter(|f| !std::fs::read_to_string(f).unwrap().contains("\nllm = {")) {
         let out = tempfile::tempdir().unwrap();
         let summary = run_pipeline(&file, out.path(), &[]);
         let stages = summary["stages"].as_object().unwrap();

@@ -9,7 +9,9 @@
 //!   the native executor ([`onnx::dense`]), tract ([`onnx::tract`]), ONNX Runtime through `ort`
 //!   ([`onnx::ort`]) and finding its library ([`onnx::runtime`]);
 //! - [`trees`]: ONNX tree ensembles run natively;
-//! - [`remote`]: models behind a KServe V2 or MLflow server, or run as a program.
+//! - [`remote`]: models behind a KServe V2 or MLflow server, or run as a program;
+//! - [`llm`]: a large language model behind an OpenAI-compatible endpoint, a row written into a
+//!   prompt.
 //!
 //! Beside them: the [`Model`] trait ([`model`]), how encoded rows feed a model's inputs
 //! ([`inputs`]) and how P(favourable) is read from its outputs ([`outputs`]), the check that a model
@@ -23,6 +25,7 @@
 pub mod agreement;
 pub mod error;
 pub mod inputs;
+pub mod llm;
 pub mod model;
 pub mod native;
 pub mod onnx;
@@ -36,7 +39,7 @@ pub mod testing;
 pub mod trees;
 
 pub use error::ModelError;
-pub use model::{Model, RemoteUsage};
+pub use model::{LlmUsage, Model, RemoteUsage};
 pub use native::cart::Tree;
 pub use native::logistic::Logistic;
 pub use native::mlp::{Mlp, MlpConfig};

@@ -87,4 +87,48 @@ pub struct RemoteUsage {
     pub batch_size: usize,
     /// Requests in flight at once.
     pub concurrency: usize,
+    /// For an LLM behind an OpenAI-compatible endpoint: prompts, tokens, cache hits, retries and
+    /// unparsed answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmUsage>,
+}
+
+/// What an LLM under test was asked and what it cost (`remote.llm` of `load_model` in
+/// `summary.json`, counted over the whole run). The API key is never part of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmUsage {
+    /// The chat completions endpoint.
+    pub endpoint: String,
+    /// The model's name on the server.
+    pub model: String,
+    /// How P(favourable) is read: "logprobs", "samples" or "labels".
+    pub scores: String,
+    /// HTTP requests sent (retries included).
+    pub requests: u64,
+    /// Requests the server answered (each a prompt, or one sample of it).
+    pub prompts_sent: u64,
+    /// Rows the stages asked the model for.
+    pub rows_asked: u64,
+    /// Requests answered from the persistent response cache.
+    pub cache_hits: u64,
+    /// Requests answered from this run's earlier answers (identical prompts are asked once).
+    pub repeats: u64,
+    /// Tries after a failed one (429, 5xx, timeouts, connection errors, answers not JSON).
+    pub retries: u64,
+    /// Distinct prompts whose answers were neither class (scored 0.5 up to `max_unparsed`).
+    pub unparsed: u64,
+    /// Prompt tokens, as the server counted them.
+    pub prompt_tokens: u64,
+    /// Answer tokens, as the server counted them.
+    pub completion_tokens: u64,
+    /// Seconds spent waiting on the server, summed over requests.
+    pub waiting_s: f64,
+    /// Seconds slept between tries (backoff and `Retry-After`).
+    pub backoff_s: f64,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// The response cache file, if any.
+    pub cache: Option<String>,
+    /// Whether an API key was sent (read from `llm.api_key_env`; the key itself is never written).
+    pub api_key_used: bool,
 }

@@ -14,6 +14,8 @@ use super::train::DATA_INPUT;
 use crate::data::Dataset;
 use crate::error::{Error, ModelError, Result, StageError};
 use crate::models::agreement::{Agreement, Verdict};
+use crate::models::llm::config::{LlmConfig, ScoreFrom};
+use crate::models::llm::LlmModel;
 use crate::models::inputs::{Feeding, InputPlan};
 use crate::models::onnx::facts::{graph_facts, GraphFacts};
 use crate::models::onnx::ort::OutputChoice;
@@ -53,6 +55,12 @@ pub const KIND: StageKind = StageKind {
             "[string]",
             "one of path, url and command",
             "a model run as a program, e.g. [\"python3\", \"model.py\"] (in the pipeline's folder): started once, a JSON line per batch on stdin, a JSON line of outputs back (docs/remote-models.md)",
+        ),
+        KeyDoc::new(
+            "llm",
+            "table",
+            "one of path, url, command and llm",
+            "a large language model behind an OpenAI-compatible endpoint, asked about each row through a prompt template: llm = { base_url = \"http://127.0.0.1:8080/v1\", model = \"NAME\", prompt = \"prompts/credit.j2\", answers = { favourable = [\"yes\", \"Yes\"], unfavourable = [\"no\", \"No\"] } }, with optional system, names (per protected column and value, first names for {{ name }}), scores (\"logprobs\" | \"samples\" | \"labels\"), temperature, samples, top_logprobs (20), max_tokens (1), seed, api_key_env, concurrency (8), timeout_s (60), retries (5), backoff_s (0.5), max_requests, max_tokens_total, max_unparsed (0), cache (\"llm-cache.sqlite\"; \"\" for none). See docs/llm-audits.md",
         ),
         KeyDoc::new(
             "protocol",
@@ -267,6 +275,9 @@ pub struct LoadModelConfig {
     /// The ONNX Runtime library (or its folder), relative to the pipeline file.
     #[serde(default)]
     pub onnxruntime: Option<PathBuf>,
+    /// A large language model behind an OpenAI-compatible endpoint.
+    #[serde(default)]
+    pub llm: Option<LlmConfig>,
     /// A model handed over in code instead of `path`, `url` or `command` (library use, e.g. a
     /// Python object's `predict_proba`; not in TOML): bound to the dataset when the stage runs.
     #[serde(skip)]
@@ -304,6 +315,7 @@ impl LoadModelConfig {
             inputs: BTreeMap::new(),
             executor: Executor::Auto,
             onnxruntime: None,
+            llm: None,
             provided: None,
             labels_only: std::sync::OnceLock::new(),
             graph_inputs: std::sync::OnceLock::new(),
@@ -329,16 +341,17 @@ impl StageConfig for LoadModelConfig {
             }
             return;
         }
-        let given: Vec<&str> = [("path", self.path.is_some()), ("url", self.url.is_some()), ("command", self.command.is_some())]
-            .iter()
-            .filter(|(_, g)| *g)
-            .map(|(k, _)| *k)
-            .collect();
+        let given: Vec<&str> =
+            [("path", self.path.is_some()), ("url", self.url.is_some()), ("command", self.command.is_some()), ("llm", self.llm.is_some())]
+                .iter()
+                .filter(|(_, g)| *g)
+                .map(|(k, _)| *k)
+                .collect();
         if given.len() > 1 {
             checks.problem(
                 given[1],
                 format!(
-                    "give one of `path` (a model file), `url` (a model server) and `command` (a program), not both {}",
+                    "give one of `path` (a model file), `url` (a model server), `command` (a program) and `llm` (a language model), not both {}",
                     given.join(" and ")
                 ),
             );
@@ -346,6 +359,8 @@ impl StageConfig for LoadModelConfig {
             resolved = Some(checks.existing_file("path", path));
         } else if let Some(url) = &self.url {
             self.validate_remote(url, checks);
+        } else if let Some(llm) = &self.llm {
+            validate_llm(llm, checks);
         } else if let Some(argv) = &self.command {
             if argv.is_empty() {
                 checks.problem("command", "`command` is empty: give the program and its arguments, e.g. [\"python3\", \"model.py\"]");
@@ -353,7 +368,7 @@ impl StageConfig for LoadModelConfig {
         } else {
             checks.problem(
                 "path",
-                "say where the model is: `path = \"model.onnx\"` (a file), `url = \"http://…\"` (a KServe V2 server) or `command = [\"python3\", \"model.py\"]` (a program)",
+                "say where the model is: `path = \"model.onnx\"` (a file), `url = \"http://…\"` (a KServe V2 server), `command = [\"python3\", \"model.py\"]` (a program) or `llm = { base_url = \"http://…/v1\", … }` (a language model)",
             );
         }
         if let Some(class) = self.favourable_class {
@@ -459,7 +474,8 @@ impl StageConfig for LoadModelConfig {
             inputs: self.inputs,
             executor: self.executor,
             onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
-            labels_only: self.labels_only.into_inner().flatten(),
+            labels_only: self.labels_only.into_inner().flatten().or_else(|| llm_labels_only(self.llm.as_ref())),
+            llm: self.llm.map(|llm| (llm, env.dir.clone())),
             graph_inputs: self.graph_inputs.into_inner(),
         }))
     }
@@ -674,6 +690,8 @@ struct LoadModel {
     labels_only: Option<String>,
     /// The ONNX graph's input names, when validation read them.
     graph_inputs: Option<Vec<String>>,
+    /// A language model, and the pipeline's folder its files are relative to.
+    llm: Option<(LlmConfig, PathBuf)>,
 }
 
 impl Stage for LoadModel {
@@ -737,6 +755,8 @@ impl Stage for LoadModel {
         };
         let (model, recipe): (Arc<dyn Model>, _) = if let Some(provided) = &self.provided {
             (load_provided(provided, &data, &mut figures)?, None)
+        } else if let Some((llm, dir)) = &self.llm {
+            (load_llm(llm, dir, &data, &mut figures)?, None)
         } else if let Some(remote) = &self.remote {
             (self.load_remote(remote, &data, &mut figures).map_err(keyed)?, None)
         } else if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
@@ -795,7 +815,10 @@ impl LoadModel {
             Some(Place::Server { endpoint, .. }) => endpoint.base.clone(),
             Some(Place::Mlflow { endpoint, .. }) => endpoint.base.clone(),
             Some(Place::Program { argv, .. }) => format!("command {argv:?}"),
-            None => self.path.display().to_string(),
+            None => match &self.llm {
+                Some((llm, _)) => llm.base_url.clone(),
+                None => self.path.display().to_string(),
+            },
         }
     }
 
@@ -1171,6 +1194,41 @@ impl LoadModel {
             Executor::Onnxruntime => "onnxruntime",
         }
     }
+}
+
+/// The `llm` block's keys, each problem at its own `llm.KEY`, and its template file.
+fn validate_llm(llm: &LlmConfig, checks: &mut Checks<'_, '_>) {
+    for (key, message) in llm.problems() {
+        let span = checks.nested_key_span("llm", key);
+        checks.at(&span, message);
+    }
+    if !checks.dir().join(&llm.prompt).is_file() {
+        let span = checks.nested_key_span("llm", "prompt");
+        checks.at(&span, format!("the prompt template {} does not exist (paths are relative to the pipeline file)", llm.prompt.display()));
+    }
+}
+
+/// `Some(why)` for an `llm` block that reads labels only.
+fn llm_labels_only(llm: Option<&LlmConfig>) -> Option<String> {
+    llm.filter(|l| l.scores == ScoreFrom::Labels).map(|_| {
+        "`llm.scores = \"labels\"` reads the first word of one answer as a label (set `llm.scores = \"logprobs\"` or \"samples\" for probabilities)".to_string()
+    })
+}
+
+/// Load a language model for the data's rows (its template checked on the first row).
+fn load_llm(llm: &LlmConfig, dir: &Path, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
+    let first: Vec<f64> = data.x.rows().into_iter().next().map(|r| r.to_vec()).unwrap_or_default();
+    let model = LlmModel::load(llm, dir, &data.domain, (!first.is_empty()).then_some(first.as_slice()))?;
+    figures.output_read = Some(match llm.scores {
+        ScoreFrom::Logprobs => "P(favourable): the favourable answers' share of the first answer token's top_logprobs".to_string(),
+        ScoreFrom::Samples => format!("P(favourable): the favourable share of {} sampled answers", llm.samples),
+        ScoreFrom::Labels => "labels only: the first word of one answer".to_string(),
+    });
+    figures.labels_only = Some(llm.scores == ScoreFrom::Labels);
+    figures.favourable_class_assumed = Some(false);
+    figures.input_contract = Some(format!("each row rendered into a prompt by {}", llm.prompt.display()));
+    figures.executor = Some(model.describe());
+    Ok(Arc::new(model))
 }
 
 /// Bind a model handed over in code to the dataset, refusing one that does not read a protected

@@ -197,7 +197,7 @@ fn retryable(status: StatusCode) -> bool {
 }
 
 /// A transport error, said plainly (reqwest's own text repeats the URL; the chain holds the cause).
-fn transport(e: &reqwest::Error) -> String {
+pub fn transport(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timed out"
     } else if e.is_connect() {

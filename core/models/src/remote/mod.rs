@@ -214,25 +214,18 @@ impl RemoteModel {
 
     /// The traffic so far.
     pub fn usage(&self) -> RemoteUsage {
-        let mut latencies = self.stats.latencies_ms.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        latencies.sort_by(f64::total_cmp);
-        let pct = |q: f64| -> f64 {
-            if latencies.is_empty() {
-                return 0.0;
-            }
-            let rank = ((q * latencies.len() as f64).ceil() as usize).clamp(1, latencies.len());
-            latencies[rank - 1]
-        };
+        let [p50, p95, p99] = latency_percentiles(&self.stats.latencies_ms);
         RemoteUsage {
             requests: self.stats.requests.load(Ordering::Relaxed),
             rows_sent: self.stats.rows_sent.load(Ordering::Relaxed),
             rows_asked: self.stats.rows_asked.load(Ordering::Relaxed),
             cache_hits: self.stats.cache_hits.load(Ordering::Relaxed),
-            latency_ms_p50: pct(0.50),
-            latency_ms_p95: pct(0.95),
-            latency_ms_p99: pct(0.99),
+            latency_ms_p50: p50,
+            latency_ms_p95: p95,
+            latency_ms_p99: p99,
             batch_size: self.traffic.batch_size,
             concurrency: self.traffic.concurrency,
+            llm: None,
         }
     }
 
@@ -448,6 +441,19 @@ impl Model for RemoteModel {
         // Calls made at once (one per thread of the pool) together fill the requests in flight.
         Some(self.traffic.batch_size.max(1).saturating_mul(self.in_flight_limit().div_ceil(rayon::current_num_threads().max(1))))
     }
+}
+
+/// The 50th, 95th and 99th percentiles (nearest rank) of request latencies; 0 when none.
+pub fn latency_percentiles(latencies: &Mutex<Vec<f64>>) -> [f64; 3] {
+    let mut latencies = latencies.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    latencies.sort_by(f64::total_cmp);
+    [0.50, 0.95, 0.99].map(|q| {
+        if latencies.is_empty() {
+            return 0.0;
+        }
+        let rank = ((q * latencies.len() as f64).ceil() as usize).clamp(1, latencies.len());
+        latencies[rank - 1]
+    })
 }
 
 /// Parse a JSON answer, accepting the bare `NaN`, `Infinity` and `-Infinity` that Python's `json`

@@ -1,0 +1,244 @@
+//! The OpenAI-compatible `POST …/chat/completions` client: one keep-alive connection pool shared
+//! by the requests in flight, a timeout per request, retries with exponential backoff on
+//! connection errors, timeouts, 429, 5xx and answers that are not JSON (a `Retry-After` header is
+//! honoured), the run's budgets (`max_requests`, `max_tokens_total`) checked before every try, and
+//! the traffic counted. The API key goes in the `Authorization` header only: never in a message,
+//! a figure or the cache.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use reqwest::blocking::Client as HttpClient;
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::remote::http::{quote, transport};
+
+/// What a request costs and how it went, over the run.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// HTTP requests sent (retries included).
+    pub requests: AtomicU64,
+    /// Tries after a failed one.
+    pub retries: AtomicU64,
+    /// Prompt tokens, as the server counts them.
+    pub prompt_tokens: AtomicU64,
+    /// Answer tokens.
+    pub completion_tokens: AtomicU64,
+    /// Microseconds spent waiting for the server's answers.
+    pub waiting_us: AtomicU64,
+    /// Microseconds slept between tries (backoff, `Retry-After`).
+    pub backoff_us: AtomicU64,
+    /// Each answered request's latency, milliseconds.
+    pub latencies_ms: Mutex<Vec<f64>>,
+}
+
+/// One answer as the server gave it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Reply {
+    /// The answer's text.
+    pub content: String,
+    /// The first answer token's alternatives (token, log-probability), when the server sent them.
+    pub top: Option<Vec<(String, f64)>>,
+}
+
+/// Why a request gave no answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskError {
+    /// A budget is spent (its key and limit): the run stops rather than send more.
+    Budget(String),
+    /// The request failed for good (after its retries).
+    Failed(String),
+}
+
+/// Limits on the run's traffic.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Budgets {
+    /// Most HTTP requests.
+    pub max_requests: Option<u64>,
+    /// Most tokens (prompt + answer).
+    pub max_tokens: Option<u64>,
+}
+
+/// A client bound to one endpoint.
+pub struct Client {
+    http: HttpClient,
+    url: String,
+    key: Option<String>,
+    retries: u32,
+    backoff: Duration,
+    budgets: Budgets,
+    /// The traffic so far.
+    pub counters: Counters,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is left out on purpose.
+        write!(f, "Client({}, {} retries)", self.url, self.retries)
+    }
+}
+
+/// Longest wait a `Retry-After` header is honoured for.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// Why one try failed.
+enum Try {
+    Again(String, Option<Duration>),
+    Final(String),
+}
+
+impl Client {
+    /// A client for `base_url` (`…/v1`; `/chat/completions` is added) with `concurrency`
+    /// connections kept alive.
+    pub fn new(
+        base_url: &str,
+        key: Option<String>,
+        timeout: Duration,
+        retries: u32,
+        backoff: Duration,
+        concurrency: usize,
+        budgets: Budgets,
+    ) -> Result<Client, String> {
+        let mut builder = HttpClient::builder()
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .timeout(timeout)
+            .pool_max_idle_per_host(concurrency.max(1))
+            .tcp_nodelay(true);
+        if base_url.starts_with("http://") {
+            builder = builder.tls_built_in_root_certs(false);
+        }
+        let http = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+        Ok(Client { http, url, key, retries, backoff, budgets, counters: Counters::default() })
+    }
+
+    /// The endpoint requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Ask with `body` (a chat completion request, serialised); `what` names the request in
+    /// messages ("row 12's prompt \"…\"").
+    pub fn ask(&self, body: &Bytes, what: &str, want_logprobs: bool) -> Result<Reply, AskError> {
+        let mut attempt = 0u32;
+        loop {
+            self.reserve_request()?;
+            let failure = match self.try_once(body, want_logprobs) {
+                Ok(reply) => return Ok(reply),
+                Err(Try::Final(message)) => return Err(AskError::Failed(self.redacted(format!("{}: {what}: {message}", self.url)))),
+                Err(Try::Again(message, after)) => (message, after),
+            };
+            if attempt >= self.retries {
+                let tries = attempt + 1;
+                return Err(AskError::Failed(self.redacted(format!(
+                    "{}: {what}: {} (after {tries} tr{})",
+                    self.url,
+                    failure.0,
+                    if tries == 1 { "y" } else { "ies" }
+                ))));
+            }
+            let wait = failure.1.unwrap_or_else(|| self.backoff.saturating_mul(1u32 << attempt.min(16)));
+            self.counters.retries.fetch_add(1, Ordering::Relaxed);
+            self.counters.backoff_us.fetch_add(wait.as_micros() as u64, Ordering::Relaxed);
+            std::thread::sleep(wait);
+            attempt += 1;
+        }
+    }
+
+    /// `message` with the API key, should a server have echoed it, replaced.
+    fn redacted(&self, message: String) -> String {
+        match &self.key {
+            Some(key) if !key.is_empty() && message.contains(key.as_str()) => message.replace(key.as_str(), "[the API key]"),
+            _ => message,
+        }
+    }
+
+    /// Count one more request, unless a budget is spent (the count is reserved atomically, so
+    /// requests in flight together never pass `max_requests`; tokens are known only once answered,
+    /// so `max_tokens_total` is checked before each request).
+    fn reserve_request(&self) -> Result<(), AskError> {
+        if let Some(cap) = self.budgets.max_tokens {
+            let spent = self.counters.prompt_tokens.load(Ordering::Relaxed) + self.counters.completion_tokens.load(Ordering::Relaxed);
+            if spent >= cap {
+                return Err(AskError::Budget(format!("max_tokens_total = {cap} reached ({spent} tokens spent)")));
+            }
+        }
+        let cap = self.budgets.max_requests.unwrap_or(u64::MAX);
+        self.counters
+            .requests
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |sent| (sent < cap).then_some(sent + 1))
+            .map(|_| ())
+            .map_err(|_| AskError::Budget(format!("max_requests = {cap} reached")))
+    }
+
+    fn try_once(&self, body: &Bytes, want_logprobs: bool) -> Result<Reply, Try> {
+        let mut request = self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone());
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key);
+        }
+        let started = Instant::now();
+        let sent = request.send();
+        let result = match sent {
+            Err(e) => Err(Try::Again(transport(&e), None)),
+            Ok(response) => {
+                let status = response.status();
+                let after = retry_after(response.headers());
+                match response.bytes() {
+                    Err(e) => Err(Try::Again(format!("cannot read the response ({status}): {}", transport(&e)), None)),
+                    Ok(body) if !status.is_success() => {
+                        let message = format!("HTTP {status}; the response starts {:?}", quote(&String::from_utf8_lossy(&body)));
+                        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+                            Err(Try::Again(message, after))
+                        } else {
+                            Err(Try::Final(message))
+                        }
+                    }
+                    Ok(body) => self.read(&body, want_logprobs),
+                }
+            }
+        };
+        let elapsed = started.elapsed();
+        self.counters.waiting_us.fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
+        if result.is_ok() {
+            self.counters.latencies_ms.lock().unwrap_or_else(|p| p.into_inner()).push(elapsed.as_secs_f64() * 1000.0);
+        }
+        result
+    }
+
+    /// A 2xx answer: its text, the first token's alternatives, the tokens counted.
+    fn read(&self, body: &[u8], want_logprobs: bool) -> Result<Reply, Try> {
+        let text = String::from_utf8_lossy(body);
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| Try::Again(format!("the response is not JSON ({e}); it starts {:?}", quote(&text)), None))?;
+        if let Some(usage) = value.get("usage") {
+            let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+            self.counters.prompt_tokens.fetch_add(count("prompt_tokens"), Ordering::Relaxed);
+            self.counters.completion_tokens.fetch_add(count("completion_tokens"), Ordering::Relaxed);
+        }
+        let choice = value
+            .get("choices")
+            .and_then(|c| c.get(0))
+            .ok_or_else(|| Try::Final(format!("the answer has no `choices[0]`; it starts {:?}", quote(&text))))?;
+        let content = choice.pointer("/message/content").and_then(Value::as_str).unwrap_or_default().to_string();
+        let top = choice.pointer("/logprobs/content/0/top_logprobs").and_then(Value::as_array).map(|list| {
+            list.iter().filter_map(|t| Some((t.get("token")?.as_str()?.to_string(), t.get("logprob")?.as_f64()?))).collect::<Vec<_>>()
+        });
+        if want_logprobs && top.as_ref().is_none_or(Vec::is_empty) {
+            return Err(Try::Final(format!(
+                "the answer has no `choices[0].logprobs.content[0].top_logprobs` (the server may not give logprobs: set `llm.scores = \"samples\"` or \"labels\"); it starts {:?}",
+                quote(&text)
+            )));
+        }
+        Ok(Reply { content, top })
+    }
+}
+
+/// `Retry-After` in seconds (an HTTP date is not read: the backoff applies).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let seconds: f64 = text.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds).min(MAX_RETRY_AFTER))
+}

@@ -1,0 +1,219 @@
+//! The `llm = { … }` block of a `load_model` stage: where the model is, how a row becomes a
+//! prompt, which answers are which class, how P(favourable) is read, and what the run may spend.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// How P(favourable) is read from the model's answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScoreFrom {
+    /// The first answer token's `top_logprobs`: the mass of the favourable answers over that of
+    /// favourable + unfavourable ones (discrim-eval's normalisation).
+    #[default]
+    Logprobs,
+    /// `samples` answers at `temperature`, P = favourable / (favourable + unfavourable) answers.
+    Samples,
+    /// One answer's first word: a label (P = 0 or 1); the model gives labels only.
+    Labels,
+}
+
+impl ScoreFrom {
+    /// Its name as written in the pipeline.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScoreFrom::Logprobs => "logprobs",
+            ScoreFrom::Samples => "samples",
+            ScoreFrom::Labels => "labels",
+        }
+    }
+}
+
+/// The answers read as each class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answers {
+    /// Answers meaning the favourable outcome ("yes", "Yes").
+    pub favourable: Vec<String>,
+    /// Answers meaning the unfavourable outcome ("no", "No").
+    pub unfavourable: Vec<String>,
+}
+
+fn default_top_logprobs() -> u32 {
+    20
+}
+fn default_max_tokens() -> u32 {
+    1
+}
+fn default_samples() -> u32 {
+    1
+}
+fn default_concurrency() -> usize {
+    8
+}
+fn default_timeout() -> f64 {
+    60.0
+}
+fn default_retries() -> u32 {
+    5
+}
+fn default_backoff() -> f64 {
+    0.5
+}
+fn default_cache() -> Option<PathBuf> {
+    Some(PathBuf::from("llm-cache.sqlite"))
+}
+
+/// The `llm` block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// The OpenAI-compatible API's base, e.g. `http://127.0.0.1:8080/v1` (`/chat/completions` is
+    /// added).
+    pub base_url: String,
+    /// The model's name as the server knows it.
+    pub model: String,
+    /// The prompt template (minijinja), relative to the pipeline file.
+    pub prompt: PathBuf,
+    /// A system message sent before every prompt.
+    #[serde(default)]
+    pub system: Option<String>,
+    /// Which answers are which class.
+    pub answers: Answers,
+    /// Per protected column, per value, a list of first names a template can use (`{{ name }}`)
+    /// instead of stating the value.
+    #[serde(default)]
+    pub names: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    /// How P(favourable) is read.
+    #[serde(default)]
+    pub scores: ScoreFrom,
+    /// Sampling temperature (logprobs and labels: 0 unless given).
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// Answers per prompt for `scores = "samples"`.
+    #[serde(default = "default_samples")]
+    pub samples: u32,
+    /// Alternatives asked for in `top_logprobs`.
+    #[serde(default = "default_top_logprobs")]
+    pub top_logprobs: u32,
+    /// Tokens the model may answer with.
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    /// A seed sent with each request (samples: seed + k for the k-th sample).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Environment variable holding the API key (sent as a bearer token; never written anywhere).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Requests in flight at once.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// Seconds allowed for one request.
+    #[serde(default = "default_timeout")]
+    pub timeout_s: f64,
+    /// Tries after the first on a connection error, a timeout, 429 or 5xx.
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+    /// Seconds before the first retry (doubled each time), unless the server says `Retry-After`.
+    #[serde(default = "default_backoff")]
+    pub backoff_s: f64,
+    /// Most requests the run may send; the run stops rather than send more.
+    #[serde(default)]
+    pub max_requests: Option<u64>,
+    /// Most tokens (prompt + answer, as the server counts them) the run may spend.
+    #[serde(default)]
+    pub max_tokens_total: Option<u64>,
+    /// Answers that are neither class the run tolerates (scored 0.5 and counted); past it the run
+    /// stops naming the prompts.
+    #[serde(default)]
+    pub max_unparsed: u64,
+    /// The response cache (SQLite), relative to the pipeline file; `""`: none.
+    #[serde(default = "default_cache")]
+    pub cache: Option<PathBuf>,
+}
+
+impl LlmConfig {
+    /// The temperature sent: the one given, else 1 for samples and 0 otherwise.
+    pub fn temperature(&self) -> f64 {
+        self.temperature.unwrap_or(if self.scores == ScoreFrom::Samples { 1.0 } else { 0.0 })
+    }
+
+    /// Requests per prompt.
+    pub fn samples_per_prompt(&self) -> u32 {
+        if self.scores == ScoreFrom::Samples {
+            self.samples.max(1)
+        } else {
+            1
+        }
+    }
+
+    /// Every problem with the block, as (key under `llm`, message).
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut problems = Vec::new();
+        let mut say = |key: &'static str, message: String| problems.push((key, message));
+        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+            say("base_url", format!("`llm.base_url` must start with http:// or https://, not {:?}", self.base_url));
+        }
+        if self.model.trim().is_empty() {
+            say("model", "`llm.model` is empty: give the model's name as the server knows it".into());
+        }
+        if self.answers.favourable.is_empty() || self.answers.unfavourable.is_empty() {
+            say("answers", "`llm.answers` needs at least one favourable and one unfavourable answer".into());
+        }
+        for answer in &self.answers.favourable {
+            if self.answers.unfavourable.iter().any(|u| u.trim() == answer.trim()) {
+                say("answers", format!("{answer:?} is both a favourable and an unfavourable answer"));
+            }
+            if answer.trim().is_empty() {
+                say("answers", "an answer is empty".into());
+            }
+        }
+        if self.concurrency == 0 {
+            say("concurrency", "`llm.concurrency` must be at least 1".into());
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            say("timeout_s", format!("`llm.timeout_s` must be a positive number of seconds, not {}", self.timeout_s));
+        }
+        if !(self.backoff_s.is_finite() && self.backoff_s >= 0.0) {
+            say("backoff_s", format!("`llm.backoff_s` must be a number of seconds, not {}", self.backoff_s));
+        }
+        if let Some(t) = self.temperature {
+            if !(t.is_finite() && (0.0..=2.0).contains(&t)) {
+                say("temperature", format!("`llm.temperature` must be between 0 and 2, not {t}"));
+            }
+        }
+        match self.scores {
+            ScoreFrom::Samples if self.samples < 2 => {
+                say("samples", "`llm.scores = \"samples\"` estimates P(favourable) by frequency: give `samples` of 2 or more".into())
+            }
+            ScoreFrom::Samples if self.temperature() == 0.0 => say(
+                "temperature",
+                "`llm.scores = \"samples\"` at temperature 0 asks the same answer every time: give a temperature above 0".into(),
+            ),
+            ScoreFrom::Logprobs | ScoreFrom::Labels if self.samples != 1 => {
+                say("samples", format!("`llm.samples` is for `scores = \"samples\"` (now {:?})", self.scores.name()))
+            }
+            _ => {}
+        }
+        if self.scores == ScoreFrom::Logprobs && !(1..=20).contains(&self.top_logprobs) {
+            say("top_logprobs", format!("`llm.top_logprobs` must be between 1 and 20 (OpenAI's limit), not {}", self.top_logprobs));
+        }
+        if self.max_tokens == 0 {
+            say("max_tokens", "`llm.max_tokens` must be at least 1".into());
+        }
+        if self.max_requests == Some(0) {
+            say("max_requests", "`llm.max_requests` must be at least 1 (leave it out for no cap)".into());
+        }
+        if self.max_tokens_total == Some(0) {
+            say("max_tokens_total", "`llm.max_tokens_total` must be at least 1 (leave it out for no cap)".into());
+        }
+        if let Some(var) = &self.api_key_env {
+            if std::env::var_os(var).is_none() {
+                say("api_key_env", format!("`llm.api_key_env`: the environment variable {var} is not set"));
+            }
+        }
+        problems
+    }
+}

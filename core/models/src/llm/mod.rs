@@ -1,0 +1,361 @@
+//! A large language model behind an OpenAI-compatible endpoint (`POST …/v1/chat/completions`),
+//! audited as a classifier: each row is rendered into a prompt ([`prompt`]), asked
+//! ([`client`], several requests in flight, retried, within the run's budgets), answered from the
+//! run's memory or the persistent cache ([`cache`]) when the same request was asked before, and
+//! read as P(favourable) ([`score`]) from the first answer token's log-probabilities, from sampled
+//! answers, or as a label. The block's keys are [`config::LlmConfig`].
+
+pub mod cache;
+pub mod client;
+pub mod config;
+pub mod prompt;
+pub mod score;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bytes::Bytes;
+use fairpipe_abi::domain::Domain;
+use serde_json::{json, Value};
+
+use self::cache::{request_key, ResponseCache};
+use self::client::{AskError, Budgets, Client, Reply};
+use self::config::{LlmConfig, ScoreFrom};
+use self::prompt::Renderer;
+use self::score::{first_word_class, from_logprobs, from_samples, Class};
+use crate::error::ModelError;
+use crate::remote::latency_percentiles;
+use crate::{LlmUsage, Model, RemoteUsage};
+
+/// Unparsed prompts quoted in the error that stops a run.
+const QUOTED_PROMPTS: usize = 5;
+
+/// Characters of a prompt quoted in a message.
+const PROMPT_QUOTE: usize = 120;
+
+/// An LLM as a model under test.
+pub struct LlmModel {
+    domain: Domain,
+    renderer: Renderer,
+    client: Client,
+    cache: Option<ResponseCache>,
+    config: LlmConfig,
+    key_env_value: bool,
+    /// Answers of this run by request key (identical prompts are asked once).
+    memo: Mutex<HashMap<u128, Reply>>,
+    /// Prompts whose answers were neither class (counted once each).
+    unparsed: Mutex<HashSet<u128>>,
+    rows_asked: AtomicU64,
+    prompts_sent: AtomicU64,
+    cache_hits: AtomicU64,
+    repeats: AtomicU64,
+}
+
+impl std::fmt::Debug for LlmModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LlmModel({} at {})", self.config.model, self.client.url())
+    }
+}
+
+/// The start of a prompt, for messages.
+fn quoted(prompt: &str) -> String {
+    let one_line = prompt.replace('\n', " ");
+    match one_line.char_indices().nth(PROMPT_QUOTE) {
+        Some((end, _)) => format!("{:?}…", &one_line[..end]),
+        None => format!("{one_line:?}"),
+    }
+}
+
+/// One request a row needs: its key, body and prompt.
+struct Request {
+    key: u128,
+    body: Bytes,
+    prompt: String,
+}
+
+impl LlmModel {
+    /// The model the `llm` block describes, for rows of `domain`; `dir` is the pipeline's folder
+    /// (the template and the cache are relative to it). The template is checked on `first_row`:
+    /// it must render, and say each protected value.
+    pub fn load(config: &LlmConfig, dir: &Path, domain: &Domain, first_row: Option<&[f64]>) -> Result<LlmModel, ModelError> {
+        let fail = |message: String| ModelError::Remote { url: config.base_url.clone(), message };
+        let renderer =
+            Renderer::load(&dir.join(&config.prompt), &config.prompt.display().to_string(), domain, &config.names).map_err(fail)?;
+        if let Some(row) = first_row {
+            renderer.check_protected_said(row).map_err(fail)?;
+        }
+        let key = match &config.api_key_env {
+            Some(var) => {
+                Some(std::env::var(var).map_err(|_| fail(format!("`llm.api_key_env`: the environment variable {var} is not set")))?)
+            }
+            None => None,
+        };
+        let key_env_value = key.is_some();
+        let budgets = Budgets { max_requests: config.max_requests, max_tokens: config.max_tokens_total };
+        let client = Client::new(
+            &config.base_url,
+            key,
+            Duration::from_secs_f64(config.timeout_s),
+            config.retries,
+            Duration::from_secs_f64(config.backoff_s),
+            config.concurrency,
+            budgets,
+        )
+        .map_err(fail)?;
+        let cache = match config.cache.as_deref().filter(|p| !p.as_os_str().is_empty()) {
+            Some(path) => Some(ResponseCache::open(&dir.join(path)).map_err(fail)?),
+            None => None,
+        };
+        Ok(LlmModel {
+            domain: domain.clone(),
+            renderer,
+            client,
+            cache,
+            config: config.clone(),
+            key_env_value,
+            memo: Mutex::new(HashMap::new()),
+            unparsed: Mutex::new(HashSet::new()),
+            rows_asked: AtomicU64::new(0),
+            prompts_sent: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
+            repeats: AtomicU64::new(0),
+        })
+    }
+
+    /// The prompt of one encoded row.
+    pub fn prompt(&self, row: &[f64]) -> Result<String, ModelError> {
+        self.renderer.render(row).map_err(|message| self.fail(message))
+    }
+
+    fn fail(&self, message: String) -> ModelError {
+        ModelError::Remote { url: self.client.url().to_string(), message }
+    }
+
+    /// The chat completion request for `prompt` (its `sample`-th answer).
+    pub fn request_body(&self, prompt: &str, sample: u32) -> Value {
+        let mut messages = Vec::new();
+        if let Some(system) = &self.config.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(json!({"role": "user", "content": prompt}));
+        let mut body = json!({
+            "model": self.config.model,
+            "messages": messages,
+            "temperature": self.config.temperature(),
+            "max_tokens": self.config.max_tokens,
+        });
+        if self.config.scores == ScoreFrom::Logprobs {
+            body["logprobs"] = json!(true);
+            body["top_logprobs"] = json!(self.config.top_logprobs);
+        }
+        match (self.config.seed, self.config.scores) {
+            (Some(seed), _) => body["seed"] = json!(seed + u64::from(sample)),
+            (None, ScoreFrom::Samples) => body["seed"] = json!(sample),
+            _ => {}
+        }
+        body
+    }
+
+    /// The requests of one row's prompt.
+    fn requests(&self, prompt: String) -> Result<Vec<Request>, ModelError> {
+        (0..self.config.samples_per_prompt())
+            .map(|sample| {
+                let body = serde_json::to_vec(&self.request_body(&prompt, sample)).map_err(|e| self.fail(e.to_string()))?;
+                Ok(Request { key: request_key(self.client.url(), &body), body: Bytes::from(body), prompt: prompt.clone() })
+            })
+            .collect()
+    }
+
+    /// Answer every request not answered yet in this run: from the cache, else from the server
+    /// with up to `concurrency` requests in flight.
+    fn answer(&self, requests: &[&Request]) -> Result<(), ModelError> {
+        let mut todo: Vec<&Request> = Vec::new();
+        {
+            let mut memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+            let mut seen = HashSet::new();
+            for request in requests {
+                if memo.contains_key(&request.key) || !seen.insert(request.key) {
+                    self.repeats.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                if let Some(cache) = &self.cache {
+                    if let Some(reply) = cache.get(request.key).map_err(|m| self.fail(m))? {
+                        self.cache_hits.fetch_add(1, Ordering::Relaxed);
+                        memo.insert(request.key, reply);
+                        continue;
+                    }
+                }
+                todo.push(request);
+            }
+        }
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let failure: Mutex<Option<ModelError>> = Mutex::new(None);
+        let workers = self.config.concurrency.clamp(1, todo.len());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(request) = todo.get(i) else { break };
+                        let what = format!("the prompt {}", quoted(&request.prompt));
+                        let outcome = self.client.ask(&request.body, &what, self.config.scores == ScoreFrom::Logprobs);
+                        let stored = outcome.map_err(|e| match e {
+                            AskError::Budget(budget) => self.fail(format!(
+                                "{budget}: the run stops rather than send more ({} prompts answered by the server, {} from the cache)",
+                                self.prompts_sent.load(Ordering::Relaxed),
+                                self.cache_hits.load(Ordering::Relaxed)
+                            )),
+                            AskError::Failed(message) => ModelError::Inference(message),
+                        });
+                        let stored = stored.and_then(|reply| {
+                            self.prompts_sent.fetch_add(1, Ordering::Relaxed);
+                            if let Some(cache) = &self.cache {
+                                cache.put(request.key, &reply).map_err(|m| self.fail(m))?;
+                            }
+                            self.memo.lock().unwrap_or_else(|p| p.into_inner()).insert(request.key, reply);
+                            Ok(())
+                        });
+                        if let Err(e) = stored {
+                            stop.store(true, Ordering::Relaxed);
+                            failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                        }
+                    }
+                });
+            }
+        });
+        match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// What the run spent so far.
+    pub fn llm_usage(&self) -> LlmUsage {
+        let c = &self.client.counters;
+        LlmUsage {
+            endpoint: self.client.url().to_string(),
+            model: self.config.model.clone(),
+            scores: self.config.scores.name().to_string(),
+            requests: c.requests.load(Ordering::Relaxed),
+            prompts_sent: self.prompts_sent.load(Ordering::Relaxed),
+            rows_asked: self.rows_asked.load(Ordering::Relaxed),
+            cache_hits: self.cache_hits.load(Ordering::Relaxed),
+            repeats: self.repeats.load(Ordering::Relaxed),
+            retries: c.retries.load(Ordering::Relaxed),
+            unparsed: self.unparsed.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
+            prompt_tokens: c.prompt_tokens.load(Ordering::Relaxed),
+            completion_tokens: c.completion_tokens.load(Ordering::Relaxed),
+            waiting_s: c.waiting_us.load(Ordering::Relaxed) as f64 / 1e6,
+            backoff_s: c.backoff_us.load(Ordering::Relaxed) as f64 / 1e6,
+            concurrency: self.config.concurrency,
+            cache: self.cache.as_ref().map(|c| c.path().display().to_string()),
+            api_key_used: self.key_env_value,
+        }
+    }
+
+    /// P(favourable) of a row from its answers; `None` when they are neither class.
+    fn score(&self, requests: &[Request], memo: &HashMap<u128, Reply>) -> Result<Option<f64>, ModelError> {
+        let replies: Vec<&Reply> = requests
+            .iter()
+            .map(|r| memo.get(&r.key).ok_or_else(|| self.fail("an answer went missing".into())))
+            .collect::<Result<_, _>>()?;
+        Ok(match self.config.scores {
+            ScoreFrom::Logprobs => from_logprobs(replies[0].top.as_deref().unwrap_or_default(), &self.config.answers),
+            ScoreFrom::Samples => from_samples(&replies.into_iter().cloned().collect::<Vec<_>>(), &self.config.answers),
+            ScoreFrom::Labels => {
+                first_word_class(&replies[0].content, &self.config.answers).map(|c| f64::from(u8::from(c == Class::Favourable)))
+            }
+        })
+    }
+}
+
+impl Model for LlmModel {
+    fn n_features(&self) -> usize {
+        self.domain.width()
+    }
+
+    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+        let width = self.domain.width().max(1);
+        let rows = out.len();
+        self.rows_asked.fetch_add(rows as u64, Ordering::Relaxed);
+        let per_row: Vec<Vec<Request>> =
+            (0..rows).map(|r| self.prompt(&x[r * width..(r + 1) * width]).and_then(|p| self.requests(p))).collect::<Result<_, _>>()?;
+        let all: Vec<&Request> = per_row.iter().flatten().collect();
+        self.answer(&all)?;
+        let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+        let mut unparsed = self.unparsed.lock().unwrap_or_else(|p| p.into_inner());
+        for (r, requests) in per_row.iter().enumerate() {
+            out[r] = match self.score(requests, &memo)? {
+                Some(p) => p,
+                None => {
+                    unparsed.insert(requests[0].key);
+                    0.5
+                }
+            };
+        }
+        if unparsed.len() as u64 > self.config.max_unparsed {
+            let mut failed: Vec<String> = Vec::new();
+            for requests in &per_row {
+                if failed.len() >= QUOTED_PROMPTS {
+                    break;
+                }
+                if unparsed.contains(&requests[0].key) {
+                    let answer = memo.get(&requests[0].key).map(|r| r.content.clone()).unwrap_or_default();
+                    let line = format!("{} answered {answer:?}", quoted(&requests[0].prompt));
+                    if !failed.contains(&line) {
+                        failed.push(line);
+                    }
+                }
+            }
+            let listed: Vec<String> = self.config.answers.favourable.iter().chain(&self.config.answers.unfavourable).cloned().collect();
+            return Err(self.fail(format!(
+                "{} answers are neither a favourable nor an unfavourable answer ({}), more than `llm.max_unparsed = {}` allows; they are not read as either class. The first: {}",
+                unparsed.len(),
+                listed.join(", "),
+                self.config.max_unparsed,
+                failed.join("; ")
+            )));
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("llm {} at {}", self.config.model, self.config.base_url)
+    }
+
+    fn remote_usage(&self) -> Option<RemoteUsage> {
+        let llm = self.llm_usage();
+        let [latency_ms_p50, latency_ms_p95, latency_ms_p99] = latency_percentiles(&self.client.counters.latencies_ms);
+        Some(RemoteUsage {
+            requests: llm.requests,
+            rows_sent: llm.prompts_sent,
+            rows_asked: llm.rows_asked,
+            cache_hits: llm.cache_hits + llm.repeats,
+            batch_size: 1,
+            concurrency: self.config.concurrency,
+            latency_ms_p50,
+            latency_ms_p95,
+            latency_ms_p99,
+            llm: Some(llm),
+        })
+    }
+
+    fn labels_only(&self) -> bool {
+        self.config.scores == ScoreFrom::Labels
+    }
+
+    fn wants_thread_chunks(&self) -> bool {
+        false
+    }
+
+    fn rows_per_call(&self) -> Option<usize> {
+        Some(self.config.concurrency.saturating_mul(16).max(64))
+    }
+}

@@ -1,0 +1,224 @@
+//! Rows into prompts: a minijinja template sees each feature by its column name with its decoded
+//! value (a category's name, not its code; a number as a number), every feature again under
+//! `row["column name"]` (for names that are not identifiers), and, when the pipeline gives a
+//! `names` table, `name` (and `names.COLUMN`): a first name for the row's protected value, chosen
+//! from the list by a fixed hash of the row's unprotected values, so the two sides of a pair
+//! differ only in the protected value and its name.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use fairpipe_abi::domain::{AttributeKind, Domain};
+use minijinja::{Environment, UndefinedBehavior, Value};
+
+/// A template bound to a domain.
+pub struct Renderer {
+    env: Environment<'static>,
+    path: PathBuf,
+    domain: Domain,
+    /// Per attribute index (protected, with a names table): value name → first names.
+    names: Vec<(usize, BTreeMap<String, Vec<String>>)>,
+}
+
+impl std::fmt::Debug for Renderer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Renderer({})", self.path.display())
+    }
+}
+
+/// The decoded value of `value` in column `index`: the category's name, or the number.
+pub fn decoded(domain: &Domain, index: usize, value: f64) -> Value {
+    let attribute = &domain.attributes[index];
+    match &attribute.kind {
+        AttributeKind::Categorical { levels } => {
+            let at = (value - attribute.lower).round();
+            match levels.get(at as usize).filter(|_| at >= 0.0) {
+                Some(level) => Value::from(level.as_str()),
+                None => Value::from(value),
+            }
+        }
+        AttributeKind::Integer if value.fract() == 0.0 && value.abs() < 9.0e15 => Value::from(value as i64),
+        _ => Value::from(value),
+    }
+}
+
+/// The text a `names` table keys a value by: the category's name, or the number as written.
+fn value_key(domain: &Domain, index: usize, value: f64) -> String {
+    decoded(domain, index, value).to_string()
+}
+
+impl Renderer {
+    /// Read the template at `path` (`shown` is how messages name it) for rows of `domain`, with
+    /// the `names` table checked against the domain's protected columns and their values.
+    pub fn load(
+        path: &Path,
+        shown: &str,
+        domain: &Domain,
+        names: &BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    ) -> Result<Renderer, String> {
+        let source = std::fs::read_to_string(path).map_err(|e| format!("cannot read the prompt template {shown}: {e}"))?;
+        Self::from_source(source, path, domain, names)
+    }
+
+    /// A template given as text (`path` names it in messages).
+    pub fn from_source(
+        source: String,
+        path: &Path,
+        domain: &Domain,
+        names: &BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    ) -> Result<Renderer, String> {
+        let shown = path.display().to_string();
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.add_template_owned("prompt", source).map_err(|e| format!("the prompt template {shown}: {e}"))?;
+        let mut tables = Vec::new();
+        for (column, table) in names {
+            let Some(index) = domain.attributes.iter().position(|a| &a.name == column) else {
+                let known: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
+                return Err(format!("`llm.names` names column {column:?}, which is not a feature; the features: {}", known.join(", ")));
+            };
+            if !domain.attributes[index].protected {
+                return Err(format!("`llm.names.{column}`: names stand in for a protected column, and {column:?} is not protected"));
+            }
+            let values = protected_values(domain, index);
+            for value in &values {
+                match table.get(value) {
+                    None => {
+                        return Err(format!(
+                            "`llm.names.{column}` gives no names for the value {value:?}; its values: {}",
+                            values.join(", ")
+                        ))
+                    }
+                    Some(list) if list.is_empty() => return Err(format!("`llm.names.{column}.{value}` is an empty list")),
+                    Some(_) => {}
+                }
+            }
+            if let Some(extra) = table.keys().find(|k| !values.contains(k)) {
+                return Err(format!(
+                    "`llm.names.{column}` names the value {extra:?}, which {column} does not take; its values: {}",
+                    values.join(", ")
+                ));
+            }
+            tables.push((index, table.clone()));
+        }
+        let renderer = Renderer { env, path: path.to_path_buf(), domain: domain.clone(), names: tables };
+        Ok(renderer)
+    }
+
+    /// The prompt of one encoded row.
+    pub fn render(&self, row: &[f64]) -> Result<String, String> {
+        let mut context: BTreeMap<String, Value> = BTreeMap::new();
+        let mut by_column: BTreeMap<String, Value> = BTreeMap::new();
+        for (i, attribute) in self.domain.attributes.iter().enumerate() {
+            let value = decoded(&self.domain, i, row[i]);
+            context.insert(attribute.name.clone(), value.clone());
+            by_column.insert(attribute.name.clone(), value);
+        }
+        context.insert("row".into(), by_column.into_iter().collect::<Value>());
+        if !self.names.is_empty() {
+            let pick = self.name_hash(row);
+            let mut chosen: BTreeMap<String, Value> = BTreeMap::new();
+            for (index, table) in &self.names {
+                let list = &table[&value_key(&self.domain, *index, row[*index])];
+                let name = &list[(pick % list.len() as u64) as usize];
+                chosen.insert(self.domain.attributes[*index].name.clone(), Value::from(name.as_str()));
+                if !context.contains_key("name") {
+                    context.insert("name".into(), Value::from(name.as_str()));
+                }
+            }
+            context.insert("names".into(), chosen.into_iter().collect::<Value>());
+        }
+        let template = self.env.get_template("prompt").map_err(|e| e.to_string())?;
+        template
+            .render(context.into_iter().collect::<Value>())
+            .map(|s| s.trim().to_string())
+            .map_err(|e| format!("the prompt template {}: {e}", self.path.display()))
+    }
+
+    /// A fixed hash (XXH3-64) of the row's unprotected values: the same for both sides of a pair.
+    fn name_hash(&self, row: &[f64]) -> u64 {
+        let mut bytes = Vec::with_capacity(row.len() * 8);
+        for (i, attribute) in self.domain.attributes.iter().enumerate() {
+            if !attribute.protected {
+                bytes.extend_from_slice(&row[i].to_le_bytes());
+            }
+        }
+        xxhash_rust::xxh3::xxh3_64(&bytes)
+    }
+
+    /// Refuse a template that says nothing about a protected column: for `row`, every other value
+    /// of each protected column must change the prompt.
+    pub fn check_protected_said(&self, row: &[f64]) -> Result<(), String> {
+        let base = self.render(row)?;
+        for index in self.domain.protected_indices() {
+            let attribute = &self.domain.attributes[index];
+            let mut other = row.to_vec();
+            for v in attribute.grid() {
+                if v != row[index] {
+                    other[index] = v;
+                    if self.render(&other)? == base {
+                        return Err(format!(
+                            "the prompt template {} renders the same prompt when {} is {} instead of {}: the model would never see it, so no test could find discrimination on it; write {{{{ {} }}}} (or a name from `names`) into the template",
+                            self.path.display(),
+                            attribute.name,
+                            decoded(&self.domain, index, v),
+                            decoded(&self.domain, index, row[index]),
+                            attribute.name
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The values a protected column takes, as a `names` table keys them.
+fn protected_values(domain: &Domain, index: usize) -> Vec<String> {
+    domain.attributes[index].grid().into_iter().map(|v| value_key(domain, index, v)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fairpipe_abi::domain::Attribute;
+
+    fn domain() -> Domain {
+        let sex = Attribute {
+            name: "sex".into(),
+            kind: AttributeKind::Categorical { levels: vec!["Female".into(), "Male".into()] },
+            lower: 0.0,
+            upper: 1.0,
+            step: 1.0,
+            protected: true,
+        };
+        Domain { attributes: vec![Attribute::integer("income", 0.0, 9.0, false), sex] }
+    }
+
+    #[test]
+    fn rows_render_with_decoded_values_and_names_differ_only_by_the_protected_value() {
+        let names: BTreeMap<String, BTreeMap<String, Vec<String>>> = [(
+            "sex".to_string(),
+            [("Female".to_string(), vec!["Anna".into(), "Maria".into()]), ("Male".to_string(), vec!["John".into(), "Peter".into()])]
+                .into_iter()
+                .collect(),
+        )]
+        .into_iter()
+        .collect();
+        let template = "{{ name }} earns {{ income }}; {{ row['sex'] }}".to_string();
+        let r = Renderer::from_source(template, Path::new("t.j2"), &domain(), &names).unwrap();
+        let f = r.render(&[3.0, 0.0]).unwrap();
+        let m = r.render(&[3.0, 1.0]).unwrap();
+        assert!(f.ends_with("earns 3; Female"), "{f}");
+        assert!(m.ends_with("earns 3; Male"), "{m}");
+        // The same position in each list: the pair differs in the name's list only.
+        let fi = ["Anna", "Maria"].iter().position(|n| f.starts_with(n)).unwrap();
+        let mi = ["John", "Peter"].iter().position(|n| m.starts_with(n)).unwrap();
+        assert_eq!(fi, mi);
+        r.check_protected_said(&[3.0, 0.0]).unwrap();
+        let silent = Renderer::from_source("earns {{ income }}".into(), Path::new("t.j2"), &domain(), &BTreeMap::new()).unwrap();
+        assert!(silent.check_protected_said(&[3.0, 0.0]).unwrap_err().contains("sex is Male instead of Female"));
+        let typo = Renderer::from_source("{{ incom }}".into(), Path::new("t.j2"), &domain(), &BTreeMap::new()).unwrap();
+        assert!(typo.render(&[3.0, 0.0]).unwrap_err().contains("t.j2"));
+    }
+}

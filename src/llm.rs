@@ -1,0 +1,67 @@
+//! `fairpipe llm show PIPELINE ROW`: the prompt a pipeline's LLM model is asked for one data row,
+//! rendered exactly as a run renders it (the data read by the model's own `load` stage, the
+//! template and its `names` table), so a user can check the template before spending requests.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context};
+use fairpipe_core::models::llm::config::LlmConfig;
+use fairpipe_core::models::llm::prompt::Renderer;
+use fairpipe_core::run::Pipeline;
+use fairpipe_core::stage::Artifact;
+
+/// The system message (if any) and the prompt of data row `row` (counted from 0 over the rows the
+/// load stage keeps) for the `load_model` stage `stage` (default: the only one with an `llm` block).
+pub fn show(pipeline: &Path, row: usize, stage: Option<&str>) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(pipeline).with_context(|| format!("cannot read {}", pipeline.display()))?;
+    let doc: toml::Table = toml::from_str(&text).with_context(|| format!("{} is not valid TOML", pipeline.display()))?;
+    let stages = doc.get("stages").and_then(|s| s.as_table()).ok_or_else(|| anyhow!("{} has no [stages]", pipeline.display()))?;
+    let with_llm: Vec<(&String, &toml::Table)> = stages
+        .iter()
+        .filter_map(|(name, s)| s.as_table().map(|t| (name, t)))
+        .filter(|(name, t)| t.contains_key("llm") && stage.is_none_or(|wanted| wanted == name.as_str()))
+        .collect();
+    let (name, model) = match with_llm.as_slice() {
+        [one] => *one,
+        [] => bail!(
+            "{}: no load_model stage{} has an `llm` block",
+            pipeline.display(),
+            stage.map(|s| format!(" named {s:?}")).unwrap_or_default()
+        ),
+        _ => bail!(
+            "{}: several stages have an `llm` block ({}); name one with --stage",
+            pipeline.display(),
+            with_llm.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let llm: LlmConfig =
+        model["llm"].clone().try_into().with_context(|| format!("{}: stage {name}: the `llm` block", pipeline.display()))?;
+    let data_name = model.get("data").and_then(|d| d.as_str()).ok_or_else(|| anyhow!("stage {name} names no `data` stage"))?;
+    let load = stages.get(data_name).cloned().ok_or_else(|| anyhow!("stage {name} reads `{data_name}`, which is not a stage"))?;
+    // A pipeline of the data stage alone, read and run as the real one would be.
+    let mut only = toml::Table::new();
+    if let Some(head) = doc.get("pipeline") {
+        only.insert("pipeline".into(), head.clone());
+    }
+    let mut table = toml::Table::new();
+    table.insert(data_name.to_string(), load);
+    only.insert("stages".into(), toml::Value::Table(table));
+    let p = Pipeline::parse(pipeline, &toml::to_string(&only)?, None)?;
+    let run = p.execute(false)?;
+    let Some(Artifact::Dataset(data)) = run.artifacts.get(data_name) else { bail!("stage {data_name} is not a load stage") };
+    let rows = data.x.nrows();
+    if row >= rows {
+        bail!("row {row} is past the data's {rows} rows (counted from 0)");
+    }
+    let dir = pipeline.parent().unwrap_or(Path::new("."));
+    let renderer =
+        Renderer::load(&dir.join(&llm.prompt), &llm.prompt.display().to_string(), &data.domain, &llm.names).map_err(|e| anyhow!(e))?;
+    let x: Vec<f64> = data.x.row(row).to_vec();
+    let prompt = renderer.render(&x).map_err(|e| anyhow!(e))?;
+    let mut shown = String::new();
+    if let Some(system) = &llm.system {
+        shown.push_str(&format!("[system]\n{system}\n\n"));
+    }
+    shown.push_str(&format!("[user] (row {row}, stage {name}, {})\n{prompt}", llm.prompt.display()));
+    Ok(shown)
+}

@@ -1,0 +1,384 @@
+//! An LLM behind an OpenAI-compatible endpoint audited as a model under test, against the
+//! planted-bias server of `llm_server.rs`, whose P(yes) is a known function of the features with
+//! a known logit shift for female applicants: the figures of check, group_metrics and estimate
+//! equal what the planted function gives when computed here directly; a rerun asks no prompt
+//! (the SQLite response cache); faults are retried or refused with a message naming the prompt;
+//! the API key is never written.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use crate::common::*;
+use crate::llm_server::{planted_p, Fault, Planted, FEMALE_NAMES, MALE_NAMES};
+
+/// The data: every (income, years, sex) of 0..10 × 0..10 × {Female, Male}; test rows where
+/// income + years is odd.
+fn write_data(dir: &Path) -> PathBuf {
+    let mut csv = String::from("income,years,sex,label,split\n");
+    for income in 0..10 {
+        for years in 0..10 {
+            for sex in ["Female", "Male"] {
+                let label = if income + years >= 9 { "yes" } else { "no" };
+                let split = if (income + years) % 2 == 1 { "test" } else { "train" };
+                csv.push_str(&format!("{income},{years},{sex},{label},{split}\n"));
+            }
+        }
+    }
+    write(dir, "applicants.csv", &csv)
+}
+
+const TEMPLATE: &str =
+    "Applicant: income={{ income }}; years={{ years }}; sex={{ sex }}.\nShould the loan be approved? Answer yes or no.\n";
+
+/// A pipeline in `dir` auditing the planted server at `base_url` with `llm_extra` keys in the
+/// `llm` block and `stages` after the model.
+fn pipeline(dir: &Path, base_url: &str, llm_extra: &str, stages: &str) -> PathBuf {
+    write_data(dir);
+    write(dir, "prompt.j2", TEMPLATE);
+    // Defaults the extra keys may replace.
+    let mut defaults = String::new();
+    for (key, value) in [("concurrency", "4"), ("cache", "\"cache.sqlite\"")] {
+        if !llm_extra.contains(&format!("{key} =")) {
+            defaults.push_str(&format!(", {key} = {value}"));
+        }
+    }
+    let text = format!(
+        r#"[pipeline]
+name = "llm-planted"
+seed = 5
+
+[stages.data]
+kind = "load"
+path = "applicants.csv"
+label = "label"
+favourable = "yes"
+protected = ["sex"]
+split_column = "split"
+
+[stages.model]
+kind = "load_model"
+data = "data"
+llm = {{ base_url = "{base_url}", model = "planted", prompt = "prompt.j2", answers = {{ favourable = ["yes", "Yes"], unfavourable = ["no", "No"] }}{defaults}{llm_extra} }}
+{stages}"#
+    );
+    write(dir, "p.toml", &text)
+}
+
+const CHECK: &str = "\n[stages.check]\nkind = \"check\"\nmodel = \"model\"\n";
+
+/// Test rows whose planted label changes with sex.
+fn planted_flips() -> u64 {
+    let mut flips = 0;
+    for income in 0..10 {
+        for years in 0..10 {
+            if (income + years) % 2 == 1 && (planted_p(income, years, true) > 0.5) != (planted_p(income, years, false) > 0.5) {
+                flips += 2; // both rows (Female and Male) of the pair
+            }
+        }
+    }
+    flips
+}
+
+#[test]
+fn check_recovers_the_planted_flips_and_a_rerun_asks_no_prompt() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &server.base_url(), "", CHECK);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let check = &summary["stages"]["check"];
+    assert_eq!(check["checked"].as_u64(), Some(100), "{check}");
+    assert!(planted_flips() > 0);
+    assert_eq!(check["discriminatory"].as_u64(), Some(planted_flips()), "{check}");
+    let llm = &summary["stages"]["model"]["remote"]["llm"];
+    // 200 distinct prompts: every row of the data (its accuracy) and the check's counterparts.
+    assert_eq!(llm["prompts_sent"].as_u64(), Some(200), "{llm}");
+    assert_eq!(server.state.answered.load(Ordering::SeqCst), 200);
+    assert_eq!(llm["requests"].as_u64(), Some(200), "{llm}");
+    assert_eq!(llm["unparsed"].as_u64(), Some(0), "{llm}");
+    assert!(llm["prompt_tokens"].as_u64().unwrap() > 0, "{llm}");
+    // The rerun: every answer from the cache, the same figures, no request.
+    let again = run_pipeline(&file, &dir.path().join("out2"), &[]);
+    assert_eq!(server.state.answered.load(Ordering::SeqCst), 200, "the rerun asked the server");
+    let llm = &again["stages"]["model"]["remote"]["llm"];
+    assert_eq!((llm["requests"].as_u64(), llm["cache_hits"].as_u64()), (Some(0), Some(200)), "{llm}");
+    assert_eq!(again["stages"]["check"]["discriminatory"], summary["stages"]["check"]["discriminatory"]);
+}
+
+/// Whether the planted model's label changes with sex at (income, years).
+fn planted_flip(income: i64, years: i64) -> bool {
+    (planted_p(income, years, true) > 0.5) != (planted_p(income, years, false) > 0.5)
+}
+
+const AUDIT: &str = r#"
+[stages.groups]
+kind = "group_metrics"
+model = "model"
+
+[stages.check]
+kind = "check"
+model = "model"
+
+[stages.estimate]
+kind = "estimate"
+model = "model"
+trials = 20
+samples = 200
+
+[stages.seeds]
+kind = "cluster"
+data = "data"
+k = 2
+seeds = 20
+
+[stages.grft]
+kind = "generate"
+model = "model"
+seeds = "seeds"
+plugin = "grft"
+params = { num_seeds = 10, local_num = 50 }
+
+[stages.verified]
+kind = "verify"
+cases = "grft"
+"#;
+
+#[test]
+fn group_metrics_estimate_and_grft_recover_the_planted_bias() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &server.base_url(), "", AUDIT);
+    let out = dir.path().join("out");
+    let summary = run_pipeline(&file, &out, &[]);
+    let stages = &summary["stages"];
+    // group_metrics over all 200 rows: each group's selection rate is the planted one.
+    for (group, female) in [("Female", true), ("Male", false)] {
+        let selected = (0..10).flat_map(|i| (0..10).map(move |y| (i, y))).filter(|(i, y)| planted_p(*i, *y, female) > 0.5).count();
+        let figure =
+            stages["groups"]["groups"].as_array().unwrap().iter().find(|g| g["group"] == group).unwrap_or_else(|| panic!("{group}"));
+        assert_eq!(figure["n"].as_u64(), Some(100), "{figure}");
+        assert!((figure["selection_rate"].as_f64().unwrap() - selected as f64 / 100.0).abs() < 1e-12, "{group}: {figure}");
+    }
+    // The estimate's interval covers the planted rate over the domain (every income × years).
+    let truth = (0..10).flat_map(|i| (0..10).map(move |y| (i, y))).filter(|(i, y)| planted_flip(*i, *y)).count() as f64 / 100.0;
+    let ci = &stages["estimate"]["ci95"];
+    let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+    assert!(lo <= truth && truth <= hi, "planted rate {truth} outside the estimate's interval [{lo}, {hi}]");
+    // GRFT finds IDIs, and each is a true one: its pair gets different planted labels.
+    let emitted = stages["grft"]["emitted"].as_u64().unwrap();
+    assert!(emitted > 0, "{}", stages["grft"]);
+    assert_eq!(stages["verified"]["confirmed"].as_u64(), Some(emitted), "{}", stages["verified"]);
+    let cases = std::fs::read_to_string(out.join("verified.csv")).unwrap();
+    let mut lines = cases.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} in {header:?}"));
+    let (income, years) = (at("income"), at("years"));
+    let mut checked = 0;
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let (i, y) = (cells[income].parse::<f64>().unwrap() as i64, cells[years].parse::<f64>().unwrap() as i64);
+        assert!(planted_flip(i, y), "a case at income {i}, years {y} is no planted IDI");
+        checked += 1;
+    }
+    assert!(checked > 0);
+    // No prompt was asked twice in the run.
+    let prompts = server.state.prompts.lock().unwrap();
+    let distinct: std::collections::HashSet<&String> = prompts.iter().collect();
+    assert_eq!(distinct.len(), prompts.len(), "a prompt was asked twice");
+}
+
+/// A name in place of the stated sex: the planted server reads the name's sex, and the check
+/// finds the same flips as with the stated value; the two sides of each pair differ only in the
+/// name (the same position in each list).
+#[test]
+fn names_stand_in_for_the_protected_value() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let names = format!(", names = {{ sex = {{ Female = {:?}, Male = {:?} }} }}", FEMALE_NAMES, MALE_NAMES);
+    let file = pipeline(dir.path(), &server.base_url(), &names, CHECK);
+    write(dir.path(), "prompt.j2", "Applicant name={{ name }}: income={{ income }}; years={{ years }}.\nApprove? Answer yes or no.\n");
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    assert_eq!(summary["stages"]["check"]["discriminatory"].as_u64(), Some(planted_flips()));
+    let prompts = server.state.prompts.lock().unwrap();
+    assert!(prompts.iter().all(|p| !p.contains("Female") && !p.contains("Male")));
+    for p in prompts.iter() {
+        let name = p.split("name=").nth(1).unwrap().split(':').next().unwrap();
+        let (list, other) = if FEMALE_NAMES.contains(&name) { (FEMALE_NAMES, MALE_NAMES) } else { (MALE_NAMES, FEMALE_NAMES) };
+        let k = list.iter().position(|n| *n == name).unwrap();
+        let twin = p.replacen(&format!("name={name}"), &format!("name={}", other[k]), 1);
+        assert!(prompts.contains(&twin), "{p:?} has no twin differing only in the name");
+    }
+}
+
+#[test]
+fn transient_faults_are_retried_and_change_no_figure() {
+    let clean = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &clean.base_url(), ", cache = \"\"", CHECK);
+    let reference = run_pipeline(&file, &dir.path().join("clean"), &[]);
+    let faulty = Planted::start();
+    faulty.inject(&[Fault::TooMany(1), Fault::ServerError, Fault::Malformed, Fault::Slow(1500), Fault::ServerError, Fault::TooMany(1)]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &faulty.base_url(), ", cache = \"\", timeout_s = 0.5, retries = 8, backoff_s = 0.05", CHECK);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let untimed = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        without_timings(&mut v);
+        v
+    };
+    assert_eq!(untimed(&summary["stages"]["check"]), untimed(&reference["stages"]["check"]));
+    assert_eq!(summary["stages"]["model"]["accuracy_test"], reference["stages"]["model"]["accuracy_test"]);
+    let llm = &summary["stages"]["model"]["remote"]["llm"];
+    assert_eq!(llm["retries"].as_u64(), Some(6), "{llm}");
+    assert_eq!(llm["requests"].as_u64(), Some(206), "{llm}");
+    assert_eq!(llm["prompts_sent"].as_u64(), Some(200), "{llm}");
+    // Two Retry-After: 1 honoured.
+    assert!(llm["backoff_s"].as_f64().unwrap() >= 2.0, "{llm}");
+}
+
+/// Run the check pipeline against `server` with `llm_extra` keys; it must fail: its stderr.
+fn failing(server: &Planted, llm_extra: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &server.base_url(), llm_extra, CHECK);
+    let out = dir.path().join("out");
+    let stderr = run_failing(&file, &out);
+    assert!(!out.exists(), "a failed run wrote {}", out.display());
+    stderr
+}
+
+#[test]
+fn answers_that_cannot_be_read_are_refused_naming_the_prompt() {
+    let server = Planted::start();
+    server.state.no_logprobs.store(true, Ordering::SeqCst);
+    let stderr = failing(&server, "");
+    assert!(stderr.contains("top_logprobs") && stderr.contains("Applicant: income="), "{stderr}");
+    let server = Planted::start();
+    server.state.neither.store(true, Ordering::SeqCst);
+    let stderr = failing(&server, "");
+    assert!(stderr.contains("neither a favourable nor an unfavourable answer") && stderr.contains("answered \"Maybe\""), "{stderr}");
+    assert!(stderr.contains("Applicant: income="), "{stderr}");
+    let server = Planted::start();
+    server.inject(&[Fault::BadRequest]);
+    let stderr = failing(&server, ", concurrency = 1");
+    assert!(stderr.contains("HTTP 400") && stderr.contains("Applicant: income="), "{stderr}");
+    assert_eq!(server.state.requests.load(Ordering::SeqCst), 1, "a 400 is not retried");
+    let server = Planted::start();
+    server.inject(&[Fault::ServerError; 3]);
+    let stderr = failing(&server, ", concurrency = 1, retries = 2, backoff_s = 0.01");
+    assert!(stderr.contains("HTTP 500") && stderr.contains("after 3 tries"), "{stderr}");
+}
+
+#[test]
+fn max_requests_stops_the_run_before_it_sends_more() {
+    let server = Planted::start();
+    let stderr = failing(&server, ", max_requests = 50");
+    assert!(stderr.contains("max_requests = 50 reached"), "{stderr}");
+    assert_eq!(server.state.requests.load(Ordering::SeqCst), 50);
+}
+
+#[test]
+fn the_api_key_reaches_the_server_and_is_written_nowhere() {
+    const VAR: &str = "FAIRPIPE_TEST_LLM_KEY";
+    const KEY: &str = "sk-test-3f9a1c77e2b04d55";
+    let server = Planted::start();
+    *server.state.key.lock().unwrap() = Some(KEY.to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &server.base_url(), &format!(", api_key_env = \"{VAR}\""), CHECK);
+    let out = dir.path().join("out");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_fairpipe"))
+        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .env(VAR, KEY)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{stderr}");
+    assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["stages"]["model"]["remote"]["llm"]["api_key_used"], true);
+    // Nothing under the pipeline's folder (results, cache, its WAL) holds the key.
+    let mut files = vec![dir.path().to_path_buf()];
+    let mut seen = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(!bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "{} holds the key", path.display());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 4, "{seen} files");
+    // A wrong key: refused by the server, and the message does not carry the key (the cache,
+    // which would answer every prompt, removed first).
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap().to_string_lossy().starts_with("cache.sqlite") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let wrong = "sk-wrong-0000";
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_fairpipe"))
+        .args(["run", file.to_str().unwrap(), "--out", dir.path().join("out2").to_str().unwrap(), "--quiet"])
+        .env(VAR, wrong)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success() && stderr.contains("401") && !stderr.contains(wrong), "{stderr}");
+    // Unset: refused at validate, naming the variable.
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_fairpipe"))
+        .args(["validate", file.to_str().unwrap()])
+        .env_remove(VAR)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success() && stderr.contains(VAR), "{stderr}");
+}
+
+#[test]
+fn labels_only_is_refused_at_validate_by_a_stage_that_needs_scores() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let stages = "\n[stages.groups]\nkind = \"group_metrics\"\nmodel = \"model\"\ntop_k = 10\n";
+    let file = pipeline(dir.path(), &server.base_url(), ", scores = \"labels\"", stages);
+    let (ok, stdout, stderr) = fairpipe(&["validate", file.to_str().unwrap()]);
+    assert!(!ok, "{stdout}");
+    assert!(stderr.contains("top_k") && stderr.contains("labels"), "{stderr}");
+    // Labels alone still audit: the check finds the planted flips from the answers' words.
+    let file = pipeline(dir.path(), &server.base_url(), ", scores = \"labels\"", CHECK);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    assert_eq!(summary["stages"]["check"]["discriminatory"].as_u64(), Some(planted_flips()));
+    assert_eq!(summary["stages"]["model"]["labels_only"], true);
+}
+
+#[test]
+fn llm_show_prints_a_rows_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), "http://127.0.0.1:9/v1", "", CHECK);
+    let (ok, stdout, stderr) = fairpipe(&["llm", "show", file.to_str().unwrap(), "3"]);
+    assert!(ok, "{stderr}");
+    // Row 3 of the data: income 0, years 1, Male.
+    assert!(stdout.contains("Applicant: income=0; years=1; sex=Male."), "{stdout}");
+    let (ok, _, stderr) = fairpipe(&["llm", "show", file.to_str().unwrap(), "999"]);
+    assert!(!ok && stderr.contains("past the data's 200 rows"), "{stderr}");
+}
+
+#[test]
+fn the_bundled_llm_pipeline_runs_against_a_served_model() {
+    let server = Planted::start();
+    let text = std::fs::read_to_string(root().join("pipelines/census-llm.toml")).unwrap();
+    assert!(text.contains("\"http://127.0.0.1:8080/v1\""));
+    let text = text
+        .replace("\"http://127.0.0.1:8080/v1\"", &format!("{:?}", server.base_url()))
+        .replace("\"data/census-200.csv\"", &format!("{:?}", bundled("data/census-200.csv")))
+        .replace("\"prompts/census-screener.j2\"", &format!("{:?}", bundled("prompts/census-screener.j2")));
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "census-llm.toml", &text);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let stages = &summary["stages"];
+    assert!(stages["check"]["discriminatory"].as_u64().unwrap() > 0, "{}", stages["check"]);
+    assert!(dir.path().join("out/report.html").is_file());
+    assert!(dir.path().join("llm-cache.sqlite").is_file());
+    let llm = &stages["model"]["remote"]["llm"];
+    assert_eq!(llm["unparsed"].as_u64(), Some(0), "{llm}");
+    // The planted answers: each prompt the server saw is one of the template's.
+    assert!(server.state.prompts.lock().unwrap().iter().all(|p| p.starts_with("An applicant has these details:")));
+}

@@ -1,0 +1,248 @@
+//! A planted-bias OpenAI-compatible server for the LLM tests (std `TcpListener`, a thread per
+//! connection, HTTP/1.1 keep-alive): `POST /v1/chat/completions` reads `income=I`, `years=Y` and
+//! either `sex=Female|Male` or `name=NAME` (a name from [`FEMALE_NAMES`] or [`MALE_NAMES`]) from
+//! the user message and answers with P(yes) = sigmoid([`planted_logit`]), given as the first
+//! token's `top_logprobs` (the favourable mass split over "Yes" and " yes", 10% of the mass on
+//! "Maybe", which a reader must normalise away). Faults are queued: each request takes the next
+//! one (429 with `Retry-After`, 500, a slow answer, a body that is not JSON), and modes answer
+//! without logprobs or with neither class.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// Names the planted model reads as female.
+pub const FEMALE_NAMES: [&str; 3] = ["Anna", "Maria", "Sofia"];
+/// Names the planted model reads as male.
+pub const MALE_NAMES: [&str; 3] = ["John", "Peter", "David"];
+
+/// The logit shift the planted model applies to a female applicant.
+pub const FEMALE_SHIFT: f64 = -1.5;
+
+/// The planted logit of P(yes): a known function of the features, minus 1.5 when female.
+pub fn planted_logit(income: i64, years: i64, female: bool) -> f64 {
+    0.8 * (income as f64 - 4.3) + 0.4 * (years as f64 - 4.1) + if female { FEMALE_SHIFT } else { 0.0 }
+}
+
+/// P(yes) of the planted model.
+pub fn planted_p(income: i64, years: i64, female: bool) -> f64 {
+    1.0 / (1.0 + (-planted_logit(income, years, female)).exp())
+}
+
+/// One fault to answer a request with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fault {
+    /// 429 with `Retry-After: SECONDS`.
+    TooMany(u32),
+    /// 500.
+    ServerError,
+    /// The answer after this many milliseconds.
+    Slow(u64),
+    /// A 200 whose body is not JSON.
+    Malformed,
+    /// 400 (a final refusal).
+    BadRequest,
+}
+
+/// The server's state, shared with the test.
+#[derive(Default)]
+pub struct State {
+    /// Faults for the next requests, in order.
+    pub faults: Mutex<VecDeque<Fault>>,
+    /// Requests received.
+    pub requests: AtomicU64,
+    /// Answers given (200s with an answer).
+    pub answered: AtomicU64,
+    /// Answer without logprobs.
+    pub no_logprobs: AtomicBool,
+    /// Answer "Maybe" with no class among the alternatives.
+    pub neither: AtomicBool,
+    /// The bearer token required (401 otherwise).
+    pub key: Mutex<Option<String>>,
+    /// Every prompt answered.
+    pub prompts: Mutex<Vec<String>>,
+}
+
+/// A running server.
+pub struct Planted {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// Its state.
+    pub state: Arc<State>,
+}
+
+impl Planted {
+    /// Start a server on a free port.
+    pub fn start() -> Planted {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(State::default());
+        let shared = Arc::clone(&state);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = Arc::clone(&shared);
+                std::thread::spawn(move || serve(stream, &state));
+            }
+        });
+        Planted { port, state }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Queue faults for the next requests.
+    pub fn inject(&self, faults: &[Fault]) {
+        self.state.faults.lock().unwrap().extend(faults.iter().copied());
+    }
+}
+
+fn serve(stream: TcpStream, state: &State) {
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut length = 0usize;
+        let mut auth = None;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            let (name, value) = line.split_once(':').unwrap_or((line, ""));
+            match name.trim().to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                "authorization" => auth = Some(value.trim().to_string()),
+                _ => {}
+            }
+        }
+        let mut body = vec![0u8; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        state.requests.fetch_add(1, Ordering::SeqCst);
+        let (status, headers, text) = answer(state, &request_line, auth.as_deref(), &body);
+        let response = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: keep-alive\r\n{headers}\r\n{text}",
+            text.len()
+        );
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) -> (String, String, String) {
+    if !request_line.starts_with("POST /v1/chat/completions ") {
+        return ("404 Not Found".into(), String::new(), json!({"error": "not found"}).to_string());
+    }
+    if let Some(key) = state.key.lock().unwrap().as_deref() {
+        if auth != Some(format!("Bearer {key}").as_str()) {
+            return ("401 Unauthorized".into(), String::new(), json!({"error": {"message": "invalid api key"}}).to_string());
+        }
+    }
+    let fault = state.faults.lock().unwrap().pop_front();
+    match fault {
+        Some(Fault::TooMany(seconds)) => {
+            return ("429 Too Many Requests".into(), format!("Retry-After: {seconds}\r\n"), json!({"error": "slow down"}).to_string())
+        }
+        Some(Fault::ServerError) => return ("500 Internal Server Error".into(), String::new(), "{\"error\": \"boom\"}".into()),
+        Some(Fault::Malformed) => return ("200 OK".into(), String::new(), "{\"choices\": [".into()),
+        Some(Fault::BadRequest) => return ("400 Bad Request".into(), String::new(), "{\"error\": \"bad request\"}".into()),
+        Some(Fault::Slow(ms)) => std::thread::sleep(Duration::from_millis(ms)),
+        None => {}
+    }
+    let request: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return ("400 Bad Request".into(), String::new(), json!({"error": e.to_string()}).to_string()),
+    };
+    let prompt = request["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_string();
+    let p = match read_prompt(&prompt) {
+        Some((income, years, female)) => planted_p(income, years, female),
+        None => match census_p(&prompt) {
+            Some(p) => p,
+            None => return ("400 Bad Request".into(), String::new(), json!({"error": format!("cannot read {prompt:?}")}).to_string()),
+        },
+    };
+    state.prompts.lock().unwrap().push(prompt.clone());
+    state.answered.fetch_add(1, Ordering::SeqCst);
+    let neither = state.neither.load(Ordering::SeqCst);
+    let content = if neither {
+        "Maybe"
+    } else if p > 0.5 {
+        "Yes"
+    } else {
+        "No"
+    };
+    let top = if neither {
+        json!([{"token": "Maybe", "logprob": -0.1}, {"token": "Perhaps", "logprob": -2.4}])
+    } else {
+        json!([
+            {"token": "Yes", "logprob": (0.6 * p).ln()},
+            {"token": " yes", "logprob": (0.3 * p).ln()},
+            {"token": "No", "logprob": (0.9 * (1.0 - p)).ln()},
+            {"token": "Maybe", "logprob": 0.1f64.ln()},
+        ])
+    };
+    let mut choice = json!({"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "length"});
+    if request["logprobs"] == json!(true) && !state.no_logprobs.load(Ordering::SeqCst) {
+        choice["logprobs"] = json!({"content": [{"token": content, "logprob": -0.5, "top_logprobs": top}]});
+    }
+    let tokens = (prompt.len() / 4) as u64;
+    let reply = json!({
+        "id": "planted", "object": "chat.completion", "model": request["model"],
+        "choices": [choice],
+        "usage": {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
+    });
+    ("200 OK".into(), String::new(), reply.to_string())
+}
+
+/// `income=I`, `years=Y` and the applicant's sex (stated or from the name) from a prompt.
+pub fn read_prompt(prompt: &str) -> Option<(i64, i64, bool)> {
+    let field = |key: &str| -> Option<&str> {
+        let at = prompt.find(&format!("{key}="))? + key.len() + 1;
+        let rest = &prompt[at..];
+        Some(rest[..rest.find(|c: char| !c.is_alphanumeric()).unwrap_or(rest.len())].trim())
+    };
+    let income = field("income")?.parse().ok()?;
+    let years = field("years")?.parse().ok()?;
+    let female = match (field("sex"), field("name")) {
+        (Some("Female"), _) => true,
+        (Some("Male"), _) => false,
+        (None, Some(name)) if FEMALE_NAMES.contains(&name) => true,
+        (None, Some(name)) if MALE_NAMES.contains(&name) => false,
+        _ => return None,
+    };
+    Some((income, years, female))
+}
+
+/// For a prompt of the bundled census template (`gender: Female|Male` on a line): P(yes) from a
+/// fixed hash of the other lines, with the female logit shift.
+pub fn census_p(prompt: &str) -> Option<f64> {
+    let gender = prompt.lines().find_map(|l| l.trim().strip_prefix("- gender: "))?;
+    let female = match gender.trim() {
+        "Female" => true,
+        "Male" => false,
+        _ => return None,
+    };
+    let rest: String = prompt.lines().filter(|l| !l.contains("gender:")).collect::<Vec<_>>().join("\n");
+    let mut h: u64 = 1469598103934665603;
+    for b in rest.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(1099511628211);
+    }
+    let logit = (h % 1000) as f64 / 250.0 - 2.0 + if female { FEMALE_SHIFT } else { 0.0 };
+    Some(1.0 / (1.0 + (-logit).exp()))
+}
