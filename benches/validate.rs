@@ -21,7 +21,7 @@ use fairpipe_core::run::Pipeline;
 /// A pipeline of `stages` stages in all: load, train, then `stages - 2` chained retrain stages.
 fn chain(stages: usize, data: &Path) -> String {
     let mut text = format!(
-        "[pipeline]\nseed = 1\n\n[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"logistic\"\n\n[stages.groups]\nkind = \"group_score\"\nmodel = \"model\"\nplugin = \"testsgd\"\n",
+        "[pipeline]\nseed = 1\n\n[stages.data]\nkind = \"load\"\npath = \"{}\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"logistic\"\n\n[stages.groups]\nkind = \"group_score\"\nmodel = \"model\"\nplugin = \"testsgd\"\n",
         data.display()
     );
     let mut previous = "model".to_string();

@@ -207,14 +207,23 @@ fn an_export_with_its_weights_beside_it_is_audited_on_every_executor() {
     let graph = std::fs::read(exports().join("torch_mlp_sigmoid_external.onnx")).unwrap();
     let weights = std::fs::metadata(exports().join("torch_mlp_sigmoid_external.onnx.data")).unwrap().len();
     assert!(weights > graph.len() as u64, "the weights ({weights} bytes) are outside the graph ({} bytes)", graph.len());
-    for (executor, runs_on) in
-        [("auto", &["native dense", "tract"][..]), ("native", &["native dense"]), ("tract", &["tract"]), ("onnxruntime", &["onnxruntime"])]
-    {
+    for (executor, runs_on) in [("auto", &["native dense", "tract"][..]), ("tract", &["tract"]), ("onnxruntime", &["onnxruntime"])] {
         let summary = audit_against("torch_mlp_sigmoid_external", "torch_mlp_sigmoid", &format!("executor = \"{executor}\""));
         let model = &summary["stages"]["model"];
         let ran = model["executor"].as_str().unwrap();
         assert!(runs_on.iter().any(|r| ran.starts_with(r)), "{executor}: {model}");
     }
+    // The native dense executor reads the external export as it reads the export with its weights
+    // inside: this graph is no plain stack of dense layers either way, and the two refusals agree.
+    let native = |name: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write(dir.path(), "p.toml", &pipeline(&format!("{name}.onnx"), "executor = \"native\"", SHORT_AUDIT));
+        let (ok, _, stderr) = fairpipe(&["run", file.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap(), "--quiet"]);
+        (ok, stderr.split_once("cannot load ONNX model:").map(|(_, why)| why.trim().to_string()).unwrap_or(stderr))
+    };
+    let (inside, external) = (native("torch_mlp_sigmoid"), native("torch_mlp_sigmoid_external"));
+    assert!(!inside.0 && inside.1.contains("not a plain stack of dense layers"), "{inside:?}");
+    assert_eq!(external, inside, "the external-data export is read as the one with its weights inside");
 }
 
 /// An external-data location that leaves the model's folder, or asks for bytes past the end of

@@ -108,9 +108,10 @@ fn the_bias_audit_page_prints_with_nothing_cut() {
     let dom = String::from_utf8_lossy(&dom.stdout);
     // The measurement, not the script's own text (which the dumped DOM holds too).
     let fit = dom
-        .lines()
-        .filter_map(|l| l.split("FIT ").nth(1))
+        .split("FIT ")
+        .skip(1)
         .find(|f| f.starts_with(|c: char| c.is_ascii_digit()))
+        .and_then(|f| f.split("</pre>").next())
         .unwrap_or_else(|| panic!("no measurement in the DOM:\n{dom}"));
     let parts: Vec<&str> = fit.splitn(4, ' ').collect();
     let (width, scroll, bad): (u32, u32, usize) = (parts[0].parse().unwrap(), parts[1].parse().unwrap(), parts[2].parse().unwrap());

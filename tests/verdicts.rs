@@ -95,7 +95,10 @@ fn a_planted_flip_rate_is_graded_by_its_size_in_the_summary_the_terminal_and_the
         let impact = 50.0 / (50.0 + bonus as f64);
         let measured = sex["impact"]["impact_ratio"].as_f64().unwrap();
         assert!((measured - impact).abs() < 1e-12, "{measured} vs {impact}");
-        assert_eq!(sex["impact"]["reference"], "1");
+        if bonus > 0 {
+            // With no bonus both sexes are selected alike: either may be the reference.
+            assert_eq!(sex["impact"]["reference"], "1");
+        }
         assert_eq!(sex["impact"]["severity"], if impact < 0.8 { "severe" } else { "ok" });
         // Race: no flip of its own, selected equally.
         let race = verdict(&summary, "race");

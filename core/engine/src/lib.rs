@@ -73,8 +73,8 @@ pub mod staging;
 pub mod stats;
 pub mod sweep;
 pub mod text;
-pub mod verdict;
 pub mod trail;
+pub mod verdict;
 pub mod warnings;
 
 pub use error::{Error, Result};

@@ -284,6 +284,9 @@ fn round_up(m: &FlipMeasure) -> String {
     format!("{up}")
 }
 
+/// An audited model: its name, its protected attributes, and the sets of them changed together.
+type ModelAttributes<'a> = (&'a str, Vec<String>, Vec<Vec<String>>);
+
 /// One verdict: on `attributes` of `model` (one attribute, or several changed together), from its
 /// flip measures and its group-rate measure.
 fn verdict(model: &str, attributes: &[String], mut measures: Vec<FlipMeasure>, impact: Option<ImpactMeasure>) -> AttributeVerdict {
@@ -343,7 +346,7 @@ pub fn verdicts<'a>(summary: &'a Summary, t: &Thresholds) -> VerdictSection {
         .filter_map(|(n, e)| Some((n, audited_model(summary, e)?, e.figures::<GroupMetricsFigures>().ok()?)))
         .collect();
     // Each audited model's attributes and sets changed together, in order.
-    let mut models: Vec<(&str, Vec<String>, Vec<Vec<String>>)> = Vec::new();
+    let mut models: Vec<ModelAttributes> = Vec::new();
     let mut entry = |model: &'a str| -> usize {
         match models.iter().position(|(m, ..)| *m == model) {
             Some(at) => at,
@@ -358,7 +361,7 @@ pub fn verdicts<'a>(summary: &'a Summary, t: &Thresholds) -> VerdictSection {
         plan.push((entry(f.model), f.attributes.clone()));
     }
     for (_, model, f) in &metrics {
-        let at = entry(*model);
+        let at = entry(model);
         for g in f.groups.iter().filter(|g| !g.attributes.contains(" × ")) {
             plan.push((at, vec![g.attributes.clone()]));
         }

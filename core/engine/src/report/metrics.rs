@@ -194,7 +194,7 @@ fn set_chart(
         (reference.selection_rate, format!("{} (ref)", pctf(reference.selection_rate)), false),
         (fail * reference.selection_rate, format!("×{fail}"), true),
     ];
-    let mut legend = vec![
+    let mut legend = [
         (Verdict::Fail, format!("below ×{fail} of the reference's rate (fails)")),
         (Verdict::Warn, format!("below ×{}, or below ×{fail} but not significant", t.impact_notable)),
         (Verdict::Pass, "within the rule".to_string()),

@@ -97,9 +97,12 @@ impl Pipeline {
     }
 }
 
+/// One `key = value` of a stage's table, with spans.
+type Entry = (Sp<String>, Sp<Val>);
+
 /// Stage `stage`'s table in the pipeline: the span of its name (for problems about the whole
 /// stage) and its entries.
-fn stage_table(root: &Sp<Val>, stage: &str) -> (std::ops::Range<usize>, Vec<(Sp<String>, Sp<Val>)>) {
+fn stage_table(root: &Sp<Val>, stage: &str) -> (std::ops::Range<usize>, Vec<Entry>) {
     let Val::Table(top) = &root.v else { return (0..0, Vec::new()) };
     let Some((_, stages)) = top.iter().find(|(k, _)| k.v == "stages") else { return (0..0, Vec::new()) };
     let Val::Table(stages) = &stages.v else { return (0..0, Vec::new()) };

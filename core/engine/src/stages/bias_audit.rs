@@ -415,10 +415,14 @@ struct Axis {
     names: Vec<String>,
 }
 
+/// The decisions audited: the dataset, the row indices, the outcome per row (0/1 or a score) and
+/// where the outcomes came from.
+type Outcomes = (Arc<Dataset>, Vec<usize>, Vec<f64>, String);
+
 impl BiasAuditConfig {
     /// The decisions and the rows audited: (dataset, row indices, outcome per row as 0/1 or a
     /// score, source description).
-    fn outcomes(&self, inputs: &Inputs) -> Result<(Arc<Dataset>, Vec<usize>, Vec<f64>, String)> {
+    fn outcomes(&self, inputs: &Inputs) -> Result<Outcomes> {
         let data = inputs.by_role.get("data").map(|_| inputs.dataset("data")).transpose()?;
         let model = inputs.by_role.get("model").map(|_| inputs.model("model")).transpose()?;
         let dataset = match (&data, &model) {

