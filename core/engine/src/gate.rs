@@ -158,10 +158,14 @@ pub enum Shape {
 pub const NOT_NUMBERS: &[(&str, &[(&str, Shape)])] = {
     use Shape::{List, Object, Text};
     &[
-        ("check", &[("ci95", List)]),
+        (
+            "bias_audit",
+            &[("outcome", Text), ("source", Text), ("exclusion_justification", Text), ("mapped", List), ("tables", List), ("page", Object)],
+        ),
+        ("check", &[("ci95", List), ("protected", List)]),
         ("check_text", &[("counterfactuals", Text), ("per_category", Object)]),
         ("cluster", &[("cluster_sizes", List)]),
-        ("estimate", &[("ci95", List), ("ci95_wilson", List)]),
+        ("estimate", &[("ci95", List), ("ci95_wilson", List), ("protected", List)]),
         (
             "generate",
             &[
@@ -171,6 +175,7 @@ pub const NOT_NUMBERS: &[(&str, &[(&str, Shape)])] = {
                 ("cache_choice", Text),
                 ("gradient", Text),
                 ("stopped_by", Text),
+                ("protected", List),
                 ("unit_figures", List),
             ],
         ),
