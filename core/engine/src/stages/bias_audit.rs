@@ -17,7 +17,7 @@ use super::load::LabelValue;
 use super::options::Rows;
 use crate::data::Dataset;
 use crate::domain::{AttributeKind, Domain};
-use crate::error::{Error, Result, StageError};
+use crate::error::{Result, StageError};
 use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
@@ -880,8 +880,12 @@ impl Stage for BiasAuditConfig {
                 data.dropped_rows
             ));
         }
-        if outcome.iter().any(|v| !v.is_finite()) {
-            return Err(Error::Invalid("a score is not a finite number".into()));
+        if let Some(at) = outcome.iter().position(|v| !v.is_finite()) {
+            let key = if inputs.by_role.contains_key("model") { "model" } else { "column" };
+            return Err(StageError::cannot(
+                key,
+                format!("{}: row {} of the rows audited has the score {}, not a finite number", source, rows[at] + 1, outcome[at]),
+            ));
         }
         let sex = self.sex.as_ref().map(|c| self.axis("sex", c, &data, &rows)).transpose()?;
         let race = self.race.as_ref().map(|c| self.axis("race", c, &data, &rows)).transpose()?;
