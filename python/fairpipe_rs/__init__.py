@@ -374,7 +374,11 @@ def _say_cost(
             combinations *= max(1, len(np.unique(_frames.column_values(data, name).astype(str))))
         except (KeyError, TypeError, ValueError, AttributeError):
             return  # a missing column: the engine says so, in the argument's terms
-    line = _progress.cost_line(_progress.planned_rows(measured, combinations, checks, options, search), batch_size)
+    try:
+        plan = _progress.planned_rows(measured, combinations, checks, options, search)
+    except (TypeError, ValueError):
+        return  # a budget that is not a number: the engine refuses it at its place in the argument
+    line = _progress.cost_line(plan, batch_size)
     if line is not None:
         print(line, file=sys.stderr, flush=True)
 

@@ -6,13 +6,26 @@ meant to be called directly: ``fairpipe_rs.audit``, ``fairpipe_rs.run`` and ``Ru
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, final
 
 from ._model import ModelSpec
+
+__all__ = [
+    "NativeRun",
+    "ArrowTable",
+    "run_pipeline",
+    "audit",
+    "version",
+    "arrow_buffer_addresses",
+    "builtin_reference",
+    "source_tree",
+    "audit_defaults",
+]
 
 #: ``f(stage, kind, position, total, unit, elapsed_s, finished)`` (fairpipe_rs._progress).
 _Callback = Callable[[str, str, int, Optional[int], str, float, bool], None]
 
+@final
 class ArrowTable:
     """A result table offered through the Arrow PyCapsule interface (read it with
     ``polars.DataFrame(t)`` or ``pyarrow.table(t)``)."""
@@ -20,6 +33,7 @@ class ArrowTable:
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
     def __len__(self) -> int: ...
 
+@final
 class NativeRun:
     """A finished run: the summary, the result tables and the files written."""
 
@@ -61,4 +75,4 @@ def version() -> str: ...
 def source_tree() -> str: ...
 def builtin_reference() -> str: ...
 def audit_defaults() -> Dict[str, Dict[str, Any]]: ...
-def arrow_buffer_addresses(data: Any) -> List[Tuple[str, List[int]]]: ...
+def arrow_buffer_addresses(obj: Any) -> List[Tuple[str, List[int]]]: ...

@@ -176,6 +176,8 @@ def cost_line(plan: Sequence[Tuple[str, Optional[int], str]], batch_size: int) -
     if total < COST_LINE_ROWS and not unbounded:
         return None
     parts = "; ".join(f"{stage}: {how}" + (f" = {_count(rows)}" if rows is not None and "×" in how else "") for stage, rows, how in plan)
+    if total == 0:
+        return f"fairpipe: this audit runs a search without a row budget ({parts})"
     calls = math.ceil(total / max(batch_size, 1))
     more = ", and a search without a row budget" if unbounded else ""
     return f"fairpipe: this audit asks the model about {_count(total)} rows in about {calls:,} calls of up to {batch_size:,} rows{more} ({parts})"

@@ -136,7 +136,8 @@ fn engine_error(py: Python<'_>, e: Error, last: &LastError, audit: bool) -> PyEr
             vec![Located { file: None, line: None, column: None, message }]
         }
         other if audit => {
-            vec![Located { file: None, line: None, column: None, message: caller::without_column(&other.to_string(), SPLIT_COLUMN) }]
+            let message = caller::without_column(&caller::of_argument(&other.to_string()), SPLIT_COLUMN);
+            vec![Located { file: None, line: None, column: None, message }]
         }
         other => vec![Located { file: None, line: None, column: None, message: other.to_string() }],
     };
@@ -242,7 +243,7 @@ fn config_from<C: serde::de::DeserializeOwned>(stage: &str, defaults: Value, opt
         Some(Value::Null) | None => {}
         Some(other) => return Err(Error::Invalid(format!("options[{stage:?}] must be a dict of the stage's keys, found {other}"))),
     }
-    serde_json::from_value(Value::Object(merged)).map_err(|e| Error::Invalid(format!("options[{stage:?}]: {e}")))
+    caller::read_keys(&format!("options[{stage:?}]"), Value::Object(merged)).map_err(Error::Invalid)
 }
 
 /// `data` with a split column: `test` where `mask` is true.
@@ -334,7 +335,7 @@ fn audit(
         }
         let model = match (source, model_config) {
             (Some(source), _) => LoadModelConfig::provided(ProvidedModel(Arc::new(source))),
-            (None, Some(config)) => serde_json::from_value(config).map_err(|e| Error::Invalid(format!("model: {e}")))?,
+            (None, Some(config)) => caller::read_keys("model", config).map_err(Error::Invalid)?,
             (None, None) => return Err(Error::Invalid("model: give a model object, an ONNX path or a dict of load_model keys".into())),
         };
         let rows = if measured { "test" } else { "all" };
@@ -363,7 +364,7 @@ fn audit(
             };
         }
         if let Some(search) = search {
-            let generate: GenerateConfig = serde_json::from_value(search).map_err(|e| Error::Invalid(format!("search: {e}")))?;
+            let generate: GenerateConfig = caller::read_keys("search", search).map_err(Error::Invalid)?;
             builder = builder.stage("search", generate, &[("model", "model")]).stage("verify", VerifyConfig {}, &[("cases", "search")]);
         }
         let mut pipeline = builder.build()?;

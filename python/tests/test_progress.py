@@ -69,17 +69,20 @@ def test_a_callable_is_told_of_every_stage_from_another_thread(xgb_model, census
     assert (last[2], last[3], last[4]) == (run.figures("estimate")["trials"],) * 2 + ("trials",)
 
 
-def test_a_callable_that_raises_does_not_stop_the_run(xgb_model, census_frames):
+def test_a_callable_that_raises_does_not_stop_the_run(xgb_model, census_frames, monkeypatch):
+    """Its exception is reported once, as an unraisable exception, and it is called no more."""
     _, frame = census_frames
-    calls = []
+    calls, reported = [], []
 
     def broken(*args):
         calls.append(args)
         raise RuntimeError("a display that fails")
 
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
     run = small_audit(frame, xgb_model, checks=["group_metrics"], progress=broken)
     assert run.figures("group_metrics")["rows"] == len(frame)
     assert len(calls) == 1, "called once, then no more"
+    assert [str(r.exc_value) for r in reported] == ["a display that fails"]
 
 
 def test_tqdm_bars_count_to_the_figures(xgb_model, census_frames, capsys):
@@ -180,6 +183,9 @@ def test_no_cost_line_for_a_small_audit_nor_with_progress_off(xgb_model, census_
 
 def test_an_unbounded_search_is_said_before_it_starts(xgb_model, census_frames, capsys):
     _, frame = census_frames
+    small_audit(frame, xgb_model, checks=[], progress="text", search={"plugin": "random", "max_seconds": 1})
+    err = capsys.readouterr().err
+    assert err.startswith("fairpipe: this audit runs a search without a row budget (search: until max_seconds = 1 s)\n"), err
     small_audit(frame, xgb_model, checks=["group_metrics"], progress="text", search={"plugin": "random", "max_seconds": 1})
     err = capsys.readouterr().err
     assert err.startswith("fairpipe: this audit asks the model about "), err

@@ -47,22 +47,25 @@ def test_the_stub_matches_the_built_module():
 
 
 def test_a_wrong_stub_fails_stubtest(tmp_path):
-    """The package's files with one argument of ``audit`` misnamed in the stub, found first through
-    MYPYPATH: stubtest, which reads the built module itself, names the mismatch."""
+    """The package's files with one argument of ``NativeRun.table`` misnamed in the stub (the package
+    passes it by position, so mypy alone cannot see it), found first through MYPYPATH: stubtest,
+    which reads the built module itself, names the mismatch."""
     installed = Path(fairpipe_rs.__file__).parent
     copy = tmp_path / "fairpipe_rs"
     shutil.copytree(installed, copy, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
     stub = (copy / "_native.pyi").read_text()
-    assert "    protected: Sequence[str],\n" in stub
-    (copy / "_native.pyi").write_text(stub.replace("    protected: Sequence[str],\n", "    protectd: Sequence[str],\n", 1))
+    right = "def table(self, name: str, newest: bool)"
+    assert right in stub
+    (copy / "_native.pyi").write_text(stub.replace(right, "def table(self, name: str, latest: bool)"))
     done = stubtest(env={**os.environ, "MYPYPATH": str(tmp_path)})
-    assert done.returncode != 0, done.stdout
-    assert "fairpipe_rs._native.audit" in done.stdout and "protect" in done.stdout, done.stdout
+    assert done.returncode == 1, done.stdout
+    assert "error: fairpipe_rs._native.NativeRun.table is inconsistent" in done.stdout and '"latest"' in done.stdout, done.stdout
+    assert "Found 1 error" in done.stdout, done.stdout
 
 
 def test_mypy_strict_passes_on_the_package_the_example_and_the_public_calls():
     # From python/: `fairpipe_rs` is the source package (its .py files and the stub).
-    done = mypy("-p", "fairpipe_rs", "examples/audit_census.py", "tests/typed/public_calls.py")
+    done = mypy("fairpipe_rs", "examples/audit_census.py", "tests/typed/public_calls.py")
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"Success: no issues found in \d+ source files", done.stdout), done.stdout
 
