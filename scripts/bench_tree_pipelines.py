@@ -16,6 +16,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,10 +34,12 @@ def main():
     ap.add_argument('--fairpipe', default=os.path.join(ROOT, 'target', 'release', 'fairpipe'))
     ap.add_argument('--rounds', type=int, default=2)
     ap.add_argument('--build', default='release', help='how the binary was built (recorded)')
+    ap.add_argument('--pipeline', action='append', help='run only this pipeline (repeatable)')
+    ap.add_argument('--out', default=OUT, help='the JSONL file to append to')
     args = ap.parse_args()
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     for rnd in range(1, args.rounds + 1):
-        for pipeline in PIPELINES:
+        for pipeline in args.pipeline or PIPELINES:
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, 'out')
                 cmd = [args.fairpipe, 'run', pipeline, '--out', out, '--quiet', '--jobs', '1']
@@ -46,17 +49,21 @@ def main():
                     summary = json.load(open(summary_file))
                     stages = summary['stages']
                     model = stages['model']
+                    # The combination's folder names its matrix values: `03_path=xgboost_executor=native`.
+                    name = os.path.basename(os.path.dirname(summary_file))
+                    combo = dict(re.findall(r'(path|executor)=(.*?)(?=_(?:path|executor)=|$)', name))
                     after = {name: s for name, s in stages.items() if s.get('kind') not in ('load', 'load_model')}
                     row = dict(record, build=args.build, round=rnd, pipeline=pipeline,
                                combination=os.path.basename(os.path.dirname(summary_file)),
-                               model_path=model.get('path'), executor=model.get('executor'),
+                               model_path=combo.get('path'), executor=combo.get('executor'),
+                               executor_figure=model.get('executor'),
                                load_model_s=model.get('elapsed_s'),
                                stages_s=round(sum(s['elapsed_s'] for s in after.values()), 4),
                                model_time_s=round(sum(s.get('model_time_s') or 0.0 for s in after.values()), 4),
                                stage_times={name: s['elapsed_s'] for name, s in after.items()},
                                idis={name: s.get('discriminatory') for name, s in after.items() if s.get('kind') == 'verify'},
                                rate=stages.get('estimate', {}).get('rate'))
-                    with open(OUT, 'a') as f:
+                    with open(args.out, 'a') as f:
                         f.write(json.dumps(row) + '\n')
                     print(rnd, row['combination'], row['executor'], row['stages_s'], flush=True)
 
