@@ -81,9 +81,9 @@ pub enum Error {
     /// A stage's figures could not be read as the type asked for.
     #[error(transparent)]
     Figures(#[from] crate::stage::summary::FiguresError),
-    /// The audit would need more than a limit allows ([`crate::limits`]).
+    /// The audit would need more than a limit of [`crate::limits`] allows.
     #[error(transparent)]
-    Limit(#[from] crate::limits::LimitError),
+    Limit(#[from] LimitError),
     /// A stage received something it cannot work with.
     #[error("{0}")]
     Invalid(String),
@@ -112,6 +112,37 @@ impl Error {
             _ => None,
         }
     }
+}
+
+/// An audit above one of the limits, with what to change.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LimitError {
+    /// More combinations of the protected attributes' values than
+    /// [`crate::limits::MAX_PROTECTED_COMBINATIONS`].
+    #[error("the protected attributes {attributes} give {count} combinations, more than the limit of {limit} (every audited input is checked against each); {fix}")]
+    ProtectedCombinations {
+        /// The attributes and their levels, in words.
+        attributes: String,
+        /// How many combinations they give.
+        count: String,
+        /// The limit.
+        limit: u128,
+        /// What to change.
+        fix: &'static str,
+    },
+    /// More model rows than [`crate::limits::MAX_MODEL_ROWS`].
+    #[error("this audit needs {rows} model rows ({formula}), more than the limit of {limit}; {fix}")]
+    ModelRows {
+        /// How many.
+        rows: String,
+        /// How they are counted ("trials × samples × combinations = …").
+        formula: String,
+        /// The limit.
+        limit: u128,
+        /// What to change.
+        fix: &'static str,
+    },
 }
 
 /// Why a stage refused to run when the data or the model contradicts one of its keys. The stage

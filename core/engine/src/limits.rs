@@ -5,39 +5,8 @@
 //! "Limits" table lists these constants.
 
 use crate::domain::Domain;
-use crate::error::Error;
+use crate::error::{Error, LimitError};
 use crate::warnings::Warnings;
-
-/// An audit above one of the limits, with what to change.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LimitError {
-    /// More combinations of the protected attributes' values than
-    /// [`MAX_PROTECTED_COMBINATIONS`].
-    #[error("the protected attributes {attributes} give {count} combinations, more than the limit of {limit} (every audited input is checked against each); {fix}")]
-    ProtectedCombinations {
-        /// The attributes and their levels, in words.
-        attributes: String,
-        /// How many combinations they give.
-        count: String,
-        /// The limit.
-        limit: u128,
-        /// What to change.
-        fix: &'static str,
-    },
-    /// More model rows than [`MAX_MODEL_ROWS`].
-    #[error("this audit needs {rows} model rows ({formula}), more than the limit of {limit}; {fix}")]
-    ModelRows {
-        /// How many.
-        rows: String,
-        /// How they are counted ("trials × samples × combinations = …").
-        formula: String,
-        /// The limit.
-        limit: u128,
-        /// What to change.
-        fix: &'static str,
-    },
-}
 
 /// `estimate`: trials K at most.
 pub const MAX_TRIALS: usize = 100_000;
