@@ -13,14 +13,13 @@ use std::sync::Arc;
 use fairpipe_core::error::{ConfigError, ConfigProblem, Error};
 use fairpipe_core::models::provided::ProvidedModel;
 use fairpipe_core::output::Table;
+use fairpipe_core::preset::{standard_estimate, standard_generate, ModelStage, Search, Seeds, StandardAudit, SEARCH_METHOD};
 use fairpipe_core::run::{Pipeline, Replacement};
 use fairpipe_core::stages::check::CheckConfig;
-use fairpipe_core::stages::estimate::EstimateConfig;
 use fairpipe_core::stages::generate::GenerateConfig;
 use fairpipe_core::stages::group_metrics::GroupMetricsConfig;
 use fairpipe_core::stages::load::{LabelValue, LoadConfig};
 use fairpipe_core::stages::load_model::LoadModelConfig;
-use fairpipe_core::stages::verify::VerifyConfig;
 use polars::prelude::{Column, DataFrame, NamedFrom, Series};
 use pyo3::exceptions::{PyImportError, PyValueError};
 use pyo3::prelude::*;
@@ -330,36 +329,59 @@ fn audit(
             (None, Some(config)) => serde_json::from_value(config).map_err(|e| Error::Invalid(format!("model: {e}")))?,
             (None, None) => return Err(Error::Invalid("model: give a model object, an ONNX path or a dict of load_model keys".into())),
         };
+        // The standard audit (fairpipe_core::preset, the pipeline `fairpipe init` writes): its
+        // budgets under the caller's options.
         let rows = if measured { "test" } else { "all" };
         let option = |stage: &str| options.get(stage);
-        let mut builder = Pipeline::builder("audit").seed(seed).stage("data", load, &[]).stage("model", model, &[("data", "data")]);
+        let standard = |config: Value, split: Option<&str>| -> Value {
+            let mut config = config;
+            if let (Some(split), Value::Object(map)) = (split, &mut config) {
+                map.insert("split".into(), Value::from(split));
+            }
+            config
+        };
+        let json = |c: Result<Value, serde_json::Error>| c.map_err(|e| Error::Invalid(e.to_string()));
+        let mut audit = StandardAudit::new("audit", load, ModelStage::Load(model));
+        audit.seed = seed;
+        audit.group_metrics.clear();
+        audit.estimate = None;
+        audit.check = None;
         for check in &checks {
-            builder = match check.as_str() {
-                "group_metrics" => builder.stage(
-                    "group_metrics",
-                    config_from::<GroupMetricsConfig>(check, serde_json::json!({ "split": rows }), option(check))?,
-                    &[("model", "model")],
-                ),
-                "estimate" => {
-                    builder.stage("estimate", config_from::<EstimateConfig>(check, Value::Null, option(check))?, &[("model", "model")])
+            match check.as_str() {
+                "group_metrics" => {
+                    let defaults = standard(json(serde_json::to_value(GroupMetricsConfig::default()))?, Some(rows));
+                    audit.group_metrics.push(("group_metrics".into(), config_from(check, defaults, option(check))?));
                 }
-                "check" => builder.stage(
-                    "check",
-                    config_from::<CheckConfig>(check, serde_json::json!({ "split": rows }), option(check))?,
-                    &[("model", "model")],
-                ),
+                "estimate" => audit.estimate = Some(config_from(check, json(serde_json::to_value(standard_estimate()))?, option(check))?),
+                "check" => {
+                    let defaults = standard(json(serde_json::to_value(CheckConfig::default()))?, Some(rows));
+                    audit.check = Some(config_from(check, defaults, option(check))?);
+                }
                 other => {
                     return Err(Error::Invalid(format!(
                         "checks: unknown check {other:?}; the checks are group_metrics, estimate and check"
                     )))
                 }
-            };
+            }
         }
         if let Some(search) = search {
-            let generate: GenerateConfig = serde_json::from_value(search).map_err(|e| Error::Invalid(format!("search: {e}")))?;
-            builder = builder.stage("search", generate, &[("model", "model")]).stage("verify", VerifyConfig {}, &[("cases", "search")]);
+            let Value::Object(given) = search else {
+                return Err(Error::Invalid("search: give a method name or a dict with \"plugin\"".into()));
+            };
+            let method = given.get("plugin").and_then(Value::as_str).unwrap_or(SEARCH_METHOD).to_string();
+            let mut merged = match json(serde_json::to_value(standard_generate(&method)))? {
+                Value::Object(map) => map,
+                _ => serde_json::Map::new(),
+            };
+            if !given.contains_key("plugin") {
+                merged.remove("plugin");
+            }
+            merged.extend(given);
+            let generate: GenerateConfig =
+                serde_json::from_value(Value::Object(merged)).map_err(|e| Error::Invalid(format!("search: {e}")))?;
+            audit.search = Some(Search { seeds: Seeds::Random, generate });
         }
-        let mut pipeline = builder.build()?;
+        let mut pipeline = audit.build()?;
         pipeline.gate = gate_conditions(&gate)?;
         execute(&pipeline, None)
     });
