@@ -19,7 +19,7 @@ s = json.load(open(sys.argv[1]))
 for stage in ("decisions", "tool"):
     f = s["stages"][stage]
     print(f"{stage}: source = {f['source']}")
-    print(f"  rows {f['rows']}, rate {f['rate']:.4f}, min impact ratio {f['min_impact_ratio']:.4f} "
+    print(f"  rows {f['rows']}, left out at load {f['left_out_at_load']}, rate {f['rate']:.4f}, min impact ratio {f['min_impact_ratio']:.4f} "
           f"(sex {f['min_impact_ratio_sex']:.4f}, race {f['min_impact_ratio_race']:.4f}, "
           f"intersection {f['min_impact_ratio_intersection']:.4f}); under four-fifths: {f['below_four_fifths']}, "
           f"significant: {f['significant']}")

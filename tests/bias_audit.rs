@@ -95,6 +95,79 @@ fn the_tables_equal_an_independent_computation_from_the_rules() {
     // The excluded category is listed with its count and rate, outside the ratios.
     let nhpi = exp.iter().find(|r| r["table"] == "race" && r["category"] == "Native Hawaiian or Pacific Islander").unwrap();
     assert_eq!((nhpi["count"].as_str(), nhpi["excluded"].as_str(), nhpi["impact_ratio"].as_str()), ("15", "yes", ""));
+
+    // The verdicts read the audit's impact ratios (no group_metrics stage in this run): the worst
+    // category of each table, graded as docs/report.md says (under 0.8 and significant after
+    // Holm: severe; under 0.8 and not significant, or under 0.9: notable).
+    for (attribute, table) in [("sex", "sex"), ("race", "race")] {
+        let v = summary["verdicts"]["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["model"] == "decisions" && v["attribute"] == attribute)
+            .unwrap_or_else(|| panic!("no verdict on {attribute} of the decisions: {}", summary["verdicts"]));
+        let impact = &v["impact"];
+        assert_eq!((impact["measure"].as_str(), impact["stage"].as_str()), (Some("bias_audit"), Some("decisions")), "{v}");
+        let rows: Vec<&&BTreeMap<String, String>> =
+            known.iter().filter(|e| e["table"] == table && e["excluded"].is_empty() && e["highest"].is_empty()).collect();
+        let worst = rows.iter().min_by(|a, b| number(&a["impact_ratio"]).unwrap().total_cmp(&number(&b["impact_ratio"]).unwrap())).unwrap();
+        let ratio = number(&worst["impact_ratio"]).unwrap();
+        assert_eq!(impact["group"].as_str(), Some(worst["category"].as_str()), "{v}");
+        assert!((impact["impact_ratio"].as_f64().unwrap() - ratio).abs() < 1e-12, "{v}");
+        let significant = number(&worst["p_adjusted"]).unwrap() <= 0.05;
+        let severity = match (ratio < 0.8, significant, ratio < 0.9) {
+            (true, true, _) => "severe",
+            (true, false, _) | (false, _, true) => "notable",
+            _ => "ok",
+        };
+        assert_eq!(impact["severity"].as_str(), Some(severity), "{v}");
+    }
+    // report.html opens with those verdicts and links each audit's printable page.
+    let report = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(!report.contains("No stage of this run measures"), "the verdicts are missing from report.html");
+    for stage in ["decisions", "scores", "unmapped"] {
+        assert!(report.contains(&format!("href=\"{stage}.html\"")), "report.html does not link {stage}.html");
+        assert!(out.path().join(format!("{stage}.html")).exists());
+    }
+    assert!(report.contains("bias_audit `decisions`"), "no verdict line names the audit");
+}
+
+#[test]
+fn rows_the_load_drops_are_counted_as_left_out_on_the_page() {
+    let fixtures = common::root().join("tests/fixtures/bias_audit");
+    let dir = tempfile::tempdir().unwrap();
+    // Three applicants lose their score: `missing = "drop"` takes them out before the audit.
+    let csv = std::fs::read_to_string(fixtures.join("applicants.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let score = header.iter().position(|c| *c == "score").unwrap();
+    let blanked: Vec<String> = csv
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            if (1..=3).contains(&i) {
+                let mut cells: Vec<&str> = line.split(',').collect();
+                cells[score] = "";
+                cells.join(",")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect();
+    common::write(dir.path(), "applicants.csv", &(blanked.join("\n") + "\n"));
+    let pipeline = common::write(
+        dir.path(),
+        "p.toml",
+        "[pipeline]\nname = \"left-out\"\n\n[stages.data]\nkind = \"load\"\npath = \"applicants.csv\"\nlabel = \"qualified\"\n\
+         protected = [\"sex\", \"race\"]\ndrop = [\"id\"]\nmissing = \"drop\"\n\n[stages.audit]\nkind = \"bias_audit\"\ndata = \"data\"\n\
+         sex = \"sex\"\nrace = \"race\"\ncolumn = \"selected\"\nunknown = [\"Unknown\", \"Declined\"]\n",
+    );
+    let out = dir.path().join("out");
+    let summary = common::run_pipeline(&pipeline, &out, &[]);
+    let audit = &summary["stages"]["audit"];
+    assert_eq!((audit["rows"].as_u64(), audit["left_out_at_load"].as_u64()), (Some(1077), Some(3)), "{audit}");
+    let page = std::fs::read_to_string(out.join("audit.html")).unwrap();
+    assert!(page.contains("People left out before the audit</th><td>3:"), "the page does not say who was left out");
+    assert!(summary["warnings"].to_string().contains("dropped 3 rows"), "{}", summary["warnings"]);
 }
 
 #[test]

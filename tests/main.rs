@@ -37,6 +37,7 @@ mod pipelines;
 mod planted_bias;
 mod plugins_planted;
 mod properties;
+mod published_figures;
 mod remote_faults;
 mod remote_mlflow;
 mod remote_models;

@@ -23,13 +23,13 @@ search methods (aequitas, eidig, maft, random, sg, testsgd) and the report are t
 from __future__ import annotations
 
 import html
-import json
 import os
+import sys
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _frames, _native
+from . import _frames, _native, _progress
 from ._errors import GateFailed, PipelineError, Problem
 from ._examples import example_data
 from ._model import ModelSpec
@@ -82,7 +82,7 @@ class Run:
       ``predict_proba`` (and in building its input).
     """
 
-    def __init__(self, native: Any, specs: Sequence[ModelSpec] = ()):
+    def __init__(self, native: _native.NativeRun, specs: Sequence[ModelSpec] = ()):
         self._native = native
         self._summary: Optional[Dict[str, Any]] = None
         self._specs = list(specs)
@@ -92,7 +92,7 @@ class Run:
         """What ``summary.json`` holds: the pipeline, seed, stage order, each stage's figures,
         warnings and the gate."""
         if self._summary is None:
-            self._summary = json.loads(self._native.summary_json())
+            self._summary = self._native.summary()
         return self._summary
 
     @property
@@ -103,7 +103,7 @@ class Run:
     def figures(self, stage: str) -> Dict[str, Any]:
         """Stage ``stage``'s figures (a dict: ``kind``, ``elapsed_s``, ``model_queries`` and the
         stage kind's own figures, e.g. ``rate`` and its interval for ``estimate``)."""
-        stages = self.summary.get("stages", {})
+        stages: Dict[str, Dict[str, Any]] = self.summary.get("stages", {})
         if stage not in stages:
             raise KeyError(f"no stage {stage!r} in the run; the stages are {', '.join(stages)}")
         return stages[stage]
@@ -175,17 +175,11 @@ def _gate_list(gate: Union[None, str, Iterable[str]]) -> List[str]:
     return [str(g) for g in gate]
 
 
-def _finish(native: Any, specs: Sequence[ModelSpec], raise_on_gate: bool) -> Run:
+def _finish(native: _native.NativeRun, specs: Sequence[ModelSpec], raise_on_gate: bool) -> Run:
     result = Run(native, specs)
     if raise_on_gate and result.gate is not None and not result.gate.passed:
         raise GateFailed(result)
     return result
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def audit(
@@ -205,6 +199,7 @@ def audit(
     options: Optional[Mapping[str, Mapping[str, Any]]] = None,
     batch_size: int = 16384,
     raise_on_gate: bool = False,
+    progress: _progress.Progress = None,
 ) -> Run:
     """Audit ``model`` on ``data`` for discrimination on the ``protected`` attributes.
 
@@ -266,6 +261,13 @@ def audit(
         Rows per ``predict_proba`` call.
     raise_on_gate:
         Raise ``GateFailed`` when a gate condition fails (the run is its ``run``).
+    progress:
+        What the audit shows while it works: by default the command line's bars in a terminal, a
+        tqdm bar per stage in a notebook (plain text lines without tqdm), nothing elsewhere;
+        ``False`` for nothing, ``True`` for text lines where the default shows nothing,
+        ``"terminal"``, ``"tqdm"``, ``"text"``, or a callable (``fairpipe_rs._progress``). Unless
+        ``False``, an audit asking the model about a million rows or more says so in one line
+        first (rows, model calls, each stage's budget).
 
     Returns
     -------
@@ -275,8 +277,9 @@ def audit(
     Raises
     ------
     PipelineError
-        With ``problems`` (file, line, column, message) when the audit cannot be set up or a stage
-        fails; an exception raised by the model is its ``__cause__``.
+        With ``problems`` when the audit cannot be set up or a stage fails, each said of the
+        argument that caused it (``argument `protected`: ...``; ``file`` and ``line`` are
+        ``None``); an exception raised by the model is its ``__cause__``.
     """
     if isinstance(protected, str):
         protected = [protected]
@@ -302,8 +305,8 @@ def audit(
                 raise TypeError("test: give a boolean mask (one value per row), a boolean column's name, or a second table")
             test_mask = mask.astype(np.uint8).tobytes()
     specs: List[ModelSpec] = []
-    model_spec = None
-    model_config = None
+    model_spec: Optional[ModelSpec] = None
+    model_config: Optional[Dict[str, Any]] = None
     if callable(getattr(model, "predict_proba", None)):
         dtypes, originals = _frames.column_facts(data)
         model_spec = ModelSpec(model, dtypes, originals, batch_size)
@@ -311,27 +314,31 @@ def audit(
         if features is None and getattr(model, "feature_names_in_", None) is not None:
             features = [str(n) for n in np.asarray(model.feature_names_in_).tolist()]
     elif isinstance(model, (str, os.PathLike)):
-        model_config = json.dumps({"path": os.fspath(model)})
+        model_config = {"path": os.fspath(model)}
     elif isinstance(model, Mapping):
-        model_config = json.dumps(dict(model))
+        model_config = dict(model)
     else:
         raise TypeError(
             f"model: a {type(model).__name__} has no predict_proba; pass a fitted classifier, an ONNX path or a dict of load_model keys"
         )
-    if search is not None:
-        if isinstance(search, str):
-            search = {"plugin": search}
-        else:
-            search = dict(search)
-            params = dict(search.pop("params", None) or {})
-            params.update({k: search.pop(k) for k in list(search) if k not in _GENERATE_KEYS})
-            if params:
-                search["params"] = params
+    search_keys: Optional[Dict[str, Any]] = None
+    if isinstance(search, str):
+        search_keys = {"plugin": search}
+    elif search is not None:
+        search_keys = dict(search)
+        params = dict(search_keys.pop("params", None) or {})
+        params.update({k: search_keys.pop(k) for k in list(search_keys) if k not in _GENERATE_KEYS})
+        if params:
+            search_keys["params"] = params
+    options_keys = {str(k): dict(v) for k, v in (options or {}).items()}
+    shown = _progress.native_progress(progress)
+    if progress is not False:
+        _say_cost(data, test_mask, test_frame, protected, list(checks), options_keys, search_keys, batch_size)
     native = _native.audit(
         _frames.prepare(data),
         label=str(label),
         protected=protected,
-        favourable=None if favourable is None else json.dumps(_json_value(favourable)),
+        favourable=favourable,
         features=None if features is None else [str(f) for f in features],
         drop=drop,
         test_mask=test_mask,
@@ -340,11 +347,45 @@ def audit(
         model_config=model_config,
         seed=int(seed),
         checks=list(checks),
-        search=None if search is None else json.dumps(search),
+        search=search_keys,
         gate=_gate_list(gate),
-        options=None if options is None else json.dumps({k: dict(v) for k, v in options.items()}),
+        options=options_keys if options is not None else None,
+        progress=shown,
     )
     return _finish(native, specs, raise_on_gate)
+
+
+def _say_cost(
+    data: Any,
+    test_mask: Optional[bytes],
+    test_frame: Any,
+    protected: Sequence[str],
+    checks: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]],
+    search: Optional[Mapping[str, Any]],
+    batch_size: int,
+) -> None:
+    """Say what the audit will cost before it starts, when that is much (``_progress.cost_line``)."""
+    rows = _frames.row_count(data) or 0
+    if test_mask is not None:
+        measured = int(np.frombuffer(test_mask, dtype=np.uint8).sum())
+    elif test_frame is not None:
+        measured = _frames.row_count(test_frame) or 0
+    else:
+        measured = rows
+    combinations = 1
+    for name in protected:
+        try:
+            combinations *= max(1, len(np.unique(_frames.column_values(data, name).astype(str))))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return  # a missing column: the engine says so, in the argument's terms
+    try:
+        plan = _progress.planned_rows(measured, combinations, checks, options, search)
+    except (TypeError, ValueError):
+        return  # a budget that is not a number: the engine refuses it at its place in the argument
+    line = _progress.cost_line(plan, batch_size)
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)
 
 
 def run(
@@ -357,6 +398,7 @@ def run(
     models: Optional[Mapping[str, Any]] = None,
     batch_size: int = 16384,
     raise_on_gate: bool = False,
+    progress: _progress.Progress = None,
 ) -> Run:
     """Run a fairpipe TOML pipeline, as ``fairpipe run`` does.
 
@@ -382,6 +424,8 @@ def run(
         Rows per ``predict_proba`` call of the ``models``.
     raise_on_gate:
         Raise ``GateFailed`` when a gate condition fails.
+    progress:
+        What the run shows while it works, as for ``audit``.
 
     Returns
     -------
@@ -410,5 +454,6 @@ def run(
         gate=_gate_list(gate),
         data=list(frames.items()),
         models=list(specs.items()),
+        progress=_progress.native_progress(progress),
     )
     return _finish(native, list(specs.values()), raise_on_gate)

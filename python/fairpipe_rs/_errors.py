@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
 
 __all__ = ["Problem", "PipelineError", "GateFailed"]
 
@@ -39,7 +39,7 @@ class PipelineError(Exception):
     When an in-process model raised, that exception is this one's ``__cause__``.
     """
 
-    def __init__(self, message: str, problems: List[Any] = (), stage: Optional[str] = None):
+    def __init__(self, message: str, problems: Sequence[Any] = (), stage: Optional[str] = None):
         super().__init__(message)
         self.problems: List[Problem] = [
             p if isinstance(p, Problem) else Problem(p.get("file"), p.get("line"), p.get("column"), p["message"])

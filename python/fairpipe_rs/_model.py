@@ -8,7 +8,6 @@ was fitted on, and ``predict_proba``'s column of the favourable class goes back.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Callable, Dict, List, Optional
 
@@ -133,11 +132,10 @@ def _check_codes(attributes: List[Dict[str, Any]], x: np.ndarray) -> None:
             )
 
 
-def bind(spec: ModelSpec, domain_json: str) -> Dict[str, Any]:
-    """Prepare ``spec``'s model for the data described by ``domain_json`` (the engine's
-    attributes and label). Returns the scorer, the model's classes, the attributes it reads and
-    how its input is built."""
-    domain = json.loads(domain_json)
+def bind(spec: ModelSpec, domain: Dict[str, Any]) -> Dict[str, Any]:
+    """Prepare ``spec``'s model for the data described by ``domain`` (the engine's attributes,
+    each a dict of ``name``, ``kind``, ``levels``, ``protected``, and the label). Returns the
+    scorer, the model's classes, the attributes it reads and how its input is built."""
     attributes = domain["attributes"]
     names = [a["name"] for a in attributes]
     width = len(names)

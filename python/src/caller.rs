@@ -49,3 +49,47 @@ pub fn without_column(message: &str, split_column: &str) -> String {
         .replace(&format!("\"{split_column}\""), "the rows `test` measures")
         .replace(split_column, "the rows `test` measures")
 }
+
+/// `message` of a refusal `audit` made itself before the engine ran (``search: …``,
+/// ``options["estimate"]: …``), said as the other problems are: ``argument `search`: …``.
+pub fn of_argument(message: &str) -> String {
+    const ARGUMENTS: [&str; 8] = ["data", "label", "favourable", "test", "model", "checks", "search", "options"];
+    let named = ARGUMENTS.iter().find_map(|name| {
+        let rest = message.strip_prefix(name)?;
+        let end = if rest.starts_with('[') { rest.find("]: ").map(|i| i + 1)? } else { 0 };
+        let rest_of = rest[end..].strip_prefix(": ")?;
+        Some((format!("{name}{}", &rest[..end]), rest_of))
+    });
+    match named {
+        Some((argument, rest)) => format!("argument `{argument}`: {rest}"),
+        None => message.to_string(),
+    }
+}
+
+/// `value` (an object of a stage's keys, given as argument `argument`) read as config `C`; when it
+/// does not read, the refusal names the key at fault when serde's does not
+/// (``search["max_queries"]: invalid value: integer `-3`, expected u64``): the key whose removal
+/// makes the refusal go or change into another than a missing key's.
+pub fn read_keys<C: serde::de::DeserializeOwned>(argument: &str, value: serde_json::Value) -> Result<C, String> {
+    let said = match serde_json::from_value::<C>(value.clone()) {
+        Ok(config) => return Ok(config),
+        Err(e) => e.to_string(),
+    };
+    let at_fault = value.as_object().and_then(|map| {
+        map.keys().find(|key| {
+            let mut rest = map.clone();
+            rest.remove(*key);
+            match serde_json::from_value::<C>(serde_json::Value::Object(rest)) {
+                Ok(_) => true,
+                Err(other) => {
+                    let other = other.to_string();
+                    other != said && !other.starts_with("missing field")
+                }
+            }
+        })
+    });
+    Err(match at_fault {
+        Some(key) if !said.contains(&format!("`{key}`")) => format!("{argument}[{key:?}]: {said}"),
+        _ => format!("{argument}: {said}"),
+    })
+}

@@ -5,7 +5,10 @@
 
 mod arrow;
 mod caller;
+mod convert;
+mod cost;
 mod model;
+mod progress;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,7 +24,7 @@ use fairpipe_core::stages::group_metrics::GroupMetricsConfig;
 use fairpipe_core::stages::load::{LabelValue, LoadConfig};
 use fairpipe_core::stages::load_model::LoadModelConfig;
 use polars::prelude::{Column, DataFrame, NamedFrom, Series};
-use pyo3::exceptions::{PyImportError, PyValueError};
+use pyo3::exceptions::PyImportError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
@@ -42,9 +45,9 @@ struct NativeRun {
 
 #[pymethods]
 impl NativeRun {
-    /// The summary as JSON text (what `summary.json` holds).
-    fn summary_json(&self) -> String {
-        self.summary.to_json().to_string()
+    /// The summary (what `summary.json` holds) as a dict.
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &self.summary.to_json())
     }
 
     /// The names of the result tables: the stage's name, or `STAGE_SUFFIX` for a stage's second
@@ -132,7 +135,8 @@ fn engine_error(py: Python<'_>, e: Error, last: &LastError, audit: bool) -> PyEr
             vec![Located { file: None, line: None, column: None, message }]
         }
         other if audit => {
-            vec![Located { file: None, line: None, column: None, message: caller::without_column(&other.to_string(), SPLIT_COLUMN) }]
+            let message = caller::without_column(&caller::of_argument(&other.to_string()), SPLIT_COLUMN);
+            vec![Located { file: None, line: None, column: None, message }]
         }
         other => vec![Located { file: None, line: None, column: None, message: other.to_string() }],
     };
@@ -175,9 +179,10 @@ fn gate_conditions(gate: &[String]) -> Result<Vec<fairpipe_core::gate::Condition
         .collect()
 }
 
-/// Run `pipeline`; with `out`, write its files there as the CLI does.
-fn execute(pipeline: &Pipeline, out: Option<&Path>) -> Result<NativeRun, Error> {
-    let run = pipeline.execute(false)?;
+/// Run `pipeline`; with `out`, write its files there as the CLI does; `draw`: the command line's
+/// progress bars on standard error (when it is a terminal).
+fn execute(pipeline: &Pipeline, out: Option<&Path>, draw: bool) -> Result<NativeRun, Error> {
+    let run = pipeline.execute(draw)?;
     let files = match out {
         Some(out) => run.write(out, pipeline.report)?.iter().map(|p| p.display().to_string()).collect(),
         None => Vec::new(),
@@ -187,9 +192,10 @@ fn execute(pipeline: &Pipeline, out: Option<&Path>) -> Result<NativeRun, Error> 
 
 /// Run a TOML pipeline (`text`, read from `file`; `from_file`: read it from `file` instead),
 /// with the `load` stages in `data` reading a frame and the `load_model` stages in `models` using
-/// a Python model (`fairpipe_rs._model.ModelSpec`).
+/// a Python model (`fairpipe_rs._model.ModelSpec`); `progress` as [`progress::Show::from_py`]
+/// reads it.
 #[pyfunction]
-#[pyo3(signature = (file, text=None, seed=None, out=None, gate=Vec::new(), data=Vec::new(), models=Vec::new()))]
+#[pyo3(signature = (file, text=None, seed=None, out=None, gate=Vec::new(), data=Vec::new(), models=Vec::new(), progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn run_pipeline(
     py: Python<'_>,
@@ -200,8 +206,10 @@ fn run_pipeline(
     gate: Vec<String>,
     data: Vec<(String, Bound<'_, PyAny>)>,
     models: Vec<(String, Bound<'_, PyAny>)>,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<NativeRun> {
     let last: LastError = LastError::default();
+    let show = progress::Show::from_py(progress)?;
     let mut replacements = Vec::new();
     for (stage, frame) in &data {
         replacements.push((stage.clone(), Replacement::Frame(frame_from_py(frame, &format!("data[{stage:?}]"))?)));
@@ -209,7 +217,7 @@ fn run_pipeline(
     for (stage, spec) in &models {
         replacements.push((stage.clone(), Replacement::Model(ProvidedModel(Arc::new(PySource::new(spec, Arc::clone(&last))?)))));
     }
-    let result = py.detach(|| -> Result<NativeRun, Error> {
+    let result = progress::followed(py, show, |draw| -> Result<NativeRun, Error> {
         let mut pipeline = match text {
             Some(text) => Pipeline::parse(&file, &text, seed)?,
             None => Pipeline::load(&file, seed)?,
@@ -218,7 +226,7 @@ fn run_pipeline(
             pipeline.replace_input(&stage, replacement)?;
         }
         pipeline.gate.extend(gate_conditions(&gate)?);
-        execute(&pipeline, out.as_deref())
+        execute(&pipeline, out.as_deref(), draw)
     });
     result.map_err(|e| engine_error(py, e, &last, false))
 }
@@ -234,7 +242,7 @@ fn config_from<C: serde::de::DeserializeOwned>(stage: &str, defaults: Value, opt
         Some(Value::Null) | None => {}
         Some(other) => return Err(Error::Invalid(format!("options[{stage:?}] must be a dict of the stage's keys, found {other}"))),
     }
-    serde_json::from_value(Value::Object(merged)).map_err(|e| Error::Invalid(format!("options[{stage:?}]: {e}")))
+    caller::read_keys(&format!("options[{stage:?}]"), Value::Object(merged)).map_err(Error::Invalid)
 }
 
 /// `data` with a split column: `test` where `mask` is true.
@@ -275,39 +283,39 @@ fn stacked(data: DataFrame, test: DataFrame) -> Result<DataFrame, Error> {
 
 /// The common audit in one call (`fairpipe_rs.audit` documents the arguments).
 #[pyfunction]
-#[pyo3(signature = (data, label, protected, favourable=None, features=None, drop=Vec::new(), test_mask=None, test_frame=None, model_spec=None, model_config=None, seed=0, checks=Vec::new(), search=None, gate=Vec::new(), options=None))]
+#[pyo3(signature = (data, label, protected, favourable=None, features=None, drop=Vec::new(), test_mask=None, test_frame=None, model_spec=None, model_config=None, seed=0, checks=Vec::new(), search=None, gate=Vec::new(), options=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn audit(
     py: Python<'_>,
     data: Bound<'_, PyAny>,
     label: String,
     protected: Vec<String>,
-    favourable: Option<String>,
+    favourable: Option<Bound<'_, PyAny>>,
     features: Option<Vec<String>>,
     drop: Vec<String>,
     test_mask: Option<Bound<'_, PyBytes>>,
     test_frame: Option<Bound<'_, PyAny>>,
     model_spec: Option<Bound<'_, PyAny>>,
-    model_config: Option<String>,
+    model_config: Option<Bound<'_, PyAny>>,
     seed: u64,
     checks: Vec<String>,
-    search: Option<String>,
+    search: Option<Bound<'_, PyAny>>,
     gate: Vec<String>,
-    options: Option<String>,
+    options: Option<Bound<'_, PyAny>>,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<NativeRun> {
     let last: LastError = LastError::default();
+    let show = progress::Show::from_py(progress)?;
     let frame = frame_from_py(&data, "data")?;
     let test_frame = test_frame.map(|t| frame_from_py(&t, "test")).transpose()?;
     let mask = test_mask.map(|m| m.as_bytes().to_vec());
     let source = model_spec.map(|spec| PySource::new(&spec, Arc::clone(&last))).transpose()?;
-    let parse = |what: &str, text: Option<String>| -> PyResult<Option<Value>> {
-        text.map(|t| serde_json::from_str(&t).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))).transpose()
-    };
-    let favourable: Option<Value> = parse("favourable", favourable)?;
-    let search: Option<Value> = parse("search", search)?;
-    let options: Value = parse("options", options)?.unwrap_or(Value::Null);
-    let model_config: Option<Value> = parse("model", model_config)?;
-    let result = py.detach(|| -> Result<NativeRun, Error> {
+    let read = |what: &str, obj: Option<Bound<'_, PyAny>>| obj.map(|o| convert::from_py(&o, what)).transpose();
+    let favourable: Option<Value> = read("favourable", favourable)?;
+    let search: Option<Value> = read("search", search)?;
+    let options: Value = read("options", options)?.unwrap_or(Value::Null);
+    let model_config: Option<Value> = read("model", model_config)?;
+    let result = progress::followed(py, show, |draw| -> Result<NativeRun, Error> {
         let measured = mask.is_some() || test_frame.is_some();
         let frame = match (mask, test_frame) {
             (Some(mask), _) => with_split(frame, &mask)?,
@@ -326,21 +334,19 @@ fn audit(
         }
         let model = match (source, model_config) {
             (Some(source), _) => LoadModelConfig::provided(ProvidedModel(Arc::new(source))),
-            (None, Some(config)) => serde_json::from_value(config).map_err(|e| Error::Invalid(format!("model: {e}")))?,
+            (None, Some(config)) => caller::read_keys("model", config).map_err(Error::Invalid)?,
             (None, None) => return Err(Error::Invalid("model: give a model object, an ONNX path or a dict of load_model keys".into())),
         };
         // The standard audit (fairpipe_core::preset, the pipeline `fairpipe init` writes): its
         // budgets under the caller's options.
         let rows = if measured { "test" } else { "all" };
         let option = |stage: &str| options.get(stage);
-        let standard = |config: Value, split: Option<&str>| -> Value {
-            let mut config = config;
-            if let (Some(split), Value::Object(map)) = (split, &mut config) {
-                map.insert("split".into(), Value::from(split));
+        let with_split = |mut config: Value| -> Value {
+            if let Value::Object(map) = &mut config {
+                map.insert("split".into(), Value::from(rows));
             }
             config
         };
-        let json = |c: Result<Value, serde_json::Error>| c.map_err(|e| Error::Invalid(e.to_string()));
         let mut audit = StandardAudit::new("audit", load, ModelStage::Load(model));
         audit.seed = seed;
         audit.group_metrics.clear();
@@ -349,12 +355,15 @@ fn audit(
         for check in &checks {
             match check.as_str() {
                 "group_metrics" => {
-                    let defaults = standard(json(serde_json::to_value(GroupMetricsConfig::default()))?, Some(rows));
+                    let defaults = with_split(serde_json::to_value(GroupMetricsConfig::default()).unwrap_or_default());
                     audit.group_metrics.push(("group_metrics".into(), config_from(check, defaults, option(check))?));
                 }
-                "estimate" => audit.estimate = Some(config_from(check, json(serde_json::to_value(standard_estimate()))?, option(check))?),
+                "estimate" => {
+                    let defaults = serde_json::to_value(standard_estimate()).unwrap_or_default();
+                    audit.estimate = Some(config_from(check, defaults, option(check))?);
+                }
                 "check" => {
-                    let defaults = standard(json(serde_json::to_value(CheckConfig::default()))?, Some(rows));
+                    let defaults = with_split(serde_json::to_value(CheckConfig::default()).unwrap_or_default());
                     audit.check = Some(config_from(check, defaults, option(check))?);
                 }
                 other => {
@@ -365,11 +374,9 @@ fn audit(
             }
         }
         if let Some(search) = search {
-            let Value::Object(given) = search else {
-                return Err(Error::Invalid("search: give a method name or a dict with \"plugin\"".into()));
-            };
+            let given = search.as_object().cloned().unwrap_or_default();
             let method = given.get("plugin").and_then(Value::as_str).unwrap_or(SEARCH_METHOD).to_string();
-            let mut merged = match json(serde_json::to_value(standard_generate(&method)))? {
+            let mut merged = match serde_json::to_value(standard_generate(&method)).unwrap_or_default() {
                 Value::Object(map) => map,
                 _ => serde_json::Map::new(),
             };
@@ -377,13 +384,12 @@ fn audit(
                 merged.remove("plugin");
             }
             merged.extend(given);
-            let generate: GenerateConfig =
-                serde_json::from_value(Value::Object(merged)).map_err(|e| Error::Invalid(format!("search: {e}")))?;
+            let generate: GenerateConfig = caller::read_keys("search", Value::Object(merged)).map_err(Error::Invalid)?;
             audit.search = Some(Search { seeds: Seeds::Random, generate });
         }
         let mut pipeline = audit.build()?;
         pipeline.gate = gate_conditions(&gate)?;
-        execute(&pipeline, None)
+        execute(&pipeline, None, draw)
     });
     result.map_err(|e| engine_error(py, e, &last, true))
 }
@@ -419,6 +425,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::arrow_buffer_addresses, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_reference, m)?)?;
     m.add_function(wrap_pyfunction!(source_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(cost::audit_defaults, m)?)?;
     Ok(())
 }
 

@@ -34,9 +34,10 @@ impl PySource {
     }
 }
 
-/// The domain and label as `fairpipe_rs._model.bind` reads them (JSON). A category column with
-/// declared codes (`codes` on the load stage) is described as integer: the model gets its codes.
-fn describe_data(data: &Dataset) -> String {
+/// The domain and label as `fairpipe_rs._model.bind` reads them (a dict once converted). A
+/// category column with declared codes (`codes` on the load stage) is described as integer: the
+/// model gets its codes.
+fn describe_data(data: &Dataset) -> serde_json::Value {
     let attributes: Vec<serde_json::Value> = data
         .domain
         .attributes
@@ -58,7 +59,6 @@ fn describe_data(data: &Dataset) -> String {
         "label_values": data.label_values,
         "label_flipped": data.label_flipped,
     })
-    .to_string()
 }
 
 impl ModelSource for PySource {
@@ -70,7 +70,7 @@ impl ModelSource for PySource {
         let fail = |e: &PyErr| ModelError::Inference(format!("{}: {e}", self.name));
         let (scorer, classes, read, contract) = Python::attach(|py| -> PyResult<_> {
             let bind = py.import("fairpipe_rs._model")?.getattr("bind")?;
-            let bound = bind.call1((self.spec.bind(py), describe_data(data)))?;
+            let bound = bind.call1((self.spec.bind(py), crate::convert::to_py(py, &describe_data(data))?))?;
             let bound = bound.cast::<PyDict>()?;
             let get = |key: &str| bound.get_item(key)?.ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(key.to_string()));
             let scorer = get("scorer")?.unbind();

@@ -82,7 +82,7 @@ def test_a_category_code_off_the_levels_is_refused_naming_its_row():
         {"name": "sex", "kind": "categorical", "levels": ["Female", "Male"], "protected": True},
         {"name": "age", "kind": "integer", "levels": None, "protected": False},
     ]
-    bound = bind(ModelSpec(Constant()), json.dumps({"attributes": attributes}))
+    bound = bind(ModelSpec(Constant()), {"attributes": attributes})
     fine = np.array([[0.0, 30.0], [1.0, 40.0]])
     assert np.frombuffer(bound["scorer"](fine.tobytes(), 2, 1), dtype=np.float64).tolist() == [0.5, 0.5]
     rows = np.array([[0.0, 30.0], [1.0, 40.0], [2.0, 50.0]])

@@ -18,6 +18,7 @@ Needs numpy and onnxruntime (pip). Prints the distinct global IDIs, all distinct
 reference's count: global ∪ local, full rows) and the model calls.
 """
 import os
+import tomllib
 import sys, csv, itertools, numpy as np, onnxruntime as ort
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
@@ -26,7 +27,11 @@ def load(name):
     r = list(csv.reader(open(os.path.join(REPO, 'pipelines', 'data', '%s.csv' % name))))
     h = r[0]
     rows = r[1:]
-    X = np.array([[float(v) for v in row[1:-2]] for row in rows])
+    # census.csv names its categories (since 43035f8); census.codes.toml gives each the papers' code
+    codes_file = os.path.join(REPO, 'pipelines', 'data', '%s.codes.toml' % name)
+    codes = tomllib.loads(open(codes_file, encoding='utf-8').read()) if os.path.exists(codes_file) else {}
+    code = [codes.get(c, {}) for c in h[1:-2]]
+    X = np.array([[float(code[i].get(v, v)) for i, v in enumerate(row[1:-2])] for row in rows])
     split = np.array([row[-1] for row in rows])
     return X, split, h[1:-2]
 

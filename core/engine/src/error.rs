@@ -78,6 +78,12 @@ pub enum Error {
     /// A stage refused to run: the data or the model contradicts one of its keys.
     #[error(transparent)]
     Refused(#[from] StageError),
+    /// A stage's figures could not be read as the type asked for.
+    #[error(transparent)]
+    Figures(#[from] crate::stage::summary::FiguresError),
+    /// The audit would need more than a limit allows ([`crate::limits`]).
+    #[error(transparent)]
+    Limit(#[from] crate::limits::LimitError),
     /// A stage received something it cannot work with.
     #[error("{0}")]
     Invalid(String),
@@ -285,6 +291,15 @@ pub enum PluginHostError {
         /// The plugin.
         plugin: String,
         /// Its message.
+        message: String,
+    },
+    /// The plugin's report does not read as its kind's report (a group auditor's malformed group
+    /// conditions, no report at all).
+    #[error("plugin `{plugin}` sent a report fairpipe cannot read: {message}")]
+    BadReport {
+        /// The plugin.
+        plugin: String,
+        /// What is wrong with it.
         message: String,
     },
     /// The plugin failed or panicked while running.

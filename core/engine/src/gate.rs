@@ -160,7 +160,16 @@ pub const NOT_NUMBERS: &[(&str, &[(&str, Shape)])] = {
     &[
         (
             "bias_audit",
-            &[("outcome", Text), ("source", Text), ("exclusion_justification", Text), ("mapped", List), ("tables", List), ("page", Object)],
+            &[
+                ("outcome", Text),
+                ("source", Text),
+                ("exclusion_justification", Text),
+                ("mapped", List),
+                ("tables", List),
+                ("page", Object),
+                ("sex_column", Text),
+                ("race_column", Text),
+            ],
         ),
         ("check", &[("ci95", List), ("protected", List)]),
         ("check_text", &[("counterfactuals", Text), ("per_category", Object)]),

@@ -5,7 +5,6 @@
 use serde_json::Value;
 
 use crate::domain::Domain;
-use crate::error::{Error, Result};
 
 /// A group's membership test, from a report's encoded conditions.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,15 +18,21 @@ enum Membership {
     Range { lower: f64, upper: f64, closed: bool },
 }
 
+/// A group whose conditions do not read (`[{"attribute", "values"} | {"attribute", "lower",
+/// "upper"}]` over the domain's attributes).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("malformed group conditions: {0}")]
+pub struct MalformedGroup(pub String);
+
 impl GroupRule {
     /// Parse the conditions of a group (`[{"attribute", "values"} | {"attribute", "lower", "upper"}]`).
-    pub fn parse(conditions: &Value, width: usize) -> Result<Self> {
-        let bad = || Error::Invalid(format!("the auditor's report has malformed group conditions: {conditions}"));
+    pub fn parse(conditions: &Value, width: usize) -> std::result::Result<Self, MalformedGroup> {
+        let bad = || MalformedGroup(conditions.to_string());
         let mut out = Vec::new();
         for c in conditions.as_array().ok_or_else(bad)? {
             let attr = c["attribute"].as_u64().map(|a| a as usize).filter(|&a| a < width).ok_or_else(bad)?;
             let m = match c["values"].as_array() {
-                Some(v) => Membership::OneOf(v.iter().map(|x| x.as_f64().ok_or_else(bad)).collect::<Result<_>>()?),
+                Some(v) => Membership::OneOf(v.iter().map(|x| x.as_f64().ok_or_else(bad)).collect::<std::result::Result<_, _>>()?),
                 None => Membership::Range {
                     lower: c["lower"].as_f64().ok_or_else(bad)?,
                     upper: c["upper"].as_f64().ok_or_else(bad)?,

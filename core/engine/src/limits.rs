@@ -8,6 +8,37 @@ use crate::domain::Domain;
 use crate::error::Error;
 use crate::warnings::Warnings;
 
+/// An audit above one of the limits, with what to change.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LimitError {
+    /// More combinations of the protected attributes' values than
+    /// [`MAX_PROTECTED_COMBINATIONS`].
+    #[error("the protected attributes {attributes} give {count} combinations, more than the limit of {limit} (every audited input is checked against each); {fix}")]
+    ProtectedCombinations {
+        /// The attributes and their levels, in words.
+        attributes: String,
+        /// How many combinations they give.
+        count: String,
+        /// The limit.
+        limit: u128,
+        /// What to change.
+        fix: &'static str,
+    },
+    /// More model rows than [`MAX_MODEL_ROWS`].
+    #[error("this audit needs {rows} model rows ({formula}), more than the limit of {limit}; {fix}")]
+    ModelRows {
+        /// How many.
+        rows: String,
+        /// How they are counted ("trials × samples × combinations = …").
+        formula: String,
+        /// The limit.
+        limit: u128,
+        /// What to change.
+        fix: &'static str,
+    },
+}
+
 /// `estimate`: trials K at most.
 pub const MAX_TRIALS: usize = 100_000;
 /// `estimate`: inputs per trial m at most.
@@ -50,11 +81,13 @@ pub fn check_protected_combinations(domain: &Domain, warnings: &Warnings) -> Res
             }
             Ok(n)
         }
-        _ => Err(Error::Invalid(format!(
-            "the protected attributes {} give {} combinations, more than the limit of {MAX_PROTECTED_COMBINATIONS} (every audited input is checked against each); {fix}",
-            describe_protected(domain),
-            count.map(|n| n.to_string()).unwrap_or_else(|| "more than 2^128".into())
-        ))),
+        _ => Err(LimitError::ProtectedCombinations {
+            attributes: describe_protected(domain),
+            count: count.map(|n| n.to_string()).unwrap_or_else(|| "more than 2^128".into()),
+            limit: MAX_PROTECTED_COMBINATIONS,
+            fix,
+        }
+        .into()),
     }
 }
 
@@ -70,9 +103,12 @@ pub fn check_model_rows(rows: Option<u128>, formula: &str, warnings: &Warnings) 
             }
             Ok(())
         }
-        _ => Err(Error::Invalid(format!(
-            "this audit needs {} model rows ({formula}), more than the limit of {MAX_MODEL_ROWS}; {fix}",
-            rows.map(|n| n.to_string()).unwrap_or_else(|| "more than 2^128".into())
-        ))),
+        _ => Err(LimitError::ModelRows {
+            rows: rows.map(|n| n.to_string()).unwrap_or_else(|| "more than 2^128".into()),
+            formula: formula.to_string(),
+            limit: MAX_MODEL_ROWS,
+            fix,
+        }
+        .into()),
     }
 }

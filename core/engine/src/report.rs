@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use crate::output::Table;
 use crate::stage::summary::{Figures, StageSummary, Summary};
+use crate::stages::bias_audit::BiasAuditFigures;
 use crate::stages::check::CheckFigures;
 use crate::stages::estimate::EstimateFigures;
 use crate::stages::generate::GenerateFigures;
@@ -311,6 +312,7 @@ fn detail(stages: &Stages<'_>, tables: &[(String, Table)], t: &crate::verdict::T
         })
         .collect();
     let metrics = stages.of_kind::<GroupMetricsFigures>(&mut problems, &["group_metrics"]);
+    let bias_audits = stages.of_kind::<BiasAuditFigures>(&mut problems, &["bias_audit"]);
     let retrains = stages.of_kind::<RetrainFigures>(&mut problems, &["retrain"]);
     let text = text::text_sections(&mut problems, stages, tables);
     let pair_sources: Vec<&str> =
@@ -329,6 +331,7 @@ fn detail(stages: &Stages<'_>, tables: &[(String, Table)], t: &crate::verdict::T
             check_chart => check_chart,
             group_scores => group_scores,
             metrics => metrics::metrics_views(t, &metrics, tables),
+            bias_audits => named(stages, &bias_audits),
             retrains => named(stages, &retrains),
             text => text,
             comparison => comparison(&models, stages),

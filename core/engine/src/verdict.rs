@@ -13,6 +13,7 @@
 //! The attribute's severity is the worst of its measures.
 
 use crate::stage::summary::{StageSummary, Summary};
+use crate::stages::bias_audit::{AuditTable, BiasAuditFigures, FOUR_FIFTHS};
 use crate::stages::check::CheckFigures;
 use crate::stages::estimate::EstimateFigures;
 use crate::stages::generate::GenerateFigures;
@@ -138,6 +139,7 @@ pub fn impact(t: &Thresholds, stage: &str, f: &GroupMetricsFigures, set: &str) -
         .min_by(|a, b| a.0.impact_ratio.total_cmp(&b.0.impact_ratio).then(b.0.n.cmp(&a.0.n)))?;
     Some(ImpactMeasure {
         stage: stage.to_string(),
+        measure: "group_metrics".to_string(),
         group: worst.group.clone(),
         n: worst.n,
         selection_rate: worst.selection_rate,
@@ -145,6 +147,40 @@ pub fn impact(t: &Thresholds, stage: &str, f: &GroupMetricsFigures, set: &str) -
         reference_rate: reference.selection_rate,
         impact_ratio: worst.impact_ratio,
         fail_below: t.impact_fail.unwrap_or(f.threshold),
+        significant,
+        severity,
+    })
+}
+
+/// The impact ratios of one table (`sex`, `race`) of a `bias_audit` stage: its worst category
+/// among those in the ratios (the lowest ratio, the larger category on a tie) against the most
+/// selected one, graded as [`grade_group`] grades a group: below the failing line (the four-fifths
+/// line unless `[pipeline.verdict]` sets `impact_fail`) is severe, held to notable when Fisher's
+/// test after Holm's correction finds the difference not significant.
+pub fn bias_audit_impact(t: &Thresholds, stage: &str, table: &AuditTable) -> Option<ImpactMeasure> {
+    let reference = table.rows.iter().find(|r| r.highest && !r.excluded)?;
+    let worst = table
+        .rows
+        .iter()
+        .filter(|r| !r.excluded && !r.highest)
+        .filter_map(|r| Some((r, r.impact_ratio.filter(|v| v.is_finite())?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(b.0.count.cmp(&a.0.count)))?;
+    let fail_below = t.impact_fail.unwrap_or(FOUR_FIFTHS);
+    let significant = worst.0.p_adjusted.filter(|p| p.is_finite()).map(|_| worst.0.significant);
+    let mut severity = t.grade_impact(worst.1, fail_below);
+    if severity == Severity::Severe && significant == Some(false) {
+        severity = Severity::Notable;
+    }
+    Some(ImpactMeasure {
+        stage: stage.to_string(),
+        measure: "bias_audit".to_string(),
+        group: worst.0.category.clone(),
+        n: worst.0.count,
+        selection_rate: worst.0.rate,
+        reference: reference.category.clone(),
+        reference_rate: reference.rate,
+        impact_ratio: worst.1,
+        fail_below,
         significant,
         severity,
     })
@@ -233,12 +269,13 @@ fn impact_words(attribute: &str, m: &ImpactMeasure) -> String {
         None => "",
     };
     format!(
-        "{attribute} = {} is selected at {}, {:.2} of the rate of {attribute} = {} ({}; {judged}{tested}; group_metrics `{}`)",
+        "{attribute} = {} is selected at {}, {:.2} of the rate of {attribute} = {} ({}; {judged}{tested}; {} `{}`)",
         m.group,
         pct(m.selection_rate),
         m.impact_ratio,
         m.reference,
         pct(m.reference_rate),
+        m.measure,
         m.stage
     )
 }
@@ -259,6 +296,12 @@ fn next_step(attributes: &[String], v: &AttributeVerdict) -> String {
             "Do not use this model for decisions as it is: read the flipped pairs, find the features that stand in for {}, retrain without them or with what was found (a `retrain` stage), and run the audit again.",
             if joint { "the protected attributes" } else { name.as_str() }
         ),
+        (Severity::Severe | Severity::Notable, false) if v.impact.as_ref().is_some_and(|m| m.measure == "bias_audit") => {
+            let stage = v.impact.as_ref().map_or("", |m| m.stage.as_str());
+            format!(
+                "Read the audit page `{stage}.html` (what the law asks to publish: every category's rate and impact ratio) and, beside it, whether the gap is significant; then find what in the tool's inputs or threshold selects {name} categories unequally, change it, and audit again."
+            )
+        }
         (Severity::Severe, false) => "Compare the groups' base rates and error rates (the group table): if the labels do not explain the gap, change the model or its decision threshold and run the audit again.".to_string(),
         (Severity::Notable, true) => {
             let gate = flips.filter(|m| m.rate.is_some()).map_or(String::new(), |m| format!(" (e.g. --gate \"{}.rate < {}\")", m.stage, round_up(m)));
@@ -340,11 +383,7 @@ fn verdict(model: &str, attributes: &[String], mut measures: Vec<FlipMeasure>, i
 /// stage cannot be told apart by attribute).
 pub fn verdicts<'a>(summary: &'a Summary, t: &Thresholds) -> VerdictSection {
     let all_flips: Vec<Flips<'_>> = summary.in_order().filter_map(|e| flips(summary, t, e)).collect();
-    let metrics: Vec<(&str, &str, GroupMetricsFigures)> = summary
-        .in_order()
-        .filter(|(_, e)| e.kind == "group_metrics")
-        .filter_map(|(n, e)| Some((n, audited_model(summary, e)?, e.figures::<GroupMetricsFigures>().ok()?)))
-        .collect();
+    let impacts = impacts(summary, t);
     // Each audited model's attributes and sets changed together, in order.
     let mut models: Vec<ModelAttributes> = Vec::new();
     let mut entry = |model: &'a str| -> usize {
@@ -360,11 +399,8 @@ pub fn verdicts<'a>(summary: &'a Summary, t: &Thresholds) -> VerdictSection {
     for f in &all_flips {
         plan.push((entry(f.model), f.attributes.clone()));
     }
-    for (_, model, f) in &metrics {
-        let at = entry(model);
-        for g in f.groups.iter().filter(|g| !g.attributes.contains(" × ")) {
-            plan.push((at, vec![g.attributes.clone()]));
-        }
+    for (model, attribute, _) in &impacts {
+        plan.push((entry(model), vec![attribute.clone()]));
     }
     for (at, names) in plan {
         let (_, attributes, joint) = &mut models[at];
@@ -391,19 +427,46 @@ pub fn verdicts<'a>(summary: &'a Summary, t: &Thresholds) -> VerdictSection {
                     m
                 })
                 .collect();
-            let impact = if set.len() == 1 {
-                metrics
-                    .iter()
-                    .filter(|(_, m, _)| m == model)
-                    .filter_map(|(stage, _, f)| impact(t, stage, f, &set[0]))
-                    .min_by(|a, b| b.severity.cmp(&a.severity).then(a.impact_ratio.total_cmp(&b.impact_ratio)))
-            } else {
-                None
-            };
+            let impact = impacts
+                .iter()
+                .filter(|(m, a, _)| m == model && set.len() == 1 && *a == set[0])
+                .filter_map(|(.., i)| i.clone())
+                .min_by(|a, b| b.severity.cmp(&a.severity).then(a.impact_ratio.total_cmp(&b.impact_ratio)));
             out.push(verdict(model, &set, measures, impact));
         }
     }
     VerdictSection { thresholds: *t, attributes: out }
+}
+
+/// Every impact measure of one protected attribute in the run (`None` where a stage measured the
+/// attribute but no group could be judged), with the model it audits: each
+/// `group_metrics` stage's (per attribute, not the intersections) and each `bias_audit` stage's
+/// sex and race tables. A bias audit of decisions recorded in the data audits no model: it stands
+/// for itself, under its own name.
+fn impacts<'a>(summary: &'a Summary, t: &Thresholds) -> Vec<(&'a str, String, Option<ImpactMeasure>)> {
+    let mut out = Vec::new();
+    for (name, e) in summary.in_order() {
+        match e.kind.as_str() {
+            "group_metrics" => {
+                let (Some(model), Ok(f)) = (audited_model(summary, e), e.figures::<GroupMetricsFigures>()) else { continue };
+                let mut sets: Vec<&str> = f.groups.iter().map(|g| g.attributes.as_str()).filter(|s| !s.contains(" × ")).collect();
+                sets.dedup();
+                for set in sets {
+                    out.push((model, set.to_string(), impact(t, name, &f, set)));
+                }
+            }
+            "bias_audit" => {
+                let model = if e.inputs.contains_key("model") { audited_model(summary, e) } else { Some(name) };
+                let (Some(model), Ok(f)) = (model, e.figures::<BiasAuditFigures>()) else { continue };
+                for (table, column) in [("sex", &f.sex_column), ("race", &f.race_column)] {
+                    let (Some(column), Some(table)) = (column, f.tables.iter().find(|x| x.table == table)) else { continue };
+                    out.push((model, column.clone(), bias_audit_impact(t, name, table)));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The thresholds in words, as the report and the terminal show them ("flip rate ≥ 10% severe,

@@ -101,6 +101,7 @@ pub(crate) fn render(stage: &str, f: &BiasAuditFigures, summary: &Summary) -> St
         selected_name => if score { "Scoring above the median" } else { "Selected" },
         source => f.source,
         rows => super::thousands(f.rows),
+        left_out => (f.left_out_at_load > 0).then(|| super::thousands(f.left_out_at_load)),
         median => f.median_score.map(|m| format!("{m}")),
         exclude_below => f.exclude_below.map(|s| format!("{}%", s * 100.0)),
         justification => f.exclusion_justification,

@@ -85,7 +85,7 @@ pub(crate) fn verdicts_of(summary: &Summary) -> VerdictSection {
 pub(crate) fn overview(summary: &Summary) -> Overview {
     let section = verdicts_of(summary);
     let several_models = section.attributes.iter().any(|a| a.model != section.attributes[0].model);
-    let model = |a: &AttributeVerdict| several_models.then(|| a.model.clone());
+    let model = |a: &AttributeVerdict| several_models.then(|| model_label(summary, &a.model));
     let verdicts = section
         .attributes
         .iter()
@@ -99,6 +99,15 @@ pub(crate) fn overview(summary: &Summary) -> Overview {
         })
         .collect();
     Overview { verdicts, thresholds: crate::verdict::thresholds_words(&section), grid: grid(summary, &section, several_models) }
+}
+
+/// What a verdict is about, in words: "model `xgb`", or for a bias audit of decisions recorded in
+/// the data (no model), "the decisions audited by `decisions`".
+pub(crate) fn model_label(summary: &Summary, model: &str) -> String {
+    match summary.stages.get(model) {
+        Some(e) if e.kind == "bias_audit" => format!("the decisions audited by `{model}`"),
+        _ => format!("model `{model}`"),
+    }
 }
 
 /// The stage whose measure sets an attribute's grade.
@@ -182,11 +191,12 @@ fn impact_cell(m: Option<&crate::verdict::ImpactMeasure>) -> Cell {
         class: class(m.severity),
         text: format!("{:.2} {}", m.impact_ratio, m.group),
         title: format!(
-            "{} selected at {} against {} at {} (group_metrics `{}`)",
+            "{} selected at {} against {} at {} ({} `{}`)",
             m.group,
             pctf(m.selection_rate),
             m.reference,
             pctf(m.reference_rate),
+            m.measure,
             m.stage
         ),
     }
@@ -206,7 +216,7 @@ fn grid(summary: &Summary, section: &VerdictSection, several_models: bool) -> Op
         let rate = |key, label| f.as_ref().map_or_else(Cell::default, |f| rate_cell(f, &a.attribute, key, label));
         rows.push(Row {
             label: a.attribute.clone(),
-            model: several_models.then(|| a.model.clone()),
+            model: several_models.then(|| model_label(summary, &a.model)),
             class: class(a.severity),
             cells: vec![
                 flip_cell(&a.flips, "check"),
@@ -233,7 +243,7 @@ fn grid(summary: &Summary, section: &VerdictSection, several_models: bool) -> Op
             let mut cells = vec![Cell::default(), Cell::default(), Cell::default(), impact_cell(impact.as_ref())];
             cells.push(rate_cell(f, set, "tpr", "true positive rate"));
             cells.push(rate_cell(f, set, "fpr", "false positive rate"));
-            rows.push(Row { label: set.to_string(), model: several_models.then(|| model.clone()), class: "", cells });
+            rows.push(Row { label: set.to_string(), model: several_models.then(|| model_label(summary, model)), class: "", cells });
         }
     }
     // Only the columns some row has.

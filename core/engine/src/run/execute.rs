@@ -98,7 +98,7 @@ impl Pipeline {
             let mut inputs = Inputs::default();
             for (role, target) in &planned.inputs {
                 let artifact =
-                    artifacts.get(target).cloned().ok_or_else(|| Error::Invalid(format!("stage `{target}` produced nothing")))?;
+                    artifacts.get(target).cloned().ok_or_else(|| Error::Internal(format!("stage `{target}` produced nothing")))?;
                 inputs.by_role.insert(role.clone(), artifact);
             }
             let progress = crate::progress::stage(&planned.name, planned.kind.name, show);
@@ -232,7 +232,7 @@ fn refuse_labels_only(planned: &super::PlannedStage, inputs: &Inputs) -> Result<
         Some(need) => {
             let from = planned.inputs.get("model").map(String::as_str).unwrap_or("model");
             let why = format!("{} returns labels", model.oracle.model().describe());
-            Err(crate::error::StageError::contradicts(need.key, Error::Invalid(need.refusal(from, &why))))
+            Err(crate::error::StageError::cannot(need.key, need.refusal(from, &why)))
         }
         None => Ok(()),
     }

@@ -14,7 +14,7 @@ mod write;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::error::{Error, KeyPlace, Result};
+use crate::error::{KeyPlace, Result};
 use crate::output::Table;
 use crate::stage::kind::StageKind;
 use crate::stage::summary::{Figures, Summary};
@@ -120,7 +120,7 @@ pub struct Run {
 impl Run {
     /// Stage `stage`'s typed figures, e.g. `run.figures::<EstimateFigures>("estimate")`.
     pub fn figures<F: Figures + serde::de::DeserializeOwned + Clone>(&self, stage: &str) -> Result<F> {
-        self.summary.figures(stage).map_err(|e| Error::Invalid(e.to_string()))
+        Ok(self.summary.figures(stage)?)
     }
 
     /// Stage `stage`'s result table, if it has one.
@@ -132,6 +132,6 @@ impl Run {
 impl RunReport {
     /// Stage `stage`'s typed figures, e.g. `report.figures::<EstimateFigures>("estimate")`.
     pub fn figures<F: Figures + serde::de::DeserializeOwned + Clone>(&self, stage: &str) -> Result<F> {
-        self.summary.figures(stage).map_err(|e| Error::Invalid(e.to_string()))
+        Ok(self.summary.figures(stage)?)
     }
 }

@@ -8,6 +8,11 @@
 //! name after `+` (`algorithm = "logistic"`, the first variant when absent) and the variant's own
 //! struct is read from every key the outer struct does not declare. A key of another variant is
 //! then an unknown key of this one, and the error says which variant was being read.
+//!
+//! **Flattened structs.** A struct field whose serde name starts with `*` (e.g.
+//! `#[serde(rename(deserialize = "*page"))]`) holds a struct read from every key the outer struct
+//! does not declare, so a group of keys can be one type without a table of its own; an unknown key
+//! is then an unknown key of that struct (give it `deny_unknown_fields`).
 
 use std::fmt::Display;
 use std::ops::Range;
@@ -378,7 +383,7 @@ impl<'a> ValueDe<'a> {
     }
 
     /// A table's `entries` as a map, or as a struct declaring `fields` (a `+tag` field takes the
-    /// tag and every undeclared key).
+    /// tag and every undeclared key; a `*name` field, a struct, takes every undeclared key).
     fn deserialize_table<'de, V: Visitor<'de>>(
         &self,
         entries: Vec<&'a (Sp<String>, Sp<Val>)>,
@@ -387,8 +392,20 @@ impl<'a> ValueDe<'a> {
     ) -> DeResult<V::Value> {
         let span = self.span();
         let mut items: Vec<(String, Range<usize>, Node<'a>)> = Vec::new();
-        match fields.iter().find(|f| f.starts_with('+')) {
+        match fields.iter().find(|f| f.starts_with(['+', '*'])) {
             None => items.extend(entries.iter().map(|e| (e.0.v.clone(), e.0.span.clone(), Node::Val(&e.1)))),
+            Some(flat) if flat.starts_with('*') => {
+                // A `*name` field is a struct read from every key this one does not declare.
+                let mut rest = Vec::new();
+                for e in &entries {
+                    if fields.contains(&e.0.v.as_str()) {
+                        items.push((e.0.v.clone(), e.0.span.clone(), Node::Val(&e.1)));
+                    } else {
+                        rest.push(*e);
+                    }
+                }
+                items.push((flat.to_string(), span.clone(), Node::Tagged { tag_key: "", tag: None, rest, span: span.clone() }));
+            }
             Some(tagged) => {
                 let tag_key = &tagged[1..];
                 let mut rest = Vec::new();
@@ -439,8 +456,8 @@ impl<'de, 'a> de::MapAccess<'de> for Entries<'a> {
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> DeResult<Option<K::Value>> {
         let Some((key, span, node)) = self.items.next() else { return Ok(None) };
-        // A `+tag` entry stands for keys of this same table: its keys keep this table's path.
-        let path = if key.starts_with('+') {
+        // A `+tag` or `*name` entry stands for keys of this same table: its keys keep this table's path.
+        let path = if key.starts_with(['+', '*']) {
             self.parent.clone()
         } else if self.parent.is_empty() {
             key.clone()
@@ -625,6 +642,21 @@ mod tests {
         alpha: f64,
     }
 
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct WithFlattened {
+        label: String,
+        #[serde(rename = "*page")]
+        page: Page,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq, Default)]
+    #[serde(deny_unknown_fields, default)]
+    struct Page {
+        tool: Option<String>,
+        auditor: Option<String>,
+    }
+
     /// Read `T` from TOML `text`; errors as (line, col, message).
     fn read<T: DeserializeOwned>(text: &str) -> std::result::Result<T, Vec<(usize, usize, String)>> {
         let root = parse(text).map_err(|(m, s)| vec![(line_col(text, s.start).0, line_col(text, s.start).1, m)])?;
@@ -653,6 +685,19 @@ mod tests {
         assert_eq!(e[0].0, 2);
         assert_eq!(e[0].1, 1);
         assert!(e[0].2.contains("unknown key `trails` (did you mean `trials`?)"), "{e:?}");
+    }
+
+    #[test]
+    fn a_flattened_struct_reads_the_undeclared_keys_and_refuses_unknown_ones() {
+        let f: WithFlattened = read("label = \"y\"\ntool = \"t\"\n").unwrap();
+        assert_eq!(f, WithFlattened { label: "y".into(), page: Page { tool: Some("t".into()), auditor: None } });
+        let f: WithFlattened = read("label = \"y\"\n").unwrap();
+        assert_eq!(f.page, Page::default());
+        let e = read::<WithFlattened>("label = \"y\"\nauditr = \"a\"\n").unwrap_err();
+        assert_eq!((e[0].0, e[0].1), (2, 1), "{e:?}");
+        assert!(e[0].2.contains("unknown key `auditr` (did you mean `auditor`?)"), "{e:?}");
+        let e = read::<WithFlattened>("label = \"y\"\ntool = 3\n").unwrap_err();
+        assert_eq!(e[0].2, "`tool` must be a string, found an integer", "{e:?}");
     }
 
     #[test]

@@ -47,11 +47,11 @@ impl<'de, 'c> de::Deserializer<'de> for Capture<'c> {
         visitor: V,
     ) -> std::result::Result<V::Value, Stop> {
         for f in fields {
-            if !f.starts_with('+') {
+            if !f.starts_with(['+', '*']) {
                 self.seen.borrow_mut().push((self.variant, f));
             }
         }
-        let tagged: Vec<&'static str> = fields.iter().copied().filter(|f| f.starts_with('+')).collect();
+        let tagged: Vec<&'static str> = fields.iter().copied().filter(|f| f.starts_with(['+', '*'])).collect();
         visitor.visit_map(CaptureMap { keys: tagged.into_iter(), capture: self })
     }
 

@@ -144,11 +144,19 @@ pub struct FlipMeasure {
     pub severity: Severity,
 }
 
+/// The kind of an impact measure written before `measure` was.
+fn group_metrics_kind() -> String {
+    "group_metrics".to_string()
+}
+
 /// The worst impact ratio of an attribute's groups, the measure of its group rates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImpactMeasure {
-    /// The `group_metrics` stage.
+    /// The stage that measured it: a `group_metrics` or a `bias_audit` stage.
     pub stage: String,
+    /// That stage's kind (`group_metrics`, `bias_audit`).
+    #[serde(default = "group_metrics_kind")]
+    pub measure: String,
     /// The group with the lowest impact ratio among those the four-fifths rule judges.
     pub group: String,
     /// Its rows.

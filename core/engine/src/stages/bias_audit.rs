@@ -17,7 +17,7 @@ use super::load::LabelValue;
 use super::options::Rows;
 use crate::data::Dataset;
 use crate::domain::{AttributeKind, Domain};
-use crate::error::{Error, Result, StageError};
+use crate::error::{Result, StageError};
 use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
@@ -131,6 +131,9 @@ pub const KIND: StageKind = StageKind {
             "mapped",
             "tables",
             "page",
+            "sex_column",
+            "race_column",
+            "left_out_at_load",
         ],
         open: false,
         compared: &["min_impact_ratio"],
@@ -180,20 +183,10 @@ pub struct BiasAuditConfig {
     pub exclusion_justification: Option<String>,
     /// Significance level after Holm's correction.
     pub alpha: f64,
-    /// The tool audited (printed).
-    pub tool: Option<String>,
-    /// The auditor (printed).
-    pub auditor: Option<String>,
-    /// The audit's date (printed).
-    pub audit_date: Option<String>,
-    /// The tool's distribution date (printed).
-    pub distribution_date: Option<String>,
-    /// The data's source and explanation (printed).
-    pub data_source: Option<String>,
-    /// The data's first date (printed).
-    pub data_from: Option<String>,
-    /// The data's last date (printed).
-    pub data_to: Option<String>,
+    /// What the page prints about the audit: its keys (`tool`, `auditor`, …) sit beside the
+    /// others in the stage's table (`*`: read from the keys this struct does not declare).
+    #[serde(rename(deserialize = "*page"))]
+    pub page: AuditPage,
 }
 
 impl Default for BiasAuditConfig {
@@ -210,13 +203,7 @@ impl Default for BiasAuditConfig {
             exclude_below: None,
             exclusion_justification: None,
             alpha: 0.05,
-            tool: None,
-            auditor: None,
-            audit_date: None,
-            distribution_date: None,
-            data_source: None,
-            data_from: None,
-            data_to: None,
+            page: AuditPage::default(),
         }
     }
 }
@@ -350,8 +337,10 @@ pub struct AuditTable {
     pub unknown: UnknownCount,
 }
 
-/// What the page prints about the audit (the keys as written).
+/// What the page prints about the audit (the keys as written), read from the stage's keys and kept
+/// in its figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct AuditPage {
     /// The tool.
     pub tool: Option<String>,
@@ -406,6 +395,16 @@ pub struct BiasAuditFigures {
     pub tables: Vec<AuditTable>,
     /// What the page prints about the audit.
     pub page: AuditPage,
+    /// The data's column of sex categories (the `sex` key).
+    #[serde(default)]
+    pub sex_column: Option<String>,
+    /// The data's column of race/ethnicity categories (the `race` key).
+    #[serde(default)]
+    pub race_column: Option<String>,
+    /// Rows of the data file the load stage dropped for a missing value: people in no table, not
+    /// even as unknown (the page says so).
+    #[serde(default)]
+    pub left_out_at_load: usize,
 }
 
 /// One axis of the audit read from the rows: each row's category (`None`: unknown) and the
@@ -771,15 +770,10 @@ impl BiasAuditConfig {
             exclusion_justification: self.exclusion_justification.clone(),
             mapped: self.categories.keys().cloned().collect(),
             tables,
-            page: AuditPage {
-                tool: self.tool.clone(),
-                auditor: self.auditor.clone(),
-                audit_date: self.audit_date.clone(),
-                distribution_date: self.distribution_date.clone(),
-                data_source: self.data_source.clone(),
-                data_from: self.data_from.clone(),
-                data_to: self.data_to.clone(),
-            },
+            page: self.page.clone(),
+            sex_column: self.sex.clone(),
+            race_column: self.race.clone(),
+            left_out_at_load: 0,
         }
     }
 }
@@ -876,17 +870,27 @@ impl Stage for BiasAuditConfig {
         let before = inputs.by_role.get("model").map(|_| inputs.model("model")).transpose()?.map(|m| m.oracle.rows());
         let (data, rows, outcome, source) = self.outcomes(inputs)?;
         if data.dropped_rows > 0 {
+            let keep = if inputs.by_role.contains_key("model") {
+                "a missing value in another feature is a row the model cannot score"
+            } else {
+                "decisions recorded in the data need no other feature: load the data with `missing_values = []` to keep everyone"
+            };
             ctx.warn(format!(
-                "the load stage dropped {} rows with a missing value; they are in no table, not even as unknown: write an unknown category as a value (e.g. \"{UNKNOWN}\") and list it in `unknown`",
+                "the load stage dropped {} rows with a missing value: those people are in no table, not even as unknown (the page says how many). A missing sex or race belongs to the unknown category: write it as a value (e.g. \"{UNKNOWN}\") and list it in `unknown`; {keep}",
                 data.dropped_rows
             ));
         }
-        if outcome.iter().any(|v| !v.is_finite()) {
-            return Err(Error::Invalid("a score is not a finite number".into()));
+        if let Some(at) = outcome.iter().position(|v| !v.is_finite()) {
+            let key = if inputs.by_role.contains_key("model") { "model" } else { "column" };
+            return Err(StageError::cannot(
+                key,
+                format!("{}: row {} of the rows audited has the score {}, not a finite number", source, rows[at] + 1, outcome[at]),
+            ));
         }
         let sex = self.sex.as_ref().map(|c| self.axis("sex", c, &data, &rows)).transpose()?;
         let race = self.race.as_ref().map(|c| self.axis("race", c, &data, &rows)).transpose()?;
-        let figures = self.audit(sex.as_ref(), race.as_ref(), &outcome, source);
+        let mut figures = self.audit(sex.as_ref(), race.as_ref(), &outcome, source);
+        figures.left_out_at_load = data.dropped_rows;
         let tables = vec![audit_table(&figures)?];
         let model_queries = match before {
             Some(b) => inputs.model("model")?.oracle.rows() - b,

@@ -528,7 +528,7 @@ impl Stage for GroupMetricsConfig {
             None => model.data.y.clone(),
         };
         let y: Vec<bool> = labels.iter().map(|&l| l == 1).collect();
-        let reference = Reference::read(&self.reference).map_err(Error::Invalid)?;
+        let reference = Reference::read(&self.reference).map_err(|e| StageError::cannot("reference", e))?;
         let before = model.oracle.rows();
         let score = model.oracle.predict_proba(&rows)?;
         let n_rows = score.len();

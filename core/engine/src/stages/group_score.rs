@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::options::{check_protected, PluginChoice, Rows, PROTECTED};
-use crate::error::{Error, Result};
+use crate::error::{PluginHostError, Result};
 use crate::group_rule::GroupRule;
 use crate::output::TableBuilder;
 use crate::plugin::{Plugin, RunSpec};
@@ -273,13 +273,17 @@ impl Stage for GroupScore {
         let oracle = model.oracle.for_plugin_run(crate::score_cache::CacheChoice::Auto);
         let output = self.plugin.generate(&oracle, &domain, &spec, &ctx.progress)?;
         let elapsed_s = started.elapsed().as_secs_f64();
-        let report = output.report.ok_or_else(|| Error::Invalid(format!("auditor `{}` sent no report", self.plugin.name)))?;
+        let bad_report = |message: String| PluginHostError::BadReport { plugin: self.plugin.name.clone(), message };
+        let report = output.report.ok_or_else(|| bad_report("no report".into()))?;
         let mut groups = Vec::new();
         let mut honest = Vec::new();
         for g in report["groups"].as_array().into_iter().flatten() {
-            let rule = GroupRule::parse(&Value::Array(g["conditions"].as_array().cloned().unwrap_or_default()), domain.width())?;
+            let rule = GroupRule::parse(&Value::Array(g["conditions"].as_array().cloned().unwrap_or_default()), domain.width())
+                .map_err(|e| bad_report(e.to_string()))?;
             let complement = match g["complement"].as_array() {
-                Some(c) => Some(GroupRule::parse(&Value::Array(c.clone()), domain.width())?.describe(&domain)),
+                Some(c) => Some(
+                    GroupRule::parse(&Value::Array(c.clone()), domain.width()).map_err(|e| bad_report(e.to_string()))?.describe(&domain),
+                ),
                 None => None,
             };
             let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);

@@ -749,7 +749,7 @@ impl Stage for LoadModel {
         let keyed = |e: Error| match e {
             Error::Model(ModelError::MissingOutput { .. }) => StageError::contradicts("output", e),
             Error::Model(ModelError::NotFinite { .. }) if self.provided.is_none() => {
-                StageError::contradicts(self.location_key(), Error::Invalid(format!("{}: {e}", self.location())))
+                StageError::cannot(self.location_key(), format!("{}: {e}", self.location()))
             }
             other => other,
         };

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::load::LabelValue;
 use crate::data::Split;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
@@ -142,7 +142,7 @@ impl Stage for LoadTextConfig {
     fn run(&self, _ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {
         let favourable = self.favourable.as_ref().map(LabelValue::text);
         let data = TextData::load_with_split(&self.path, &self.text, &self.label, favourable.as_deref(), self.split_column.as_deref())?;
-        let terms = IdentityTerms::paper_with(&self.terms).map_err(|e| Error::Invalid(e.to_string()))?;
+        let terms = IdentityTerms::paper_with(&self.terms).map_err(|e| crate::error::StageError::cannot("terms", e.to_string()))?;
         let matcher = terms.matcher();
         let mentions: Vec<_> = data.texts.iter().map(|t| matcher.mentions(t)).collect();
         let counts = term_counts(&mentions, &terms);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::data::Split;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::plugin::{self, Plugin};
 use crate::stage::config::Checks;
 use crate::stage::kind::KeyDoc;
@@ -109,7 +109,9 @@ impl PluginChoice {
             (_, Some(path), _) => plugin::load_path(&dir.join(path))?,
             (Some(name), None, _) => plugin::load_by_name(name, plugin_path)?,
             (None, None, Some(default)) => plugin::load_by_name(default, plugin_path)?,
-            (None, None, None) => return Err(Error::Invalid("missing `plugin` (a plugin name) or `path` (a plugin library)".into())),
+            (None, None, None) => {
+                return Err(crate::error::StageError::cannot("plugin", "missing `plugin` (a plugin name) or `path` (a plugin library)"))
+            }
         })
     }
 

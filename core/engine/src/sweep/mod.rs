@@ -348,7 +348,7 @@ pub fn finish(info: &SweepInfo, dir: &Path, summaries: &BTreeMap<String, Summary
         .units
         .iter()
         .map(|u| {
-            let summary = summaries.get(&u.id).ok_or_else(|| Error::Invalid(format!("unit `{}` has no summary", u.id)))?;
+            let summary = summaries.get(&u.id).ok_or_else(|| Error::Internal(format!("unit `{}` has no summary", u.id)))?;
             Ok(Row::from_summary(&u.id, u.values.clone(), summary))
         })
         .collect::<Result<_>>()?;

@@ -1,0 +1,298 @@
+//! Tests of the layout: every evaluator (the walk, an oblivious tree's table, a masked tree's
+//! comparisons) reaches the leaf that a plain walk over the attributes as written reaches, by ONNX
+//! Runtime's rules.
+
+use super::*;
+
+/// One node of a test tree: (node id, mode, feature, threshold, true id, false id, missing to
+/// true); leaves' weight is their node id.
+type Spec = (i64, Mode, i64, f32, i64, i64, bool);
+
+fn attributes(trees: &[&[Spec]]) -> TreeAttributes {
+    let mut a = TreeAttributes::default();
+    for (tree, nodes) in trees.iter().enumerate() {
+        for &(id, mode, feature, threshold, yes, no, missing) in nodes.iter() {
+            a.tree_ids.push(tree as i64);
+            a.node_ids.push(id);
+            a.modes.push(mode);
+            a.features.push(feature);
+            a.thresholds.push(threshold);
+            a.true_ids.push(yes);
+            a.false_ids.push(no);
+            a.missing_true.push(i64::from(missing));
+            if mode == Mode::Leaf {
+                a.weight_trees.push(tree as i64);
+                a.weight_nodes.push(id);
+                a.weight_targets.push(0);
+                a.weight_values.push(id as f32);
+            }
+        }
+    }
+    a
+}
+
+/// ONNX Runtime's walk over the attributes as written: the leaf (its id) a row reaches.
+fn reference(nodes: &[Spec], row: &[f32]) -> f32 {
+    let mut at = nodes[0];
+    loop {
+        let (id, mode, feature, t, yes, no, missing) = at;
+        let v = row[feature as usize];
+        let go = match mode {
+            Mode::Leaf => return id as f32,
+            Mode::Leq => v <= t,
+            Mode::Lt => v < t,
+            Mode::Gte => v >= t,
+            Mode::Gt => v > t,
+            Mode::Eq => v == t,
+            Mode::Neq | Mode::Member => v != t,
+        } || (missing && v.is_nan());
+        let next = if go { yes } else { no };
+        at = *nodes.iter().find(|n| n.0 == next).expect("child");
+    }
+}
+
+fn check(trees: &[&[Spec]], rows: &[[f32; 2]]) -> Layout {
+    let layout = Layout::build(&attributes(trees), &|why| Uncovered { operator: "test".into(), node: String::new(), why }).expect("layout");
+    let x: Vec<f32> = rows.iter().flatten().copied().collect();
+    // The rows as they come, and copied into 16 columns with their set keys.
+    let copied: Vec<Keyed<16>> = rows
+        .iter()
+        .map(|r| {
+            let values: [f32; 16] = std::array::from_fn(|k| if k < 2 { r[k] } else { 0.0 });
+            Keyed { values, keys: values.map(set_keys) }
+        })
+        .collect();
+    for (tree, nodes) in trees.iter().enumerate() {
+        let (mut leaves, mut from_copy) = (vec![0u32; rows.len()], vec![0u32; rows.len()]);
+        layout.leaves(tree, &Wide { x: &x, width: 2 }, None, &mut leaves);
+        layout.leaves(tree, copied.as_slice(), None, &mut from_copy);
+        assert_eq!(leaves, from_copy, "tree {tree}");
+        // A [`Masked`] tree read from columns, a block at a time (the last one short).
+        let mut masked = vec![0u32; rows.len()];
+        for (b, (block, out)) in rows.chunks(MASKED_BLOCK).zip(masked.chunks_mut(MASKED_BLOCK)).enumerate() {
+            let values: Vec<f32> = (0..2).flat_map(|f| block.iter().map(move |row| row[f])).collect();
+            let keys: Vec<u32> = values.iter().map(|&v| set_keys(v)).collect();
+            let columns = Columns { values: &values, keys: &keys, rows: block.len() };
+            layout.leaves(tree, &copied[b * MASKED_BLOCK..][..block.len()], Some(&columns), out);
+        }
+        assert_eq!(leaves, masked, "tree {tree}, read from columns");
+        for (row, &leaf) in rows.iter().zip(&leaves) {
+            assert_eq!(layout.leaf_value[leaf as usize].to_bits(), reference(nodes, row).to_bits(), "tree {tree}, row {row:?}");
+        }
+    }
+    layout
+}
+
+/// Values around every threshold used below, NaN, signed zero, infinities, and values just
+/// outside and inside the range a set holds.
+fn rows() -> Vec<[f32; 2]> {
+    let values = [
+        -f32::INFINITY,
+        -1.0,
+        -0.0,
+        0.0,
+        0.25,
+        0.5,
+        1.0,
+        1.5,
+        2.0,
+        5.0,
+        7.0,
+        63.0,
+        64.0,
+        255.0,
+        255.5,
+        256.0,
+        1e9,
+        f32::INFINITY,
+        f32::NAN,
+    ];
+    // 19 × 19 rows: more than one group of 8 and a remainder walked row by row.
+    values.iter().flat_map(|&a| values.iter().map(move |&b| [a, b])).collect()
+}
+
+#[test]
+fn an_equality_chain_becomes_one_set_node_with_the_chains_leaves() {
+    use Mode::*;
+    // f0 in {1, 5, 7, 64} -> node 4, else leaf 3; node 4: f1 <= 0.5 (NaN true).
+    let chain: &[Spec] = &[
+        (0, Eq, 0, 1.0, 4, 1, false),
+        (1, Eq, 0, 5.0, 4, 2, false),
+        (2, Eq, 0, 7.0, 4, 5, false),
+        (5, Eq, 0, 64.0, 4, 3, false),
+        (3, Leaf, 0, 0.0, 0, 0, false),
+        (4, Leq, 1, 0.5, 6, 7, true),
+        (6, Leaf, 0, 0.0, 0, 0, false),
+        (7, Leaf, 0, 0.0, 0, 0, false),
+    ];
+    // A chain whose missing values go to the true child, and one on 255.5 (not a set).
+    let missing: &[Spec] =
+        &[(0, Eq, 1, 0.0, 2, 1, true), (1, Eq, 1, 255.0, 2, 3, true), (2, Leaf, 0, 0.0, 0, 0, false), (3, Leaf, 0, 0.0, 0, 0, false)];
+    let fraction: &[Spec] =
+        &[(0, Eq, 0, 255.5, 2, 1, false), (1, Eq, 0, 2.0, 2, 3, false), (2, Leaf, 0, 0.0, 0, 0, false), (3, Leaf, 0, 0.0, 0, 0, false)];
+    let layout = check(&[chain, missing, fraction], &rows());
+    // Three sets beside the empty one (the lone BRANCH_EQ on 2 is a set of one value); the
+    // first tree is two levels deep, not five.
+    assert_eq!(layout.sets.iter().filter(|s| s.iter().any(|&w| w != 0)).count(), 3);
+    assert_eq!(layout.trees[0].depth, 2);
+    assert_eq!(layout.trees[2].depth, 2);
+    assert!(!layout.leq_and_sets);
+    // BRANCH_LEQ and sets only: the walk made for them, with and without missing values.
+    let layout = check(&[chain, missing], &rows());
+    assert!(layout.leq_and_sets && layout.has_missing);
+    // Read from columns: the chain's set by one table look-up, a set whose missing values go
+    // to the true child by its own test (a one-level tree is read as oblivious).
+    let masked_sets = |layout: &Layout| -> Vec<Option<(usize, usize)>> {
+        layout.masked.iter().map(|m| m.as_ref().map(|m| (m.set_tables.len(), m.set_nodes.len()))).collect()
+    };
+    assert_eq!(masked_sets(&layout), [Some((1, 0)), None]);
+    let deeper: &[Spec] = &[
+        (0, Eq, 1, 0.0, 2, 1, true),
+        (1, Eq, 1, 255.0, 2, 4, true),
+        (2, Leaf, 0, 0.0, 0, 0, false),
+        (4, Leq, 0, 0.5, 5, 6, false),
+        (5, Leaf, 0, 0.0, 0, 0, false),
+        (6, Leaf, 0, 0.0, 0, 0, false),
+    ];
+    assert_eq!(masked_sets(&check(&[chain, deeper], &rows())), [Some((1, 0)), Some((0, 1))]);
+    let no_missing: Vec<Spec> = chain.iter().map(|&(id, mode, f, t, yes, no, _)| (id, mode, f, t, yes, no, false)).collect();
+    let layout = check(&[&no_missing], &rows());
+    assert!(layout.leq_and_sets && !layout.has_missing);
+    // Missing values only at BRANCH_LEQ nodes: the walk of signed comparisons and sets.
+    let layout = check(&[chain], &rows());
+    assert!(layout.leq_and_sets && layout.signed);
+}
+
+#[test]
+fn an_oblivious_tree_reads_its_leaf_from_a_table() {
+    use Mode::*;
+    let tree = |second: f32, missing: bool| -> Vec<Spec> {
+        vec![
+            (0, Gt, 0, 0.5, 1, 2, missing),
+            (1, Gt, 1, 1.5, 3, 4, missing),
+            (2, Gt, 1, second, 5, 6, missing),
+            (3, Leaf, 0, 0.0, 0, 0, false),
+            (4, Leaf, 0, 0.0, 0, 0, false),
+            (5, Leaf, 0, 0.0, 0, 0, false),
+            (6, Leaf, 0, 0.0, 0, 0, false),
+        ]
+    };
+    let (oblivious, other, missing) = (tree(1.5, false), tree(2.0, false), tree(1.5, true));
+    let layout = check(&[&oblivious, &other], &rows());
+    assert_eq!(layout.oblivious.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false]);
+    // With missing values to the true child, and mixed with an equality node: the walk that reads
+    // each node's outcome bits.
+    let equal: &[Spec] = &[(0, Eq, 0, 1.0, 1, 2, false), (1, Leaf, 0, 0.0, 0, 0, false), (2, Leaf, 0, 0.0, 0, 0, false)];
+    let layout = check(&[&missing, equal], &rows());
+    assert!(layout.oblivious[0].is_some() && layout.same_mode.is_none());
+}
+
+#[test]
+fn every_mode_goes_where_onnx_runtime_goes_alone_and_mixed() {
+    use Mode::*;
+    let modes = [Leq, Lt, Gte, Gt, Eq, Neq];
+    let trees: Vec<Vec<Spec>> = modes
+        .iter()
+        .flat_map(|&mode| {
+            [(0.5f32, false), (0.5, true), (f32::NAN, false), (f32::NAN, true)]
+                .map(|(t, missing)| vec![(0, mode, 1, t, 1, 2, missing), (1, Leaf, 0, 0.0, 0, 0, false), (2, Leaf, 0, 0.0, 0, 0, false)])
+        })
+        .collect();
+    let all: Vec<&[Spec]> = trees.iter().map(|t| t.as_slice()).collect();
+    // Mixed modes: the walk that reads each node's outcome bits.
+    assert_eq!(check(&all, &rows()).same_mode, None);
+    // One mode per ensemble: the walks compiled for that mode.
+    for one in all.chunks(4) {
+        assert!(check(one, &rows()).same_mode.is_some());
+    }
+    // BRANCH_LEQ with missing values to the true child at some nodes: tested as `x < c`, the
+    // sign of x flipped there; thresholds at ±0, ±inf, the largest finite value; not when a
+    // threshold is NaN, or +inf where missing values go to the false child.
+    let leq = |t: f32, missing: bool| -> Vec<Spec> {
+        vec![
+            (0, Leq, 1, t, 1, 2, missing),
+            (1, Leq, 0, 1.0, 3, 4, !missing),
+            (2, Leaf, 0, 0.0, 0, 0, false),
+            (3, Leaf, 0, 0.0, 0, 0, false),
+            (4, Leaf, 0, 0.0, 0, 0, false),
+        ]
+    };
+    let thresholds = [0.5, 0.0, -0.0, 255.0, f32::MAX, -f32::INFINITY];
+    let signed: Vec<Vec<Spec>> = thresholds.iter().flat_map(|&t| [leq(t, true), leq(t, false)]).chain([leq(f32::INFINITY, true)]).collect();
+    let signed: Vec<&[Spec]> = signed.iter().map(|t| t.as_slice()).collect();
+    assert!(check(&signed, &rows()).signed);
+    for unsigned in [leq(f32::INFINITY, false), leq(f32::NAN, true)] {
+        let layout = check(&[&unsigned], &rows());
+        assert!(layout.has_missing && !layout.signed);
+    }
+}
+
+/// A lopsided tree of plain comparisons on two features: `leaves` leaves, a branch on the
+/// left spine at each level (thresholds spread over the test values), missing values to the
+/// true child at every other branch.
+fn spine(mode: Mode, leaves: usize) -> Vec<Spec> {
+    let branches = leaves - 1;
+    let mut nodes = Vec::new();
+    for k in 0..branches {
+        let id = k as i64;
+        let leaf = (branches + k) as i64;
+        let next = if k + 1 < branches { id + 1 } else { (2 * branches) as i64 };
+        let threshold = [0.5, -0.0, 1.5, 255.0, 63.0, f32::INFINITY, -1.0][k % 7];
+        // Alternately the spine goes on through the true and the false child.
+        let (yes, no) = if k % 2 == 0 { (next, leaf) } else { (leaf, next) };
+        nodes.push((id, mode, (k % 2) as i64, threshold, yes, no, k % 2 == 1));
+        nodes.push((leaf, Mode::Leaf, 0, 0.0, 0, 0, false));
+    }
+    nodes.push(((2 * branches) as i64, Mode::Leaf, 0, 0.0, 0, 0, false));
+    // The root first, as the attributes list it.
+    nodes.sort_by_key(|n| (n.1 == Mode::Leaf, n.0));
+    nodes
+}
+
+/// A complete tree of `depth` levels in heap order (node `h`'s children `2h + 1`, `2h + 2`),
+/// alternating between the two features.
+fn complete(mode: Mode, depth: u32) -> Vec<Spec> {
+    let branches = (1i64 << depth) - 1;
+    (0..2 * branches + 1)
+        .map(|h| match h < branches {
+            true => (h, mode, h % 2, [0.5, -0.0, 1.5, 255.0, 63.0, -1.0][h as usize % 6], 2 * h + 1, 2 * h + 2, h % 3 == 0),
+            false => (h, Mode::Leaf, 0, 0.0, 0, 0, false),
+        })
+        .collect()
+}
+
+#[test]
+fn a_tree_of_at_most_32_leaves_is_read_from_columns_with_the_walks_leaves() {
+    use Mode::*;
+    for mode in [Leq, Lt, Gte, Gt] {
+        // 32 leaves, 31 levels deep: read from columns; 33: walked.
+        let (fits, deep) = (spine(mode, MASKED_LEAVES), spine(mode, MASKED_LEAVES + 1));
+        let balanced: &[Spec] = &[
+            (0, mode, 0, 0.5, 1, 2, true),
+            (1, mode, 1, 1.5, 3, 4, false),
+            (2, mode, 1, -0.0, 5, 6, true),
+            (3, Leaf, 0, 0.0, 0, 0, false),
+            (4, Leaf, 0, 0.0, 0, 0, false),
+            (5, Leaf, 0, 0.0, 0, 0, false),
+            (6, Leaf, 0, 0.0, 0, 0, false),
+        ];
+        let layout = check(&[&fits, &deep, balanced], &rows());
+        // BRANCH_GT/GTE with missing values keep the walk that reads each node's outcome bits.
+        let expected = if matches!(mode, Leq | Lt) { [true, false, true] } else { [false; 3] };
+        assert_eq!(layout.masked.iter().map(Option::is_some).collect::<Vec<_>>(), expected, "{mode:?}");
+        let no_missing: Vec<Spec> = fits.iter().map(|&(id, m, f, t, yes, no, _)| (id, m, f, t, yes, no, false)).collect();
+        assert!(check(&[&no_missing], &rows()).masked[0].is_some(), "{mode:?}");
+        assert_eq!(layout.trees[0].depth, MASKED_LEAVES as u32 - 1);
+    }
+    // Complete trees: 32 leaves read from columns, 64 (a forest's) walked.
+    let layout = check(&[&complete(Lt, 5), &complete(Lt, 6)], &rows());
+    assert_eq!(layout.masked.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false]);
+    // BRANCH_LEQ with sets too (the one-level tree is read as oblivious); mixed modes keep
+    // their walk.
+    let set: &[Spec] = &[(0, Eq, 0, 1.0, 1, 2, false), (1, Leaf, 0, 0.0, 0, 0, false), (2, Leaf, 0, 0.0, 0, 0, false)];
+    let layout = check(&[set, &spine(Leq, 4)], &rows());
+    assert!(layout.leq_and_sets);
+    assert_eq!(layout.masked.iter().map(Option::is_some).collect::<Vec<_>>(), [false, true]);
+    let layout = check(&[&spine(Lt, 4), &spine(Leq, 4)], &rows());
+    assert!(layout.same_mode.is_none() && layout.masked.iter().all(Option::is_none));
+}

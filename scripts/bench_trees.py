@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""The tree executor against ONNX Runtime (the oracle bench's `trees/EXPORT/EXECUTOR/cpu1/BATCH`:
+one thread, timed by the CPU time it ran), run ROUNDS times; after each round criterion's estimate
+of every line (the middle of its `time: [...]`, with the interval) is kept, one JSON line each, in docs/figures/trees/bench.jsonl with the provenance of
+scripts/figures_meta.py (the bench binary's hash, the machine, the date, the command, `uptime`).
+
+    python3 scripts/bench_trees.py BENCH_BINARY --build "how it was built" [--rounds 2] [--filter 'trees/.*/cpu1/']
+
+BENCH_BINARY is the oracle bench as cargo built it (`cargo bench --bench oracle --no-run` prints
+its path). In each round every export runs native-trees then ONNX Runtime, so the two executors of
+an export share the round's load; CPU time does not count the time other processes held the core.
+The published ratio of an export is native rows per CPU second over ONNX Runtime's, each the
+round's criterion estimate. The bench's own output is kept in bench.log beside. Needs ONNX Runtime (ORT_DYLIB_PATH, as scripts/test.sh exports it).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from figures_meta import meta  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
+OUT = os.path.join(ROOT, 'docs', 'figures', 'trees', 'bench.jsonl')
+
+
+UNITS = {'ps': 1e-12, 'ns': 1e-9, 'µs': 1e-6, 'us': 1e-6, 'ms': 1e-3, 's': 1.0}
+
+
+def parse(out):
+    """(benchmark, low, estimate, high) in seconds per iteration from criterion's report lines:
+    the benchmark's name, then `time:   [LOW UNIT EST UNIT HIGH UNIT]`."""
+    name = None
+    change = False  # inside a `change:` block, whose `time:` line is a comparison with the last run
+    for line in out.splitlines():
+        text = line.strip()
+        if text.startswith('change:'):
+            change = True
+            continue
+        if 'time:' in text and not text.startswith('time:'):
+            name, text = text.split()[0], text[text.index('time:'):]
+        if text.startswith('time:') and change:
+            change = False
+            continue
+        if text.startswith('time:'):
+            v = text[text.index('[') + 1:text.index(']')].split()
+            low, mid, high = (float(v[i]) * UNITS[v[i + 1]] for i in (0, 2, 4))
+            yield (name, low, mid, high)
+        elif text and not text.startswith(('thrpt:', 'change:', 'Found', 'Performance', 'No change', 'Change within',
+                                           'Warning', 'Benchmarking')) and ' ' not in text.split('time:')[0].strip():
+            name = text.split()[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('bench')
+    ap.add_argument('--build', required=True, help='how the bench binary was built (recorded)')
+    ap.add_argument('--rounds', type=int, default=2)
+    ap.add_argument('--filter', default='trees/.*/cpu1/')
+    ap.add_argument('--measurement-time', default='2')
+    args = ap.parse_args()
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    for rnd in range(1, args.rounds + 1):
+        cmd = [args.bench, '--bench', args.filter, '--warm-up-time', '1', '--measurement-time', args.measurement_time]
+        env = dict(os.environ, FAIRPIPE_TREES_PYTHON='/bin/true')
+        record = meta(args.bench, ' '.join(['FAIRPIPE_TREES_PYTHON=/bin/true', os.path.basename(args.bench)] + cmd[1:]))
+        out = subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+        record['uptime_after'] = meta(args.bench)['uptime']
+        with open(os.path.join(os.path.dirname(OUT), 'bench.log'), 'a') as f:
+            f.write('$ %s  # round %d, %s\n%s' % (record['command'], rnd, record['at'], out))
+        for name, low, mid, high in parse(out):
+            group = name.split('/')  # trees, EXPORT, EXECUTOR, MODE, BATCH
+            if len(group) != 5 or group[0] != 'trees':
+                continue
+            batch = int(group[4])
+            row = dict(record, build=args.build, round=rnd, export=group[1], executor=group[2], mode=group[3],
+                       batch=batch, time_s=mid, time_interval_s=[low, high], rows_per_s=batch / mid)
+            with open(OUT, 'a') as f:
+                f.write(json.dumps(row) + '\n')
+        print('round', rnd, 'done', flush=True)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,529 @@
+//! The figures README.md and docs/ publish, recomputed from the raw results checked in beside them
+//! (issue 49 item 1). A published figure is marked in the Markdown as
+//! `<!-- figure: ID -->TEXT<!-- /figure -->` (the comments render as nothing); every marked ID must
+//! be one this file knows, every fixed ID it knows must be marked somewhere, and TEXT must equal what
+//! the figure's function computes from its raw results with the rounding the text uses.
+//! docs/figures/INVENTORY.md lists every figure of README.md and docs/ with its producer.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::root;
+
+/// A published figure: its ID in the markers and the function that computes its text from raw results.
+struct Figure {
+    id: &'static str,
+    compute: fn(&Path) -> String,
+}
+
+/// A family of published figures: markers `PREFIX:ARGS` (e.g. `trees-ratio:4096:catboost`), the
+/// function given the root and ARGS.
+struct Family {
+    prefix: &'static str,
+    compute: fn(&Path, &str) -> String,
+}
+
+/// Every family of figures this test recomputes (a family's markers name their arguments, so a
+/// family need not be marked).
+const FAMILIES: &[Family] = &[
+    Family { prefix: "trees-ratio", compute: trees_ratio },
+    Family { prefix: "trees-rows", compute: trees_rows },
+    Family { prefix: "tree-pipeline-ratio", compute: tree_pipeline_ratio },
+    Family { prefix: "tree-pipeline-s", compute: tree_pipeline_seconds },
+    Family { prefix: "maft-port", compute: maft_port },
+    Family { prefix: "label-only", compute: label_only },
+];
+
+/// Every figure this test recomputes.
+const FIGURES: &[Figure] = &[
+    Figure { id: "grft-idis-vs-port", compute: grft_idis_vs_port },
+    Figure { id: "grft-port-cells", compute: grft_port_cells },
+    Figure { id: "aft-idis-vs-port-after-688a7fa", compute: aft_idis_vs_port_after },
+    Figure { id: "aft-port-cells-after-688a7fa", compute: aft_port_cells_after },
+    Figure { id: "grft-tests-s-vs-port-search-wall", compute: |r| port_ratio(r, "grft", Ratio::TestsWall) },
+    Figure { id: "aft-tests-s-vs-port-search-wall", compute: |r| port_ratio(r, "aft", Ratio::TestsWall) },
+    Figure { id: "grft-tests-s-vs-port-process-cpu", compute: |r| port_ratio(r, "grft", Ratio::TestsProcessCpu) },
+    Figure { id: "aft-tests-s-vs-port-process-cpu", compute: |r| port_ratio(r, "aft", Ratio::TestsProcessCpu) },
+    Figure { id: "tests-s-vs-published", compute: tests_s_vs_published },
+    Figure { id: "tree-exports", compute: tree_exports },
+    Figure { id: "fuzz-corpus-files", compute: fuzz_corpus_files },
+    Figure { id: "footprint-venvs-gb", compute: |r| footprint_gb(r, "venv_bytes") },
+    Figure { id: "footprint-target-gb", compute: |r| footprint_gb(r, "target_bytes") },
+    Figure { id: "footprint-onnxruntime-venv-mb", compute: |r| venv_mb(r, "onnxruntime-venv") },
+    Figure { id: "footprint-mlserver-venv-mb", compute: |r| venv_mb(r, "mlserver-venv") },
+    Figure { id: "footprint-mlflow-venv-mb", compute: |r| venv_mb(r, "mlflow-venv") },
+    Figure { id: "validate-100000-stages-s", compute: |r| validate_best(r, 100_000) },
+    Figure { id: "validate-10000-stages-s", compute: |r| validate_best(r, 10_000) },
+    Figure { id: "validate-1000-stages-s", compute: |r| validate_best(r, 1_000) },
+];
+
+/// The Markdown files whose figures are checked: README.md and every `.md` under docs/.
+fn markdown_files(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = vec![root.join("README.md")];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Every `<!-- figure: ID -->TEXT<!-- /figure -->` of `text`: (ID, TEXT, line number).
+fn markers(text: &str) -> Result<Vec<(String, String, usize)>, String> {
+    const OPEN: &str = "<!-- figure: ";
+    const CLOSE: &str = "<!-- /figure -->";
+    let mut found = Vec::new();
+    let mut rest = text;
+    let mut offset = 0;
+    while let Some(at) = rest.find(OPEN) {
+        let line = text[..offset + at].matches('\n').count() + 1;
+        let after = &rest[at + OPEN.len()..];
+        let id_end = after.find(" -->").ok_or(format!("line {line}: `{OPEN}` without ` -->`"))?;
+        let id = after[..id_end].trim().to_string();
+        let body = &after[id_end + 4..];
+        let end = body.find(CLOSE).ok_or(format!("line {line}: figure `{id}` without `{CLOSE}`"))?;
+        if body[..end].contains(OPEN) || body[..end].contains('\n') {
+            return Err(format!("line {line}: figure `{id}` is not closed on its line"));
+        }
+        found.push((id, body[..end].to_string(), line));
+        let consumed = at + OPEN.len() + id_end + 4 + end + CLOSE.len();
+        offset += consumed;
+        rest = &rest[consumed..];
+    }
+    Ok(found)
+}
+
+#[test]
+fn every_marked_figure_matches_its_raw_results() {
+    let root = root();
+    let known: BTreeMap<&str, &Figure> = FIGURES.iter().map(|f| (f.id, f)).collect();
+    let mut expected: BTreeMap<String, String> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    let mut failures = Vec::new();
+    for file in markdown_files(&root) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        for (id, published, line) in markers(&text).unwrap_or_else(|e| panic!("{rel}: {e}")) {
+            let want = if let Some(figure) = known.get(id.as_str()) {
+                seen.insert(figure.id);
+                expected.entry(id.clone()).or_insert_with(|| (figure.compute)(&root)).clone()
+            } else if let Some(family) = id.split_once(':').and_then(|(p, _)| FAMILIES.iter().find(|f| f.prefix == p)) {
+                let args = &id[family.prefix.len() + 1..];
+                expected.entry(id.clone()).or_insert_with(|| (family.compute)(&root, args)).clone()
+            } else {
+                failures.push(format!("{rel}:{line}: figure `{id}` has no producer in tests/published_figures.rs"));
+                continue;
+            };
+            if published != want {
+                failures.push(format!("{rel}:{line}: figure `{id}` reads `{published}`, its raw results give `{want}`"));
+            }
+        }
+    }
+    for id in FIGURES.iter().map(|f| f.id) {
+        if !seen.contains(id) {
+            failures.push(format!("figure `{id}` is not marked in README.md or docs/"));
+        }
+    }
+    assert!(failures.is_empty(), "{} published figure(s) differ from their raw results:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn the_tree_pipelines_validate() {
+    for file in ["pipelines/trees/census-maft-trees.toml", "pipelines/trees/census-estimate-trees.toml"] {
+        let (ok, stdout, stderr) = crate::common::fairpipe(&["validate", file]);
+        assert!(ok && stdout.contains(": ok (") && stdout.contains("8 matrix combinations"), "{file}: {stdout}{stderr}");
+    }
+}
+
+#[test]
+fn markers_are_read_as_written() {
+    let text = "a <!-- figure: x -->1.2–3.4<!-- /figure -->× and\n<!-- figure: y -->5<!-- /figure -->";
+    let found = markers(text).unwrap();
+    assert_eq!(found, vec![("x".into(), "1.2–3.4".into(), 1), ("y".into(), "5".into(), 2)]);
+    assert!(markers("<!-- figure: z -->7").unwrap_err().contains("without"));
+    assert_eq!((thousands(7), thousands(1153), thousands(1_234_567)), ("7".into(), "1,153".into(), "1,234,567".into()));
+    assert!(markers("<!-- figure: z -->7\n<!-- /figure -->").unwrap_err().contains("not closed on its line"));
+}
+
+// ---- raw results ----
+
+/// The JSON objects of a JSONL file, one a line.
+fn jsonl(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1)))
+        .collect()
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or_else(|| panic!("`{key}` is not a number in {v}"))
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or_else(|| panic!("`{key}` is not a string in {v}"))
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// `n` with a comma between thousands, as the docs write counts.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// "a–b" of the smallest and largest of `xs`, each with `decimals` decimals.
+fn range(xs: &[f64], decimals: usize) -> String {
+    assert!(!xs.is_empty(), "a range of no values");
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    assert!(lo.is_finite() && hi.is_finite(), "a range over a value that is not finite: {xs:?}");
+    format!("{lo:.decimals$}–{hi:.decimals$}")
+}
+
+// ---- the grid's reference-port cells (docs/grid/, scripts/bench_grid.py --reference) ----
+
+/// A compared cell: fairpipe's runs and the port's, on the seeds both have.
+struct Cell {
+    ours: Vec<Value>,
+    port: Vec<Value>,
+    key: (String, String, String),
+}
+
+/// The cells where `method` ran in both `ours_file` (fairpipe, release, 200,000 rows asked) and
+/// docs/grid/reference.jsonl, as `bench_grid.py`'s reference table pairs them.
+fn port_cells(root: &Path, method: &str, ours_file: &str) -> Vec<Cell> {
+    let ours = jsonl(&root.join(ours_file));
+    let port = jsonl(&root.join("docs/grid/reference.jsonl"));
+    let key = |r: &Value| (text(r, "dataset").to_string(), text(r, "model").to_string(), text(r, "protected").to_string());
+    let cells: BTreeSet<_> = port.iter().filter(|r| text(r, "method") == method && num(r, "max_rows") == 200_000.0).map(key).collect();
+    let mut out = Vec::new();
+    for cell in cells {
+        let mine: BTreeMap<i64, &Value> = ours
+            .iter()
+            .filter(|r| {
+                key(r) == cell
+                    && text(r, "method") == method
+                    && text(r, "output") == "scores"
+                    && text(r, "budget_key") == "max_queries"
+                    && num(r, "budget") == 200_000.0
+                    && text(r, "binary") == "release"
+            })
+            .map(|r| (r["seed"].as_i64().unwrap(), r))
+            .collect();
+        let theirs: BTreeMap<i64, &Value> = port
+            .iter()
+            .filter(|r| key(r) == cell && text(r, "method") == method && num(r, "max_rows") == 200_000.0)
+            .map(|r| (r["seed"].as_i64().unwrap(), r))
+            .collect();
+        let seeds: Vec<i64> = mine.keys().filter(|s| theirs.contains_key(s)).copied().collect();
+        if seeds.is_empty() {
+            continue;
+        }
+        out.push(Cell {
+            ours: seeds.iter().map(|s| mine[s].clone()).collect(),
+            port: seeds.iter().map(|s| theirs[s].clone()).collect(),
+            key: cell,
+        });
+    }
+    out
+}
+
+fn mean_of(rows: &[Value], key: &str) -> f64 {
+    mean(&rows.iter().map(|r| num(r, key)).collect::<Vec<_>>())
+}
+
+/// fairpipe's mean IDIs over the port's on each cell.
+fn idis_ratios(cells: &[Cell]) -> Vec<f64> {
+    cells.iter().map(|c| mean_of(&c.ours, "idis") / mean_of(&c.port, "ids")).collect()
+}
+
+fn grft_idis_vs_port(root: &Path) -> String {
+    range(&idis_ratios(&port_cells(root, "grft", "docs/grid/runs.jsonl")), 2)
+}
+
+fn grft_port_cells(root: &Path) -> String {
+    port_cells(root, "grft", "docs/grid/runs.jsonl").len().to_string()
+}
+
+fn aft_idis_vs_port_after(root: &Path) -> String {
+    range(&idis_ratios(&port_cells(root, "aft", "docs/grid/aft-after-688a7fa.jsonl")), 2)
+}
+
+fn aft_port_cells_after(root: &Path) -> String {
+    port_cells(root, "aft", "docs/grid/aft-after-688a7fa.jsonl").len().to_string()
+}
+
+/// Which seconds divide fairpipe's tests: its search stage's wall time or its whole process's CPU.
+enum Ratio {
+    TestsWall,
+    TestsProcessCpu,
+}
+
+/// fairpipe's tests per second over the port's tests per second of search CPU, per cell, one
+/// decimal (the grid table's "tests/s ratio" columns), over the cells of docs/grid/runs.jsonl.
+fn port_ratio(root: &Path, method: &str, ratio: Ratio) -> String {
+    let cells = port_cells(root, method, "docs/grid/runs.jsonl");
+    let ratios: Vec<f64> = cells
+        .iter()
+        .map(|c| {
+            let seconds = match ratio {
+                Ratio::TestsWall => mean_of(&c.ours, "secs"),
+                Ratio::TestsProcessCpu => mean_of(&c.ours, "process_cpu_s"),
+            };
+            (mean_of(&c.ours, "tests") / seconds) / (mean_of(&c.port, "tests") / mean_of(&c.port, "cpu_secs"))
+        })
+        .collect();
+    range(&ratios, 1)
+}
+
+/// fairpipe's tests per search-wall second over the published harness's tests/s on the same cell
+/// (scripts/regionft_rq1_baseline.csv), over every compared cell the harness publishes.
+fn tests_s_vs_published(root: &Path) -> String {
+    let csv = std::fs::read_to_string(root.join("scripts/regionft_rq1_baseline.csv")).unwrap();
+    let mut lines = csv.lines().filter(|l| !l.starts_with('#'));
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let mut published = BTreeMap::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let tests_s = f[col("n_test")].parse::<f64>().unwrap() / f[col("real_time")].parse::<f64>().unwrap();
+        published.insert(
+            (f[col("dataset")].to_string(), f[col("model")].to_string(), f[col("protected")].to_string(), f[col("method")].to_string()),
+            tests_s,
+        );
+    }
+    let dataset = |d: &str| match d {
+        "census" => Some("Adult"),
+        "credit" => Some("Credit"),
+        "bank" => Some("Bank"),
+        _ => None,
+    };
+    let protected = |p: &str| -> String {
+        match p {
+            "gender" | "PersonStatusSex" => "sex".into(),
+            "AgeInYears" => "age".into(),
+            other => other.into(),
+        }
+    };
+    let mut ratios = Vec::new();
+    for method in ["grft", "aft"] {
+        for c in port_cells(root, method, "docs/grid/runs.jsonl") {
+            let (d, m, p) = &c.key;
+            let Some(d) = dataset(d) else { continue };
+            if let Some(tests_s) = published.get(&(d.to_string(), m.clone(), protected(p), method.to_string())) {
+                ratios.push(mean_of(&c.ours, "tests") / mean_of(&c.ours, "secs") / tests_s);
+            }
+        }
+    }
+    range(&ratios, 1)
+}
+
+// ---- fixtures and other raw results ----
+
+/// The tree exports the executor is compared on (tests/fixtures/onnx/trees/*.onnx).
+fn tree_exports(root: &Path) -> String {
+    let dir = root.join("tests/fixtures/onnx/trees");
+    std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "onnx")).count().to_string()
+}
+
+/// The best of the three wall-clock tries of `Pipeline::load` on `stages` stages
+/// (docs/validate/validate.jsonl), in seconds with three decimals.
+fn validate_best(root: &Path, stages: u64) -> String {
+    let runs = jsonl(&root.join("docs/validate/validate.jsonl"));
+    let run = runs.iter().find(|r| r["stages"].as_u64() == Some(stages)).unwrap_or_else(|| panic!("no run of {stages} stages"));
+    let best = run["wall_seconds"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).fold(f64::INFINITY, f64::min);
+    format!("{best:.3}")
+}
+
+/// The files of the fuzz corpus (fuzz/corpus/TARGET/*), the inputs `tests/fuzz_corpus.rs` replays.
+fn fuzz_corpus_files(root: &Path) -> String {
+    let mut count = 0;
+    let mut dirs = vec![root.join("fuzz/corpus")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                count += 1;
+            }
+        }
+    }
+    thousands(count)
+}
+
+/// docs/figures/footprint.json.
+fn footprint(root: &Path) -> Value {
+    let path = root.join("docs/figures/footprint.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Megabytes (10⁶ bytes, no decimal) of one venv of docs/figures/footprint.json.
+fn venv_mb(root: &Path, venv: &str) -> String {
+    let bytes = footprint(root)["venv_bytes"][venv].as_f64().unwrap_or_else(|| panic!("footprint.json: no venv {venv}"));
+    format!("{:.0}", bytes / 1e6)
+}
+
+/// Gigabytes (10⁹ bytes, one decimal) of docs/figures/footprint.json's `key`: a number of bytes,
+/// or an object of them (summed).
+fn footprint_gb(root: &Path, key: &str) -> String {
+    let record = footprint(root);
+    let bytes = match &record[key] {
+        Value::Object(parts) => parts.values().map(|v| v.as_f64().unwrap()).sum(),
+        other => other.as_f64().unwrap_or_else(|| panic!("footprint.json: `{key}` is not a number")),
+    };
+    format!("{:.1}", bytes / 1e9)
+}
+
+// ---- the tree executor (docs/figures/trees/: scripts/bench_trees.py, scripts/bench_tree_pipelines.py) ----
+
+/// The lines of docs/figures/trees/bench.jsonl for `export` at `batch` (one thread, CPU time),
+/// by executor and round: rows per CPU second.
+fn trees_lines(root: &Path, export: &str, batch: u64) -> BTreeMap<(String, i64), f64> {
+    jsonl(&root.join("docs/figures/trees/bench.jsonl"))
+        .iter()
+        .filter(|r| text(r, "export") == export && r["batch"].as_u64() == Some(batch) && text(r, "mode") == "cpu1")
+        .map(|r| ((text(r, "executor").to_string(), r["round"].as_i64().unwrap()), num(r, "rows_per_s")))
+        .collect()
+}
+
+/// `BATCH:EXPORT[,EXPORT…]`: native-trees' rows per CPU second over ONNX Runtime's, per export
+/// and round that has both (each the round's criterion estimate), as "a–b" with one decimal over
+/// all of them (or "a" when they agree).
+fn trees_ratio(root: &Path, args: &str) -> String {
+    let (batch, exports) = args.split_once(':').expect("trees-ratio:BATCH:EXPORT[,EXPORT…]");
+    let mut ratios = Vec::new();
+    for export in exports.split(',') {
+        let lines = trees_lines(root, export, batch.parse().unwrap());
+        let rounds: BTreeSet<i64> = lines.keys().map(|(_, r)| *r).collect();
+        let before = ratios.len();
+        // A round counts where both executors' lines are there (criterion refuses a line whose
+        // CPU clock read zero for a sample; bench.log says which).
+        for r in rounds {
+            if let (Some(native), Some(ort)) = (lines.get(&("native-trees".to_string(), r)), lines.get(&("onnxruntime".to_string(), r))) {
+                ratios.push(native / ort);
+            }
+        }
+        assert!(ratios.len() > before, "{export} {batch}: no round with both executors in docs/figures/trees/bench.jsonl");
+    }
+    collapse(range(&ratios, 1))
+}
+
+/// `BATCH:EXPORT:EXECUTOR`: the executor's rows per CPU second, in thousands, over the rounds
+/// ("a–b k").
+fn trees_rows(root: &Path, args: &str) -> String {
+    let mut parts = args.splitn(3, ':');
+    let (batch, export, executor) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().expect("trees-rows:BATCH:EXPORT:EXECUTOR"));
+    let lines = trees_lines(root, export, batch.parse().unwrap());
+    let rows: Vec<f64> = lines.iter().filter(|((e, _), _)| e == executor).map(|(_, v)| (v / 1000.0).round()).collect();
+    let (lo, hi) = (rows.iter().copied().fold(f64::INFINITY, f64::min), rows.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    collapse(format!("{}–{}", thousands(lo as u64), thousands(hi as u64)))
+}
+
+/// "a–a" written as "a".
+fn collapse(range: String) -> String {
+    match range.split_once('–') {
+        Some((lo, hi)) if lo == hi => lo.to_string(),
+        _ => range,
+    }
+}
+
+/// The runs of docs/figures/trees/pipelines.jsonl of `pipeline` (its file stem) on the export
+/// `model` (its file stem): (round, executor) → seconds of the stages after load_model.
+fn pipeline_runs(root: &Path, pipeline: &str, model: &str) -> BTreeMap<(i64, String), f64> {
+    jsonl(&root.join("docs/figures/trees/pipelines.jsonl"))
+        .iter()
+        .filter(|r| {
+            Path::new(text(r, "pipeline")).file_stem().is_some_and(|s| s == pipeline)
+                && Path::new(text(r, "model_path")).file_stem().is_some_and(|s| s == model)
+        })
+        .map(|r| {
+            let executor = if text(r, "executor").starts_with("native") { "native" } else { "onnxruntime" };
+            ((r["round"].as_i64().unwrap(), executor.to_string()), num(r, "stages_s"))
+        })
+        .collect()
+}
+
+/// `PIPELINE:MODEL[,MODEL…]`: ONNX Runtime's seconds of the stages after load_model over the
+/// native executor's, paired within a round, "a–b" with one decimal over the models and rounds.
+fn tree_pipeline_ratio(root: &Path, args: &str) -> String {
+    let (pipeline, models) = args.split_once(':').expect("tree-pipeline-ratio:PIPELINE:MODEL[,MODEL…]");
+    let mut ratios = Vec::new();
+    for model in models.split(',') {
+        let runs = pipeline_runs(root, pipeline, model);
+        let rounds: BTreeSet<i64> = runs.keys().map(|(r, _)| *r).collect();
+        assert!(!rounds.is_empty(), "{pipeline} {model}: no runs in docs/figures/trees/pipelines.jsonl");
+        ratios.extend(rounds.iter().map(|r| runs[&(*r, "onnxruntime".to_string())] / runs[&(*r, "native".to_string())]));
+    }
+    collapse(range(&ratios, 1))
+}
+
+/// `PIPELINE:MODEL:EXECUTOR`: that executor's seconds of the stages after load_model over the
+/// rounds, "a–b" with two decimals.
+fn tree_pipeline_seconds(root: &Path, args: &str) -> String {
+    let mut parts = args.splitn(3, ':');
+    let (pipeline, model, executor) =
+        (parts.next().unwrap(), parts.next().unwrap(), parts.next().expect("tree-pipeline-s:PIPELINE:MODEL:EXECUTOR"));
+    let seconds: Vec<f64> = pipeline_runs(root, pipeline, model).iter().filter(|((_, e), _)| e == executor).map(|(_, s)| *s).collect();
+    collapse(range(&seconds, 2))
+}
+
+// ---- the MAFT reference port (docs/figures/maft-reference/: scripts/bench_maft_reference.py) ----
+
+/// `WHAT:DATASET:PROTECTED:GLOBAL:LOCAL` over every run of the port on that benchmark: `idis`
+/// (mean ± sample sd, whole numbers), `runs`, `cpu-s` (mean process CPU seconds, one decimal),
+/// `idis-per-cpu-s` (mean IDIs over mean CPU seconds, whole).
+fn maft_port(root: &Path, args: &str) -> String {
+    let (what, bench) = args.split_once(':').expect("maft-port:WHAT:DATASET:PROTECTED:GLOBAL:LOCAL");
+    let runs: Vec<Value> = jsonl(&root.join("docs/figures/maft-reference/runs.jsonl"))
+        .into_iter()
+        .filter(|r| format!("{}:{}:{}:{}", text(r, "dataset"), text(r, "protected"), r["global_seeds"], r["local_iterations"]) == bench)
+        .collect();
+    assert!(!runs.is_empty(), "maft-port: no runs of {bench}");
+    let idis: Vec<f64> = runs.iter().map(|r| num(r, "idis")).collect();
+    let cpu = mean_of(&runs, "process_cpu_s");
+    match what {
+        "idis" => mean_sd_text(&idis),
+        "runs" => runs.len().to_string(),
+        "cpu-s" => format!("{cpu:.1}"),
+        "idis-per-cpu-s" => thousands((mean(&idis) / cpu).round() as u64),
+        other => panic!("maft-port: unknown figure {other}"),
+    }
+}
+
+// ---- the label-only searches against their reference code (benches/label-only: scripts/bench_label_only.py) ----
+
+/// `FILE_STEM`: the mean ± sample sd of `ids` over the runs of benches/label-only/FILE_STEM.jsonl,
+/// whole numbers.
+fn label_only(root: &Path, stem: &str) -> String {
+    let ids: Vec<f64> = jsonl(&root.join(format!("benches/label-only/{stem}.jsonl"))).iter().map(|r| num(r, "ids")).collect();
+    mean_sd_text(&ids)
+}
+
+/// "mean ± sample sd" of `xs`, each a whole number with thousands separated.
+fn mean_sd_text(xs: &[f64]) -> String {
+    let m = mean(xs);
+    let sd = (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)).sqrt();
+    format!("{} ± {}", thousands(m.round() as u64), thousands(sd.round() as u64))
+}
