@@ -93,6 +93,10 @@ enum Command {
         /// A protected attribute column, instead of the guesses (repeatable).
         #[arg(long = "protected", value_name = "COLUMN")]
         protected: Vec<String>,
+        /// Columns to leave out, comma-separated (e.g. those a model was not trained on; init
+        /// drops by itself the columns a model of named inputs does not read).
+        #[arg(long = "drop", value_name = "COL,...", value_delimiter = ',')]
+        drop: Vec<String>,
         /// Overwrite the pipeline file if it exists.
         #[arg(long)]
         force: bool,
@@ -319,13 +323,21 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             let combinations = if sweep.info.matrix { format!(", {} matrix combinations", sweep.info.units.len()) } else { String::new() };
             say!("{}: ok ({} stages: {}{combinations})", pipeline.display(), stages.len(), stages.join(" → "));
         }
-        Command::Init { data, model, out, label, protected, force } => {
-            let out = out.unwrap_or_else(|| fairpipe::init::default_out(&data));
-            let options = fairpipe::init::InitOptions { data, model, out, label, protected, force };
+        Command::Init { data, model, out, label, protected, drop, force } => {
+            let out = out.unwrap_or_else(|| fairpipe::init::default_out(&data, model.as_deref()));
+            let options = fairpipe::init::InitOptions { data, model, out, label, protected, drop, force };
             let written = fairpipe::init::init(&options)?;
             say!("wrote {}", written.path.display());
             say!("  label: {} (CONFIRM in the file)", written.label);
-            say!("  protected: {} searched; measured: {}", written.protected.join(", "), written.measured.join(", "));
+            say!(
+                "  protected: {} searched; measured (a group metrics stage each): {}",
+                written.protected.join(", "),
+                written.measured.join(", ")
+            );
+            if !written.dropped.is_empty() {
+                let dropped: Vec<String> = written.dropped.iter().map(|(c, why)| format!("{c} ({why})")).collect();
+                say!("  dropped: {}", dropped.join("; "));
+            }
             say!("next: read the CONFIRM lines, then fairpipe validate {0} && fairpipe run {0}", written.path.display());
         }
         Command::NewPlugin { name, dir, sdk } => {

@@ -1,8 +1,10 @@
 //! `fairpipe init` on data it has never seen: the bundled CSVs (raw UCI Adult with its category
 //! names and `?` cells among them) and a CSV with column names of its own. Each pipeline written
 //! validates as written, names the label and the protected attributes expected, and runs to group
-//! metrics, an estimate, a check of the real rows and a search. Runs use the first rows of each
-//! file and smaller budgets, to stay quick.
+//! metrics (one stage per protected attribute), an estimate, a check of the real rows and a
+//! search. Runs use the first rows of each file and smaller budgets, to stay quick. A model that
+//! reads fewer columns than the data has them dropped; the docs' example gate passes a fair model
+//! and fails a planted-biased one.
 
 use std::path::{Path, PathBuf};
 
@@ -68,25 +70,49 @@ fn head(name: &str, rows: usize, dir: &Path) -> PathBuf {
     path
 }
 
-/// `text` with the search and estimate budgets cut for a quick test run.
+/// `text` with the search and estimate budgets cut for a quick test run (each budget written
+/// once, as the standard audit's).
 fn small_budgets(text: &str) -> String {
-    text.replace("trials = 100", "trials = 10")
-        .replace("samples = 1000", "samples = 200")
-        .replace("seeds = 1000", "seeds = 40")
-        .replace("global_num = 100, local_num = 1000", "global_num = 10, local_num = 40")
-        .replace("epochs = 10", "epochs = 3")
+    for budget in ["trials = 100\n", "samples = 1000\n", "seeds = 1000\n", "max_queries = 1000000\n", "epochs = 10\n"] {
+        let lines = text.matches(budget).count();
+        let expected = if budget.starts_with("epochs") { text.contains("kind = \"train\"") as usize } else { 1 };
+        assert_eq!(lines, expected, "{budget:?} in:\n{text}");
+    }
+    text.replace("trials = 100\n", "trials = 10\n")
+        .replace("samples = 1000\n", "samples = 200\n")
+        .replace("seeds = 1000\n", "seeds = 40\n")
+        .replace("max_queries = 1000000\n", "max_queries = 4000\n")
+        .replace("epochs = 10\n", "epochs = 3\n")
+}
+
+/// The names of the stages of kind `kind` in `text`, in order.
+fn stages_of_kind(text: &str, kind: &str) -> Vec<String> {
+    let table = toml_like::parse(text);
+    let mut names: Vec<(usize, String)> = table
+        .iter()
+        .filter(|(_, keys)| keys.get("kind").map(String::as_str) == Some(&format!("\"{kind}\"")))
+        .map(|(name, _)| (text.find(&format!("[stages.{name}]")).unwrap(), name.clone()))
+        .collect();
+    names.sort();
+    names.into_iter().map(|(_, n)| n).collect()
 }
 
 /// Run `pipeline` into `dir/out`; the summary, asserting it has each audit's headline figure.
 fn runs_to_every_audit(pipeline: &Path, dir: &Path) -> serde_json::Value {
     let summary = run_pipeline(pipeline, &dir.join("out"), &[]);
     let stages = &summary["stages"];
-    assert!(stages["metrics"]["rows"].as_u64().unwrap() > 0, "{}", stages["metrics"]);
+    let metrics = stages_of_kind(&std::fs::read_to_string(pipeline).unwrap(), "group_metrics");
+    assert!(!metrics.is_empty(), "no group metrics stage");
+    for m in &metrics {
+        assert!(stages[m]["rows"].as_u64().unwrap() > 0, "{}", stages[m]);
+        // One attribute per stage: its headline figures are that attribute's.
+        assert_eq!(stages[m]["parity"].as_object().unwrap().len(), 1, "{m}: {}", stages[m]["parity"]);
+    }
     let rate = stages["estimate"]["rate"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&rate), "{}", stages["estimate"]);
     assert!(stages["check"]["checked"].as_u64().unwrap() > 0, "{}", stages["check"]);
     assert!(stages["search"]["generated"].as_u64().is_some(), "{}", stages["search"]);
-    assert!(stages["search_verified"].is_object(), "{summary}");
+    assert!(stages["verify"].is_object(), "{summary}");
     if stages.get("bias_audit").is_some() {
         assert!(stages["bias_audit"]["tables"].as_array().is_some_and(|t| !t.is_empty()), "{}", stages["bias_audit"]);
         assert!(dir.join("out/bias_audit.html").exists());
@@ -118,8 +144,15 @@ fn init_on_every_bundled_csv_writes_a_pipeline_that_validates() {
         for p in *protected {
             assert!(searched.contains(&format!("\"{p}\"")), "{file}: {p} not searched: {searched}");
         }
-        for stage in ["metrics", "estimate", "check", "search"] {
+        for stage in ["estimate", "check", "search", "verify"] {
             assert!(key_of(&text, stage, "kind").is_some(), "{file}: no stage {stage}");
+        }
+        // One group metrics stage per measured attribute, each the load stage's protected ones first.
+        let metrics = stages_of_kind(&text, "group_metrics");
+        for p in *protected {
+            let stage = format!("metrics_{}", p.to_lowercase());
+            assert!(metrics.contains(&stage), "{file}: no {stage} in {metrics:?}");
+            assert_eq!(key_of(&text, &stage, "protected"), Some(format!("[\"{p}\"]")), "{file}:\n{text}");
         }
     }
     // A sex or race/ethnicity column: the Local Law 144 bias audit of the model's decisions is offered.
@@ -135,15 +168,16 @@ fn init_on_every_bundled_csv_writes_a_pipeline_that_validates() {
         assert_eq!(key_of(&text, "bias_audit", "race"), quoted(race), "{file}:\n{text}");
     }
     // Raw Adult: its own category names are read and shown, the `?` cells are dropped, and the
-    // other protected attributes (age, marital status, native country) are measured.
+    // other attributes protected in law (age, national origin) are measured, each in its own
+    // stage; marital status (protected in some laws only) is proposed, not measured.
     let adult = std::fs::read_to_string(dir.path().join("adult.data.csv.toml")).unwrap();
     assert!(adult.contains("categorical  2 levels: Female, Male"), "{adult}");
     assert!(adult.contains("missing = \"drop\""), "{adult}");
-    // Measured in two stages: all five together have too many intersections.
-    let measured: String = ["metrics", "metrics_2"].iter().map(|m| key_of(&adult, m, "protected").unwrap_or_default()).collect();
-    for p in ["sex", "race", "age", "marital-status", "native-country"] {
-        assert!(measured.contains(&format!("\"{p}\"")), "{p} not measured: {measured}");
-    }
+    assert_eq!(stages_of_kind(&adult, "group_metrics"), ["metrics_sex", "metrics_race", "metrics_age", "metrics_native_country"]);
+    assert_eq!(key_of(&adult, "metrics_native_country", "protected").as_deref(), Some("[\"native-country\"]"));
+    let marital =
+        adult.lines().find(|l| l.starts_with("#   marital-status") && l.contains("by its name")).unwrap_or_else(|| panic!("{adult}"));
+    assert!(marital.contains("not measured; add it with --protected"), "{marital}");
     // The census file's row number is dropped, its split column used.
     let census = std::fs::read_to_string(dir.path().join("census.csv.toml")).unwrap();
     assert_eq!(key_of(&census, "data", "drop").as_deref(), Some("[\"row\"]"));
@@ -202,11 +236,7 @@ fn init_on_a_csv_with_its_own_names_runs_as_written() {
     assert_eq!(key_of(&text, "data", "label").as_deref(), Some("\"loan_outcome\""), "{text}");
     assert_eq!(key_of(&text, "data", "favourable").as_deref(), Some("\"approved\""), "{text}");
     assert_eq!(key_of(&text, "data", "protected").as_deref(), Some("[\"Gender_Identity\", \"ethnic_group\"]"), "{text}");
-    assert_eq!(
-        key_of(&text, "metrics", "protected").as_deref(),
-        Some("[\"Gender_Identity\", \"ethnic_group\", \"YearsOfAge\", \"civil_state\"]"),
-        "{text}"
-    );
+    assert_eq!(stages_of_kind(&text, "group_metrics"), ["metrics_gender_identity", "metrics_ethnic_group", "metrics_yearsofage"], "{text}");
     assert!(text.contains("civil_state") && text.contains("marital status by its values"), "{text}");
     assert_eq!(key_of(&text, "data", "drop").as_deref(), Some("[\"applicant_no\"]"), "{text}");
     assert!(text.contains("monthly_savings") && text.contains("continuous   0 … 99.9"), "{text}");
@@ -290,7 +320,7 @@ fn init_proposes_the_codes_file_beside_the_data() {
     assert_eq!(key_of(&text, "data", "codes").as_deref(), Some("\"census.codes.toml\""), "{text}");
     std::fs::write(&out, small_budgets(&text)).unwrap();
     let summary = runs_to_every_audit(&out, &sub);
-    let groups = summary["stages"]["metrics"]["groups"].as_array().unwrap();
+    let groups = summary["stages"]["metrics_gender"]["groups"].as_array().unwrap();
     assert!(groups.iter().any(|g| g["attributes"] == "gender" && g["group"] == "Female"), "{groups:?}");
 }
 
@@ -325,4 +355,147 @@ fn init_refuses_a_missing_file_a_file_without_a_label_and_an_existing_pipeline()
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
     let (ok, _, stderr) = fairpipe(&["init", data.to_str().unwrap(), "--out", out.to_str().unwrap(), "--force"]);
     assert!(ok, "{stderr}");
+}
+
+/// A model reading 12 of the data's 14 feature columns (the exports of tests/fixtures/exports,
+/// trained without `fnlwgt` and `education`, on the raw Adult rows that keep them): init drops
+/// the two, naming them and why in the pipeline, which validates and runs. Named inputs say
+/// exactly which columns are read; a vector input's columns are guessed (a sampling weight, a
+/// column repeating another) only when the guesses are exactly as many as the model leaves out,
+/// else init asks for `--drop`. The executor note is true to what runs: the XGBoost export runs
+/// on the native tree executor.
+#[test]
+fn init_drops_the_columns_a_model_does_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = root().join("tests/fixtures/exports/rows.csv");
+    let exports = root().join("tests/fixtures/exports");
+    let dropped_line = |text: &str, column: &str| -> String {
+        text.lines()
+            .find(|l| l.starts_with(&format!("#   {column} ")) && l.contains("dropped:"))
+            .unwrap_or_else(|| panic!("{column}:\n{text}"))
+            .to_string()
+    };
+    // Named inputs: the columns without an input are dropped.
+    let out = dir.path().join("named.toml");
+    let text = init(&[rows.to_str().unwrap(), "--model", exports.join("sklearn_named_tensor.onnx").to_str().unwrap()], &out);
+    assert_eq!(key_of(&text, "data", "drop").as_deref(), Some("[\"fnlwgt\", \"education\"]"), "{text}");
+    assert!(dropped_line(&text, "fnlwgt").contains("the model has no input for it"), "{text}");
+    validates(&out);
+
+    // One vector input of 12: fnlwgt (a weight) and education (repeats education-num) guessed.
+    for model in ["xgboost.onnx", "sklearn_vector_lr.onnx"] {
+        let out = dir.path().join(format!("{model}.toml"));
+        let text = init(&[rows.to_str().unwrap(), "--model", exports.join(model).to_str().unwrap()], &out);
+        assert_eq!(key_of(&text, "data", "drop").as_deref(), Some("[\"fnlwgt\", \"education\"]"), "{model}:\n{text}");
+        assert!(dropped_line(&text, "fnlwgt").contains("named like a sampling weight (CONFIRM)"), "{text}");
+        assert!(dropped_line(&text, "education").contains("it repeats `education-num` value for value (CONFIRM)"), "{text}");
+        assert!(text.contains("takes the 12 feature columns"), "{text}");
+        if model == "xgboost.onnx" {
+            assert!(text.contains("It runs on fairpipe's native tree executor"), "{text}");
+            assert!(!text.contains("needs ONNX Runtime"), "{text}");
+            std::fs::write(&out, small_budgets(&text)).unwrap();
+            let sub = dir.path().join("xgb");
+            std::fs::create_dir_all(&sub).unwrap();
+            let summary = runs_to_every_audit(&out, &sub);
+            let executor = summary["stages"]["model"]["executor"].as_str().unwrap_or_default().to_string();
+            assert!(executor.contains("native"), "the note said the native tree executor; ran on {executor}");
+        } else {
+            // A linear classifier of ai.onnx.ml: ONNX Runtime runs it, and the note says so.
+            let note = text.lines().find(|l| l.starts_with("# It needs ONNX Runtime (")).unwrap_or_else(|| panic!("{text}"));
+            assert!(note.contains("operator ai.onnx.ml.LinearClassifier"), "{note}");
+            assert!(!text.contains("native tree executor"), "{text}");
+            validates(&out);
+        }
+        // Named after data and model: two models of one data file, two out folders.
+        assert!(text.contains(&format!("name = \"rows-{}-audit\"", model.trim_end_matches(".onnx").replace('_', "-"))), "{text}");
+    }
+
+    // --drop names them; a wrong name is refused with the columns there are.
+    let out = dir.path().join("given.toml");
+    let text =
+        init(&[rows.to_str().unwrap(), "--model", exports.join("xgboost.onnx").to_str().unwrap(), "--drop", "education,fnlwgt"], &out);
+    assert_eq!(key_of(&text, "data", "drop").as_deref(), Some("[\"education\", \"fnlwgt\"]"), "{text}");
+    assert!(dropped_line(&text, "education").contains("given with --drop"), "{text}");
+    let (ok, _, stderr) = fairpipe(&["init", rows.to_str().unwrap(), "--drop", "fnlwgtt", "--out", out.to_str().unwrap(), "--force"]);
+    assert!(!ok && stderr.contains("no column `fnlwgtt` (given as --drop)") && stderr.contains("did you mean"), "{stderr}");
+
+    // More columns than the guesses explain: init asks for --drop and writes nothing.
+    let text = std::fs::read_to_string(&rows).unwrap();
+    let widened: Vec<String> =
+        text.lines().enumerate().map(|(i, l)| if i == 0 { format!("{l},n1,n2") } else { format!("{l},{},{}", i % 7, i % 5) }).collect();
+    let data = write(dir.path(), "wide.csv", &(widened.join("\n") + "\n"));
+    let out = dir.path().join("wide.toml");
+    let (ok, _, stderr) = fairpipe(&[
+        "init",
+        data.to_str().unwrap(),
+        "--model",
+        exports.join("xgboost.onnx").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!ok, "{stderr}");
+    assert!(stderr.contains("the model reads 12 feature columns, the data has 16"), "{stderr}");
+    assert!(stderr.contains("fnlwgt, education, 2 of them") && stderr.contains("--drop COL,..."), "{stderr}");
+    assert!(!out.exists(), "nothing written");
+}
+
+/// The gate the docs give for init's pipeline (README, docs/cli.md) passes on a model that
+/// treats the sexes alike and fails on one trained on decisions planted against women.
+#[test]
+fn the_docs_gate_passes_a_fair_model_and_fails_a_planted_biased_one() {
+    let gate = "metrics_sex.demographic_parity_ratio >= 0.8";
+    for doc in ["README.md", "docs/cli.md"] {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        assert!(text.contains(&format!("--gate \"{gate}\"")), "{doc} no longer gives the gate {gate:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, biased) in [("fair", false), ("biased", true)] {
+        // Two scores uniform on [0, 1], independent of sex; approved when their sum passes a
+        // threshold, the same for all (fair) or higher for women (biased: P 0.125 against 0.755).
+        let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut uniform = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut csv = String::from("sex,income_score,savings_score,approved\n");
+        for i in 0..3000 {
+            let sex = if i % 2 == 0 { "Female" } else { "Male" };
+            let (a, b) = (uniform(), uniform());
+            let threshold = if biased && sex == "Female" {
+                1.5
+            } else if biased {
+                0.7
+            } else {
+                1.0
+            };
+            csv.push_str(&format!("{sex},{a:.4},{b:.4},{}\n", u8::from(a + b > threshold)));
+        }
+        let sub = dir.path().join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        let data = write(&sub, "loans.csv", &csv);
+        let out = sub.join("p.toml");
+        let text = init(&[data.to_str().unwrap()], &out);
+        // The stand-in model init writes, as a logistic regression (the decision is linear in the
+        // scores, so it is learnt exactly, and a planted bias with it).
+        let text = small_budgets(&text).replace("algorithm = \"mlp\"\nepochs = 3\n", "algorithm = \"logistic\"\n");
+        assert!(text.contains("algorithm = \"logistic\""), "{text}");
+        std::fs::write(&out, text).unwrap();
+        let (ok, stdout, stderr) = fairpipe(&["run", out.to_str().unwrap(), "--out", sub.join("out").to_str().unwrap(), "--gate", gate]);
+        let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(sub.join("out/summary.json")).unwrap()).unwrap();
+        let ratio = summary["stages"]["metrics_sex"]["demographic_parity_ratio"].as_f64().unwrap();
+        // The figure from the test rows' selection rates, recomputed here.
+        let groups = summary["stages"]["metrics_sex"]["groups"].as_array().unwrap();
+        let rates: Vec<f64> = groups.iter().map(|g| g["selection_rate"].as_f64().unwrap()).collect();
+        let recomputed = rates.iter().copied().fold(f64::INFINITY, f64::min) / rates.iter().copied().fold(0.0, f64::max);
+        assert!((ratio - recomputed).abs() < 1e-12, "{ratio} vs {recomputed} from {rates:?}");
+        if biased {
+            assert!(!ok && ratio < 0.5, "the biased model passed the gate ({ratio}):\n{stdout}\n{stderr}");
+            assert_eq!(summary["gate"]["passed"], false);
+        } else {
+            assert!(ok && ratio >= 0.8, "the fair model failed the gate ({ratio}):\n{stdout}\n{stderr}");
+            assert_eq!(summary["gate"]["passed"], true);
+        }
+    }
 }

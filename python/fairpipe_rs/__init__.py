@@ -235,12 +235,17 @@ def audit(
         intervals, parity ratios with multiple-comparison control), ``"estimate"`` (the share of
         the input domain whose decision changes with the protected attributes alone, with its
         interval) and ``"check"`` (the measured rows whose decision changes) to run; each is a
-        stage named as the check.
+        stage named as the check. The estimate draws 100 trials x 1,000 random inputs (100,000;
+        ``options={"estimate": {"trials": ..., "samples": ...}}`` to change it).
     search:
         A search for discriminatory inputs, verified by the host: a method name (``"maft"``,
         ``"aequitas"``, ``"eidig"``, ``"sg"``, ``"random"`` or a plugin's), or a dict with
         ``"plugin"`` and the method's parameters (and ``generate`` stage keys such as
-        ``random_seeds`` or ``max_seconds``). Stages ``search`` and ``verify``.
+        ``random_seeds`` or ``max_seconds``). Stages ``search`` and ``verify``. Its budget by
+        default: 1,000 random seeds (``random_seeds``) and at most 1,000,000 rows asked of the
+        model (``max_queries``; 0 for no limit), the method's own parameters at their defaults.
+        These are the budgets of the pipeline ``fairpipe init`` writes (the standard audit of
+        ``fairpipe_core::preset``).
     gate:
         Condition(s) ``"STAGE.FIELD OP NUMBER"`` checked on the figures, e.g.
         ``"estimate.rate < 0.05"``; the verdict is ``Run.gate``.

@@ -1,8 +1,8 @@
 //! What `fairpipe_rs.audit` needs to say a run's cost before it starts: the budgets its stages
-//! take when the caller gives none (`fairpipe_rs._progress.cost_line` does the sums).
+//! take when the caller gives none, the standard audit's (`fairpipe_core::preset`;
+//! `fairpipe_rs._progress.cost_line` does the sums).
 
-use fairpipe_core::stages::estimate::EstimateConfig;
-use fairpipe_core::stages::generate::GenerateConfig;
+use fairpipe_core::preset::{standard_estimate, standard_generate, SEARCH_METHOD};
 use pyo3::prelude::*;
 
 /// The keys of the `estimate` and `search` (generate) stages `audit` builds when not given
@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 #[pyfunction]
 pub fn audit_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let defaults = serde_json::json!({
-        "estimate": serde_json::to_value(EstimateConfig::default()).unwrap_or_default(),
-        "search": serde_json::to_value(GenerateConfig::default()).unwrap_or_default(),
+        "estimate": serde_json::to_value(standard_estimate()).unwrap_or_default(),
+        "search": serde_json::to_value(standard_generate(SEARCH_METHOD)).unwrap_or_default(),
     });
     crate::convert::to_py(py, &defaults)
 }

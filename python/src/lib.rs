@@ -16,14 +16,13 @@ use std::sync::Arc;
 use fairpipe_core::error::{ConfigError, ConfigProblem, Error};
 use fairpipe_core::models::provided::ProvidedModel;
 use fairpipe_core::output::Table;
+use fairpipe_core::preset::{standard_estimate, standard_generate, ModelStage, Search, Seeds, StandardAudit, SEARCH_METHOD};
 use fairpipe_core::run::{Pipeline, Replacement};
 use fairpipe_core::stages::check::CheckConfig;
-use fairpipe_core::stages::estimate::EstimateConfig;
 use fairpipe_core::stages::generate::GenerateConfig;
 use fairpipe_core::stages::group_metrics::GroupMetricsConfig;
 use fairpipe_core::stages::load::{LabelValue, LoadConfig};
 use fairpipe_core::stages::load_model::LoadModelConfig;
-use fairpipe_core::stages::verify::VerifyConfig;
 use polars::prelude::{Column, DataFrame, NamedFrom, Series};
 use pyo3::exceptions::PyImportError;
 use pyo3::prelude::*;
@@ -338,36 +337,57 @@ fn audit(
             (None, Some(config)) => caller::read_keys("model", config).map_err(Error::Invalid)?,
             (None, None) => return Err(Error::Invalid("model: give a model object, an ONNX path or a dict of load_model keys".into())),
         };
+        // The standard audit (fairpipe_core::preset, the pipeline `fairpipe init` writes): its
+        // budgets under the caller's options.
         let rows = if measured { "test" } else { "all" };
         let option = |stage: &str| options.get(stage);
-        let mut builder = Pipeline::builder("audit").seed(seed).stage("data", load, &[]).stage("model", model, &[("data", "data")]);
+        let with_split = |mut config: Value| -> Value {
+            if let Value::Object(map) = &mut config {
+                map.insert("split".into(), Value::from(rows));
+            }
+            config
+        };
+        let mut audit = StandardAudit::new("audit", load, ModelStage::Load(model));
+        audit.seed = seed;
+        audit.group_metrics.clear();
+        audit.estimate = None;
+        audit.check = None;
         for check in &checks {
-            builder = match check.as_str() {
-                "group_metrics" => builder.stage(
-                    "group_metrics",
-                    config_from::<GroupMetricsConfig>(check, serde_json::json!({ "split": rows }), option(check))?,
-                    &[("model", "model")],
-                ),
-                "estimate" => {
-                    builder.stage("estimate", config_from::<EstimateConfig>(check, Value::Null, option(check))?, &[("model", "model")])
+            match check.as_str() {
+                "group_metrics" => {
+                    let defaults = with_split(serde_json::to_value(GroupMetricsConfig::default()).unwrap_or_default());
+                    audit.group_metrics.push(("group_metrics".into(), config_from(check, defaults, option(check))?));
                 }
-                "check" => builder.stage(
-                    "check",
-                    config_from::<CheckConfig>(check, serde_json::json!({ "split": rows }), option(check))?,
-                    &[("model", "model")],
-                ),
+                "estimate" => {
+                    let defaults = serde_json::to_value(standard_estimate()).unwrap_or_default();
+                    audit.estimate = Some(config_from(check, defaults, option(check))?);
+                }
+                "check" => {
+                    let defaults = with_split(serde_json::to_value(CheckConfig::default()).unwrap_or_default());
+                    audit.check = Some(config_from(check, defaults, option(check))?);
+                }
                 other => {
                     return Err(Error::Invalid(format!(
                         "checks: unknown check {other:?}; the checks are group_metrics, estimate and check"
                     )))
                 }
-            };
+            }
         }
         if let Some(search) = search {
-            let generate: GenerateConfig = caller::read_keys("search", search).map_err(Error::Invalid)?;
-            builder = builder.stage("search", generate, &[("model", "model")]).stage("verify", VerifyConfig {}, &[("cases", "search")]);
+            let given = search.as_object().cloned().unwrap_or_default();
+            let method = given.get("plugin").and_then(Value::as_str).unwrap_or(SEARCH_METHOD).to_string();
+            let mut merged = match serde_json::to_value(standard_generate(&method)).unwrap_or_default() {
+                Value::Object(map) => map,
+                _ => serde_json::Map::new(),
+            };
+            if !given.contains_key("plugin") {
+                merged.remove("plugin");
+            }
+            merged.extend(given);
+            let generate: GenerateConfig = caller::read_keys("search", Value::Object(merged)).map_err(Error::Invalid)?;
+            audit.search = Some(Search { seeds: Seeds::Random, generate });
         }
-        let mut pipeline = builder.build()?;
+        let mut pipeline = audit.build()?;
         pipeline.gate = gate_conditions(&gate)?;
         execute(&pipeline, None, draw)
     });

@@ -1,16 +1,17 @@
 //! A fairness audit from Rust code, without a TOML file: the bundled census data is read into a
 //! Polars `DataFrame`, the bundled ONNX model is loaded, and the engine's typed figures are read
-//! back. Only stages that need no plugin are used.
+//! back. The stages are the standard audit's (`fairpipe_core::preset`: group metrics, an estimate,
+//! a check of the test rows), the one Python's `audit` and `fairpipe init` write; a search is
+//! added with `Search::standard`.
 //!
 //! Run it with `cargo run -p fairpipe-core --example library_api`.
 
-use fairpipe_core::run::Pipeline;
-use fairpipe_core::stages::check::{CheckConfig, CheckFigures};
-use fairpipe_core::stages::estimate::{EstimateConfig, EstimateFigures};
-use fairpipe_core::stages::group_metrics::{GroupMetricsConfig, GroupMetricsFigures};
+use fairpipe_core::preset::{ModelStage, StandardAudit};
+use fairpipe_core::stages::check::CheckFigures;
+use fairpipe_core::stages::estimate::EstimateFigures;
+use fairpipe_core::stages::group_metrics::GroupMetricsFigures;
 use fairpipe_core::stages::load::{LabelValue, LoadConfig, LoadFigures};
 use fairpipe_core::stages::load_model::{LoadModelConfig, LoadModelFigures};
-use fairpipe_core::stages::options::Rows;
 use polars::prelude::*;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,14 +29,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     data.codes = Some(format!("{bundled}/data/census.codes.toml").into());
     data.favourable = Some(LabelValue::Text(">50K".into()));
 
-    let pipeline = Pipeline::builder("census-from-code")
-        .seed(1)
-        .stage("data", data, &[])
-        .stage("model", LoadModelConfig::new(format!("{bundled}/models/census.onnx")), &[("data", "data")])
-        .stage("estimate", EstimateConfig { trials: 50, samples: 500, ..Default::default() }, &[("model", "model")])
-        .stage("check", CheckConfig { split: Rows::Test, ..Default::default() }, &[("model", "model")])
-        .stage("metrics", GroupMetricsConfig::default(), &[("model", "model")])
-        .build()?;
+    let model = ModelStage::Load(LoadModelConfig::new(format!("{bundled}/models/census.onnx")));
+    let mut audit = StandardAudit::new("census-from-code", data, model);
+    audit.seed = 1;
+    let pipeline = audit.builder().build()?;
 
     // Run in memory (`pipeline.run(dir, false)` would also write summary.json, tables and report.html).
     let run = pipeline.execute(false)?;
@@ -44,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model: LoadModelFigures = run.figures("model")?;
     let estimate: EstimateFigures = run.figures("estimate")?;
     let check: CheckFigures = run.figures("check")?;
-    let metrics: GroupMetricsFigures = run.figures("metrics")?;
+    let metrics: GroupMetricsFigures = run.figures("group_metrics")?;
 
     println!("data: {} rows ({} train / {} test), protected: {}", data.rows, data.rows_train, data.rows_test, data.protected.join(", "));
     println!(

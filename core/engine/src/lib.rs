@@ -19,10 +19,12 @@
 //! ```
 //!
 //! It can as well be built in code, over a Polars `DataFrame` already in memory, and its typed
-//! figures read back (each stage kind's config and figures live in [`stages`]):
+//! figures read back (each stage kind's config and figures live in [`stages`]). The standard audit
+//! — group metrics, an estimate, a check of the real rows and a search — is one [`preset`], the
+//! one Python's `audit` and `fairpipe init` write:
 //!
 //! ```
-//! use fairpipe_core::run::Pipeline;
+//! use fairpipe_core::preset::{standard_estimate, ModelStage, StandardAudit};
 //! use fairpipe_core::stages::{estimate::*, group_metrics::*, load::{LabelValue, LoadConfig}, load_model::LoadModelConfig};
 //! use polars::prelude::*;
 //!
@@ -36,15 +38,13 @@
 //! // The papers' integer codes for the category names, which the bundled model was trained on.
 //! data.codes = Some(format!("{bundled}/data/census.codes.toml").into());
 //! data.favourable = Some(LabelValue::Text(">50K".into()));
-//! let run = Pipeline::builder("census")
-//!     .stage("data", data, &[])
-//!     .stage("model", LoadModelConfig::new(format!("{bundled}/models/census.onnx")), &[("data", "data")])
-//!     .stage("estimate", EstimateConfig { trials: 10, samples: 200, ..Default::default() }, &[("model", "model")])
-//!     .stage("metrics", GroupMetricsConfig::default(), &[("model", "model")])
-//!     .build()?
-//!     .execute(false)?;
+//! let model = LoadModelConfig::new(format!("{bundled}/models/census.onnx"));
+//! let mut audit = StandardAudit::new("census", data, ModelStage::Load(model));
+//! // A smaller estimate than the standard 100 x 1,000 inputs, for a quick doctest.
+//! audit.estimate = Some(EstimateConfig { trials: 10, samples: 200, ..standard_estimate() });
+//! let run = audit.builder().build()?.execute(false)?;
 //! let estimate: EstimateFigures = run.figures("estimate")?;
-//! let metrics: GroupMetricsFigures = run.figures("metrics")?;
+//! let metrics: GroupMetricsFigures = run.figures("group_metrics")?;
 //! assert!((0.0..=1.0).contains(&estimate.rate));
 //! assert!(metrics.groups.iter().any(|g| g.attributes == "gender"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -64,6 +64,7 @@ pub mod limits;
 pub mod output;
 pub mod pieces;
 pub mod plugin;
+pub mod preset;
 pub mod report;
 pub mod run;
 pub mod serde_nan;

@@ -93,7 +93,7 @@ pub struct TrainConfig {
 }
 
 /// `algorithm = "..."` and the keys of that algorithm.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Algorithm {
     /// The papers' MLP.
@@ -109,7 +109,7 @@ pub enum Algorithm {
 }
 
 /// Keys of `algorithm = "mlp"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MlpParams {
     /// Hidden layer widths.
@@ -130,7 +130,7 @@ impl Default for MlpParams {
 }
 
 /// Keys of `algorithm = "logistic"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogisticParams {
     /// L-BFGS iterations.
@@ -146,7 +146,7 @@ impl Default for LogisticParams {
 }
 
 /// Keys of `algorithm = "tree"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TreeParams {
     /// Depth limit.
@@ -160,7 +160,7 @@ impl Default for TreeParams {
 }
 
 /// Keys of `algorithm = "forest"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ForestParams {
     /// Number of trees.
@@ -178,7 +178,7 @@ impl Default for ForestParams {
 }
 
 /// `kernel = "rbf" | "linear"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kernel {
     /// Radial basis function.
@@ -189,7 +189,7 @@ pub enum Kernel {
 }
 
 /// Keys of `algorithm = "svm"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SvmParams {
     /// The kernel.
