@@ -183,7 +183,8 @@ fn progress_bars_on_a_terminal_and_nothing_on_a_pipe() {
     // On a pipe: standard error is empty (no bar, no spinner).
     let (ok, _, stderr) = fairpipe(&["run", pipeline.to_str().unwrap(), "--out", dir.path().join("piped").to_str().unwrap()]);
     assert!(ok);
-    assert_eq!(stderr, "", "something was drawn on a pipe");
+    // Warnings (the census data's proxy of gender, say) are the run's; nothing else is written.
+    assert!(stderr.lines().all(|l| l.starts_with("warning: ")), "something was drawn on a pipe:\n{stderr}");
 }
 
 /// The stage table `run` prints names, under the model stage, the executor that ran the model and

@@ -23,6 +23,7 @@ mod gate;
 mod group_metrics;
 mod init;
 mod label_only;
+mod linked;
 mod llm_llama;
 mod llm_planted;
 mod llm_server;

@@ -143,6 +143,9 @@ pub struct Dataset {
     pub coded: Vec<bool>,
     /// Rows dropped for missing values.
     pub dropped_rows: usize,
+    /// Columns changed with a protected attribute whenever a counterpart is made (a load stage's
+    /// `linked`); empty unless the stage sets them.
+    pub links: Vec<fairpipe_abi::variants::Link>,
 }
 
 impl Dataset {
@@ -500,6 +503,7 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
         label_code,
         coded: features.iter().map(|f| codes_of(f).is_some()).collect(),
         dropped_rows: n_all - keep.len(),
+        links: Vec::new(),
     })
 }
 

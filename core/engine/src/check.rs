@@ -1,8 +1,8 @@
 //! The host's discrimination check: [`fairpipe_abi::variants::Variants`] scored against an
 //! [`Oracle`] in batched calls.
 
-pub use fairpipe_abi::variants::RowCheck;
 use fairpipe_abi::variants::Variants;
+pub use fairpipe_abi::variants::{Link, RowCheck};
 
 use crate::domain::Domain;
 use crate::error::ModelError;
@@ -18,6 +18,44 @@ impl Checker {
     /// A checker for `domain`; `gamma` switches from label comparison to a probability threshold.
     pub fn new(domain: &Domain, gamma: Option<f64>) -> Self {
         Checker { variants: Variants::new(domain, gamma) }
+    }
+
+    /// This checker with `links` applied to every variant (a load stage's `linked`: a column that
+    /// changes with its protected attribute, [`Link`]).
+    pub fn with_links(self, links: &[Link]) -> Self {
+        Checker { variants: self.variants.with_links(links) }
+    }
+
+    /// The links applied to every variant.
+    pub fn links(&self) -> &[Link] {
+        self.variants.links()
+    }
+
+    /// `rows` (row-major) made to agree with the links ([`Link::apply`]): what a row drawn from
+    /// the domain becomes before it is checked, so that it is someone who could exist.
+    pub fn make_plausible(&self, rows: &mut [f64]) {
+        Link::apply_all(self.variants.links(), rows, self.variants.width());
+    }
+
+    /// `row` with the protected values of `counter` and its linked columns changed with them:
+    /// the counterpart a case of `row` must have.
+    pub fn counterpart_like(&self, row: &[f64], counter: &[f64]) -> Vec<f64> {
+        let mut v = row.to_vec();
+        for &idx in self.variants.protected() {
+            v[idx] = counter[idx];
+        }
+        Link::apply_all(self.variants.links(), &mut v, self.variants.width());
+        v
+    }
+
+    /// The columns a counterpart may differ in: the protected attributes and their linked
+    /// columns, in column order.
+    pub fn changed_columns(&self) -> Vec<usize> {
+        let mut columns: Vec<usize> = self.variants.protected().to_vec();
+        columns.extend(self.variants.links().iter().map(|l| l.column));
+        columns.sort_unstable();
+        columns.dedup();
+        columns
     }
 
     /// Number of protected variants per row.
@@ -50,6 +88,46 @@ impl Checker {
     /// [`Checker::check`], advancing `progress` by the rows checked as each model call returns.
     pub fn check_shown(&self, oracle: &Oracle, rows: &[f64], progress: &indicatif::ProgressBar) -> Result<Vec<RowCheck>, ModelError> {
         Ok(self.variants.verdicts(&self.scores_shown(oracle, rows, progress)?))
+    }
+
+    /// [`Checker::check_shown`], and for each row whether changing each protected attribute alone
+    /// (its linked columns with it, the other protected attributes kept) changes its treatment
+    /// ([`Variants::alone`]; one flag per protected attribute, in column order). A row whose other
+    /// protected values lie off their grids has its single-attribute variants scored besides.
+    pub fn check_alone(
+        &self,
+        oracle: &Oracle,
+        rows: &[f64],
+        progress: &indicatif::ProgressBar,
+    ) -> Result<(Vec<RowCheck>, Vec<Vec<bool>>), ModelError> {
+        let scores = self.scores_shown(oracle, rows, progress)?;
+        let width = self.variants.width().max(1);
+        let per_row = self.n_variants() + 1;
+        let verdicts = self.variants.verdicts(&scores);
+        let mut alone: Vec<Vec<Option<bool>>> =
+            rows.chunks_exact(width).zip(scores.chunks_exact(per_row)).map(|(row, s)| self.variants.alone(row, s[0], &s[1..])).collect();
+        // Rows off the grids: their single-attribute variants, scored in batched calls.
+        let mut extra = Vec::new();
+        let mut owners = Vec::new();
+        for (i, flags) in alone.iter().enumerate() {
+            for (k, flag) in flags.iter().enumerate() {
+                if flag.is_none() {
+                    for value in self.variants.values_of(k) {
+                        extra.extend(self.variants.single(&rows[i * width..(i + 1) * width], k, value));
+                        owners.push((i, k));
+                    }
+                }
+            }
+        }
+        let mut scored = Vec::with_capacity(owners.len());
+        for chunk in extra.chunks(oracle.rows_per_call().max(1) * width) {
+            scored.extend(oracle.predict_proba(chunk)?);
+        }
+        for (&(i, k), &q) in owners.iter().zip(&scored) {
+            let flips = self.differs(verdicts[i].p, q);
+            alone[i][k] = Some(alone[i][k].unwrap_or(false) || flips);
+        }
+        Ok((verdicts, alone.into_iter().map(|f| f.into_iter().map(|x| x.unwrap_or(false)).collect()).collect()))
     }
 
     /// P(class 1) of each row of `rows` followed by each of its protected variants (`1 +

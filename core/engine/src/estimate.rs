@@ -60,11 +60,15 @@ pub fn trial_counts(
     per_trial: usize,
     seed: u64,
 ) -> Result<Vec<usize>, ModelError> {
-    trial_counts_shown(oracle, domain, checker, trials, per_trial, seed, &indicatif::ProgressBar::hidden())
+    Ok(trial_counts_alone(oracle, domain, checker, trials, per_trial, seed, &indicatif::ProgressBar::hidden())?.0)
 }
 
-/// [`trial_counts`], advancing `progress` by each trial checked.
-pub fn trial_counts_shown(
+/// [`trial_counts`], advancing `progress` by each trial checked, and over all the trials, per
+/// protected attribute (in column order),
+/// the inputs whose treatment changes when that attribute alone changes
+/// ([`Checker::check_alone`]). Each input drawn is first made to agree with the checker's links
+/// ([`Checker::make_plausible`]).
+pub fn trial_counts_alone(
     oracle: &Oracle,
     domain: &Domain,
     checker: &Checker,
@@ -72,26 +76,36 @@ pub fn trial_counts_shown(
     per_trial: usize,
     seed: u64,
     progress: &indicatif::ProgressBar,
-) -> Result<Vec<usize>, ModelError> {
+) -> Result<(Vec<usize>, Vec<usize>), ModelError> {
+    let n_protected = domain.protected_indices().len();
     if per_trial == 0 {
-        return Ok(vec![0; trials.len()]);
+        return Ok((vec![0; trials.len()], vec![0; n_protected]));
     }
     let per_group = (checker.rows_per_call(oracle) / per_trial).max(1);
     let groups: Vec<std::ops::Range<usize>> =
         trials.clone().step_by(per_group).map(|start| start..(start + per_group).min(trials.end)).collect();
-    let counts: Vec<Vec<usize>> = groups
+    let counts: Vec<(Vec<usize>, Vec<usize>)> = groups
         .into_par_iter()
         .map(|group| {
             let mut rows = Vec::with_capacity(group.len() * per_trial * domain.width());
             for t in group {
                 rows.extend(domain.sample_rows(&mut trial_rng(seed, t), per_trial));
             }
-            let verdicts = checker.check(oracle, &rows)?;
+            checker.make_plausible(&mut rows);
+            let (verdicts, alone) = checker.check_alone(oracle, &rows, &indicatif::ProgressBar::hidden())?;
             progress.inc((verdicts.len() / per_trial) as u64);
-            Ok(verdicts.chunks(per_trial).map(|trial| trial.iter().filter(|c| c.discriminatory).count()).collect())
+            let per_trial_counts = verdicts.chunks(per_trial).map(|trial| trial.iter().filter(|c| c.discriminatory).count()).collect();
+            let by_attribute = (0..n_protected).map(|k| alone.iter().filter(|flags| flags[k]).count()).collect();
+            Ok((per_trial_counts, by_attribute))
         })
         .collect::<Result<_, ModelError>>()?;
-    Ok(counts.into_iter().flatten().collect())
+    let mut by_attribute = vec![0; n_protected];
+    for (_, a) in &counts {
+        for (total, n) in by_attribute.iter_mut().zip(a) {
+            *total += n;
+        }
+    }
+    Ok((counts.into_iter().flat_map(|(c, _)| c).collect(), by_attribute))
 }
 
 /// The generator trial `t` draws its inputs from: seeded with `(seed, t)` alone.

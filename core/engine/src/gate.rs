@@ -171,10 +171,13 @@ pub const NOT_NUMBERS: &[(&str, &[(&str, Shape)])] = {
                 ("race_column", Text),
             ],
         ),
-        ("check", &[("ci95", List), ("protected", List)]),
+        ("check", &[("ci95", List), ("protected", List), ("discriminatory_alone", Object), ("rate_alone", Object)]),
         ("check_text", &[("counterfactuals", Text), ("per_category", Object)]),
         ("cluster", &[("cluster_sizes", List)]),
-        ("estimate", &[("ci95", List), ("ci95_wilson", List), ("protected", List)]),
+        (
+            "estimate",
+            &[("ci95", List), ("ci95_wilson", List), ("protected", List), ("discriminatory_alone", Object), ("rate_alone", Object)],
+        ),
         (
             "generate",
             &[
@@ -204,7 +207,7 @@ pub const NOT_NUMBERS: &[(&str, &[(&str, Shape)])] = {
         ),
         ("group_score", &[("plugin", Text), ("params", Object), ("top", List), ("rules", List), ("stopped_by", Text)]),
         ("group_score_text", &[("top", List)]),
-        ("load", &[("protected", List), ("label", Object), ("domain", Object)]),
+        ("load", &[("protected", List), ("label", Object), ("domain", Object), ("proxies", List)]),
         (
             "load_model",
             &[
@@ -273,6 +276,9 @@ fn numbers_inside(kind: &str, figure: &str) -> Option<&'static str> {
             "the parity figures per set of protected attributes (`parity.ATTRIBUTE.FIGURE`: `parity.sex.demographic_parity_ratio`, …; the worst over the sets is `demographic_parity_ratio`)"
         }
         (_, "ci95" | "ci95_wilson" | "ratio_band") => "its bounds, `.0` (lower) and `.1` (upper)",
+        ("check" | "estimate", "discriminatory_alone" | "rate_alone") => {
+            "one number per protected attribute changed alone, named by it (`rate_alone.sex`, …)"
+        }
         _ => return None,
     })
 }
@@ -308,6 +314,7 @@ fn example_key(kind: &str, field: &str) -> Option<&'static str> {
         ("group_metrics", "min_impact_ratio") => "sex",
         ("group_metrics", "parity" | "parity_min_count") => "sex.demographic_parity_ratio",
         (_, "ci95" | "ci95_wilson" | "ratio_band") => "0",
+        ("check" | "estimate", "discriminatory_alone" | "rate_alone") => "sex",
         _ => return None,
     })
 }

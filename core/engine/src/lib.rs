@@ -51,6 +51,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod association;
 pub mod check;
 pub mod cluster;
 pub mod error;

@@ -25,6 +25,10 @@ pub enum Piece {
         counts: Vec<usize>,
         /// Model rows the piece scored.
         queries: u64,
+        /// Per protected attribute (column order), the piece's inputs whose treatment changes
+        /// when that attribute alone changes; empty in pieces written before it was recorded.
+        #[serde(default)]
+        alone: Vec<usize>,
     },
     /// One search over one block of seeds.
     Search(SearchPiece),

@@ -595,6 +595,8 @@ mod tests {
             discriminatory: 100,
             variants_per_input: 1,
             protected: Vec::new(),
+            discriminatory_alone: Default::default(),
+            rate_alone: Default::default(),
         }
     }
 

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use fairpipe_abi::domain::{AttributeKind, Domain};
+use fairpipe_abi::variants::Link;
 use fairpipe_ffi::{self as ffi, status, FfiAttribute, FfiBudget, FfiCallbacks, FfiContext, FfiMatrix};
 
 use super::{take_string, Plugin, PluginHostError};
@@ -95,6 +96,9 @@ struct HostState {
     domain: Domain,
     /// Rows held to the domain so far.
     held: AtomicU64,
+    /// Columns changed with their protected attribute (a load stage's `linked`): every row the
+    /// plugin asks about or emits is made to agree with them ([`with_links`]).
+    links: Vec<Link>,
     cases: Mutex<Vec<EmittedCase>>,
     report: Mutex<Option<String>>,
     last_error: Mutex<String>,
@@ -165,6 +169,19 @@ pub fn held_to_domain<'a>(domain: &Domain, x: &'a [f64]) -> (Cow<'a, [f64]>, u64
     (Cow::Owned(held), count)
 }
 
+/// `x` (rows of `width` values) made to agree with `links` ([`Link::apply`]): a plugin builds its
+/// counterparts without knowing the links (the ABI does not carry them), so the host makes every
+/// row it is asked about or handed a person who could exist (`sex` set to Female has `Husband`
+/// made `Wife`) before the model sees it. Borrowed when there are no links.
+pub fn with_links<'a>(links: &[Link], width: usize, x: Cow<'a, [f64]>) -> Cow<'a, [f64]> {
+    if links.is_empty() {
+        return x;
+    }
+    let mut rows = x.into_owned();
+    Link::apply_all(links, &mut rows, width);
+    Cow::Owned(rows)
+}
+
 /// Run `f` on the host state behind `ctx`, turning a panic into [`status::PANIC`] with its text.
 ///
 /// # Safety
@@ -200,6 +217,7 @@ unsafe extern "C" fn host_predict(ctx: *mut c_void, x: *const f64, rows: usize, 
         let (input, output) = unsafe { (std::slice::from_raw_parts(x, len), std::slice::from_raw_parts_mut(out, rows)) };
         let (input, held) = held_to_domain(&state.domain, input);
         state.held.fetch_add(held, Ordering::Relaxed);
+        let input = with_links(&state.links, state.width, input);
         match state.oracle.predict_proba_cached_into(&input, output) {
             Ok(tally) => {
                 state.asked.fetch_add(tally.asked, Ordering::Relaxed);
@@ -240,6 +258,7 @@ unsafe extern "C" fn host_gradient(ctx: *mut c_void, x: *const f64, rows: usize,
         };
         let (input, held) = held_to_domain(&state.domain, input);
         state.held.fetch_add(held, Ordering::Relaxed);
+        let input = with_links(&state.links, state.width, input);
         match state.oracle.gradient_into(&input, p, grad) {
             Ok(model_rows) => {
                 state.gradient_rows.fetch_add(rows as u64, Ordering::Relaxed);
@@ -325,8 +344,8 @@ unsafe extern "C" fn host_emit(
         // SAFETY: the plugin passes `cols` readable values for each row.
         let (a, b) = unsafe { (std::slice::from_raw_parts(instance, cols), std::slice::from_raw_parts(counterpart, cols)) };
         let case = EmittedCase {
-            instance: a.to_vec(),
-            counterpart: b.to_vec(),
+            instance: with_links(&state.links, cols, Cow::Borrowed(a)).into_owned(),
+            counterpart: with_links(&state.links, cols, Cow::Borrowed(b)).into_owned(),
             p,
             p_counterpart: q,
             origin,
@@ -436,6 +455,20 @@ impl Plugin {
         spec: &RunSpec,
         progress: &indicatif::ProgressBar,
     ) -> Result<GenerateOutput, PluginHostError> {
+        self.generate_linked(oracle, domain, &[], spec, progress)
+    }
+
+    /// [`Plugin::generate`] with `links`: every row the plugin asks the model about, and every
+    /// case it emits, is made to agree with them first ([`with_links`]), so a search whose own
+    /// counterparts change the protected attribute alone is answered about the linked ones.
+    pub fn generate_linked(
+        &self,
+        oracle: &Oracle,
+        domain: &Domain,
+        links: &[Link],
+        spec: &RunSpec,
+        progress: &indicatif::ProgressBar,
+    ) -> Result<GenerateOutput, PluginHostError> {
         let names: Vec<CString> = domain.attributes.iter().map(|a| CString::new(a.name.replace('\0', " ")).unwrap_or_default()).collect();
         let kinds: Vec<(u32, u32, f64, f64, f64)> = domain
             .attributes
@@ -455,6 +488,7 @@ impl Plugin {
             width: domain.width(),
             domain: domain.clone(),
             held: AtomicU64::new(0),
+            links: links.to_vec(),
             cases: Mutex::new(Vec::new()),
             report: Mutex::new(None),
             last_error: Mutex::new(String::new()),

@@ -1,5 +1,6 @@
 //! `check`: which of the dataset's own rows are discriminatory.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,8 @@ pub const KIND: StageKind = StageKind {
             "rate",
             "ci95",
             "protected",
+            "discriminatory_alone",
+            "rate_alone",
         ],
         open: false,
         compared: &["discriminatory"],
@@ -95,6 +98,14 @@ pub struct CheckFigures {
     /// or the stage's `protected`); empty in a summary written before this was recorded.
     #[serde(default)]
     pub protected: Vec<String>,
+    /// Per protected attribute, the rows whose label changes when that attribute alone changes
+    /// (its linked columns with it, the other protected attributes kept); `discriminatory` counts
+    /// the rows changed by any combination. Empty in a summary written before this was recorded.
+    #[serde(default)]
+    pub discriminatory_alone: BTreeMap<String, usize>,
+    /// `discriminatory_alone` / `checked`, per protected attribute.
+    #[serde(default)]
+    pub rate_alone: BTreeMap<String, f64>,
 }
 
 impl Stage for CheckConfig {
@@ -110,10 +121,14 @@ impl Stage for CheckConfig {
         let model = inputs.model("model")?;
         let (domain, rows) = audited_rows(&model, self.protected.as_deref(), self.split.split(), &ctx.warnings)?;
         let domain = &domain;
-        let checker = Checker::new(domain, self.gamma);
+        let checker = Checker::new(domain, self.gamma).with_links(&model.data.links);
         let before = model.oracle.rows();
         crate::progress::start(&ctx.progress, (rows.len() / domain.width().max(1)) as u64, "rows checked");
-        let verdicts = checker.check_shown(&model.oracle, &rows, &ctx.progress)?;
+        let (verdicts, alone) = checker.check_alone(&model.oracle, &rows, &ctx.progress)?;
+        let names = crate::stage::protected_names(domain);
+        let discriminatory_alone: BTreeMap<String, usize> =
+            names.iter().enumerate().map(|(k, name)| (name.clone(), alone.iter().filter(|flags| flags[k]).count())).collect();
+        let rate_alone = discriminatory_alone.iter().map(|(k, &n)| (k.clone(), n as f64 / verdicts.len().max(1) as f64)).collect();
         let width = domain.width();
         let mut instances = Vec::new();
         let mut counterparts = Vec::new();
@@ -133,12 +148,13 @@ impl Stage for CheckConfig {
             discriminatory: found,
             rate: found as f64 / verdicts.len().max(1) as f64,
             ci95: wilson(found, verdicts.len(), 1.96),
-            protected: crate::stage::protected_names(domain),
+            protected: names,
+            discriminatory_alone,
+            rate_alone,
         };
-        let protected = domain.protected_indices();
         let table = TableBuilder::new()
             .decoded(domain, &instances, "", None)
-            .decoded(domain, &counterparts, "_counterpart", Some(&protected))
+            .decoded(domain, &counterparts, "_counterpart", Some(&checker.changed_columns()))
             .f64("p", p)
             .f64("p_counterpart", q)
             .build("")?;

@@ -1,6 +1,7 @@
 //! `estimate`: the share of discriminatory inputs in the domain, by uniform sampling with a 95%
 //! confidence interval (Aequitas §4.3).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -9,7 +10,7 @@ use super::options::{check_gamma, check_protected, GAMMA, PROTECTED};
 use crate::check::Checker;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::estimate::{trial_counts_shown, Estimate};
+use crate::estimate::{trial_counts_alone, Estimate};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
@@ -55,6 +56,8 @@ pub const KIND: StageKind = StageKind {
             "discriminatory",
             "variants_per_input",
             "protected",
+            "discriminatory_alone",
+            "rate_alone",
         ],
         open: false,
         compared: &["rate", "ci95_low", "ci95_high"],
@@ -141,6 +144,15 @@ pub struct EstimateFigures {
     /// in a summary written before this was recorded.
     #[serde(default)]
     pub protected: Vec<String>,
+    /// Per protected attribute, the inputs whose treatment changes when that attribute alone
+    /// changes (its linked columns with it, the other protected attributes kept); `discriminatory`
+    /// counts those changed by any combination. Empty in a summary written before this was
+    /// recorded.
+    #[serde(default)]
+    pub discriminatory_alone: BTreeMap<String, usize>,
+    /// `discriminatory_alone` over the inputs drawn, per protected attribute.
+    #[serde(default)]
+    pub rate_alone: BTreeMap<String, f64>,
 }
 
 impl EstimateConfig {
@@ -173,11 +185,11 @@ impl Stage for EstimateConfig {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
         let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
-        let checker = Checker::new(domain, self.gamma);
+        let checker = Checker::new(domain, self.gamma).with_links(&model.data.links);
         let before = model.oracle.rows();
         crate::progress::start(&ctx.progress, self.trials as u64, "trials");
-        let counts = trial_counts_shown(&model.oracle, domain, &checker, 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
-        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), model.oracle.rows() - before)
+        let (counts, alone) = trial_counts_alone(&model.oracle, domain, &checker, 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
+        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), model.oracle.rows() - before, Some(&alone))
     }
 
     fn pieces(&self) -> usize {
@@ -187,13 +199,13 @@ impl Stage for EstimateConfig {
     fn run_piece(&self, ctx: &StageContext, inputs: &Inputs, piece: usize) -> Result<Piece> {
         let model = inputs.model("model")?;
         let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
-        let checker = Checker::new(domain, self.gamma);
+        let checker = Checker::new(domain, self.gamma).with_links(&model.data.links);
         let before = model.oracle.rows();
         let trials = block(self.trials, self.pieces(), piece);
         let first = trials.start;
         crate::progress::start(&ctx.progress, trials.len() as u64, "trials");
-        let counts = trial_counts_shown(&model.oracle, domain, &checker, trials, self.samples, ctx.seed, &ctx.progress)?;
-        Ok(Piece::Trials { first, counts, queries: model.oracle.rows() - before })
+        let (counts, alone) = trial_counts_alone(&model.oracle, domain, &checker, trials, self.samples, ctx.seed, &ctx.progress)?;
+        Ok(Piece::Trials { first, counts, queries: model.oracle.rows() - before, alone })
     }
 
     fn combine(&self, ctx: &StageContext, inputs: &Inputs, pieces: Vec<Piece>) -> Result<StageOutput> {
@@ -202,12 +214,19 @@ impl Stage for EstimateConfig {
         let checker = Checker::new(domain, self.gamma);
         let mut counts = Vec::with_capacity(self.trials);
         let mut queries = 0;
+        let n_protected = domain.protected_indices().len();
+        // Per-attribute counts, unless a piece was written before they were recorded.
+        let mut alone_all = Some(vec![0usize; n_protected]);
         for (k, piece) in pieces.into_iter().enumerate() {
             let expected = block(self.trials, self.pieces(), k);
             match piece {
-                Piece::Trials { first, counts: c, queries: q } if first == expected.start && c.len() == expected.len() => {
+                Piece::Trials { first, counts: c, queries: q, alone } if first == expected.start && c.len() == expected.len() => {
                     counts.extend(c);
                     queries += q;
+                    alone_all = alone_all.filter(|_| alone.len() == n_protected).map(|mut sum| {
+                        sum.iter_mut().zip(&alone).for_each(|(s, a)| *s += a);
+                        sum
+                    });
                 }
                 other => {
                     return Err(Error::Internal(format!(
@@ -225,14 +244,19 @@ impl Stage for EstimateConfig {
         if counts.len() != self.trials {
             return Err(Error::Internal(format!("the estimate's pieces hold {} of its {} trials", counts.len(), self.trials)));
         }
-        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries)
+        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries, alone_all.as_deref())
     }
 }
 
 impl EstimateConfig {
     /// The stage's output for estimate `est` over `domain`, `variants` protected variants per
-    /// input and `model_queries` rows scored.
-    fn output(&self, est: Estimate, domain: &Domain, variants: usize, model_queries: u64) -> Result<StageOutput> {
+    /// input, `model_queries` rows scored and the inputs changed by each protected attribute
+    /// alone (`None`: not known).
+    fn output(&self, est: Estimate, domain: &Domain, variants: usize, model_queries: u64, alone: Option<&[usize]>) -> Result<StageOutput> {
+        let names = crate::stage::protected_names(domain);
+        let discriminatory_alone: BTreeMap<String, usize> =
+            alone.map(|a| names.iter().cloned().zip(a.iter().copied()).collect()).unwrap_or_default();
+        let rate_alone = discriminatory_alone.iter().map(|(k, &n)| (k.clone(), n as f64 / est.samples.max(1) as f64)).collect();
         let figures = EstimateFigures {
             rate: est.rate,
             ci95: est.ci95,
@@ -242,7 +266,9 @@ impl EstimateConfig {
             per_trial: est.per_trial,
             discriminatory: est.discriminatory,
             variants_per_input: variants,
-            protected: crate::stage::protected_names(domain),
+            protected: names,
+            discriminatory_alone,
+            rate_alone,
         };
         let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
         Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: Arc::new(figures), tables: vec![table], model_queries })

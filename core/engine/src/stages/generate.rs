@@ -329,7 +329,7 @@ impl Stage for Generate {
         let started = Instant::now();
         let spec =
             RunSpec { params: &self.params, seeds: &seeds, rng_seed: piece_seed(ctx.seed, piece, units), budget, gamma: self.config.gamma };
-        let output = self.plugin.generate(&oracle, domain, &spec, &ctx.progress)?;
+        let output = self.plugin.generate_linked(&oracle, domain, &model.data.links, &spec, &ctx.progress)?;
         let elapsed_s = started.elapsed().as_secs_f64();
         let mut result = SearchPiece {
             instances: Vec::with_capacity(output.cases.len() * width),

@@ -667,7 +667,7 @@ impl Stage for Retrain {
         }
         // The IDIs used, one per projection; labels and picks index into them.
         let used: Vec<f64> = unique.iter().flat_map(|&k| cases.instances[k * width..(k + 1) * width].iter().copied()).collect();
-        let checker = Checker::new(domain, None);
+        let checker = Checker::new(domain, None).with_links(&model.data.links);
         let before_queries = model.oracle.rows();
         let labels = self.labels(&model.oracle, &checker, &used, width)?;
         let (x_train, y_train) = model.data.subset(Split::Train);

@@ -111,7 +111,9 @@ impl Stage for VerifyConfig {
         let domain = &cases.domain;
         let width = domain.width();
         let protected = domain.protected_indices();
-        let checker = Checker::new(domain, None);
+        // A linked column changes with its attribute in the host's variants and in the
+        // counterpart a case must have.
+        let checker = Checker::new(domain, None).with_links(&model.data.links);
         let before = model.oracle.rows();
         // Host-side scores of every instance (with all its variants) and every counterpart.
         crate::progress::start(&ctx.progress, (cases.instances.len() / width.max(1)) as u64, "cases checked");
@@ -126,7 +128,8 @@ impl Stage for VerifyConfig {
         for (i, v) in verdicts.iter().enumerate() {
             let row = &cases.instances[i * width..(i + 1) * width];
             let counter = &cases.counterparts[i * width..(i + 1) * width];
-            let same_free = (0..width).filter(|j| !protected.contains(j)).all(|j| row[j] == counter[j]);
+            let expected = checker.counterpart_like(row, counter);
+            let same_free = (0..width).filter(|j| !protected.contains(j)).all(|j| expected[j] == counter[j]);
             let differs_protected = protected.iter().any(|&j| row[j] != counter[j]);
             let in_domain = domain.attributes.iter().zip(row).all(|(a, &x)| x >= a.lower && x <= a.upper);
             if !(v.discriminatory && same_free && differs_protected && in_domain && checker.differs(v.p, counter_p[i])) {
@@ -174,7 +177,7 @@ impl Stage for VerifyConfig {
         };
         let table = TableBuilder::new()
             .decoded(domain, &confirmed_rows, "", None)
-            .decoded(domain, &confirmed_counter, "_counterpart", Some(&protected))
+            .decoded(domain, &confirmed_counter, "_counterpart", Some(&checker.changed_columns()))
             .f64("p", p_self)
             .f64("p_counterpart", p_counter)
             .i64("origin", origins.clone())

@@ -285,6 +285,8 @@ mod tests {
             discriminatory: 2,
             variants_per_input: 1,
             protected: vec!["sex".into()],
+            discriminatory_alone: Default::default(),
+            rate_alone: Default::default(),
         };
         let summary = Summary {
             pipeline: "p".into(),
