@@ -90,7 +90,8 @@ shown=$("$tools/bin/auditwheel" show "$wheel" 2>&1) || true
 echo "$shown" >&2
 platform=${compatibility/manylinux_2_17/manylinux_2_17_${triple%%-*}}
 platform=${platform/musllinux_1_2/musllinux_1_2_${triple%%-*}}
-if ! grep -q "consistent with the following platform tag: \"$platform\"" <<<"$shown"; then
+# (auditwheel wraps its lines at 70 columns: read them as one)
+if ! tr '\n' ' ' <<<"$shown" | tr -s ' ' | grep -q "consistent with the following platform tag: \"$platform\""; then
   say "FAILED: auditwheel does not find the wheel consistent with $platform"
   status=1
 fi
