@@ -1,7 +1,9 @@
-//! The `fairpipe` command line: run, validate and list audit pipelines.
+//! The `fairpipe` command line: run, validate and list audit pipelines. [`run`] is the whole
+//! program: the Rust binary's `main` (`src/main.rs`) and the Python package's `fairpipe` command
+//! (`fairpipe_rs._native.cli`) both call it.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -98,7 +100,7 @@ enum Command {
         force: bool,
     },
     /// Check a pipeline completely (files, columns, keys, graph) without running it.
-    #[command(after_help = fairpipe::json::VALIDATE_SCHEMA)]
+    #[command(after_help = crate::json::VALIDATE_SCHEMA)]
     Validate {
         /// The pipeline file.
         pipeline: PathBuf,
@@ -114,7 +116,7 @@ enum Command {
         out: PathBuf,
     },
     /// List the stage kinds with their inputs and parameters, and every plugin.
-    #[command(after_help = fairpipe::json::LIST_SCHEMA)]
+    #[command(after_help = crate::json::LIST_SCHEMA)]
     List {
         /// Output format: `text` for people, `json` for scripts (schema below).
         #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -162,24 +164,39 @@ enum Format {
     Json,
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
+/// Run the command line on `args` (the program's name first, as `std::env::args_os` gives them) and
+/// return the process's exit code: 0 done, 1 failed (or `validate --format json` / `verify-run`
+/// found problems), 2 bad arguments, 3 a gate condition failed, 128 + N ended by signal N.
+/// Installs the SIGINT/SIGTERM handlers (once per process) and registers the built-in methods.
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version end here too, with exit code 0.
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
+    };
     watch_signals();
-    if let Err(e) = fairpipe::register_builtins() {
+    if let Err(e) = crate::register_builtins() {
         eprintln!("error: a built-in method is broken: {e}");
-        return ExitCode::FAILURE;
+        return 1;
     }
-    match run(cli) {
-        Ok(Outcome::Done) => ExitCode::SUCCESS,
-        Ok(Outcome::GateFailed) => ExitCode::from(GATE_FAILED),
-        Ok(Outcome::Invalid) => ExitCode::FAILURE,
+    match dispatch(cli) {
+        Ok(Outcome::Done) => 0,
+        Ok(Outcome::GateFailed) => GATE_FAILED,
+        Ok(Outcome::Invalid) => 1,
         Err(e) => {
             eprintln!("error: {e}");
             let signal = SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
             if fairpipe_core::interrupt::requested() && signal > 0 {
-                return ExitCode::from(128 + signal as u8);
+                return 128 + signal as u8;
             }
-            ExitCode::FAILURE
+            1
         }
     }
 }
@@ -196,6 +213,18 @@ const FORCED_EXIT_SECONDS: u64 = 5;
 static SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 fn watch_signals() {
+    static WATCHING: std::sync::Once = std::sync::Once::new();
+    WATCHING.call_once(watch_signals_now);
+}
+
+/// [`watch_signals`]'s thread (Unix; on Windows Ctrl-C ends the process as by default: signal-hook's
+/// iterator is Unix-only).
+#[cfg(not(unix))]
+fn watch_signals_now() {}
+
+/// [`watch_signals`]'s thread.
+#[cfg(unix)]
+fn watch_signals_now() {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else { return };
     std::thread::spawn(move || {
@@ -233,7 +262,7 @@ enum Outcome {
     Invalid,
 }
 
-fn run(cli: Cli) -> anyhow::Result<Outcome> {
+fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best } => {
             if quiet {
@@ -307,7 +336,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             return Ok(gate_outcome(report.gate_passed, quiet));
         }
         Command::Validate { pipeline, format: Format::Json } => {
-            let (valid, json) = fairpipe::json::validate(&pipeline, Sweep::load(&pipeline, None, Vec::new(), None));
+            let (valid, json) = crate::json::validate(&pipeline, Sweep::load(&pipeline, None, Vec::new(), None));
             say!("{json:#}");
             if !valid {
                 return Ok(Outcome::Invalid);
@@ -320,17 +349,17 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             say!("{}: ok ({} stages: {}{combinations})", pipeline.display(), stages.len(), stages.join(" → "));
         }
         Command::Init { data, model, out, label, protected, force } => {
-            let out = out.unwrap_or_else(|| fairpipe::init::default_out(&data));
-            let options = fairpipe::init::InitOptions { data, model, out, label, protected, force };
-            let written = fairpipe::init::init(&options)?;
+            let out = out.unwrap_or_else(|| crate::init::default_out(&data));
+            let options = crate::init::InitOptions { data, model, out, label, protected, force };
+            let written = crate::init::init(&options)?;
             say!("wrote {}", written.path.display());
             say!("  label: {} (CONFIRM in the file)", written.label);
             say!("  protected: {} searched; measured: {}", written.protected.join(", "), written.measured.join(", "));
             say!("next: read the CONFIRM lines, then fairpipe validate {0} && fairpipe run {0}", written.path.display());
         }
         Command::NewPlugin { name, dir, sdk } => {
-            let sdk = sdk.unwrap_or_else(fairpipe::scaffold::default_sdk_path);
-            let root = fairpipe::scaffold::new_plugin(&name, &dir, &sdk)?;
+            let sdk = sdk.unwrap_or_else(crate::scaffold::default_sdk_path);
+            let root = crate::scaffold::new_plugin(&name, &dir, &sdk)?;
             say!("created {}", root.display());
             say!("next: cd {} && cargo test && cargo build --release", root.display());
             say!(
@@ -351,15 +380,15 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             say!("{}: all {} inputs are the ones audited", out.display(), checks.len());
         }
         Command::Llm { action: LlmAction::Show { pipeline, row, stage } } => {
-            say!("{}", fairpipe::llm::show(&pipeline, row, stage.as_deref())?);
+            say!("{}", crate::llm::show(&pipeline, row, stage.as_deref())?);
         }
         Command::List { format: Format::Json } => {
-            say!("{:#}", fairpipe::json::list(&[]));
+            say!("{:#}", crate::json::list(&[]));
         }
         Command::List { format: Format::Text } => {
             say!("{}", stage_reference());
-            say!("{}", fairpipe::builtin_reference());
-            let files = fairpipe::file_plugins_reference(&[]);
+            say!("{}", crate::builtin_reference());
+            let files = crate::file_plugins_reference(&[]);
             if !files.is_empty() {
                 say!("{files}");
             }
@@ -484,7 +513,7 @@ fn print_summary(summary: &serde_json::Value) {
             figures["elapsed_s"].as_f64().unwrap_or(0.0),
             parts.join(", ")
         );
-        if let Some(line) = fairpipe::summary_lines::model_line(summary, figures) {
+        if let Some(line) = crate::summary_lines::model_line(summary, figures) {
             say!("  {:<width$} {:<kind_width$}           {line}", "", "");
         }
     }

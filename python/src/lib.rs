@@ -5,6 +5,7 @@
 
 mod arrow;
 mod caller;
+mod cli;
 mod model;
 
 use std::path::{Path, PathBuf};
@@ -397,6 +398,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::arrow_buffer_addresses, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_reference, m)?)?;
     m.add_function(wrap_pyfunction!(source_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli, m)?)?;
     Ok(())
 }
 
