@@ -48,4 +48,5 @@ mod sweeps;
 mod text_audit;
 mod tree_executor;
 mod verdicts;
+mod wheel;
 mod white_box;
