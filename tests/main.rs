@@ -50,4 +50,5 @@ mod sweeps;
 mod text_audit;
 mod tree_executor;
 mod verdicts;
+mod wheel;
 mod white_box;

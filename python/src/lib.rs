@@ -5,6 +5,7 @@
 
 mod arrow;
 mod caller;
+mod cli;
 mod convert;
 mod cost;
 mod model;
@@ -426,6 +427,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builtin_reference, m)?)?;
     m.add_function(wrap_pyfunction!(source_tree, m)?)?;
     m.add_function(wrap_pyfunction!(cost::audit_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli, m)?)?;
     Ok(())
 }
 

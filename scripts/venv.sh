@@ -1,0 +1,44 @@
+# Sourced by scripts/test.sh, scripts/build-wheel.sh and scripts/check-wheel.sh (bash): the tool
+# venvs kept in FAIRPIPE_CACHE (default ~/.cache/fairpipe). The sourcing script defines `say`.
+#
+# A venv at $1 holding the pinned packages $2…; its marker file lists them once pip has succeeded,
+# so an interrupted install or a changed pin installs again.
+venv() {
+  local dir=$1
+  shift
+  local want="$*"
+  if [ -f "$dir/.fairpipe-installed" ] && [ "$(cat "$dir/.fairpipe-installed")" = "$want" ]; then
+    return
+  fi
+  local start=$SECONDS
+  say "installing $want into $dir"
+  mkdir -p "$(dirname "$dir")"
+  rm -f "$dir/.fairpipe-installed"
+  python3 -m venv "$dir" || {
+    say "python3 cannot make a venv: install it with \`sudo apt-get install python3-venv\`, then run $0 again"
+    exit 1
+  }
+  "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+  echo "$want" >"$dir/.fairpipe-installed"
+  say "installed $want in $((SECONDS - start)) s ($(du -sh "$dir" | cut -f1))"
+}
+
+
+# The tools scripts/build-wheel.sh and scripts/build-cli.sh build the release artifacts with
+# (FAIRPIPE_CACHE/wheel-venv): maturin, zig (links against an old glibc's symbols), auditwheel,
+# cargo-zigbuild.
+WHEEL_TOOLS=("maturin==1.16.0" "ziglang==0.17.0" "auditwheel==6.8.2" "cargo-zigbuild==0.24.0")
+
+# For the release scripts: add rustup's target TRIPLE when missing, make the target folder
+# (CARGO_TARGET_DIR, else target/) and OUT, and set `target` and `out` (absolute) and `version`
+# (the workspace's).
+release_paths() { # TRIPLE OUT
+  if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$1"; then
+    rustup target add "$1"
+  fi
+  target="${CARGO_TARGET_DIR:-target}"
+  mkdir -p "$target" "$2"
+  target=$(cd "$target" && pwd)
+  out=$(cd "$2" && pwd)
+  version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+}

@@ -1,0 +1,528 @@
+//! The `fairpipe` command line: run, validate and list audit pipelines. [`run`] is the whole
+//! program: the Rust binary's `main` (`src/main.rs`) and the Python package's `fairpipe` command
+//! (`fairpipe_rs._native.cli`) both call it.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// `println!` that ends the process quietly when stdout is closed (`fairpipe list | head`) instead
+/// of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}
+use fairpipe_core::run::registry::stage_reference;
+use fairpipe_core::sweep::Sweep;
+
+/// Test machine-learning classifiers for discrimination with TOML audit pipelines.
+#[derive(Parser)]
+#[command(name = "fairpipe", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a pipeline and write summary.json and the result tables.
+    Run {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// Output folder (default: `[pipeline] out`, else out/<pipeline name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Seed overriding `[pipeline] seed`.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print nothing but errors and, on standard output, the results folder's path (no
+        /// progress, no summary, no warnings: those stay in summary.json; a failed gate's
+        /// conditions go to standard error).
+        #[arg(long, short)]
+        quiet: bool,
+        /// A gate condition `STAGE.FIELD OP NUMBER` (repeatable; added to the pipeline's
+        /// `[gate]`): the run writes its results, then exits 3 when a condition fails.
+        #[arg(long = "gate", value_name = "CONDITION")]
+        gate: Vec<fairpipe_core::gate::Condition>,
+        /// Combinations of a `[matrix]` run at once (each also uses every core for its searches).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: u16,
+        /// Run only shard K of N (K from 0): the units whose number is K modulo N, written as a
+        /// part for `fairpipe merge`; `env` reads K from JOB_COMPLETION_INDEX and N from
+        /// FAIRPIPE_SHARD_COUNT (a Kubernetes Indexed Job).
+        #[arg(long, value_name = "K/N|env")]
+        shard: Option<fairpipe_core::sweep::shard::ShardSpec>,
+        /// The best combination of a `[matrix]`: `min STAGE.FIGURE` or `max STAGE.FIGURE`
+        /// (overrides `[matrix] best`).
+        #[arg(long, value_name = "min|max COLUMN")]
+        best: Option<fairpipe_core::sweep::compare::Best>,
+    },
+    /// Merge the parts of a sharded run (`run --shard`) into the result the unsharded run writes.
+    Merge {
+        /// The parts' folders (every shard's out folder).
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        /// Output folder for the merged result.
+        #[arg(long)]
+        out: PathBuf,
+        /// Print nothing but errors and the merged folder's path.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Write a commented starter pipeline for a data file: column kinds and bounds read from it,
+    /// the label and the protected attributes guessed (marked CONFIRM), the model's inputs
+    /// matched to the columns; it validates as written and a run gives group metrics, an
+    /// estimate, a check of the real rows and a search.
+    Init {
+        /// The data file (CSV with a header row, or Parquet).
+        data: PathBuf,
+        /// The model to audit (ONNX, or a .json model saved by a train stage); without it the
+        /// pipeline trains a stand-in model on the data.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// The pipeline file to write (default: DATA's name with -audit.toml, in the current
+        /// folder).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The label column, instead of the guess.
+        #[arg(long)]
+        label: Option<String>,
+        /// A protected attribute column, instead of the guesses (repeatable).
+        #[arg(long = "protected", value_name = "COLUMN")]
+        protected: Vec<String>,
+        /// Overwrite the pipeline file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Check a pipeline completely (files, columns, keys, graph) without running it.
+    #[command(after_help = crate::json::VALIDATE_SCHEMA)]
+    Validate {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// Output format: `text` for people, `json` for scripts (schema below).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Check that a run's inputs are still the ones it audited: recompute the SHA-256 of every
+    /// input file its summary.json's `trail` records and name each one that changed (exit code 1
+    /// when one did).
+    VerifyRun {
+        /// The run's out folder (holding summary.json).
+        out: PathBuf,
+    },
+    /// List the stage kinds with their inputs and parameters, and every plugin.
+    #[command(after_help = crate::json::LIST_SCHEMA)]
+    List {
+        /// Output format: `text` for people, `json` for scripts (schema below).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Work with a pipeline's language model (`llm` block of a load_model stage).
+    Llm {
+        #[command(subcommand)]
+        action: LlmAction,
+    },
+    /// Create a method plugin crate from the template, to build outside this workspace.
+    NewPlugin {
+        /// The plugin's name (lower-case letters, digits, `_`): `plugin = "NAME"` in a pipeline.
+        name: String,
+        /// Folder to create the crate in (default: the current folder).
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// fairpipe's `core/abi` folder (the SDK); default: the sources this binary was built from.
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
+}
+
+/// What `fairpipe llm` does.
+#[derive(Subcommand)]
+enum LlmAction {
+    /// Print the prompt one data row is rendered into (the system message first, if any).
+    Show {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// The data row, counted from 0 over the rows the load stage keeps.
+        row: usize,
+        /// The load_model stage (needed only when several have an `llm` block).
+        #[arg(long)]
+        stage: Option<String>,
+    },
+}
+
+/// How `validate` and `list` print their result.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// Lines for people.
+    Text,
+    /// One JSON object for scripts.
+    Json,
+}
+
+/// Run the command line on `args` (the program's name first, as `std::env::args_os` gives them) and
+/// return the process's exit code: 0 done, 1 failed (or `validate --format json` / `verify-run`
+/// found problems), 2 bad arguments, 3 a gate condition failed, 128 + N ended by signal N.
+/// Installs the SIGINT/SIGTERM handlers (once per process) and registers the built-in methods.
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version end here too, with exit code 0.
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
+    };
+    watch_signals();
+    if let Err(e) = crate::register_builtins() {
+        eprintln!("error: a built-in method is broken: {e}");
+        return 1;
+    }
+    match dispatch(cli) {
+        Ok(Outcome::Done) => 0,
+        Ok(Outcome::GateFailed) => GATE_FAILED,
+        Ok(Outcome::Invalid) => 1,
+        Err(e) => {
+            eprintln!("error: {e}");
+            let signal = SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
+            if fairpipe_core::interrupt::requested() && signal > 0 {
+                return 128 + signal as u8;
+            }
+            1
+        }
+    }
+}
+
+/// On SIGINT or SIGTERM, ask running searches to stop (they end within a fraction of a second and
+/// the run fails without writing anything); a stage that cannot be stopped, or a second signal,
+/// ends the process with the conventional exit code (130 for SIGINT, 143 for SIGTERM).
+/// Seconds after the first signal at which the process ends even if the run has not stopped (a
+/// plugin that does not return is abandoned after [`fairpipe_core::plugin::GRACE_SECONDS`]; this is
+/// the last resort). The staging folder and the lock are removed first.
+const FORCED_EXIT_SECONDS: u64 = 5;
+
+/// The first signal received (0: none).
+static SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+fn watch_signals() {
+    static WATCHING: std::sync::Once = std::sync::Once::new();
+    WATCHING.call_once(watch_signals_now);
+}
+
+/// [`watch_signals`]'s thread (Unix; on Windows Ctrl-C ends the process as by default: signal-hook's
+/// iterator is Unix-only).
+#[cfg(not(unix))]
+fn watch_signals_now() {}
+
+/// [`watch_signals`]'s thread.
+#[cfg(unix)]
+fn watch_signals_now() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else { return };
+    std::thread::spawn(move || {
+        let mut first = true;
+        for signal in signals.forever() {
+            let code = 128 + signal;
+            if !first {
+                fairpipe_core::interrupt::cleanup_now();
+                std::process::exit(code);
+            }
+            first = false;
+            SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
+            fairpipe_core::interrupt::request();
+            eprintln!("\ninterrupted: stopping (press Ctrl-C again to quit at once)");
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(FORCED_EXIT_SECONDS));
+                eprintln!("error: the run did not stop within {FORCED_EXIT_SECONDS} s of the signal; ending it (nothing written)");
+                fairpipe_core::interrupt::cleanup_now();
+                std::process::exit(code);
+            });
+        }
+    });
+}
+
+/// The exit code of a run whose results were written but a `[gate]` condition failed.
+const GATE_FAILED: u8 = 3;
+
+/// How a command that did not fail ended.
+enum Outcome {
+    /// Done.
+    Done,
+    /// A run wrote its results, but a gate condition failed.
+    GateFailed,
+    /// `validate --format json` found problems (and printed them).
+    Invalid,
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
+        Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best } => {
+            if quiet {
+                fairpipe_core::warnings::set_printed(false);
+            }
+            let sweep = Sweep::load(&pipeline, seed, gate, best)?;
+            let out = out.or_else(|| sweep.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(&sweep.info.pipeline));
+            if let Some(shard) = shard {
+                let part = sweep.run_shard(&out, shard, usize::from(jobs), !quiet)?;
+                if quiet {
+                    say!("{}", out.display());
+                } else {
+                    say!(
+                        "shard {shard}: {} of {} units ({}) → {}",
+                        part.manifest.units_here.len(),
+                        sweep.info.units.len(),
+                        part.manifest.units_here.join(", "),
+                        out.display()
+                    );
+                    say!("merge every shard's folder with: fairpipe merge PART... --out DIR");
+                }
+                return Ok(if part.gate_passed == Some(false) { Outcome::GateFailed } else { Outcome::Done });
+            }
+            if sweep.info.matrix {
+                let report = sweep.run(&out, usize::from(jobs), !quiet)?;
+                if quiet {
+                    say!("{}", out.display());
+                } else {
+                    print_sweep(&report.summary);
+                    say!("\nresults: {} (matrix.csv, matrix.json, report.html, one folder per combination)", out.display());
+                }
+                return Ok(gate_outcome(report.gate_passed, quiet));
+            }
+            let p = sweep.pipeline(0)?;
+            let report = p.run(&out, !quiet)?;
+            if quiet {
+                say!("{}", out.display());
+            } else {
+                print_summary(&report.summary.to_json());
+                say!("\nresults: {}", out.display());
+                for f in &report.files {
+                    say!("  {}", f.display());
+                }
+            }
+            if let Some(gate) = &report.summary.gate {
+                let passed = gate.passed;
+                let table = fairpipe_core::gate::table(&gate.conditions);
+                if !passed && quiet {
+                    eprintln!("gate: FAILED (exit code 3)\n{}", table.trim_end());
+                } else if !quiet {
+                    say!("\ngate: {}", if passed { "passed" } else { "FAILED (exit code 3)" });
+                    say!("{}", table.trim_end());
+                }
+                if !passed {
+                    return Ok(Outcome::GateFailed);
+                }
+            }
+        }
+        Command::Merge { parts, out, quiet } => {
+            let report = fairpipe_core::sweep::shard::merge(&parts, &out)?;
+            if quiet {
+                say!("{}", out.display());
+            } else {
+                if report.summary.get("matrix").is_some_and(|m| m.is_object()) {
+                    print_sweep(&report.summary);
+                } else {
+                    print_summary(&report.summary);
+                }
+                say!("\nmerged {} parts into {}", parts.len(), out.display());
+            }
+            return Ok(gate_outcome(report.gate_passed, quiet));
+        }
+        Command::Validate { pipeline, format: Format::Json } => {
+            let (valid, json) = crate::json::validate(&pipeline, Sweep::load(&pipeline, None, Vec::new(), None));
+            say!("{json:#}");
+            if !valid {
+                return Ok(Outcome::Invalid);
+            }
+        }
+        Command::Validate { pipeline, format: Format::Text } => {
+            let sweep = Sweep::load(&pipeline, None, Vec::new(), None)?;
+            let stages = sweep.stage_names();
+            let combinations = if sweep.info.matrix { format!(", {} matrix combinations", sweep.info.units.len()) } else { String::new() };
+            say!("{}: ok ({} stages: {}{combinations})", pipeline.display(), stages.len(), stages.join(" → "));
+        }
+        Command::Init { data, model, out, label, protected, drop, force } => {
+            let out = out.unwrap_or_else(|| crate::init::default_out(&data, model.as_deref()));
+            let options = crate::init::InitOptions { data, model, out, label, protected, drop, force };
+            let written = crate::init::init(&options)?;
+            say!("wrote {}", written.path.display());
+            say!("  label: {} (CONFIRM in the file)", written.label);
+            say!(
+                "  protected: {} searched; measured (a group metrics stage each): {}",
+                written.protected.join(", "),
+                written.measured.join(", ")
+            );
+            if !written.dropped.is_empty() {
+                let dropped: Vec<String> = written.dropped.iter().map(|(c, why)| format!("{c} ({why})")).collect();
+                say!("  dropped: {}", dropped.join("; "));
+            }
+            say!("next: read the CONFIRM lines, then fairpipe validate {0} && fairpipe run {0}", written.path.display());
+        }
+        Command::NewPlugin { name, dir, sdk } => {
+            let sdk = sdk.unwrap_or_else(crate::scaffold::default_sdk_path);
+            let root = crate::scaffold::new_plugin(&name, &dir, &sdk)?;
+            say!("created {}", root.display());
+            say!("next: cd {} && cargo test && cargo build --release", root.display());
+            say!(
+                "then: plugin_path = [\"{}\"] in a pipeline's [pipeline] table, and plugin = \"{name}\" in a generate stage",
+                root.join("target/release").display()
+            );
+        }
+        Command::VerifyRun { out } => {
+            let checks = fairpipe_core::trail::verify(&out)?;
+            for check in &checks {
+                say!("{check}");
+            }
+            let changed = checks.iter().filter(|c| !c.ok()).count();
+            if changed > 0 {
+                eprintln!("{}: {changed} of {} inputs differ from the ones audited", out.display(), checks.len());
+                return Ok(Outcome::Invalid);
+            }
+            say!("{}: all {} inputs are the ones audited", out.display(), checks.len());
+        }
+        Command::Llm { action: LlmAction::Show { pipeline, row, stage } } => {
+            say!("{}", crate::llm::show(&pipeline, row, stage.as_deref())?);
+        }
+        Command::List { format: Format::Json } => {
+            say!("{:#}", crate::json::list(&[]));
+        }
+        Command::List { format: Format::Text } => {
+            say!("{}", stage_reference());
+            say!("{}", crate::builtin_reference());
+            let files = crate::file_plugins_reference(&[]);
+            if !files.is_empty() {
+                say!("{files}");
+            }
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+/// The outcome of a run with gate verdict `passed` (`None`: no gate); `quiet` says only a failure
+/// (on standard error).
+fn gate_outcome(passed: Option<bool>, quiet: bool) -> Outcome {
+    match passed {
+        Some(false) => {
+            if quiet {
+                eprintln!("gate: FAILED in at least one combination (exit code 3)");
+            } else {
+                say!("\ngate: FAILED in at least one combination (exit code 3)");
+            }
+            Outcome::GateFailed
+        }
+        Some(true) => {
+            if !quiet {
+                say!("\ngate: passed");
+            }
+            Outcome::Done
+        }
+        None => Outcome::Done,
+    }
+}
+
+/// One line per combination of a sweep with its key figures, and the best one.
+fn print_sweep(summary: &serde_json::Value) {
+    say!(
+        "sweep {} (seed {}): {} combinations",
+        summary["pipeline"].as_str().unwrap_or("?"),
+        summary["seed"],
+        summary["matrix"]["combinations"]
+    );
+    for c in summary["combinations"].as_array().into_iter().flatten() {
+        let figures: Vec<String> = c["figures"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| match v.as_f64() {
+                Some(f) if v.is_f64() => format!("{k} {f:.4}"),
+                _ => format!("{k} {v}"),
+            })
+            .collect();
+        say!("  {}  {}", c["name"].as_str().unwrap_or("?"), figures.join(", "));
+    }
+    if let Some(best) = summary["matrix"]["best"].as_str() {
+        say!("best by {best}: {}", summary["matrix"]["best_combination"].as_str().unwrap_or("— (no combination has this figure)"));
+    }
+}
+
+/// The verdict per protected attribute (`summary.json`'s `verdicts`), with the thresholds and
+/// what to do next, before the stages.
+fn print_verdicts(summary: &serde_json::Value) {
+    let Ok(section) = serde_json::from_value::<fairpipe_core::verdict::VerdictSection>(summary["verdicts"].clone()) else { return };
+    if section.attributes.is_empty() {
+        return;
+    }
+    say!("verdict ({}):", fairpipe_core::verdict::thresholds_words(&section));
+    let several = section.attributes.iter().any(|a| a.model != section.attributes[0].model);
+    for a in &section.attributes {
+        let model = if several { format!("[{}] ", a.model) } else { String::new() };
+        say!("  {:<12} {model}{}", a.severity.word(), a.line);
+        say!("  {:<12} next: {}", "", a.next);
+    }
+}
+
+/// The verdicts, then one line per stage with its headline figures.
+fn print_summary(summary: &serde_json::Value) {
+    say!("pipeline {} (seed {})", summary["pipeline"].as_str().unwrap_or("?"), summary["seed"]);
+    print_verdicts(summary);
+    let Some(stages) = summary["stages"].as_object() else { return };
+    let headline = [
+        "rows",
+        "accuracy_train",
+        "accuracy_test",
+        "seeds",
+        "rate",
+        "ci95",
+        "generated",
+        "emitted",
+        "checked",
+        "discriminatory",
+        "rejected",
+        "samples",
+        "rule_sets_kept",
+        "worst_score",
+        "selection_rate",
+        "rate_before",
+        "rate_after",
+        "accuracy_before",
+        "accuracy_after",
+    ];
+    let order = summary["stage_order"].as_array().cloned().unwrap_or_default();
+    let width = order.iter().filter_map(|n| n.as_str()).map(str::len).max().unwrap_or(10);
+    let kind_width = stages.values().filter_map(|f| f["kind"].as_str()).map(str::len).max().unwrap_or(10);
+    say!("stages:");
+    for name in order.iter().filter_map(|n| n.as_str()) {
+        let Some(figures) = stages.get(name) else { continue };
+        let mut parts = Vec::new();
+        for key in headline {
+            if let Some(v) = figures.get(key) {
+                let shown = match v {
+                    serde_json::Value::Number(n) if n.is_f64() => format!("{:.4}", n.as_f64().unwrap_or(0.0)),
+                    serde_json::Value::Array(a) => format!(
+                        "[{}]",
+                        a.iter().map(|x| x.as_f64().map(|f| format!("{f:.4}")).unwrap_or_default()).collect::<Vec<_>>().join(", ")
+                    ),
+                    other => other.to_string(),
+                };
+                parts.push(format!("{key} {shown}"));
+            }
+        }
+        say!(
+            "  {:<width$} {:<kind_width$} {:>7.2}s  {}",
+            name,
+            figures["kind"].as_str().unwrap_or(""),
+            figures["elapsed_s"].as_f64().unwrap_or(0.0),
+            parts.join(", ")
+        );
+        if let Some(line) = crate::summary_lines::model_line(summary, figures) {
+            say!("  {:<width$} {:<kind_width$}           {line}", "", "");
+        }
+    }
+}
