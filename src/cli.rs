@@ -95,6 +95,10 @@ enum Command {
         /// A protected attribute column, instead of the guesses (repeatable).
         #[arg(long = "protected", value_name = "COLUMN")]
         protected: Vec<String>,
+        /// Columns to leave out, comma-separated (e.g. those a model was not trained on; init
+        /// drops by itself the columns a model of named inputs does not read).
+        #[arg(long = "drop", value_name = "COL,...", value_delimiter = ',')]
+        drop: Vec<String>,
         /// Overwrite the pipeline file if it exists.
         #[arg(long)]
         force: bool,
