@@ -59,6 +59,11 @@ enum Command {
         /// (overrides `[matrix] best`).
         #[arg(long, value_name = "min|max COLUMN")]
         best: Option<fairpipe_core::sweep::compare::Best>,
+        /// Answer an `llm` model's requests from this file (OpenAI Batch API output, ids from
+        /// `fairpipe llm plan`) instead of its server; a search, whose prompts depend on the
+        /// answers, is refused.
+        #[arg(long, value_name = "FILE.jsonl")]
+        responses: Option<PathBuf>,
     },
     /// Merge the parts of a sharded run (`run --shard`) into the result the unsharded run writes.
     Merge {
@@ -151,6 +156,19 @@ enum LlmAction {
         #[arg(long)]
         stage: Option<String>,
     },
+    /// Write every request the load_model, group_metrics, check and estimate stages will send
+    /// (OpenAI Batch API input, one JSON line each, `custom_id` = the request's id), for
+    /// `run --responses`; nothing is sent.
+    Plan {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// The file to write.
+        #[arg(long, value_name = "FILE.jsonl")]
+        out: PathBuf,
+        /// Seed overriding `[pipeline] seed` (give `run` the same).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
 }
 
 /// How `validate` and `list` print their result.
@@ -235,9 +253,13 @@ enum Outcome {
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
-        Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best } => {
+        Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best, responses } => {
             if quiet {
                 fairpipe_core::warnings::set_printed(false);
+            }
+            if let Some(file) = responses {
+                fairpipe::llm::check_offline(&pipeline)?;
+                fairpipe_core::models::llm::offline::set_responses(file);
             }
             let sweep = Sweep::load(&pipeline, seed, gate, best)?;
             let out = out.or_else(|| sweep.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(&sweep.info.pipeline));
@@ -352,6 +374,13 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Llm { action: LlmAction::Show { pipeline, row, stage } } => {
             say!("{}", fairpipe::llm::show(&pipeline, row, stage.as_deref())?);
+        }
+        Command::Llm { action: LlmAction::Plan { pipeline, out, seed } } => {
+            let (written, left_out) = fairpipe::llm::plan(&pipeline, &out, seed)?;
+            say!("{written} requests → {}", out.display());
+            if !left_out.is_empty() {
+                say!("left out (their prompts depend on the answers, or they ask none): {}", left_out.join(", "));
+            }
         }
         Command::List { format: Format::Json } => {
             say!("{:#}", fairpipe::json::list(&[]));

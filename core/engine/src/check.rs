@@ -52,6 +52,11 @@ impl Checker {
         Ok(self.variants.verdicts(&self.scores_shown(oracle, rows, progress)?))
     }
 
+    /// The verdicts of rows whose scores [`Checker::scores`] gave.
+    pub fn verdicts(&self, scores: &[f64]) -> Vec<RowCheck> {
+        self.variants.verdicts(scores)
+    }
+
     /// P(class 1) of each row of `rows` followed by each of its protected variants (`1 +
     /// n_variants()` values per row), in batched model calls. The variant that is the row itself
     /// is not sent again ([`Variants::batch_without_own`]): a binary attribute costs two rows per

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::check::Checker;
 use crate::domain::Domain;
 use crate::error::ModelError;
+use crate::logit_shift::{Pairing, ShiftSums};
 use crate::oracle::Oracle;
 use crate::stats::wilson;
 
@@ -73,25 +74,50 @@ pub fn trial_counts_shown(
     seed: u64,
     progress: &indicatif::ProgressBar,
 ) -> Result<Vec<usize>, ModelError> {
+    Ok(trial_outcomes(oracle, domain, checker, None, trials, per_trial, seed, progress)?.0)
+}
+
+/// [`trial_counts_shown`], and, when `pairing` is given, each trial's sums of discrim-eval's
+/// paired logit differences ([`crate::logit_shift`]) from the same scores.
+#[allow(clippy::too_many_arguments)]
+pub fn trial_outcomes(
+    oracle: &Oracle,
+    domain: &Domain,
+    checker: &Checker,
+    pairing: Option<&Pairing>,
+    trials: std::ops::Range<usize>,
+    per_trial: usize,
+    seed: u64,
+    progress: &indicatif::ProgressBar,
+) -> Result<(Vec<usize>, Vec<ShiftSums>), ModelError> {
     if per_trial == 0 {
-        return Ok(vec![0; trials.len()]);
+        return Ok((vec![0; trials.len()], Vec::new()));
     }
     let per_group = (checker.rows_per_call(oracle) / per_trial).max(1);
     let groups: Vec<std::ops::Range<usize>> =
         trials.clone().step_by(per_group).map(|start| start..(start + per_group).min(trials.end)).collect();
-    let counts: Vec<Vec<usize>> = groups
+    let width = domain.width().max(1);
+    let outcomes: Vec<Vec<(usize, Option<ShiftSums>)>> = groups
         .into_par_iter()
         .map(|group| {
             let mut rows = Vec::with_capacity(group.len() * per_trial * domain.width());
             for t in group {
                 rows.extend(domain.sample_rows(&mut trial_rng(seed, t), per_trial));
             }
-            let verdicts = checker.check(oracle, &rows)?;
+            let scores = checker.scores(oracle, &rows)?;
+            let verdicts = checker.verdicts(&scores);
             progress.inc((verdicts.len() / per_trial) as u64);
-            Ok(verdicts.chunks(per_trial).map(|trial| trial.iter().filter(|c| c.discriminatory).count()).collect())
+            let per_row = checker.n_variants() + 1;
+            Ok(verdicts
+                .chunks(per_trial)
+                .zip(rows.chunks(per_trial * width))
+                .zip(scores.chunks(per_trial * per_row))
+                .map(|((trial, rows), scores)| (trial.iter().filter(|c| c.discriminatory).count(), pairing.map(|p| p.sums(rows, scores))))
+                .collect())
         })
         .collect::<Result<_, ModelError>>()?;
-    Ok(counts.into_iter().flatten().collect())
+    let (counts, shifts): (Vec<usize>, Vec<Option<ShiftSums>>) = outcomes.into_iter().flatten().unzip();
+    Ok((counts, shifts.into_iter().flatten().collect()))
 }
 
 /// The generator trial `t` draws its inputs from: seeded with `(seed, t)` alone.

@@ -162,10 +162,10 @@ pub const NOT_NUMBERS: &[(&str, &[(&str, Shape)])] = {
             "bias_audit",
             &[("outcome", Text), ("source", Text), ("exclusion_justification", Text), ("mapped", List), ("tables", List), ("page", Object)],
         ),
-        ("check", &[("ci95", List), ("protected", List)]),
+        ("check", &[("ci95", List), ("protected", List), ("logit_shift", List)]),
         ("check_text", &[("counterfactuals", Text), ("per_category", Object)]),
         ("cluster", &[("cluster_sizes", List)]),
-        ("estimate", &[("ci95", List), ("ci95_wilson", List), ("protected", List)]),
+        ("estimate", &[("ci95", List), ("ci95_wilson", List), ("protected", List), ("logit_shift", List)]),
         (
             "generate",
             &[

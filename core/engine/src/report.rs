@@ -592,6 +592,7 @@ mod tests {
             discriminatory: 100,
             variants_per_input: 1,
             protected: Vec::new(),
+            logit_shift: Vec::new(),
         }
     }
 

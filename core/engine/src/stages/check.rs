@@ -33,6 +33,7 @@ pub const KIND: StageKind = StageKind {
             "rate",
             "ci95",
             "protected",
+            "logit_shift",
         ],
         open: false,
         compared: &["discriminatory"],
@@ -95,6 +96,10 @@ pub struct CheckFigures {
     /// or the stage's `protected`); empty in a summary written before this was recorded.
     #[serde(default)]
     pub protected: Vec<String>,
+    /// discrim-eval's measure per protected attribute and value ([`crate::logit_shift`]); empty
+    /// for a labels-only model and in a summary written before this was recorded.
+    #[serde(default)]
+    pub logit_shift: Vec<crate::logit_shift::LogitShift>,
 }
 
 impl Stage for CheckConfig {
@@ -113,7 +118,9 @@ impl Stage for CheckConfig {
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();
         crate::progress::start(&ctx.progress, (rows.len() / domain.width().max(1)) as u64, "rows checked");
-        let verdicts = checker.check_shown(&model.oracle, &rows, &ctx.progress)?;
+        let scores = checker.scores_shown(&model.oracle, &rows, &ctx.progress)?;
+        let verdicts = checker.verdicts(&scores);
+        let logit_shift = crate::logit_shift::measured(&model.oracle, domain, &rows, &scores);
         let width = domain.width();
         let mut instances = Vec::new();
         let mut counterparts = Vec::new();
@@ -134,6 +141,7 @@ impl Stage for CheckConfig {
             rate: found as f64 / verdicts.len().max(1) as f64,
             ci95: wilson(found, verdicts.len(), 1.96),
             protected: crate::stage::protected_names(domain),
+            logit_shift,
         };
         let protected = domain.protected_indices();
         let table = TableBuilder::new()

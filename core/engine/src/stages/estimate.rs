@@ -9,7 +9,8 @@ use super::options::{check_gamma, check_protected, GAMMA, PROTECTED};
 use crate::check::Checker;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::estimate::{trial_counts_shown, Estimate};
+use crate::estimate::{trial_outcomes, Estimate};
+use crate::logit_shift::{LogitShift, Pairing, ShiftSums};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
@@ -55,6 +56,7 @@ pub const KIND: StageKind = StageKind {
             "discriminatory",
             "variants_per_input",
             "protected",
+            "logit_shift",
         ],
         open: false,
         compared: &["rate", "ci95_low", "ci95_high"],
@@ -141,6 +143,26 @@ pub struct EstimateFigures {
     /// in a summary written before this was recorded.
     #[serde(default)]
     pub protected: Vec<String>,
+    /// discrim-eval's measure per protected attribute and value over the sampled inputs
+    /// ([`crate::logit_shift`]); empty for a labels-only model and in a summary written before
+    /// this was recorded.
+    #[serde(default)]
+    pub logit_shift: Vec<LogitShift>,
+}
+
+/// The pairing of discrim-eval's measure, unless the model gives labels only.
+fn pairing(oracle: &crate::oracle::Oracle, domain: &Domain) -> Option<Pairing> {
+    (!oracle.model().labels_only()).then(|| Pairing::new(domain))
+}
+
+/// The measure from each trial's sums, added in trial order (the same for any split in pieces).
+fn shift_figures(pairing: Option<&Pairing>, shifts: &[ShiftSums]) -> Vec<LogitShift> {
+    let Some(pairing) = pairing else { return Vec::new() };
+    let mut total = ShiftSums::default();
+    for s in shifts {
+        total.add(s);
+    }
+    pairing.figures(&total)
 }
 
 impl EstimateConfig {
@@ -176,8 +198,11 @@ impl Stage for EstimateConfig {
         let checker = Checker::new(domain, self.gamma);
         let before = model.oracle.rows();
         crate::progress::start(&ctx.progress, self.trials as u64, "trials");
-        let counts = trial_counts_shown(&model.oracle, domain, &checker, 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
-        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), model.oracle.rows() - before)
+        let pairing = pairing(&model.oracle, domain);
+        let (counts, shifts) =
+            trial_outcomes(&model.oracle, domain, &checker, pairing.as_ref(), 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
+        let logit_shift = shift_figures(pairing.as_ref(), &shifts);
+        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), model.oracle.rows() - before, logit_shift)
     }
 
     fn pieces(&self) -> usize {
@@ -192,8 +217,10 @@ impl Stage for EstimateConfig {
         let trials = block(self.trials, self.pieces(), piece);
         let first = trials.start;
         crate::progress::start(&ctx.progress, trials.len() as u64, "trials");
-        let counts = trial_counts_shown(&model.oracle, domain, &checker, trials, self.samples, ctx.seed, &ctx.progress)?;
-        Ok(Piece::Trials { first, counts, queries: model.oracle.rows() - before })
+        let pairing = pairing(&model.oracle, domain);
+        let (counts, shifts) =
+            trial_outcomes(&model.oracle, domain, &checker, pairing.as_ref(), trials, self.samples, ctx.seed, &ctx.progress)?;
+        Ok(Piece::Trials { first, counts, queries: model.oracle.rows() - before, shifts })
     }
 
     fn combine(&self, ctx: &StageContext, inputs: &Inputs, pieces: Vec<Piece>) -> Result<StageOutput> {
@@ -201,12 +228,14 @@ impl Stage for EstimateConfig {
         let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
         let checker = Checker::new(domain, self.gamma);
         let mut counts = Vec::with_capacity(self.trials);
+        let mut shifts = Vec::with_capacity(self.trials);
         let mut queries = 0;
         for (k, piece) in pieces.into_iter().enumerate() {
             let expected = block(self.trials, self.pieces(), k);
             match piece {
-                Piece::Trials { first, counts: c, queries: q } if first == expected.start && c.len() == expected.len() => {
+                Piece::Trials { first, counts: c, queries: q, shifts: s } if first == expected.start && c.len() == expected.len() => {
                     counts.extend(c);
+                    shifts.extend(s);
                     queries += q;
                 }
                 other => {
@@ -225,14 +254,23 @@ impl Stage for EstimateConfig {
         if counts.len() != self.trials {
             return Err(Error::Internal(format!("the estimate's pieces hold {} of its {} trials", counts.len(), self.trials)));
         }
-        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries)
+        let pairing = pairing(&model.oracle, domain);
+        let logit_shift = if shifts.len() == self.trials { shift_figures(pairing.as_ref(), &shifts) } else { Vec::new() };
+        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries, logit_shift)
     }
 }
 
 impl EstimateConfig {
     /// The stage's output for estimate `est` over `domain`, `variants` protected variants per
     /// input and `model_queries` rows scored.
-    fn output(&self, est: Estimate, domain: &Domain, variants: usize, model_queries: u64) -> Result<StageOutput> {
+    fn output(
+        &self,
+        est: Estimate,
+        domain: &Domain,
+        variants: usize,
+        model_queries: u64,
+        logit_shift: Vec<LogitShift>,
+    ) -> Result<StageOutput> {
         let figures = EstimateFigures {
             rate: est.rate,
             ci95: est.ci95,
@@ -243,6 +281,7 @@ impl EstimateConfig {
             discriminatory: est.discriminatory,
             variants_per_input: variants,
             protected: crate::stage::protected_names(domain),
+            logit_shift,
         };
         let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
         Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: Arc::new(figures), tables: vec![table], model_queries })

@@ -285,6 +285,7 @@ mod tests {
             discriminatory: 2,
             variants_per_input: 1,
             protected: vec!["sex".into()],
+            logit_shift: Vec::new(),
         };
         let summary = Summary {
             pipeline: "p".into(),
