@@ -365,18 +365,36 @@ cases = "grft"
 #[test]
 fn a_spent_budget_ends_a_search_early_with_stopped_by() {
     // Unbounded: how many requests the search takes.
+    // The data: half the grid (income + years odd), so that the search asks new prompts.
+    let half = |dir: &Path, url: &str, extra: &str| {
+        let file = pipeline(dir, url, extra, SEARCH);
+        let csv = std::fs::read_to_string(dir.join("applicants.csv")).unwrap();
+        let kept: Vec<&str> = csv
+            .lines()
+            .enumerate()
+            .filter(|(n, l)| {
+                *n == 0 || {
+                    let cells: Vec<i64> = l.split(',').take(2).map(|c| c.parse().unwrap()).collect();
+                    (cells[0] + cells[1]) % 2 == 1
+                }
+            })
+            .map(|(_, l)| l)
+            .collect();
+        std::fs::write(dir.join("applicants.csv"), kept.join("\n") + "\n").unwrap();
+        file
+    };
     let server = Planted::start();
     let dir = tempfile::tempdir().unwrap();
-    let file = pipeline(dir.path(), &server.base_url(), ", cache = \"\"", SEARCH);
+    let file = half(dir.path(), &server.base_url(), ", cache = \"\"");
     let free = run_pipeline(&file, &dir.path().join("free"), &[]);
     let all = free["stages"]["model"]["remote"]["llm"]["requests"].as_u64().unwrap();
     assert_eq!(free["stages"]["grft"].get("stopped_by"), None, "{}", free["stages"]["grft"]);
-    // 200 requests score the data at load; the search gets 60 of the rest.
-    assert!(all > 260, "the unbounded search took only {all} requests");
-    for (budget, key) in [(", max_requests = 260", "max_requests"), (", max_tokens_total = 5400", "max_tokens_total")] {
+    // 100 requests score the data at load; the search gets 30 of the rest.
+    assert!(all > 130, "the unbounded search took only {all} requests");
+    for (budget, key) in [(", max_requests = 130", "max_requests"), (", max_tokens_total = 3000", "max_tokens_total")] {
         let server = Planted::start();
         let dir = tempfile::tempdir().unwrap();
-        let file = pipeline(dir.path(), &server.base_url(), &format!(", cache = \"\"{budget}"), SEARCH);
+        let file = half(dir.path(), &server.base_url(), &format!(", cache = \"\"{budget}"));
         let out = dir.path().join("out");
         let summary = run_pipeline(&file, &out, &[]);
         let grft = &summary["stages"]["grft"];
@@ -385,11 +403,11 @@ fn a_spent_budget_ends_a_search_early_with_stopped_by() {
         let sent = llm["requests"].as_u64().unwrap();
         assert_eq!(server.state.requests.load(Ordering::SeqCst), sent);
         if key == "max_requests" {
-            assert_eq!(sent, 260, "{llm}");
+            assert_eq!(sent, 130, "{llm}");
         } else {
             // Tokens are known once answered: at most the requests in flight (4) pass the cap.
             let tokens = llm["prompt_tokens"].as_u64().unwrap() + llm["completion_tokens"].as_u64().unwrap();
-            assert!((5400..5400 + 4 * 40).contains(&tokens), "{llm}");
+            assert!((3000..3000 + 4 * 40).contains(&tokens), "{llm}");
             assert!(sent < all, "{llm}");
         }
         // The cases kept are true IDIs, verified without a new prompt.
