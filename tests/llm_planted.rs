@@ -369,7 +369,7 @@ fn a_spent_budget_ends_a_search_early_with_stopped_by() {
     let half = |dir: &Path, url: &str, extra: &str| {
         let file = pipeline(dir, url, extra, SEARCH);
         let csv = std::fs::read_to_string(dir.join("applicants.csv")).unwrap();
-        let kept: Vec<&str> = csv
+        let kept: Vec<String> = csv
             .lines()
             .enumerate()
             .filter(|(n, l)| {
@@ -378,7 +378,14 @@ fn a_spent_budget_ends_a_search_early_with_stopped_by() {
                     (cells[0] + cells[1]) % 2 == 1
                 }
             })
-            .map(|(_, l)| l)
+            // Rows of even income train (the cluster stage's seeds), the others test.
+            .map(|(n, l)| {
+                if n > 0 && l.split(',').next().unwrap().parse::<i64>().unwrap() % 2 == 0 {
+                    l.replace(",test", ",train")
+                } else {
+                    l.to_string()
+                }
+            })
             .collect();
         std::fs::write(dir.join("applicants.csv"), kept.join("\n") + "\n").unwrap();
         file

@@ -232,10 +232,16 @@ impl Client {
     }
 }
 
+/// Tokens a completion's `usage` counts: (prompt, completion).
+pub type Usage = (u64, u64);
+
+/// Why an answer's body cannot be read: whether trying again may help, and what is wrong.
+pub type ReadError = (bool, String);
+
 /// A chat (or text) completion's body read: its answer and first token's alternatives, and the
 /// tokens its `usage` counts (prompt, completion). An error says whether trying again may help (a
 /// body that is not JSON) and what is wrong.
-pub fn read_reply(body: &[u8], want_logprobs: bool) -> Result<(Reply, Option<(u64, u64)>), (bool, String)> {
+pub fn read_reply(body: &[u8], want_logprobs: bool) -> Result<(Reply, Option<Usage>), ReadError> {
     let text = String::from_utf8_lossy(body);
     let value: Value =
         serde_json::from_str(&text).map_err(|e| (true, format!("the response is not JSON ({e}); it starts {:?}", quote(&text))))?;
