@@ -61,6 +61,11 @@ enum Command {
         /// (overrides `[matrix] best`).
         #[arg(long, value_name = "min|max COLUMN")]
         best: Option<fairpipe_core::sweep::compare::Best>,
+        /// Answer an `llm` model's requests from this file (OpenAI Batch API output, ids from
+        /// `fairpipe llm plan`) instead of its server; a search, whose prompts depend on the
+        /// answers, is refused.
+        #[arg(long, value_name = "FILE.jsonl")]
+        responses: Option<PathBuf>,
     },
     /// Merge the parts of a sharded run (`run --shard`) into the result the unsharded run writes.
     Merge {
@@ -156,6 +161,19 @@ enum LlmAction {
         /// The load_model stage (needed only when several have an `llm` block).
         #[arg(long)]
         stage: Option<String>,
+    },
+    /// Write every request the load_model, group_metrics, check and estimate stages will send
+    /// (OpenAI Batch API input, one JSON line each, `custom_id` = the request's id), for
+    /// `run --responses`; nothing is sent.
+    Plan {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// The file to write.
+        #[arg(long, value_name = "FILE.jsonl")]
+        out: PathBuf,
+        /// Seed overriding `[pipeline] seed` (give `run` the same).
+        #[arg(long)]
+        seed: Option<u64>,
     },
 }
 
@@ -268,9 +286,13 @@ enum Outcome {
 
 fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
-        Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best } => {
+        Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best, responses } => {
             if quiet {
                 fairpipe_core::warnings::set_printed(false);
+            }
+            if let Some(file) = responses {
+                crate::llm::check_offline(&pipeline)?;
+                fairpipe_core::models::llm::offline::set_responses(file);
             }
             let sweep = Sweep::load(&pipeline, seed, gate, best)?;
             let out = out.or_else(|| sweep.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(&sweep.info.pipeline));
@@ -393,6 +415,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Llm { action: LlmAction::Show { pipeline, row, stage } } => {
             say!("{}", crate::llm::show(&pipeline, row, stage.as_deref())?);
+        }
+        Command::Llm { action: LlmAction::Plan { pipeline, out, seed } } => {
+            let (written, left_out) = crate::llm::plan(&pipeline, &out, seed)?;
+            say!("{written} requests → {}", out.display());
+            if !left_out.is_empty() {
+                say!("left out (their prompts depend on the answers, or they ask none): {}", left_out.join(", "));
+            }
         }
         Command::List { format: Format::Json } => {
             say!("{:#}", crate::json::list(&[]));

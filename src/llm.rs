@@ -1,6 +1,9 @@
 //! `fairpipe llm show PIPELINE ROW`: the prompt a pipeline's LLM model is asked for one data row,
 //! rendered exactly as a run renders it (the data read by the model's own `load` stage, the
 //! template and its `names` table), so a user can check the template before spending requests.
+//! `fairpipe llm plan PIPELINE --out FILE`: every request the stages whose prompts do not depend
+//! on the answers (load_model, group_metrics, check, estimate) will send, as a batch file;
+//! `fairpipe run --responses FILE` answers from the file ([`check_offline`] refuses a search).
 
 use std::path::Path;
 
@@ -13,9 +16,8 @@ use fairpipe_core::stage::Artifact;
 /// The system message (if any) and the prompt of data row `row` (counted from 0 over the rows the
 /// load stage keeps) for the `load_model` stage `stage` (default: the only one with an `llm` block).
 pub fn show(pipeline: &Path, row: usize, stage: Option<&str>) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(pipeline).with_context(|| format!("cannot read {}", pipeline.display()))?;
-    let doc: toml::Table = toml::from_str(&text).with_context(|| format!("{} is not valid TOML", pipeline.display()))?;
-    let stages = doc.get("stages").and_then(|s| s.as_table()).ok_or_else(|| anyhow!("{} has no [stages]", pipeline.display()))?;
+    let doc = read_doc(pipeline)?;
+    let stages = stages_of(pipeline, &doc)?;
     let with_llm: Vec<(&String, &toml::Table)> = stages
         .iter()
         .filter_map(|(name, s)| s.as_table().map(|t| (name, t)))
@@ -64,4 +66,76 @@ pub fn show(pipeline: &Path, row: usize, stage: Option<&str>) -> anyhow::Result<
     }
     shown.push_str(&format!("[user] (row {row}, stage {name}, {})\n{prompt}", llm.prompt.display()));
     Ok(shown)
+}
+
+/// The pipeline file as a TOML table.
+fn read_doc(pipeline: &Path) -> anyhow::Result<toml::Table> {
+    let text = std::fs::read_to_string(pipeline).with_context(|| format!("cannot read {}", pipeline.display()))?;
+    toml::from_str(&text).with_context(|| format!("{} is not valid TOML", pipeline.display()))
+}
+
+/// The `[stages]` table of a pipeline.
+fn stages_of<'a>(pipeline: &Path, doc: &'a toml::Table) -> anyhow::Result<&'a toml::Table> {
+    doc.get("stages").and_then(|s| s.as_table()).ok_or_else(|| anyhow!("{} has no [stages]", pipeline.display()))
+}
+
+/// Stage kinds whose prompts do not depend on the model's answers.
+const PLANNED: [&str; 5] = ["load", "load_model", "group_metrics", "check", "estimate"];
+
+/// Stage kinds that search adaptively: their prompts depend on the answers.
+const ADAPTIVE: [&str; 2] = ["generate", "group_score"];
+
+/// Each stage's name and kind.
+fn kinds(stages: &toml::Table) -> Vec<(String, String)> {
+    stages.iter().map(|(name, s)| (name.clone(), s.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string())).collect()
+}
+
+/// Write to `out` every request the pipeline's load_model, group_metrics, check and estimate
+/// stages will send (the other stages left out), with `seed` as `run --seed` would; returns the
+/// requests written and the stages left out.
+pub fn plan(pipeline: &Path, out: &Path, seed: Option<u64>) -> anyhow::Result<(usize, Vec<String>)> {
+    let doc = read_doc(pipeline)?;
+    let stages = stages_of(pipeline, &doc)?;
+    if !stages.values().any(|s| s.get("llm").is_some()) {
+        bail!("{}: no load_model stage has an `llm` block: there is nothing to plan", pipeline.display());
+    }
+    let mut kept = toml::Table::new();
+    let mut left_out = Vec::new();
+    for (name, kind) in kinds(stages) {
+        if PLANNED.contains(&kind.as_str()) {
+            kept.insert(name.clone(), stages[&name].clone());
+        } else {
+            left_out.push(format!("{name} ({kind})"));
+        }
+    }
+    let mut only = toml::Table::new();
+    if let Some(head) = doc.get("pipeline") {
+        only.insert("pipeline".into(), head.clone());
+    }
+    only.insert("stages".into(), toml::Value::Table(kept));
+    fairpipe_core::models::llm::offline::set_record(out.to_path_buf());
+    let p = Pipeline::parse(pipeline, &toml::to_string(&only)?, seed)?;
+    p.execute(false)?;
+    let written = std::fs::read_to_string(out).with_context(|| format!("cannot read back {}", out.display()))?.lines().count();
+    Ok((written, left_out))
+}
+
+/// Refuse a run from a responses file when the pipeline has a search: its prompts depend on the
+/// answers, so no plan can list them.
+pub fn check_offline(pipeline: &Path) -> anyhow::Result<()> {
+    let doc = read_doc(pipeline)?;
+    let adaptive: Vec<String> = kinds(stages_of(pipeline, &doc)?)
+        .into_iter()
+        .filter(|(_, kind)| ADAPTIVE.contains(&kind.as_str()))
+        .map(|(name, kind)| format!("{name} ({kind})"))
+        .collect();
+    if !adaptive.is_empty() {
+        bail!(
+            "{}: {} search{} adaptively: the prompts depend on the answers, so no responses file can hold them; they need a live endpoint (run without --responses, or leave the search out)",
+            pipeline.display(),
+            adaptive.join(", "),
+            if adaptive.len() == 1 { "es" } else { "" }
+        );
+    }
+    Ok(())
 }

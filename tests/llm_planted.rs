@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use crate::common::*;
-use crate::llm_server::{planted_p, Fault, Planted, FEMALE_NAMES, MALE_NAMES};
+use crate::llm_server::{planted_p, read_prompt, reply_body, varying_shift, Fault, Planted, FEMALE_NAMES, FEMALE_SHIFT, MALE_NAMES};
 
 /// The data: every (income, years, sex) of 0..10 × 0..10 × {Female, Male}; test rows where
 /// income + years is odd.
@@ -186,6 +186,57 @@ fn group_metrics_estimate_and_grft_recover_the_planted_bias() {
     assert_eq!(distinct.len(), prompts.len(), "a prompt was asked twice");
 }
 
+/// discrim-eval's measure: with a female logit shift that varies with the features around −1.5,
+/// check's mean logit difference (Male against the reference Female) over the test rows is the
+/// planted one computed here, and estimate's interval over inputs drawn from the whole grid covers
+/// the planted shift (the variation's mean over the grid is exactly 0).
+#[test]
+fn the_logit_shift_recovers_the_planted_shift() {
+    let server = Planted::start();
+    server.state.varying.store(true, Ordering::SeqCst);
+    let dir = tempfile::tempdir().unwrap();
+    let stages = format!("{CHECK}\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 10\nsamples = 100\n");
+    let file = pipeline(dir.path(), &server.base_url(), "", &stages);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let shift = |stage: &str| {
+        let list = summary["stages"][stage]["logit_shift"].as_array().unwrap_or_else(|| panic!("{}", summary["stages"][stage])).clone();
+        assert_eq!(list.len(), 1, "{list:?}");
+        let s = list[0].clone();
+        assert_eq!(
+            (s["attribute"].as_str(), s["value"].as_str(), s["reference"].as_str()),
+            (Some("sex"), Some("Male"), Some("Female")),
+            "{s}"
+        );
+        s
+    };
+    // check: one pair per test row (income + years odd, both sexes), each −varying_shift.
+    let diffs: Vec<f64> = (0..10)
+        .flat_map(|i| (0..10).map(move |y| (i, y)))
+        .filter(|(i, y)| (i + y) % 2 == 1)
+        .flat_map(|(i, y)| [-varying_shift(i, y); 2])
+        .collect();
+    let n = diffs.len() as f64;
+    let mean = diffs.iter().sum::<f64>() / n;
+    let sd = (diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let check = shift("check");
+    assert_eq!(check["pairs"].as_u64(), Some(100), "{check}");
+    assert!((check["mean"].as_f64().unwrap() - mean).abs() < 1e-9, "{check} vs {mean}");
+    assert!((check["sd"].as_f64().unwrap() - sd).abs() < 1e-9, "{check} vs {sd}");
+    // t(0.975, 99) = 1.9842 (NIST table).
+    let half = check["ci95"][1].as_f64().unwrap() - check["mean"].as_f64().unwrap();
+    assert!((half - 1.9842 * sd / n.sqrt()).abs() < 1e-3, "{check}");
+    // estimate: 1000 inputs from the grid; the interval covers the planted 1.5.
+    let estimate = shift("estimate");
+    assert_eq!(estimate["pairs"].as_u64(), Some(1000), "{estimate}");
+    let (lo, hi) = (estimate["ci95"][0].as_f64().unwrap(), estimate["ci95"][1].as_f64().unwrap());
+    assert!(lo <= -FEMALE_SHIFT && -FEMALE_SHIFT <= hi, "planted {} outside [{lo}, {hi}]", -FEMALE_SHIFT);
+    assert!(hi - lo < 0.1, "[{lo}, {hi}]");
+    // A labels-only model has no such measure.
+    let file = pipeline(dir.path(), &server.base_url(), ", scores = \"labels\"", CHECK);
+    let labels = run_pipeline(&file, &dir.path().join("labels"), &[]);
+    assert_eq!(labels["stages"]["check"]["logit_shift"], serde_json::json!([]));
+}
+
 /// A name in place of the stated sex: the planted server reads the name's sex, and the check
 /// finds the same flips as with the stated value; the two sides of each pair differ only in the
 /// name (the same position in each list).
@@ -207,6 +258,21 @@ fn names_stand_in_for_the_protected_value() {
         let twin = p.replacen(&format!("name={name}"), &format!("name={}", other[k]), 1);
         assert!(prompts.contains(&twin), "{p:?} has no twin differing only in the name");
     }
+}
+
+/// `api = "completions"`: the text completions endpoint, its prompt (system message first) and
+/// its legacy `top_logprobs` object read the same planted flips.
+#[test]
+fn the_text_completions_api_reads_the_same_flips() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &server.base_url(), ", api = \"completions\", system = \"You screen loans.\"", CHECK);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    assert_eq!(summary["stages"]["check"]["discriminatory"].as_u64(), Some(planted_flips()));
+    assert_eq!(server.state.text_completions.load(Ordering::SeqCst), 200);
+    assert!(server.state.prompts.lock().unwrap().iter().all(|p| p.starts_with("You screen loans.\n\nApplicant: income=")));
+    let llm = &summary["stages"]["model"]["remote"]["llm"];
+    assert!(llm["endpoint"].as_str().unwrap().ends_with("/v1/completions"), "{llm}");
 }
 
 #[test]
@@ -273,6 +339,177 @@ fn max_requests_stops_the_run_before_it_sends_more() {
     let stderr = failing(&server, ", max_requests = 50");
     assert!(stderr.contains("max_requests = 50 reached"), "{stderr}");
     assert_eq!(server.state.requests.load(Ordering::SeqCst), 50);
+}
+
+const SEARCH: &str = r#"
+[stages.seeds]
+kind = "cluster"
+data = "data"
+k = 2
+seeds = 20
+
+[stages.grft]
+kind = "generate"
+model = "model"
+seeds = "seeds"
+plugin = "grft"
+params = { num_seeds = 10, local_num = 200 }
+
+[stages.verified]
+kind = "verify"
+cases = "grft"
+"#;
+
+/// A budget met during a search ends the search, not the run: `stopped_by` names it, the cases
+/// found so far are kept (each a true IDI), and no request is sent past `max_requests`.
+#[test]
+fn a_spent_budget_ends_a_search_early_with_stopped_by() {
+    // Unbounded: how many requests the search takes.
+    // The data: half the grid (income + years odd), so that the search asks new prompts.
+    let half = |dir: &Path, url: &str, extra: &str| {
+        let file = pipeline(dir, url, extra, SEARCH);
+        let csv = std::fs::read_to_string(dir.join("applicants.csv")).unwrap();
+        let kept: Vec<String> = csv
+            .lines()
+            .enumerate()
+            .filter(|(n, l)| {
+                *n == 0 || {
+                    let cells: Vec<i64> = l.split(',').take(2).map(|c| c.parse().unwrap()).collect();
+                    (cells[0] + cells[1]) % 2 == 1
+                }
+            })
+            // Rows of even income train (the cluster stage's seeds), the others test.
+            .map(|(n, l)| {
+                if n > 0 && l.split(',').next().unwrap().parse::<i64>().unwrap() % 2 == 0 {
+                    l.replace(",test", ",train")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        std::fs::write(dir.join("applicants.csv"), kept.join("\n") + "\n").unwrap();
+        file
+    };
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = half(dir.path(), &server.base_url(), ", cache = \"\"");
+    let free = run_pipeline(&file, &dir.path().join("free"), &[]);
+    let all = free["stages"]["model"]["remote"]["llm"]["requests"].as_u64().unwrap();
+    assert_eq!(free["stages"]["grft"].get("stopped_by"), None, "{}", free["stages"]["grft"]);
+    // 100 requests score the data at load; the search gets 30 of the rest.
+    assert!(all > 130, "the unbounded search took only {all} requests");
+    for (budget, key) in [(", max_requests = 130", "max_requests"), (", max_tokens_total = 3000", "max_tokens_total")] {
+        let server = Planted::start();
+        let dir = tempfile::tempdir().unwrap();
+        let file = half(dir.path(), &server.base_url(), &format!(", cache = \"\"{budget}"));
+        let out = dir.path().join("out");
+        let summary = run_pipeline(&file, &out, &[]);
+        let grft = &summary["stages"]["grft"];
+        assert_eq!(grft["stopped_by"].as_str(), Some(key), "{grft}");
+        let llm = &summary["stages"]["model"]["remote"]["llm"];
+        let sent = llm["requests"].as_u64().unwrap();
+        assert_eq!(server.state.requests.load(Ordering::SeqCst), sent);
+        if key == "max_requests" {
+            assert_eq!(sent, 130, "{llm}");
+        } else {
+            // Tokens are known once answered: at most the requests in flight (4) pass the cap.
+            let tokens = llm["prompt_tokens"].as_u64().unwrap() + llm["completion_tokens"].as_u64().unwrap();
+            assert!((3000..3000 + 4 * 40).contains(&tokens), "{llm}");
+            assert!(sent < all, "{llm}");
+        }
+        // The cases kept are true IDIs, verified without a new prompt.
+        let cases = std::fs::read_to_string(out.join("verified.csv")).unwrap();
+        let mut lines = cases.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        for line in lines {
+            let cells: Vec<&str> = line.split(',').collect();
+            let (i, y) = (cells[at("income")].parse::<f64>().unwrap() as i64, cells[at("years")].parse::<f64>().unwrap() as i64);
+            assert!(planted_flip(i, y), "a case at income {i}, years {y} is no planted IDI");
+        }
+        assert_eq!(summary["stages"]["verified"]["confirmed"], grft["emitted"], "{}", summary["stages"]["verified"]);
+    }
+}
+
+const OFFLINE: &str = r#"
+[stages.groups]
+kind = "group_metrics"
+model = "model"
+
+[stages.check]
+kind = "check"
+model = "model"
+
+[stages.estimate]
+kind = "estimate"
+model = "model"
+trials = 5
+samples = 100
+"#;
+
+/// The offline path: `llm plan` lists every request the run sends (nothing sent), answers made
+/// here by the planted rule from the plan's prompts alone, and `run --responses` gives the
+/// figures of the run against the live planted server without a request; a search is refused.
+#[test]
+fn a_planned_run_answered_from_a_file_equals_the_live_run() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &server.base_url(), ", cache = \"\"", OFFLINE);
+    let live = run_pipeline(&file, &dir.path().join("live"), &[]);
+    let asked = server.state.answered.load(Ordering::SeqCst);
+    let plan = dir.path().join("plan.jsonl");
+    let (ok, stdout, stderr) = fairpipe(&["llm", "plan", file.to_str().unwrap(), "--out", plan.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert_eq!(server.state.requests.load(Ordering::SeqCst), asked, "the plan sent a request");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&plan).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(stdout.contains(&format!("{} requests", lines.len())), "{stdout}");
+    // The plan holds exactly the distinct prompts the live run asked.
+    assert_eq!(lines.len() as u64, asked);
+    let live_prompts: std::collections::HashSet<String> = server.state.prompts.lock().unwrap().iter().cloned().collect();
+    let mut answers = String::new();
+    for line in &lines {
+        assert_eq!((line["method"].as_str(), line["url"].as_str()), (Some("POST"), Some("/v1/chat/completions")), "{line}");
+        let prompt = line["body"]["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+        assert!(live_prompts.contains(&prompt), "{prompt:?} was not asked live");
+        let (income, years, female) = read_prompt(&prompt).unwrap();
+        let body = reply_body(&line["body"]["model"], &prompt, planted_p(income, years, female), false, true);
+        let answer = serde_json::json!({"custom_id": line["custom_id"], "response": {"status_code": 200, "body": body}});
+        answers.push_str(&format!("{answer}\n"));
+    }
+    let responses = write(dir.path(), "responses.jsonl", &answers);
+    let offline = run_pipeline(&file, &dir.path().join("offline"), &["--responses", responses.to_str().unwrap()]);
+    assert_eq!(server.state.requests.load(Ordering::SeqCst), asked, "the offline run sent a request");
+    for stage in ["groups", "check", "estimate"] {
+        let (mut a, mut b) = (live["stages"][stage].clone(), offline["stages"][stage].clone());
+        without_timings(&mut a);
+        without_timings(&mut b);
+        assert_eq!(a, b, "{stage}");
+    }
+    assert_eq!(offline["stages"]["model"]["accuracy_test"], live["stages"]["model"]["accuracy_test"]);
+    let llm = &offline["stages"]["model"]["remote"]["llm"];
+    assert_eq!((llm["requests"].as_u64(), llm["from_responses"].as_u64()), (Some(0), Some(lines.len() as u64)), "{llm}");
+    // A prompt missing from the file is an error naming it; a search is refused up front.
+    write(dir.path(), "short.jsonl", &answers.lines().skip(1).map(|l| format!("{l}\n")).collect::<String>());
+    let (ok, _, stderr) = fairpipe(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        dir.path().join("short").to_str().unwrap(),
+        "--responses",
+        dir.path().join("short.jsonl").to_str().unwrap(),
+    ]);
+    assert!(!ok && stderr.contains("has no answer in the responses file") && stderr.contains("Applicant: income="), "{stderr}");
+    assert!(!dir.path().join("short").exists());
+    let searching = pipeline(dir.path(), &server.base_url(), "", SEARCH);
+    let (ok, _, stderr) = fairpipe(&[
+        "run",
+        searching.to_str().unwrap(),
+        "--out",
+        dir.path().join("s").to_str().unwrap(),
+        "--responses",
+        responses.to_str().unwrap(),
+    ]);
+    assert!(!ok && stderr.contains("grft (generate)") && stderr.contains("need a live endpoint"), "{stderr}");
 }
 
 #[test]

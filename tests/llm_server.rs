@@ -29,6 +29,19 @@ pub fn planted_logit(income: i64, years: i64, female: bool) -> f64 {
     0.8 * (income as f64 - 4.3) + 0.4 * (years as f64 - 4.1) + if female { FEMALE_SHIFT } else { 0.0 }
 }
 
+/// The female logit shift at (income, years) when the server's shift varies
+/// ([`State::varying`]): `FEMALE_SHIFT + 0.25 · ((7·income + 3·years) mod 5 − 2)`, whose mean over
+/// the 10 × 10 grid of (income, years) is exactly `FEMALE_SHIFT` (each residue occurs 20 times).
+pub fn varying_shift(income: i64, years: i64) -> f64 {
+    FEMALE_SHIFT + 0.25 * ((7 * income + 3 * years).rem_euclid(5) as f64 - 2.0)
+}
+
+/// P(yes) of the planted model whose female shift varies with the features.
+pub fn varying_p(income: i64, years: i64, female: bool) -> f64 {
+    let logit = planted_logit(income, years, false) + if female { varying_shift(income, years) } else { 0.0 };
+    1.0 / (1.0 + (-logit).exp())
+}
+
 /// P(yes) of the planted model.
 pub fn planted_p(income: i64, years: i64, female: bool) -> f64 {
     1.0 / (1.0 + (-planted_logit(income, years, female)).exp())
@@ -66,6 +79,10 @@ pub struct State {
     pub key: Mutex<Option<String>>,
     /// Every prompt answered.
     pub prompts: Mutex<Vec<String>>,
+    /// The female shift varies with the features ([`varying_p`]).
+    pub varying: AtomicBool,
+    /// Requests to `/v1/completions` answered.
+    pub text_completions: AtomicU64,
 }
 
 /// A running server.
@@ -146,7 +163,8 @@ fn serve(stream: TcpStream, state: &State) {
 }
 
 fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) -> (String, String, String) {
-    if !request_line.starts_with("POST /v1/chat/completions ") {
+    let text_completion = request_line.starts_with("POST /v1/completions ");
+    if !request_line.starts_with("POST /v1/chat/completions ") && !text_completion {
         return ("404 Not Found".into(), String::new(), json!({"error": "not found"}).to_string());
     }
     if let Some(key) = state.key.lock().unwrap().as_deref() {
@@ -169,8 +187,13 @@ fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) ->
         Ok(v) => v,
         Err(e) => return ("400 Bad Request".into(), String::new(), json!({"error": e.to_string()}).to_string()),
     };
-    let prompt = request["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_string();
+    let prompt = if text_completion {
+        request["prompt"].as_str().unwrap_or("").to_string()
+    } else {
+        request["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_string()
+    };
     let p = match read_prompt(&prompt) {
+        Some((income, years, female)) if state.varying.load(Ordering::SeqCst) => varying_p(income, years, female),
         Some((income, years, female)) => planted_p(income, years, female),
         None => match census_p(&prompt) {
             Some(p) => p,
@@ -179,7 +202,19 @@ fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) ->
     };
     state.prompts.lock().unwrap().push(prompt.clone());
     state.answered.fetch_add(1, Ordering::SeqCst);
-    let neither = state.neither.load(Ordering::SeqCst);
+    if text_completion {
+        state.text_completions.fetch_add(1, Ordering::SeqCst);
+        let alternatives = request["logprobs"].as_u64().filter(|_| !state.no_logprobs.load(Ordering::SeqCst));
+        return ("200 OK".into(), String::new(), text_reply(&request["model"], &prompt, p, alternatives.is_some()).to_string());
+    }
+    let logprobs = request["logprobs"] == json!(true) && !state.no_logprobs.load(Ordering::SeqCst);
+    let reply = reply_body(&request["model"], &prompt, p, state.neither.load(Ordering::SeqCst), logprobs);
+    ("200 OK".into(), String::new(), reply.to_string())
+}
+
+/// The planted chat completion for `prompt` whose P(yes) is `p`: "Maybe" throughout when
+/// `neither`; the first token's `top_logprobs` when `logprobs`.
+pub fn reply_body(model: &Value, prompt: &str, p: f64, neither: bool, logprobs: bool) -> Value {
     let content = if neither {
         "Maybe"
     } else if p > 0.5 {
@@ -198,16 +233,34 @@ fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) ->
         ])
     };
     let mut choice = json!({"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "length"});
-    if request["logprobs"] == json!(true) && !state.no_logprobs.load(Ordering::SeqCst) {
+    if logprobs {
         choice["logprobs"] = json!({"content": [{"token": content, "logprob": -0.5, "top_logprobs": top}]});
     }
     let tokens = (prompt.len() / 4) as u64;
-    let reply = json!({
-        "id": "planted", "object": "chat.completion", "model": request["model"],
+    json!({
+        "id": "planted", "object": "chat.completion", "model": model,
         "choices": [choice],
         "usage": {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
-    });
-    ("200 OK".into(), String::new(), reply.to_string())
+    })
+}
+
+/// The planted text completion (`/v1/completions`, OpenAI's legacy format: `text`, and
+/// `logprobs.top_logprobs[0]` an object token → logprob) for `prompt` whose P(yes) is `p`.
+pub fn text_reply(model: &Value, prompt: &str, p: f64, logprobs: bool) -> Value {
+    let text = if p > 0.5 { " Yes" } else { " No" };
+    let mut choice = json!({"index": 0, "text": text, "finish_reason": "length"});
+    if logprobs {
+        choice["logprobs"] = json!({
+            "tokens": [text],
+            "token_logprobs": [-0.5],
+            "top_logprobs": [{" Yes": (0.6 * p).ln(), " yes": (0.3 * p).ln(), " No": (0.9 * (1.0 - p)).ln(), " Maybe": 0.1f64.ln()}],
+        });
+    }
+    let tokens = (prompt.len() / 4) as u64;
+    json!({
+        "id": "planted", "object": "text_completion", "model": model, "choices": [choice],
+        "usage": {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
+    })
 }
 
 /// `income=I`, `years=Y` and the applicant's sex (stated or from the name) from a prompt.

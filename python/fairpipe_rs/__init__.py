@@ -32,9 +32,10 @@ import numpy as np
 from . import _frames, _native, _progress
 from ._errors import GateFailed, PipelineError, Problem
 from ._examples import example_data
+from ._llm import LLM
 from ._model import ModelSpec
 
-__all__ = ["audit", "run", "Run", "Gate", "PipelineError", "GateFailed", "Problem", "example_data", "__version__"]
+__all__ = ["audit", "run", "Run", "Gate", "PipelineError", "GateFailed", "Problem", "example_data", "LLM", "__version__"]
 
 __version__: str = _native.version()
 
@@ -217,7 +218,7 @@ def audit(
         dtypes and category values when it has ``feature_names_in_``, else a NumPy array of the
         feature columns in order. P(favourable) is its ``classes_`` column of the favourable
         label. Or a path to an ONNX file, or a dict of a ``load_model`` stage's keys (``{"url":
-        ...}``, ``{"command": [...]}``).
+        ...}``, ``{"command": [...]}``), or an :class:`LLM` endpoint.
     label:
         The label column.
     protected:

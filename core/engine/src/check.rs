@@ -92,8 +92,7 @@ impl Checker {
 
     /// [`Checker::check_shown`], and for each row whether changing each protected attribute alone
     /// (its linked columns with it, the other protected attributes kept) changes its treatment
-    /// ([`Variants::alone`]; one flag per protected attribute, in column order). A row whose other
-    /// protected values lie off their grids has its single-attribute variants scored besides.
+    /// ([`Checker::alone_of`]).
     pub fn check_alone(
         &self,
         oracle: &Oracle,
@@ -101,9 +100,18 @@ impl Checker {
         progress: &indicatif::ProgressBar,
     ) -> Result<(Vec<RowCheck>, Vec<Vec<bool>>), ModelError> {
         let scores = self.scores_shown(oracle, rows, progress)?;
+        let verdicts = self.variants.verdicts(&scores);
+        let alone = self.alone_of(oracle, rows, &scores, &verdicts)?;
+        Ok((verdicts, alone))
+    }
+
+    /// For each row of `rows` (whose [`Checker::scores`] are `scores` and verdicts `verdicts`),
+    /// whether changing each protected attribute alone changes its treatment
+    /// ([`Variants::alone`]; one flag per protected attribute, in column order). A row whose other
+    /// protected values lie off their grids has its single-attribute variants scored besides.
+    pub fn alone_of(&self, oracle: &Oracle, rows: &[f64], scores: &[f64], verdicts: &[RowCheck]) -> Result<Vec<Vec<bool>>, ModelError> {
         let width = self.variants.width().max(1);
         let per_row = self.n_variants() + 1;
-        let verdicts = self.variants.verdicts(&scores);
         let mut alone: Vec<Vec<Option<bool>>> =
             rows.chunks_exact(width).zip(scores.chunks_exact(per_row)).map(|(row, s)| self.variants.alone(row, s[0], &s[1..])).collect();
         // Rows off the grids: their single-attribute variants, scored in batched calls.
@@ -127,7 +135,12 @@ impl Checker {
             let flips = self.differs(verdicts[i].p, q);
             alone[i][k] = Some(alone[i][k].unwrap_or(false) || flips);
         }
-        Ok((verdicts, alone.into_iter().map(|f| f.into_iter().map(|x| x.unwrap_or(false)).collect()).collect()))
+        Ok(alone.into_iter().map(|f| f.into_iter().map(|x| x.unwrap_or(false)).collect()).collect())
+    }
+
+    /// The verdicts of rows whose scores [`Checker::scores`] gave.
+    pub fn verdicts(&self, scores: &[f64]) -> Vec<RowCheck> {
+        self.variants.verdicts(scores)
     }
 
     /// P(class 1) of each row of `rows` followed by each of its protected variants (`1 +

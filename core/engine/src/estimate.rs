@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::check::Checker;
 use crate::domain::Domain;
 use crate::error::ModelError;
+use crate::logit_shift::{Pairing, ShiftSums};
 use crate::oracle::Oracle;
 use crate::stats::wilson;
 
@@ -60,31 +61,47 @@ pub fn trial_counts(
     per_trial: usize,
     seed: u64,
 ) -> Result<Vec<usize>, ModelError> {
-    Ok(trial_counts_alone(oracle, domain, checker, trials, per_trial, seed, &indicatif::ProgressBar::hidden())?.0)
+    Ok(trial_outcomes(oracle, domain, checker, None, trials, per_trial, seed, &indicatif::ProgressBar::hidden())?.counts)
 }
 
-/// [`trial_counts`], advancing `progress` by each trial checked, and over all the trials, per
-/// protected attribute (in column order),
-/// the inputs whose treatment changes when that attribute alone changes
-/// ([`Checker::check_alone`]). Each input drawn is first made to agree with the checker's links
+/// What the trials of an estimate found ([`trial_outcomes`]).
+#[derive(Debug, Clone, Default)]
+pub struct TrialOutcomes {
+    /// The discriminatory inputs of each trial.
+    pub counts: Vec<usize>,
+    /// Over all the trials, per protected attribute (in column order), the inputs whose treatment
+    /// changes when that attribute alone changes ([`Checker::alone_of`]).
+    pub alone: Vec<usize>,
+    /// Each trial's sums of discrim-eval's paired logit differences ([`crate::logit_shift`]),
+    /// when a pairing was given.
+    pub shifts: Vec<ShiftSums>,
+}
+
+/// [`trial_counts`], advancing `progress` by each trial checked, with the flips per protected
+/// attribute alone and, when `pairing` is given, the trials' logit-shift sums, all from the same
+/// scores. Each input drawn is first made to agree with the checker's links
 /// ([`Checker::make_plausible`]).
-pub fn trial_counts_alone(
+#[allow(clippy::too_many_arguments)]
+pub fn trial_outcomes(
     oracle: &Oracle,
     domain: &Domain,
     checker: &Checker,
+    pairing: Option<&Pairing>,
     trials: std::ops::Range<usize>,
     per_trial: usize,
     seed: u64,
     progress: &indicatif::ProgressBar,
-) -> Result<(Vec<usize>, Vec<usize>), ModelError> {
+) -> Result<TrialOutcomes, ModelError> {
     let n_protected = domain.protected_indices().len();
     if per_trial == 0 {
-        return Ok((vec![0; trials.len()], vec![0; n_protected]));
+        return Ok(TrialOutcomes { counts: vec![0; trials.len()], alone: vec![0; n_protected], shifts: Vec::new() });
     }
     let per_group = (checker.rows_per_call(oracle) / per_trial).max(1);
     let groups: Vec<std::ops::Range<usize>> =
         trials.clone().step_by(per_group).map(|start| start..(start + per_group).min(trials.end)).collect();
-    let counts: Vec<(Vec<usize>, Vec<usize>)> = groups
+    let width = domain.width().max(1);
+    type GroupOutcome = (Vec<(usize, Option<ShiftSums>)>, Vec<usize>);
+    let outcomes: Vec<GroupOutcome> = groups
         .into_par_iter()
         .map(|group| {
             let mut rows = Vec::with_capacity(group.len() * per_trial * domain.width());
@@ -92,20 +109,32 @@ pub fn trial_counts_alone(
                 rows.extend(domain.sample_rows(&mut trial_rng(seed, t), per_trial));
             }
             checker.make_plausible(&mut rows);
-            let (verdicts, alone) = checker.check_alone(oracle, &rows, &indicatif::ProgressBar::hidden())?;
+            let scores = checker.scores(oracle, &rows)?;
+            let verdicts = checker.verdicts(&scores);
+            let alone = checker.alone_of(oracle, &rows, &scores, &verdicts)?;
             progress.inc((verdicts.len() / per_trial) as u64);
-            let per_trial_counts = verdicts.chunks(per_trial).map(|trial| trial.iter().filter(|c| c.discriminatory).count()).collect();
+            let per_row = checker.n_variants() + 1;
+            let trials = verdicts
+                .chunks(per_trial)
+                .zip(rows.chunks(per_trial * width))
+                .zip(scores.chunks(per_trial * per_row))
+                .map(|((trial, rows), scores)| (trial.iter().filter(|c| c.discriminatory).count(), pairing.map(|p| p.sums(rows, scores))))
+                .collect();
             let by_attribute = (0..n_protected).map(|k| alone.iter().filter(|flags| flags[k]).count()).collect();
-            Ok((per_trial_counts, by_attribute))
+            Ok((trials, by_attribute))
         })
         .collect::<Result<_, ModelError>>()?;
-    let mut by_attribute = vec![0; n_protected];
-    for (_, a) in &counts {
-        for (total, n) in by_attribute.iter_mut().zip(a) {
+    let mut out = TrialOutcomes { alone: vec![0; n_protected], ..TrialOutcomes::default() };
+    for (trials, by_attribute) in outcomes {
+        for (total, n) in out.alone.iter_mut().zip(&by_attribute) {
             *total += n;
         }
+        for (count, shift) in trials {
+            out.counts.push(count);
+            out.shifts.extend(shift);
+        }
     }
-    Ok((counts.into_iter().flat_map(|(c, _)| c).collect(), by_attribute))
+    Ok(out)
 }
 
 /// The generator trial `t` draws its inputs from: seeded with `(seed, t)` alone.

@@ -171,12 +171,19 @@ pub const NOT_NUMBERS: &[(&str, &[(&str, Shape)])] = {
                 ("race_column", Text),
             ],
         ),
-        ("check", &[("ci95", List), ("protected", List), ("discriminatory_alone", Object), ("rate_alone", Object)]),
+        ("check", &[("ci95", List), ("protected", List), ("discriminatory_alone", Object), ("rate_alone", Object), ("logit_shift", List)]),
         ("check_text", &[("counterfactuals", Text), ("per_category", Object)]),
         ("cluster", &[("cluster_sizes", List)]),
         (
             "estimate",
-            &[("ci95", List), ("ci95_wilson", List), ("protected", List), ("discriminatory_alone", Object), ("rate_alone", Object)],
+            &[
+                ("ci95", List),
+                ("ci95_wilson", List),
+                ("protected", List),
+                ("discriminatory_alone", Object),
+                ("rate_alone", Object),
+                ("logit_shift", List),
+            ],
         ),
         (
             "generate",

@@ -62,6 +62,7 @@ pub mod group_rule;
 pub mod grouping;
 pub mod interrupt;
 pub mod limits;
+pub mod logit_shift;
 pub mod output;
 pub mod pieces;
 pub mod plugin;

@@ -29,6 +29,10 @@ pub enum Piece {
         /// when that attribute alone changes; empty in pieces written before it was recorded.
         #[serde(default)]
         alone: Vec<usize>,
+        /// Each trial's sums of discrim-eval's paired logit differences (none for a labels-only
+        /// model, or in a piece written before they were recorded).
+        #[serde(default)]
+        shifts: Vec<crate::logit_shift::ShiftSums>,
     },
     /// One search over one block of seeds.
     Search(SearchPiece),
@@ -77,6 +81,9 @@ pub struct SearchPiece {
     pub model_time_s: f64,
     /// Whether the host's time budget cut the run short.
     pub stopped_by_host: bool,
+    /// The model's budget that cut it short (an LLM's `max_requests`, `max_tokens_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
     /// Seed rows in the block.
     pub seeds: usize,
     /// The plugin's report (its own figures), if it sent one.
@@ -149,6 +156,7 @@ mod tests {
             elapsed_s: 1.5,
             model_time_s: 0.5,
             stopped_by_host: false,
+            budget: None,
             seeds: 3,
             report: None,
         });

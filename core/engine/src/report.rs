@@ -597,6 +597,7 @@ mod tests {
             protected: Vec::new(),
             discriminatory_alone: Default::default(),
             rate_alone: Default::default(),
+            logit_shift: Vec::new(),
         }
     }
 

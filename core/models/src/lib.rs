@@ -62,6 +62,10 @@ impl Model for Complement {
         self.0.labels_only()
     }
 
+    fn budget_spent(&self) -> Option<String> {
+        self.0.budget_spent()
+    }
+
     fn n_features(&self) -> usize {
         self.0.n_features()
     }

@@ -27,6 +27,13 @@ pub trait Model: Send + Sync {
         false
     }
 
+    /// The budget key (`"max_requests"`, `"max_tokens_total"`) a model behind a metered endpoint
+    /// has spent, once it can send no more requests: a search that meets it ends early with
+    /// `stopped_by` naming it. `None` for every other model.
+    fn budget_spent(&self) -> Option<String> {
+        None
+    }
+
     /// Whether [`Model::gradient_into`] computes the exact gradient (a network or a linear model
     /// run in this process); the oracle takes finite differences of any other model.
     fn has_exact_gradient(&self) -> bool {
@@ -131,4 +138,7 @@ pub struct LlmUsage {
     pub cache: Option<String>,
     /// Whether an API key was sent (read from `llm.api_key_env`; the key itself is never written).
     pub api_key_used: bool,
+    /// Answers read from the `--responses` file instead of a server (0 without one).
+    #[serde(default)]
+    pub from_responses: u64,
 }

@@ -45,6 +45,10 @@ pub struct GenerateOutput {
     pub report: Option<serde_json::Value>,
     /// Whether the host told the plugin to stop (its wall-time budget was spent).
     pub stopped_by_host: bool,
+    /// The model's budget that ended the search (`"max_requests"`, `"max_tokens_total"` of an
+    /// LLM), when one did ([`crate::models::Model::budget_spent`]): the search's cases so far
+    /// are kept.
+    pub budget: Option<String>,
     /// What the plugin's `predict` calls did: rows asked for, rows sent to the model, rows
     /// answered by the oracle's score cache ([`crate::score_cache`]).
     pub tally: crate::oracle::CacheTally,
@@ -122,7 +126,7 @@ impl HostState {
     /// interrupted the run.
     fn stop_requested(&self) -> bool {
         let out_of_time = self.max_seconds > 0.0 && self.started.elapsed().as_secs_f64() >= self.max_seconds;
-        out_of_time || crate::interrupt::requested()
+        out_of_time || crate::interrupt::requested() || self.oracle.model().budget_spent().is_some()
     }
 
     /// Remember `message` for the plugin's `last_error` call and return `code`.
@@ -581,6 +585,8 @@ impl Plugin {
                     if since.elapsed().as_secs_f64() >= GRACE_SECONDS {
                         let why = if crate::interrupt::requested() {
                             "the run was interrupted".to_string()
+                        } else if let Some(budget) = oracle.model().budget_spent() {
+                            format!("the model's {budget} budget was spent")
                         } else {
                             format!("its max_seconds budget of {} s was spent", state.max_seconds)
                         };
@@ -592,7 +598,10 @@ impl Plugin {
         if crate::interrupt::requested() {
             return Err(PluginHostError::Interrupted { plugin: self.name.clone() });
         }
-        if code != status::OK {
+        // A search whose model ran out of budget ends there, whatever the plugin made of the
+        // refused call: its cases so far stand.
+        let budget = oracle.model().budget_spent();
+        if code != status::OK && budget.is_none() {
             let what = match code {
                 status::PANIC => "panic",
                 status::INVALID_PARAMS => "invalid parameters",
@@ -623,6 +632,15 @@ impl Plugin {
             model_rows: state.gradient_model_rows.load(Ordering::Relaxed),
         });
         let held = state.held.load(Ordering::Relaxed);
-        Ok(GenerateOutput { cases, generated: state.generated.load(Ordering::Relaxed), report, stopped_by_host, tally, gradient, held })
+        Ok(GenerateOutput {
+            cases,
+            generated: state.generated.load(Ordering::Relaxed),
+            report,
+            stopped_by_host: stopped_by_host || budget.is_some(),
+            budget,
+            tally,
+            gradient,
+            held,
+        })
     }
 }

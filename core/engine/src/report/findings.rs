@@ -53,6 +53,32 @@ fn model_of(stages: &Stages<'_>, name: &str) -> String {
     stages.get(name).and_then(|(_, head, _)| head.inputs.get("model").cloned()).unwrap_or_else(|| "?".into())
 }
 
+/// discrim-eval's measure of a `check` or `estimate` stage, one finding for all its attributes:
+/// warn when an interval leaves out 0.
+fn logit_shift_line(out: &mut Vec<Finding>, stage: &str, shifts: &[crate::logit_shift::LogitShift]) {
+    if shifts.is_empty() {
+        return;
+    }
+    let shifted = shifts.iter().any(|s| s.ci95.is_some_and(|[lo, hi]| lo > 0.0 || hi < 0.0));
+    let parts: Vec<String> = shifts
+        .iter()
+        .map(|s| {
+            let interval = s.ci95.map_or_else(|| "no interval".to_string(), |[lo, hi]| format!("95% interval {lo:+.3} – {hi:+.3}"));
+            format!("{} = {} against {}: {:+.3} ({interval}, {} pairs)", s.attribute, s.value, s.reference, s.mean, s.pairs)
+        })
+        .collect();
+    out.push(Finding::new(
+        if shifted { Verdict::Warn } else { Verdict::Pass },
+        if shifted { "found" } else { "none found" },
+        "Logit shift (discrim-eval)",
+        format!(
+            "Mean change in logit P(favourable) when one protected attribute alone changes from its reference value, over the same inputs: {}.",
+            parts.join("; ")
+        ),
+        stage,
+    ));
+}
+
 /// "p = 3.1e-12 after Holm's correction, significant" / "…, not significant".
 fn significance(p: f64, significant: bool) -> String {
     if p.is_nan() {
@@ -251,6 +277,7 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
             ) + &alone_sentence(&f.discriminatory_alone, f.discriminatory, "inputs"),
             &n,
         ));
+        logit_shift_line(&mut out, &n, &f.logit_shift);
     }
     for (n, f) in stages.of_kind::<CheckFigures>(&mut ignored, &["check"]) {
         if of_retrained(stages, &n) {
@@ -272,6 +299,7 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
             ) + &alone_sentence(&f.discriminatory_alone, f.discriminatory, "rows"),
             &n,
         ));
+        logit_shift_line(&mut out, &n, &f.logit_shift);
     }
     searches_line(&mut out, stages);
     for (n, f) in stages.of_kind::<GroupScoreFigures>(&mut ignored, &["group_score"]) {

@@ -36,6 +36,7 @@ pub const KIND: StageKind = StageKind {
             "protected",
             "discriminatory_alone",
             "rate_alone",
+            "logit_shift",
         ],
         open: false,
         compared: &["discriminatory"],
@@ -106,6 +107,10 @@ pub struct CheckFigures {
     /// `discriminatory_alone` / `checked`, per protected attribute.
     #[serde(default)]
     pub rate_alone: BTreeMap<String, f64>,
+    /// discrim-eval's measure per protected attribute and value ([`crate::logit_shift`]); empty
+    /// for a labels-only model and in a summary written before this was recorded.
+    #[serde(default)]
+    pub logit_shift: Vec<crate::logit_shift::LogitShift>,
 }
 
 impl Stage for CheckConfig {
@@ -124,7 +129,10 @@ impl Stage for CheckConfig {
         let checker = Checker::new(domain, self.gamma).with_links(&model.data.links);
         let before = model.oracle.rows();
         crate::progress::start(&ctx.progress, (rows.len() / domain.width().max(1)) as u64, "rows checked");
-        let (verdicts, alone) = checker.check_alone(&model.oracle, &rows, &ctx.progress)?;
+        let scores = checker.scores_shown(&model.oracle, &rows, &ctx.progress)?;
+        let verdicts = checker.verdicts(&scores);
+        let alone = checker.alone_of(&model.oracle, &rows, &scores, &verdicts)?;
+        let logit_shift = crate::logit_shift::measured(&model.oracle, domain, &rows, &scores);
         let names = crate::stage::protected_names(domain);
         let discriminatory_alone: BTreeMap<String, usize> =
             names.iter().enumerate().map(|(k, name)| (name.clone(), alone.iter().filter(|flags| flags[k]).count())).collect();
@@ -151,6 +159,7 @@ impl Stage for CheckConfig {
             protected: names,
             discriminatory_alone,
             rate_alone,
+            logit_shift,
         };
         let table = TableBuilder::new()
             .decoded(domain, &instances, "", None)

@@ -10,7 +10,8 @@ use super::options::{check_gamma, check_protected, GAMMA, PROTECTED};
 use crate::check::Checker;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::estimate::{trial_counts_alone, Estimate};
+use crate::estimate::{trial_outcomes, Estimate};
+use crate::logit_shift::{LogitShift, Pairing, ShiftSums};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
@@ -58,6 +59,7 @@ pub const KIND: StageKind = StageKind {
             "protected",
             "discriminatory_alone",
             "rate_alone",
+            "logit_shift",
         ],
         open: false,
         compared: &["rate", "ci95_low", "ci95_high"],
@@ -153,6 +155,26 @@ pub struct EstimateFigures {
     /// `discriminatory_alone` over the inputs drawn, per protected attribute.
     #[serde(default)]
     pub rate_alone: BTreeMap<String, f64>,
+    /// discrim-eval's measure per protected attribute and value over the sampled inputs
+    /// ([`crate::logit_shift`]); empty for a labels-only model and in a summary written before
+    /// this was recorded.
+    #[serde(default)]
+    pub logit_shift: Vec<LogitShift>,
+}
+
+/// The pairing of discrim-eval's measure, unless the model gives labels only.
+fn pairing(oracle: &crate::oracle::Oracle, domain: &Domain) -> Option<Pairing> {
+    (!oracle.model().labels_only()).then(|| Pairing::new(domain))
+}
+
+/// The measure from each trial's sums, added in trial order (the same for any split in pieces).
+fn shift_figures(pairing: Option<&Pairing>, shifts: &[ShiftSums]) -> Vec<LogitShift> {
+    let Some(pairing) = pairing else { return Vec::new() };
+    let mut total = ShiftSums::default();
+    for s in shifts {
+        total.add(s);
+    }
+    pairing.figures(&total)
 }
 
 impl EstimateConfig {
@@ -188,8 +210,11 @@ impl Stage for EstimateConfig {
         let checker = Checker::new(domain, self.gamma).with_links(&model.data.links);
         let before = model.oracle.rows();
         crate::progress::start(&ctx.progress, self.trials as u64, "trials");
-        let (counts, alone) = trial_counts_alone(&model.oracle, domain, &checker, 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
-        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), model.oracle.rows() - before, Some(&alone))
+        let pairing = pairing(&model.oracle, domain);
+        let o = trial_outcomes(&model.oracle, domain, &checker, pairing.as_ref(), 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
+        let logit_shift = shift_figures(pairing.as_ref(), &o.shifts);
+        let estimate = Estimate::from_counts(&o.counts, self.samples);
+        self.output(estimate, domain, checker.n_variants(), model.oracle.rows() - before, Some(&o.alone), logit_shift)
     }
 
     fn pieces(&self) -> usize {
@@ -204,8 +229,9 @@ impl Stage for EstimateConfig {
         let trials = block(self.trials, self.pieces(), piece);
         let first = trials.start;
         crate::progress::start(&ctx.progress, trials.len() as u64, "trials");
-        let (counts, alone) = trial_counts_alone(&model.oracle, domain, &checker, trials, self.samples, ctx.seed, &ctx.progress)?;
-        Ok(Piece::Trials { first, counts, queries: model.oracle.rows() - before, alone })
+        let pairing = pairing(&model.oracle, domain);
+        let o = trial_outcomes(&model.oracle, domain, &checker, pairing.as_ref(), trials, self.samples, ctx.seed, &ctx.progress)?;
+        Ok(Piece::Trials { first, counts: o.counts, queries: model.oracle.rows() - before, alone: o.alone, shifts: o.shifts })
     }
 
     fn combine(&self, ctx: &StageContext, inputs: &Inputs, pieces: Vec<Piece>) -> Result<StageOutput> {
@@ -213,6 +239,7 @@ impl Stage for EstimateConfig {
         let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
         let checker = Checker::new(domain, self.gamma);
         let mut counts = Vec::with_capacity(self.trials);
+        let mut shifts = Vec::with_capacity(self.trials);
         let mut queries = 0;
         let n_protected = domain.protected_indices().len();
         // Per-attribute counts, unless a piece was written before they were recorded.
@@ -220,8 +247,11 @@ impl Stage for EstimateConfig {
         for (k, piece) in pieces.into_iter().enumerate() {
             let expected = block(self.trials, self.pieces(), k);
             match piece {
-                Piece::Trials { first, counts: c, queries: q, alone } if first == expected.start && c.len() == expected.len() => {
+                Piece::Trials { first, counts: c, queries: q, alone, shifts: s }
+                    if first == expected.start && c.len() == expected.len() =>
+                {
                     counts.extend(c);
+                    shifts.extend(s);
                     queries += q;
                     alone_all = alone_all.filter(|_| alone.len() == n_protected).map(|mut sum| {
                         sum.iter_mut().zip(&alone).for_each(|(s, a)| *s += a);
@@ -244,15 +274,25 @@ impl Stage for EstimateConfig {
         if counts.len() != self.trials {
             return Err(Error::Internal(format!("the estimate's pieces hold {} of its {} trials", counts.len(), self.trials)));
         }
-        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries, alone_all.as_deref())
+        let pairing = pairing(&model.oracle, domain);
+        let logit_shift = if shifts.len() == self.trials { shift_figures(pairing.as_ref(), &shifts) } else { Vec::new() };
+        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries, alone_all.as_deref(), logit_shift)
     }
 }
 
 impl EstimateConfig {
     /// The stage's output for estimate `est` over `domain`, `variants` protected variants per
-    /// input, `model_queries` rows scored and the inputs changed by each protected attribute
-    /// alone (`None`: not known).
-    fn output(&self, est: Estimate, domain: &Domain, variants: usize, model_queries: u64, alone: Option<&[usize]>) -> Result<StageOutput> {
+    /// input, `model_queries` rows scored, the inputs changed by each protected attribute alone
+    /// (`None`: not known) and discrim-eval's measure.
+    fn output(
+        &self,
+        est: Estimate,
+        domain: &Domain,
+        variants: usize,
+        model_queries: u64,
+        alone: Option<&[usize]>,
+        logit_shift: Vec<LogitShift>,
+    ) -> Result<StageOutput> {
         let names = crate::stage::protected_names(domain);
         let discriminatory_alone: BTreeMap<String, usize> =
             alone.map(|a| names.iter().cloned().zip(a.iter().copied()).collect()).unwrap_or_default();
@@ -269,6 +309,7 @@ impl EstimateConfig {
             protected: names,
             discriminatory_alone,
             rate_alone,
+            logit_shift,
         };
         let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
         Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: Arc::new(figures), tables: vec![table], model_queries })

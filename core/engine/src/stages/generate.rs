@@ -225,7 +225,8 @@ pub struct GenerateFigures {
     /// (absent when none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gradient_model_rows: Option<u64>,
-    /// The budget that cut the search short, when the host did (`"max_seconds"`); absent when
+    /// The budget that cut the search short, when the host did (`"max_seconds"`, or an LLM's
+    /// `"max_requests"` or `"max_tokens_total"`); absent when
     /// the plugin ended by itself (or at its own query or iteration count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
@@ -347,6 +348,7 @@ impl Stage for Generate {
             elapsed_s,
             model_time_s: model.oracle.busy_seconds() - busy_before,
             stopped_by_host: output.stopped_by_host,
+            budget: output.budget,
             seeds: seeds.len() / width,
             report: output.report,
         };
@@ -448,7 +450,10 @@ impl Stage for Generate {
                 .iter()
                 .any(|s| s.gradient.is_some())
                 .then(|| searches.iter().map(|s| s.gradient_model_rows).sum()),
-            stopped_by: searches.iter().any(|s| s.stopped_by_host).then(|| "max_seconds".to_string()),
+            stopped_by: searches
+                .iter()
+                .find_map(|s| s.budget.clone())
+                .or_else(|| searches.iter().any(|s| s.stopped_by_host).then(|| "max_seconds".to_string())),
             protected: crate::stage::protected_names(domain),
             units: several.then_some(searches.len()),
             duplicates_dropped: several.then_some(dropped),

@@ -358,7 +358,7 @@ impl Stage for GroupScore {
             worst_score: groups.first().map(|g| g.score),
             significant_rule_sets: significant.iter().filter(|s| **s).count(),
             alpha: ALPHA,
-            stopped_by: output.stopped_by_host.then(|| "max_seconds".to_string()),
+            stopped_by: output.budget.clone().or_else(|| output.stopped_by_host.then(|| "max_seconds".to_string())),
             plugin_figures: Map::new(),
         };
         // The auditor's figures come after plugin and params (and may replace them), before the

@@ -287,6 +287,7 @@ mod tests {
             protected: vec!["sex".into()],
             discriminatory_alone: Default::default(),
             rate_alone: Default::default(),
+            logit_shift: Vec::new(),
         };
         let summary = Summary {
             pipeline: "p".into(),

@@ -91,10 +91,12 @@ enum Try {
 }
 
 impl Client {
-    /// A client for `base_url` (`…/v1`; `/chat/completions` is added) with `concurrency`
-    /// connections kept alive.
+    /// A client for `base_url` (`…/v1`; `path`, e.g. `/chat/completions`, is added) with
+    /// `concurrency` connections kept alive.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         base_url: &str,
+        path: &str,
         key: Option<String>,
         timeout: Duration,
         retries: u32,
@@ -111,7 +113,7 @@ impl Client {
             builder = builder.tls_built_in_root_certs(false);
         }
         let http = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+        let url = format!("{}{path}", base_url.trim_end_matches('/'));
         Ok(Client { http, url, key, retries, backoff, budgets, counters: Counters::default() })
     }
 
@@ -146,6 +148,16 @@ impl Client {
             std::thread::sleep(wait);
             attempt += 1;
         }
+    }
+
+    /// The budget key that is spent (no request may be sent), if one is.
+    pub fn budget_spent(&self) -> Option<&'static str> {
+        let c = &self.counters;
+        if self.budgets.max_requests.is_some_and(|cap| c.requests.load(Ordering::Relaxed) >= cap) {
+            return Some("max_requests");
+        }
+        let spent = c.prompt_tokens.load(Ordering::Relaxed) + c.completion_tokens.load(Ordering::Relaxed);
+        self.budgets.max_tokens.is_some_and(|cap| spent >= cap).then_some("max_tokens_total")
     }
 
     /// `message` with the API key, should a server have echoed it, replaced.
@@ -210,30 +222,60 @@ impl Client {
 
     /// A 2xx answer: its text, the first token's alternatives, the tokens counted.
     fn read(&self, body: &[u8], want_logprobs: bool) -> Result<Reply, Try> {
-        let text = String::from_utf8_lossy(body);
-        let value: Value = serde_json::from_str(&text)
-            .map_err(|e| Try::Again(format!("the response is not JSON ({e}); it starts {:?}", quote(&text)), None))?;
-        if let Some(usage) = value.get("usage") {
-            let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-            self.counters.prompt_tokens.fetch_add(count("prompt_tokens"), Ordering::Relaxed);
-            self.counters.completion_tokens.fetch_add(count("completion_tokens"), Ordering::Relaxed);
+        let (reply, usage) =
+            read_reply(body, want_logprobs).map_err(|(again, m)| if again { Try::Again(m, None) } else { Try::Final(m) })?;
+        if let Some((prompt, completion)) = usage {
+            self.counters.prompt_tokens.fetch_add(prompt, Ordering::Relaxed);
+            self.counters.completion_tokens.fetch_add(completion, Ordering::Relaxed);
         }
-        let choice = value
-            .get("choices")
-            .and_then(|c| c.get(0))
-            .ok_or_else(|| Try::Final(format!("the answer has no `choices[0]`; it starts {:?}", quote(&text))))?;
-        let content = choice.pointer("/message/content").and_then(Value::as_str).unwrap_or_default().to_string();
-        let top = choice.pointer("/logprobs/content/0/top_logprobs").and_then(Value::as_array).map(|list| {
-            list.iter().filter_map(|t| Some((t.get("token")?.as_str()?.to_string(), t.get("logprob")?.as_f64()?))).collect::<Vec<_>>()
-        });
-        if want_logprobs && top.as_ref().is_none_or(Vec::is_empty) {
-            return Err(Try::Final(format!(
-                "the answer has no `choices[0].logprobs.content[0].top_logprobs` (the server may not give logprobs: set `llm.scores = \"samples\"` or \"labels\"); it starts {:?}",
-                quote(&text)
-            )));
-        }
-        Ok(Reply { content, top })
+        Ok(reply)
     }
+}
+
+/// Tokens a completion's `usage` counts: (prompt, completion).
+pub type Usage = (u64, u64);
+
+/// Why an answer's body cannot be read: whether trying again may help, and what is wrong.
+pub type ReadError = (bool, String);
+
+/// A chat (or text) completion's body read: its answer and first token's alternatives, and the
+/// tokens its `usage` counts (prompt, completion). An error says whether trying again may help (a
+/// body that is not JSON) and what is wrong.
+pub fn read_reply(body: &[u8], want_logprobs: bool) -> Result<(Reply, Option<Usage>), ReadError> {
+    let text = String::from_utf8_lossy(body);
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| (true, format!("the response is not JSON ({e}); it starts {:?}", quote(&text))))?;
+    let usage = value.get("usage").map(|usage| {
+        let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+        (count("prompt_tokens"), count("completion_tokens"))
+    });
+    let choice = value
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| (false, format!("the answer has no `choices[0]`; it starts {:?}", quote(&text))))?;
+    // A chat answer's `message.content`, a text completion's `text`.
+    let content = choice.pointer("/message/content").or_else(|| choice.get("text")).and_then(Value::as_str).unwrap_or_default().to_string();
+    // The chat format (`logprobs.content[0].top_logprobs`: a list of {token, logprob}), or a text
+    // completion's (`logprobs.top_logprobs[0]`: an object token → logprob).
+    let top = match choice.pointer("/logprobs/content/0/top_logprobs").and_then(Value::as_array) {
+        Some(list) => {
+            Some(list.iter().filter_map(|t| Some((t.get("token")?.as_str()?.to_string(), t.get("logprob")?.as_f64()?))).collect::<Vec<_>>())
+        }
+        None => choice
+            .pointer("/logprobs/top_logprobs/0")
+            .and_then(Value::as_object)
+            .map(|map| map.iter().filter_map(|(token, logprob)| Some((token.clone(), logprob.as_f64()?))).collect()),
+    };
+    if want_logprobs && top.as_ref().is_none_or(Vec::is_empty) {
+        return Err((
+            false,
+            format!(
+                "the answer has no `choices[0].logprobs.content[0].top_logprobs` (chat) or `choices[0].logprobs.top_logprobs[0]` (completions) (the server may not give logprobs: set `llm.scores = \"samples\"` or \"labels\"); it starts {:?}",
+                quote(&text)
+            ),
+        ));
+    }
+    Ok((Reply { content, top }, usage))
 }
 
 /// `Retry-After` in seconds (an HTTP date is not read: the backoff applies).

@@ -31,6 +31,28 @@ impl ScoreFrom {
     }
 }
 
+/// Which OpenAI-compatible API the requests use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// `POST …/chat/completions`: the system message and the prompt as messages.
+    #[default]
+    Chat,
+    /// `POST …/completions` (text completion, where the server has it): the system message, a
+    /// blank line and the prompt as one `prompt` text, `logprobs` = the alternatives asked for.
+    Completions,
+}
+
+impl Api {
+    /// The path added to `base_url`.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/chat/completions",
+            Api::Completions => "/completions",
+        }
+    }
+}
+
 /// The answers read as each class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,6 +99,9 @@ pub struct LlmConfig {
     pub model: String,
     /// The prompt template (minijinja), relative to the pipeline file.
     pub prompt: PathBuf,
+    /// `"chat"` (`/chat/completions`, the default) or `"completions"` (`/completions`).
+    #[serde(default)]
+    pub api: Api,
     /// A system message sent before every prompt.
     #[serde(default)]
     pub system: Option<String>,

@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod client;
 pub mod config;
+pub mod offline;
 pub mod prompt;
 pub mod score;
 
@@ -23,7 +24,8 @@ use serde_json::{json, Value};
 
 use self::cache::{request_key, ResponseCache};
 use self::client::{AskError, Budgets, Client, Reply};
-use self::config::{LlmConfig, ScoreFrom};
+use self::config::{Api, LlmConfig, ScoreFrom};
+use self::offline::{Recorder, Responses};
 use self::prompt::Renderer;
 use self::score::{first_word_class, from_logprobs, from_samples, Class};
 use crate::error::ModelError;
@@ -52,6 +54,11 @@ pub struct LlmModel {
     prompts_sent: AtomicU64,
     cache_hits: AtomicU64,
     repeats: AtomicU64,
+    /// `fairpipe llm plan`: requests are written here, not sent, and answered as undecided.
+    recorder: Option<Recorder>,
+    /// `fairpipe run --responses`: answers read from this file, never from a server.
+    responses: Option<Responses>,
+    from_responses: AtomicU64,
 }
 
 impl std::fmt::Debug for LlmModel {
@@ -97,6 +104,7 @@ impl LlmModel {
         let budgets = Budgets { max_requests: config.max_requests, max_tokens: config.max_tokens_total };
         let client = Client::new(
             &config.base_url,
+            config.api.path(),
             key,
             Duration::from_secs_f64(config.timeout_s),
             config.retries,
@@ -105,7 +113,11 @@ impl LlmModel {
             budgets,
         )
         .map_err(fail)?;
-        let cache = match config.cache.as_deref().filter(|p| !p.as_os_str().is_empty()) {
+        let recorder = offline::record_path().map(Recorder::create).transpose().map_err(fail)?;
+        let responses =
+            offline::responses_path().map(|p| Responses::read(p, config.scores == ScoreFrom::Logprobs)).transpose().map_err(fail)?;
+        // Neither a plan's placeholders nor a responses file's answers go into the cache.
+        let cache = match config.cache.as_deref().filter(|p| !p.as_os_str().is_empty() && recorder.is_none() && responses.is_none()) {
             Some(path) => Some(ResponseCache::open(&dir.join(path)).map_err(fail)?),
             None => None,
         };
@@ -122,6 +134,9 @@ impl LlmModel {
             prompts_sent: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             repeats: AtomicU64::new(0),
+            recorder,
+            responses,
+            from_responses: AtomicU64::new(0),
         })
     }
 
@@ -134,23 +149,46 @@ impl LlmModel {
         ModelError::Remote { url: self.client.url().to_string(), message }
     }
 
-    /// The chat completion request for `prompt` (its `sample`-th answer).
+    /// The request for `prompt` (its `sample`-th answer): a chat completion's, or a text
+    /// completion's with `api = "completions"`.
     pub fn request_body(&self, prompt: &str, sample: u32) -> Value {
-        let mut messages = Vec::new();
-        if let Some(system) = &self.config.system {
-            messages.push(json!({"role": "system", "content": system}));
-        }
-        messages.push(json!({"role": "user", "content": prompt}));
-        let mut body = json!({
-            "model": self.config.model,
-            "messages": messages,
-            "temperature": self.config.temperature(),
-            "max_tokens": self.config.max_tokens,
-        });
-        if self.config.scores == ScoreFrom::Logprobs {
-            body["logprobs"] = json!(true);
-            body["top_logprobs"] = json!(self.config.top_logprobs);
-        }
+        let logprobs = self.config.scores == ScoreFrom::Logprobs;
+        let mut body = match self.config.api {
+            Api::Chat => {
+                let mut messages = Vec::new();
+                if let Some(system) = &self.config.system {
+                    messages.push(json!({"role": "system", "content": system}));
+                }
+                messages.push(json!({"role": "user", "content": prompt}));
+                let mut body = json!({
+                    "model": self.config.model,
+                    "messages": messages,
+                    "temperature": self.config.temperature(),
+                    "max_tokens": self.config.max_tokens,
+                });
+                if logprobs {
+                    body["logprobs"] = json!(true);
+                    body["top_logprobs"] = json!(self.config.top_logprobs);
+                }
+                body
+            }
+            Api::Completions => {
+                let text = match &self.config.system {
+                    Some(system) => format!("{system}\n\n{prompt}"),
+                    None => prompt.to_string(),
+                };
+                let mut body = json!({
+                    "model": self.config.model,
+                    "prompt": text,
+                    "temperature": self.config.temperature(),
+                    "max_tokens": self.config.max_tokens,
+                });
+                if logprobs {
+                    body["logprobs"] = json!(self.config.top_logprobs);
+                }
+                body
+            }
+        };
         match (self.config.seed, self.config.scores) {
             (Some(seed), _) => body["seed"] = json!(seed + u64::from(sample)),
             (None, ScoreFrom::Samples) => body["seed"] = json!(sample),
@@ -194,6 +232,9 @@ impl LlmModel {
         if todo.is_empty() {
             return Ok(());
         }
+        if self.recorder.is_some() || self.responses.is_some() {
+            return self.answer_offline(&todo);
+        }
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         let failure: Mutex<Option<ModelError>> = Mutex::new(None);
@@ -236,6 +277,30 @@ impl LlmModel {
         }
     }
 
+    /// Answer `todo` without a server: record each request (a plan; answered as undecided), or
+    /// read its answer from the responses file.
+    fn answer_offline(&self, todo: &[&Request]) -> Result<(), ModelError> {
+        let mut memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+        for request in todo {
+            let reply = if let Some(recorder) = &self.recorder {
+                recorder.write(request.key, self.client.url(), &request.body).map_err(|m| self.fail(m))?;
+                Reply { content: String::new(), top: None }
+            } else if let Some(reply) = self.responses.as_ref().and_then(|r| r.get(request.key)) {
+                self.from_responses.fetch_add(1, Ordering::Relaxed);
+                reply.clone()
+            } else {
+                let file = self.responses.as_ref().map(|r| r.path().display().to_string()).unwrap_or_default();
+                return Err(self.fail(format!(
+                    "the prompt {} (id {}) has no answer in the responses file {file}: `fairpipe llm plan` lists the prompts of load_model, group_metrics, check and estimate; a search (generate, group_score) asks prompts that depend on the answers and needs a live endpoint",
+                    quoted(&request.prompt),
+                    offline::request_id(request.key)
+                )));
+            };
+            memo.insert(request.key, reply);
+        }
+        Ok(())
+    }
+
     /// What the run spent so far.
     pub fn llm_usage(&self) -> LlmUsage {
         let c = &self.client.counters;
@@ -257,6 +322,7 @@ impl LlmModel {
             concurrency: self.config.concurrency,
             cache: self.cache.as_ref().map(|c| c.path().display().to_string()),
             api_key_used: self.key_env_value,
+            from_responses: self.from_responses.load(Ordering::Relaxed),
         }
     }
 
@@ -289,6 +355,11 @@ impl Model for LlmModel {
             (0..rows).map(|r| self.prompt(&x[r * width..(r + 1) * width]).and_then(|p| self.requests(p))).collect::<Result<_, _>>()?;
         let all: Vec<&Request> = per_row.iter().flatten().collect();
         self.answer(&all)?;
+        if self.recorder.is_some() {
+            // A plan: every answer is a placeholder.
+            out.fill(0.5);
+            return Ok(());
+        }
         let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
         let mut unparsed = self.unparsed.lock().unwrap_or_else(|p| p.into_inner());
         for (r, requests) in per_row.iter().enumerate() {
@@ -349,6 +420,10 @@ impl Model for LlmModel {
 
     fn labels_only(&self) -> bool {
         self.config.scores == ScoreFrom::Labels
+    }
+
+    fn budget_spent(&self) -> Option<String> {
+        self.client.budget_spent().map(str::to_string)
     }
 
     fn wants_thread_chunks(&self) -> bool {

@@ -1,0 +1,128 @@
+"""``fairpipe_rs.LLM``: an LLM endpoint audited in process gives the figures the CLI gives for the
+same pipeline, against a planted-bias OpenAI-compatible server started here, whose P(yes) is a
+known logistic function of income and years with a logit shift of -1.5 for female applicants."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pandas as pd
+import pytest
+
+import fairpipe_rs
+from conftest import run_cli, without_timings
+
+SHIFT = -1.5
+
+
+def planted_p(income: int, years: int, female: bool) -> float:
+    z = 0.8 * (income - 4.3) + 0.4 * (years - 4.1) + (SHIFT if female else 0.0)
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+class Planted(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    asked: list = []
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        prompt = body["messages"][-1]["content"]
+        m = re.search(r"income=(\d+); years=(\d+); sex=(Female|Male)", prompt)
+        p = planted_p(int(m[1]), int(m[2]), m[3] == "Female")
+        Planted.asked.append(prompt)
+        top = [
+            {"token": "Yes", "logprob": math.log(0.9 * p)},
+            {"token": "No", "logprob": math.log(0.9 * (1 - p))},
+            {"token": "Maybe", "logprob": math.log(0.1)},
+        ]
+        content = "Yes" if p > 0.5 else "No"
+        reply = {
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "logprobs": {"content": [{"token": content, "logprob": -0.5, "top_logprobs": top}]}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 1},
+        }
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Planted)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+
+
+TEMPLATE = "Applicant: income={{ income }}; years={{ years }}; sex={{ sex }}.\nShould the loan be approved? Answer yes or no.\n"
+
+
+def applicants() -> pd.DataFrame:
+    rows = [(i, y, s, "yes" if i + y >= 9 else "no") for i in range(10) for y in range(10) for s in ("Female", "Male")]
+    return pd.DataFrame(rows, columns=["income", "years", "sex", "label"])
+
+
+def test_the_python_audit_of_an_llm_equals_the_cli_and_the_planted_truth(server, tmp_path):
+    (tmp_path / "prompt.j2").write_text(TEMPLATE)
+    frame = applicants()
+    llm = fairpipe_rs.LLM(base_url=server, model="planted", prompt=tmp_path / "prompt.j2", cache="", concurrency=4)
+    assert dict(llm)["llm"]["prompt"] == str(tmp_path / "prompt.j2")
+    run = fairpipe_rs.audit(frame, llm, label="label", protected="sex", favourable="yes", checks=["group_metrics", "check"])
+    check = run.figures("check")
+    # The planted truth: a row flips when its (income, years) cell's planted label changes with sex.
+    flips = sum(2 for i in range(10) for y in range(10) if (planted_p(i, y, True) > 0.5) != (planted_p(i, y, False) > 0.5))
+    assert flips > 0
+    assert check["checked"] == 200
+    assert check["discriminatory"] == flips
+    [shift] = check["logit_shift"]
+    assert (shift["attribute"], shift["value"], shift["reference"]) == ("sex", "Male", "Female")
+    assert shift["mean"] == pytest.approx(-SHIFT, abs=1e-9)
+    for group, female in (("Female", True), ("Male", False)):
+        selected = sum(1 for i in range(10) for y in range(10) if planted_p(i, y, female) > 0.5)
+        [g] = [g for g in run.figures("group_metrics")["groups"] if g["group"] == group]
+        assert g["selection_rate"] == pytest.approx(selected / 100, abs=1e-12)
+
+    # The CLI on the same rows, template and server.
+    frame.to_csv(tmp_path / "applicants.csv", index=False)
+    (tmp_path / "p.toml").write_text(f"""[pipeline]
+name = "llm-python"
+seed = 0
+
+[stages.data]
+kind = "load"
+path = "applicants.csv"
+label = "label"
+favourable = "yes"
+protected = ["sex"]
+
+[stages.model]
+kind = "load_model"
+data = "data"
+llm = {{ base_url = "{server}", model = "planted", prompt = "prompt.j2", cache = "", concurrency = 4, answers = {{ favourable = ["yes", "Yes"], unfavourable = ["no", "No"] }} }}
+
+[stages.group_metrics]
+kind = "group_metrics"
+model = "model"
+split = "all"
+
+[stages.check]
+kind = "check"
+model = "model"
+split = "all"
+""")
+    done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    cli = json.loads((tmp_path / "out" / "summary.json").read_text())
+    for stage in ("group_metrics", "check"):
+        assert without_timings(run.figures(stage)) == without_timings(cli["stages"][stage]), stage
+    assert run.figures("model")["remote"]["llm"]["prompts_sent"] == cli["stages"]["model"]["remote"]["llm"]["prompts_sent"]
