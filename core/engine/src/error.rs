@@ -127,7 +127,7 @@ pub enum LimitError {
         /// How many combinations they give.
         count: String,
         /// The limit.
-        limit: u128,
+        limit: u64,
         /// What to change.
         fix: &'static str,
     },
@@ -139,7 +139,7 @@ pub enum LimitError {
         /// How they are counted ("trials × samples × combinations = …").
         formula: String,
         /// The limit.
-        limit: u128,
+        limit: u64,
         /// What to change.
         fix: &'static str,
     },

@@ -53,7 +53,7 @@ pub fn check_protected_combinations(domain: &Domain, warnings: &Warnings) -> Res
         _ => Err(LimitError::ProtectedCombinations {
             attributes: describe_protected(domain),
             count: count.map(|n| n.to_string()).unwrap_or_else(|| "more than 2^128".into()),
-            limit: MAX_PROTECTED_COMBINATIONS,
+            limit: MAX_PROTECTED_COMBINATIONS as u64,
             fix,
         }
         .into()),
@@ -75,7 +75,7 @@ pub fn check_model_rows(rows: Option<u128>, formula: &str, warnings: &Warnings) 
         _ => Err(LimitError::ModelRows {
             rows: rows.map(|n| n.to_string()).unwrap_or_else(|| "more than 2^128".into()),
             formula: formula.to_string(),
-            limit: MAX_MODEL_ROWS,
+            limit: MAX_MODEL_ROWS as u64,
             fix,
         }
         .into()),
