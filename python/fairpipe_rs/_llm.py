@@ -14,7 +14,7 @@ from typing import Any, Iterator, Optional, Sequence
 _YES_NO = {"favourable": ["yes", "Yes"], "unfavourable": ["no", "No"]}
 
 
-class LLM(Mapping):
+class LLM(Mapping[str, Any]):
     """An LLM endpoint as a model: pass it as ``audit``'s ``model``.
 
     Parameters

@@ -20,6 +20,7 @@ __all__ = [
     "builtin_reference",
     "source_tree",
     "audit_defaults",
+    "cli",
 ]
 
 #: ``f(stage, kind, position, total, unit, elapsed_s, finished)`` (fairpipe_rs._progress).

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::load::LabelValue;
+use super::label_value::LabelValue;
 use super::options::Rows;
 use crate::data::Dataset;
 use crate::domain::{AttributeKind, Domain};

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::load::LabelValue;
+use super::label_value::LabelValue;
 use crate::check::Link;
 use crate::domain::{AttributeKind, Domain};
 use crate::error::{Result, StageError};

@@ -61,27 +61,7 @@ pub const KIND: StageKind = StageKind {
     ),
 };
 
-/// The favourable label value as written in the file: a string, an integer or a boolean.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum LabelValue {
-    /// Written as text.
-    Text(String),
-    /// Written as an integer.
-    Int(i64),
-    /// Written as a boolean.
-    Bool(bool),
-}
-
-impl LabelValue {
-    pub(crate) fn text(&self) -> String {
-        match self {
-            LabelValue::Text(s) => s.clone(),
-            LabelValue::Int(i) => i.to_string(),
-            LabelValue::Bool(b) => b.to_string(),
-        }
-    }
-}
+pub use super::label_value::LabelValue;
 
 /// `missing = "reject" | "drop"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::load::LabelValue;
+use super::label_value::LabelValue;
 use crate::data::Split;
 use crate::error::Result;
 use crate::output::TableBuilder;

@@ -11,6 +11,7 @@ pub mod generate;
 pub mod group_metrics;
 pub mod group_score;
 pub mod group_score_text;
+pub mod label_value;
 pub mod linked;
 pub mod load;
 pub mod load_model;

@@ -1,0 +1,26 @@
+//! A value of a label or a category as a pipeline writes it (a string, an integer or a boolean),
+//! read by the load stage's `favourable`, a bias audit's `selected` and `linked` columns' values.
+
+use serde::{Deserialize, Serialize};
+
+/// The favourable label value as written in the file: a string, an integer or a boolean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum LabelValue {
+    /// Written as text.
+    Text(String),
+    /// Written as an integer.
+    Int(i64),
+    /// Written as a boolean.
+    Bool(bool),
+}
+
+impl LabelValue {
+    pub(crate) fn text(&self) -> String {
+        match self {
+            LabelValue::Text(s) => s.clone(),
+            LabelValue::Int(i) => i.to_string(),
+            LabelValue::Bool(b) => b.to_string(),
+        }
+    }
+}
