@@ -54,7 +54,7 @@ class LLM(Mapping[str, Any]):
         cache: "str | os.PathLike[str]" = "llm-cache.sqlite",
         **keys: Any,
     ) -> None:
-        block: dict = {
+        block: dict[str, Any] = {
             "base_url": str(base_url),
             "model": str(model),
             # Absolute: the engine resolves paths against the pipeline's folder, which an
