@@ -61,7 +61,7 @@ pub fn trial_counts(
     per_trial: usize,
     seed: u64,
 ) -> Result<Vec<usize>, ModelError> {
-    Ok(trial_outcomes(oracle, domain, checker, None, trials, per_trial, seed, &indicatif::ProgressBar::hidden())?.counts)
+    Ok(trial_outcomes(oracle, domain, checker, false, None, trials, per_trial, seed, &indicatif::ProgressBar::hidden())?.counts)
 }
 
 /// What the trials of an estimate found ([`trial_outcomes`]).
@@ -70,29 +70,30 @@ pub struct TrialOutcomes {
     /// The discriminatory inputs of each trial.
     pub counts: Vec<usize>,
     /// Over all the trials, per protected attribute (in column order), the inputs whose treatment
-    /// changes when that attribute alone changes ([`Checker::alone_of`]).
+    /// changes when that attribute alone changes ([`Checker::alone_of`]); empty unless asked for.
     pub alone: Vec<usize>,
     /// Each trial's sums of discrim-eval's paired logit differences ([`crate::logit_shift`]),
     /// when a pairing was given.
     pub shifts: Vec<ShiftSums>,
 }
 
-/// [`trial_counts`], advancing `progress` by each trial checked, with the flips per protected
-/// attribute alone and, when `pairing` is given, the trials' logit-shift sums, all from the same
-/// scores. Each input drawn is first made to agree with the checker's links
+/// [`trial_counts`], advancing `progress` by each trial checked, with (when `alone`) the flips
+/// per protected attribute alone and (when `pairing` is given) the trials' logit-shift sums, all
+/// from the same scores. Each input drawn is first made to agree with the checker's links
 /// ([`Checker::make_plausible`]).
 #[allow(clippy::too_many_arguments)]
 pub fn trial_outcomes(
     oracle: &Oracle,
     domain: &Domain,
     checker: &Checker,
+    alone: bool,
     pairing: Option<&Pairing>,
     trials: std::ops::Range<usize>,
     per_trial: usize,
     seed: u64,
     progress: &indicatif::ProgressBar,
 ) -> Result<TrialOutcomes, ModelError> {
-    let n_protected = domain.protected_indices().len();
+    let n_protected = if alone { domain.protected_indices().len() } else { 0 };
     if per_trial == 0 {
         return Ok(TrialOutcomes { counts: vec![0; trials.len()], alone: vec![0; n_protected], shifts: Vec::new() });
     }
@@ -111,7 +112,7 @@ pub fn trial_outcomes(
             checker.make_plausible(&mut rows);
             let scores = checker.scores(oracle, &rows)?;
             let verdicts = checker.verdicts(&scores);
-            let alone = checker.alone_of(oracle, &rows, &scores, &verdicts)?;
+            let flags = if alone { checker.alone_of(oracle, &rows, &scores, &verdicts)? } else { Vec::new() };
             progress.inc((verdicts.len() / per_trial) as u64);
             let per_row = checker.n_variants() + 1;
             let trials = verdicts
@@ -120,7 +121,7 @@ pub fn trial_outcomes(
                 .zip(scores.chunks(per_trial * per_row))
                 .map(|((trial, rows), scores)| (trial.iter().filter(|c| c.discriminatory).count(), pairing.map(|p| p.sums(rows, scores))))
                 .collect();
-            let by_attribute = (0..n_protected).map(|k| alone.iter().filter(|flags| flags[k]).count()).collect();
+            let by_attribute = (0..n_protected).map(|k| flags.iter().filter(|f| f[k]).count()).collect();
             Ok((trials, by_attribute))
         })
         .collect::<Result<_, ModelError>>()?;
