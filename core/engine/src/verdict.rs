@@ -119,11 +119,7 @@ pub fn grade_group(
         return (Severity::NotMeasured, None);
     }
     let significant = (tested_against_reference && !g.too_small && !g.p_adjusted.is_nan()).then_some(g.significant);
-    let mut severity = t.grade_impact(g.impact_ratio, t.impact_fail.unwrap_or(f.threshold));
-    if severity == Severity::Severe && significant == Some(false) {
-        severity = Severity::Notable;
-    }
-    (severity, significant)
+    (t.grade_impact_tested(g.impact_ratio, t.impact_fail.unwrap_or(f.threshold), significant), significant)
 }
 
 /// The group rates of attribute set `set` measured by a `group_metrics` stage: its worst group
@@ -167,10 +163,7 @@ pub fn bias_audit_impact(t: &Thresholds, stage: &str, table: &AuditTable) -> Opt
         .min_by(|a, b| a.1.total_cmp(&b.1).then(b.0.count.cmp(&a.0.count)))?;
     let fail_below = t.impact_fail.unwrap_or(FOUR_FIFTHS);
     let significant = worst.0.p_adjusted.filter(|p| p.is_finite()).map(|_| worst.0.significant);
-    let mut severity = t.grade_impact(worst.1, fail_below);
-    if severity == Severity::Severe && significant == Some(false) {
-        severity = Severity::Notable;
-    }
+    let severity = t.grade_impact_tested(worst.1, fail_below, significant);
     Some(ImpactMeasure {
         stage: stage.to_string(),
         measure: "bias_audit".to_string(),

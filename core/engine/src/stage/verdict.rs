@@ -94,6 +94,15 @@ impl Thresholds {
             Severity::Ok
         }
     }
+
+    /// [`Thresholds::grade_impact`], held to notable when the ratio fails but its difference was
+    /// tested and is not significant (`significant == Some(false)`): it may be chance.
+    pub fn grade_impact_tested(&self, ratio: f64, fail: f64, significant: Option<bool>) -> Severity {
+        match self.grade_impact(ratio, fail) {
+            Severity::Severe if significant == Some(false) => Severity::Notable,
+            severity => severity,
+        }
+    }
 }
 
 /// How serious a measure is, from least to most.
