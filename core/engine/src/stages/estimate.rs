@@ -211,7 +211,8 @@ impl Stage for EstimateConfig {
         let before = model.oracle.rows();
         crate::progress::start(&ctx.progress, self.trials as u64, "trials");
         let pairing = pairing(&model.oracle, domain);
-        let o = trial_outcomes(&model.oracle, domain, &checker, true, pairing.as_ref(), 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
+        let o =
+            trial_outcomes(&model.oracle, domain, &checker, true, pairing.as_ref(), 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
         let logit_shift = shift_figures(pairing.as_ref(), &o.shifts);
         let estimate = Estimate::from_counts(&o.counts, self.samples);
         self.output(estimate, domain, checker.n_variants(), model.oracle.rows() - before, Some(&o.alone), logit_shift)
