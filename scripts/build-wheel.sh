@@ -83,7 +83,7 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     print(z.read(name).decode())
 EOF
 )
-grep -qx "fairpipe = fairpipe_rs._cli:main" <<<"$entry" || { say "FAILED: no console script fairpipe = fairpipe_rs._cli:main in entry_points.txt" && status=1; }
+grep -qxE "fairpipe ?= ?fairpipe_rs\._cli:main" <<<"$entry" || { say "FAILED: no console script fairpipe = fairpipe_rs._cli:main in entry_points.txt" && status=1; }
 # auditwheel reads the extension's symbol versions and libraries: the wheel must be consistent with
 # the tag it claims (auditwheel 6 names the platform tag it is consistent with).
 shown=$("$tools/bin/auditwheel" show "$wheel" 2>&1) || true

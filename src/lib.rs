@@ -15,6 +15,15 @@ pub mod summary_lines;
 
 pub use fairpipe_builtins::{builtin_reference, file_plugins_reference, register_builtins, BUILTINS};
 
+/// Hand the git commit this package was built from (`build.rs`, when built from a git checkout) to
+/// the engine, which writes it into every run's audit trail. Called by [`cli::run`] and the Python
+/// module at start; harmless to call again.
+pub fn record_build_commit() {
+    if let Some(commit) = option_env!("FAIRPIPE_GIT_COMMIT") {
+        fairpipe_core::trail::set_git_commit(commit);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

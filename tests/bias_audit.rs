@@ -205,6 +205,11 @@ fn verify_run_names_the_input_whose_byte_changed() {
     assert_eq!(trail["pipeline"].as_str(), Some(text.as_str()));
     assert_eq!(trail["seed"], 47);
     assert!(trail["platform"].as_str().is_some_and(|p| !p.is_empty()));
+    // The commit the binary was built from reaches the trail (recorded by the top crate's build.rs).
+    let head = std::process::Command::new("git").args(["rev-parse", "HEAD"]).current_dir(common::root()).output();
+    if let Some(head) = head.ok().filter(|o| o.status.success()) {
+        assert_eq!(trail["git_commit"].as_str(), Some(String::from_utf8_lossy(&head.stdout).trim()), "{trail}");
+    }
     let inputs = trail["inputs"].as_array().unwrap();
     let data = std::fs::read(dir.path().join("applicants.csv")).unwrap();
     let with = |stage: &str, key: &str| {

@@ -3,7 +3,9 @@
 //! random llama of `tests/fixtures/llm/` under a yes/no grammar, audited by the bundled
 //! `pipelines/census-llm.toml` (group_metrics, check, estimate, GRFT): answer logprobs read, the
 //! requests the client counts equal to the decodes the server counts (its `/metrics`), a rerun
-//! asking no prompt (the response cache), and temperature 0 reproducible from an empty cache.
+//! asking no prompt (the response cache), temperature 0 reproducible from an empty cache, a run
+//! killed half-way resumed without a prompt asked twice, and the text completions API
+//! (`api = "completions"`).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -111,8 +113,22 @@ fn figures(summary: &serde_json::Value) -> Vec<serde_json::Value> {
     ]
 }
 
+/// The decodes of `server` once they stop changing (a request in flight when its client was killed
+/// is still answered by the server).
+fn settled_decodes(server: &Llama) -> u64 {
+    let mut last = server.decodes();
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = server.decodes();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
 #[test]
-fn a_real_llama_server_is_audited_a_rerun_asks_no_prompt_and_temperature_0_reproduces() {
+fn a_real_llama_server_is_audited_a_rerun_asks_no_prompt_a_killed_run_resumes_and_temperature_0_reproduces() {
     let server = Llama::start();
     let dir = tempfile::tempdir().unwrap();
     let file = pipeline(dir.path(), server.port);
@@ -144,4 +160,77 @@ fn a_real_llama_server_is_audited_a_rerun_asks_no_prompt_and_temperature_0_repro
     let fresh = run_pipeline(&file, &dir.path().join("out3"), &[]);
     assert_eq!(fresh["stages"]["model"]["remote"]["llm"]["requests"].as_u64(), Some(requests));
     assert_eq!(figures(&fresh), figures(&first));
+
+    // A run killed (SIGKILL) half-way through its requests, one in flight at a time, then run
+    // again: every answer the killed run received comes from the cache, no prompt reaches the
+    // server twice (but the one in flight at the kill, whose answer never arrived), and the
+    // figures are the uninterrupted run's.
+    std::fs::remove_file(dir.path().join("llm-cache.sqlite")).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("concurrency = 8"), "pipelines/census-llm.toml changed: its concurrency was not replaced");
+    let one_at_a_time = write(dir.path(), "census-llm-1.toml", &text.replace("concurrency = 8", "concurrency = 1"));
+    let start = server.decodes();
+    let killed_out = dir.path().join("out4");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_fairpipe"))
+        .args(["run", one_at_a_time.to_str().unwrap(), "--out", killed_out.to_str().unwrap(), "--quiet"])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fairpipe");
+    let waiting = Instant::now();
+    while server.decodes() - start < requests / 2 {
+        assert!(run.try_wait().unwrap().is_none(), "the run ended before half of its {requests} requests");
+        assert!(waiting.elapsed() < Duration::from_secs(600), "half of the requests took over 10 minutes");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let answered_before_kill = settled_decodes(&server) - start;
+    assert!(!killed_out.join("summary.json").exists(), "a killed run wrote results");
+    let resumed = run_pipeline(&one_at_a_time, &dir.path().join("out5"), &[]);
+    let llm = &resumed["stages"]["model"]["remote"]["llm"];
+    let (asked, hits) = (llm["requests"].as_u64().unwrap(), llm["cache_hits"].as_u64().unwrap());
+    assert_eq!(asked + hits, requests, "every prompt answered once, from the server or the cache: {llm}");
+    assert!(
+        hits + 1 >= answered_before_kill,
+        "{answered_before_kill} prompts answered before the kill, only {hits} found in the cache: {llm}"
+    );
+    assert_eq!(
+        server.decodes() - start - answered_before_kill,
+        asked,
+        "the server's count of the resumed run's requests differs from the client's"
+    );
+    assert!(
+        answered_before_kill + asked <= requests + 1,
+        "a prompt reached the server twice: {answered_before_kill} + {asked} for {requests} prompts"
+    );
+    assert_eq!(figures(&resumed), figures(&first));
+}
+
+/// `api = "completions"`: the same audit through llama-server's `/v1/completions` (one prompt text,
+/// the first token's log-probabilities read from the text completion's answer) gives a score for
+/// every row, each request answered once, and a rerun from the cache.
+#[test]
+fn the_text_completions_api_of_a_real_llama_server_is_audited() {
+    let server = Llama::start();
+    let dir = tempfile::tempdir().unwrap();
+    let chat = std::fs::read_to_string(pipeline(dir.path(), server.port)).unwrap();
+    let (until_check, _) = chat.split_once("[stages.check]").expect("the bundled LLM pipeline has a check stage");
+    let text = until_check.replace("llm = { base_url", "llm = { api = \"completions\", base_url");
+    assert!(text.contains("api = \"completions\""), "pipelines/census-llm.toml changed: its llm block was not found");
+    let file = write(dir.path(), "completions.toml", &text);
+    let before = server.decodes();
+    let first = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let llm = &first["stages"]["model"]["remote"]["llm"];
+    let requests = llm["requests"].as_u64().unwrap();
+    assert!(requests > 0, "{llm}");
+    assert_eq!(llm["unparsed"].as_u64(), Some(0), "{llm}");
+    assert_eq!(server.decodes() - before, requests, "the server's count of answered requests differs from the client's");
+    let groups = first["stages"]["groups"]["groups"].as_array().expect("group_metrics' groups");
+    assert!(groups.len() >= 2, "{groups:?}");
+    let again = run_pipeline(&file, &dir.path().join("out2"), &[]);
+    let llm = &again["stages"]["model"]["remote"]["llm"];
+    assert_eq!((llm["requests"].as_u64(), llm["cache_hits"].as_u64()), (Some(0), Some(requests)), "{llm}");
+    assert_eq!(again["stages"]["groups"]["groups"], first["stages"]["groups"]["groups"]);
 }

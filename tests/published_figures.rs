@@ -34,6 +34,7 @@ const FAMILIES: &[Family] = &[
     Family { prefix: "tree-pipeline-s", compute: tree_pipeline_seconds },
     Family { prefix: "maft-port", compute: maft_port },
     Family { prefix: "label-only", compute: label_only },
+    Family { prefix: "llm", compute: llm_bench },
 ];
 
 /// Every figure this test recomputes.
@@ -519,6 +520,22 @@ fn maft_port(root: &Path, args: &str) -> String {
 fn label_only(root: &Path, stem: &str) -> String {
     let ids: Vec<f64> = jsonl(&root.join(format!("benches/label-only/{stem}.jsonl"))).iter().map(|r| num(r, "ids")).collect();
     mean_sd_text(&ids)
+}
+
+/// A line of an LLM benchmark's raw output (`scripts/bench-llm.sh`): ARGS is `FILE:KEY`, FILE a
+/// file of `benches/llm/` without `.txt`, KEY the line's words joined by `-` (`fairpipe-c8-requests_per_s`);
+/// the value rounded to a whole number, thousands separated.
+fn llm_bench(root: &Path, args: &str) -> String {
+    let (file, key) = args.split_once(':').unwrap_or_else(|| panic!("llm:{args}: expected llm:FILE:KEY"));
+    let path = root.join(format!("benches/llm/{file}.txt"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let words = key.replace('-', " ");
+    let value = text
+        .lines()
+        .find_map(|line| line.strip_prefix(words.as_str()).and_then(|rest| rest.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("{}: no line `{words} VALUE`", path.display()));
+    let value: f64 = value.trim().parse().unwrap_or_else(|e| panic!("{}: `{words} {value}`: {e}", path.display()));
+    thousands(value.round() as u64)
 }
 
 /// "mean ± sample sd" of `xs`, each a whole number with thousands separated.

@@ -416,6 +416,7 @@ fn builtin_reference() -> String {
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    fairpipe::record_build_commit();
     fairpipe_builtins::register_builtins()
         .map_err(|e| PyImportError::new_err(format!("fairpipe's built-in methods did not register: {e}")))?;
     m.add_class::<NativeRun>()?;

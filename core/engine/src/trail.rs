@@ -46,9 +46,20 @@ pub struct Trail {
     pub pipeline: String,
 }
 
-/// The git commit fairpipe was built from (`build.rs`), if known.
+/// The git commit of the program running the engine, set once by its entry point.
+static GIT_COMMIT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Record the git commit the program was built from, for every later run's trail. The command
+/// line and the Python module call it at start (`fairpipe::record_build_commit`, from the top
+/// crate's `build.rs`), so that the engine itself is not rebuilt at every commit; a program
+/// embedding the engine may call it with its own. The first call wins; an empty string is none.
+pub fn set_git_commit(commit: &str) {
+    let _ = GIT_COMMIT.set(commit.to_string());
+}
+
+/// The git commit recorded by [`set_git_commit`], if any.
 pub fn git_commit() -> Option<String> {
-    option_env!("FAIRPIPE_GIT_COMMIT").map(str::to_string).filter(|c| !c.is_empty())
+    GIT_COMMIT.get().filter(|c| !c.is_empty()).cloned()
 }
 
 /// The platform fairpipe runs on.

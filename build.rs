@@ -1,5 +1,7 @@
-//! Records the git commit fairpipe is built from (`FAIRPIPE_GIT_COMMIT`, read by
-//! `src/trail.rs` into every run's audit trail), when it is built from a git checkout.
+//! Records the git commit fairpipe is built from (`FAIRPIPE_GIT_COMMIT`, handed by
+//! [`record_build_commit`](src/lib.rs) to the engine's `trail::set_git_commit` for every run's audit
+//! trail), when it is built from a git checkout. It lives in this top crate, not in the engine, so
+//! a commit rebuilds only the command line and the Python binding, not `fairpipe-core`.
 
 use std::process::Command;
 
