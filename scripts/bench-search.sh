@@ -6,7 +6,8 @@
 # binary's hash, the machine, the date, the command and `uptime` — in docs/figures/search/runs.jsonl
 # (scripts/keep_run.py). The bench prints means over the seeds, not each run.
 #
-#   scripts/bench-search.sh [FILTER]        (e.g. `sg`, `maft census-gender`, `testsgd`)
+#   scripts/bench-search.sh [FILTER]        (one argument, matched against the case names:
+#                                           e.g. sg, 'maft census-gender', testsgd)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
