@@ -9,6 +9,10 @@ may overlap), and fairpipe's share: (wall - predict_proba) / wall.
 
     python scripts/bench_python.py [--rounds 5] [--rows N] [--checks group_metrics,estimate,check]
 
+Every round is also appended, one JSON line each, to docs/figures/python/runs.jsonl with the
+hash of fairpipe_rs's native module, the machine, the date, the command and `uptime`
+(scripts/figures_meta.py), so a published figure can be recomputed from it.
+
 Needs fairpipe_rs installed (pip install ./python) with scikit-learn, pandas.
 """
 
@@ -18,7 +22,9 @@ import argparse
 import tomllib
 import os
 import platform
+import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -29,6 +35,10 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 import fairpipe_rs
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from figures_meta import meta, uptime  # noqa: E402
+
+RAW = ROOT / "docs" / "figures" / "python" / "runs.jsonl"
 
 
 class Timer:
@@ -99,6 +109,10 @@ def main():
     )
     print(f"{'round':>5}  {'wall s':>8}  {'predict s':>9}  {'(summed)':>9}  {'calls':>6}  {'rows scored':>11}  {'fairpipe s':>10}  share")
     walls, predicts, shares = [], [], []
+    native = getattr(sys.modules.get("fairpipe_rs._native"), "__file__", None) or fairpipe_rs.__file__
+    record = dict(meta(native), fairpipe_rs=getattr(fairpipe_rs, "__version__", "?"), sklearn=sklearn.__version__,
+                  python=platform.python_version(), rows=len(audited), checks=list(checks), protected=protected)
+    RAW.parent.mkdir(parents=True, exist_ok=True)
     for r in range(args.rounds):
         timer.reset()
         started = time.perf_counter()
@@ -111,6 +125,9 @@ def main():
         print(
             f"{r:>5}  {wall:>8.3f}  {timer.seconds:>9.3f}  {timer.summed:>9.3f}  {timer.calls:>6}  {timer.rows:>11}  {own:>10.3f}  {own / wall:.1%}"
         )
+        with RAW.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(dict(record, round=r, seed=r, wall_s=wall, predict_s=timer.seconds, predict_summed_s=timer.summed,
+                                    calls=timer.calls, rows_scored=timer.rows, uptime_after=uptime())) + "\n")
     print(
         f"median: wall {statistics.median(walls):.3f} s, predict_proba {statistics.median(predicts):.3f} s, "
         f"fairpipe's own {statistics.median(walls) - statistics.median(predicts):.3f} s, share {statistics.median(shares):.1%}"

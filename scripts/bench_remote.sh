@@ -14,6 +14,10 @@
 # over gRPC (GRPC_URL with census-lr replaced by its name) at the largest batch size, against the
 # same in-process baseline (the audit's rows do not depend on the model, so neither does the
 # client's work; the baseline's own model, a logistic regression, costs next to nothing).
+# Every row of the table is also appended, as one JSON line with its unrounded figures and the
+# server's counters, to docs/figures/remote/runs.jsonl with the fairpipe executable's hash, the
+# machine, the date, the command, the run's start (`run`, shared by the rows of one call) and
+# `uptime` (scripts/figures_meta.py).
 #   SERVER_PIDS="$(pgrep -f mlserver)" GRPC_URL=http://127.0.0.1:8081/v2/models/census-lr \
 #     scripts/bench_remote.sh http://127.0.0.1:8080/v2/models/census-lr [target/release/fairpipe]
 set -euo pipefail
@@ -22,6 +26,8 @@ bin=${2:-target/release/fairpipe}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+run_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+command="scripts/bench_remote.sh $*"
 pipeline() {
   cat <<TOML
 [pipeline]
@@ -62,9 +68,12 @@ measure() { # label, model keys
   before=$(server_ticks)
   /usr/bin/time -f "%e %U %S" -o "$work/time" "$bin" run "$work/p.toml" --out "$work/out" --quiet > /dev/null
   after=$(server_ticks)
-  python3 - "$1" "$work/out/summary.json" "$work/time" "$((after - before))" "$(getconf CLK_TCK)" "${baseline_cpu:-}" <<'PY'
-import json, sys
-label, summary, timing, ticks, hz, baseline = sys.argv[1:]
+  python3 - "$1" "$work/out/summary.json" "$work/time" "$((after - before))" "$(getconf CLK_TCK)" "${baseline_cpu:-}" \
+    "$repo" "$bin" "$run_started" "$command" "$2" <<'PY'
+import json, os, sys
+label, summary, timing, ticks, hz, baseline, repo, binary, run_started, command, model_keys = sys.argv[1:]
+sys.path.insert(0, os.path.join(repo, "scripts"))
+from figures_meta import meta
 s = json.load(open(summary))["stages"]
 wall, user, system = map(float, open(timing).read().split()[-3:])
 cpu = user + system
@@ -78,6 +87,12 @@ if remote:
 else:
     traffic = "– | – | –"
 print(f"| {label} | {asked / wall:,.0f} | {wall:.2f} | {cpu:.2f} | {client} | {server} | {traffic} |")
+record = dict(meta(binary, command), run=run_started, label=label, model_keys=model_keys, rows_asked=asked,
+              wall_s=wall, user_s=user, system_s=system, baseline_cpu_s=float(baseline) if baseline else None,
+              server_cpu_s=int(ticks) / int(hz) if remote else None, remote=remote)
+os.makedirs(os.path.join(repo, "docs", "figures", "remote"), exist_ok=True)
+with open(os.path.join(repo, "docs", "figures", "remote", "runs.jsonl"), "a") as f:
+    f.write(json.dumps(record) + "\n")
 with open(timing + ".cpu", "w") as f:
     f.write(str(cpu))
 PY

@@ -36,7 +36,7 @@ def parse(out):
     for line in out.splitlines():
         text = line.strip()
         if text.startswith('change:'):
-            change = True
+            change = text == 'change:'  # `change:` alone: its `time:` line follows; else it is on this line
             continue
         if 'time:' in text and not text.startswith('time:'):
             name, text = text.split()[0], text[text.index('time:'):]
@@ -52,33 +52,52 @@ def parse(out):
             name = text.split()[0]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+def arguments(doc, rounds, filter_, measurement_time):
+    """The command line of a script that runs the oracle bench and keeps its lines (this one,
+    scripts/bench_oracle.py): the bench binary, how it was built, rounds, criterion's filter."""
+    ap = argparse.ArgumentParser(description=doc.split('\n\n')[0])
     ap.add_argument('bench')
     ap.add_argument('--build', required=True, help='how the bench binary was built (recorded)')
-    ap.add_argument('--rounds', type=int, default=2)
-    ap.add_argument('--filter', default='trees/.*/cpu1/')
-    ap.add_argument('--measurement-time', default='2')
-    args = ap.parse_args()
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    ap.add_argument('--rounds', type=int, default=rounds)
+    ap.add_argument('--filter', default=filter_)
+    ap.add_argument('--measurement-time', default=measurement_time)
+    return ap.parse_args()
+
+
+def run_rounds(args, out_path, env, row_of):
+    """Runs the bench `args.rounds` times with `args.filter`; each round's output is appended to
+    bench.log beside `out_path` and, for each line `row_of(name, low, mid, high)` gives a dict for
+    (None: skip), that dict with the round's provenance (scripts/figures_meta.py) to `out_path`."""
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    shown = ['%s=%s' % (k, v) for k, v in env.items()]
     for rnd in range(1, args.rounds + 1):
         cmd = [args.bench, '--bench', args.filter, '--warm-up-time', '1', '--measurement-time', args.measurement_time]
-        env = dict(os.environ, FAIRPIPE_TREES_PYTHON='/bin/true')
-        record = meta(args.bench, ' '.join(['FAIRPIPE_TREES_PYTHON=/bin/true', os.path.basename(args.bench)] + cmd[1:]))
-        out = subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+        record = meta(args.bench, ' '.join(shown + [os.path.basename(args.bench)] + cmd[1:]))
+        out = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, **env), check=True, capture_output=True, text=True).stdout
         record['uptime_after'] = meta(args.bench)['uptime']
-        with open(os.path.join(os.path.dirname(OUT), 'bench.log'), 'a') as f:
+        with open(os.path.join(os.path.dirname(out_path), 'bench.log'), 'a') as f:
             f.write('$ %s  # round %d, %s\n%s' % (record['command'], rnd, record['at'], out))
         for name, low, mid, high in parse(out):
-            group = name.split('/')  # trees, EXPORT, EXECUTOR, MODE, BATCH
-            if len(group) != 5 or group[0] != 'trees':
-                continue
-            batch = int(group[4])
-            row = dict(record, build=args.build, round=rnd, export=group[1], executor=group[2], mode=group[3],
-                       batch=batch, time_s=mid, time_interval_s=[low, high], rows_per_s=batch / mid)
-            with open(OUT, 'a') as f:
-                f.write(json.dumps(row) + '\n')
+            row = row_of(name, low, mid, high)
+            if row is not None:
+                with open(out_path, 'a') as f:
+                    f.write(json.dumps(dict(record, build=args.build, round=rnd, **row)) + '\n')
         print('round', rnd, 'done', flush=True)
+
+
+def tree_row(name, low, mid, high):
+    """A `trees/EXPORT/EXECUTOR/MODE/BATCH` line's figures; None for any other line."""
+    group = name.split('/')
+    if len(group) != 5 or group[0] != 'trees':
+        return None
+    batch = int(group[4])
+    return dict(export=group[1], executor=group[2], mode=group[3], batch=batch, time_s=mid,
+                time_interval_s=[low, high], rows_per_s=batch / mid)
+
+
+def main():
+    args = arguments(__doc__, 2, 'trees/.*/cpu1/', '2')
+    run_rounds(args, OUT, {'FAIRPIPE_TREES_PYTHON': '/bin/true'}, tree_row)
 
 
 if __name__ == '__main__':
