@@ -3,6 +3,38 @@
 //! here each is said of the argument that set it (`protected`, `options["estimate"]["trials"]`,
 //! `search`), and the column `audit` adds for `test=` is never named.
 
+use fairpipe_core::error::Error;
+
+/// A refusal of one of `audit`'s arguments, made by the binding before the engine runs: the
+/// argument as the caller wrote it (`test`, `search["max_queries"]`, `options["estimate"]`) and
+/// what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[error("{argument}: {message}")]
+pub struct ArgumentError {
+    /// The argument at fault.
+    pub argument: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl ArgumentError {
+    /// Argument `argument` refused with `message`.
+    pub fn new(argument: impl Into<String>, message: impl Into<String>) -> ArgumentError {
+        ArgumentError { argument: argument.into(), message: message.into() }
+    }
+}
+
+/// Why `audit` failed: one of its arguments refused by the binding, or the engine's error.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The binding refused an argument.
+    #[error(transparent)]
+    Argument(#[from] ArgumentError),
+    /// The engine failed (building or running the pipeline).
+    #[error(transparent)]
+    Engine(#[from] Error),
+}
+
 /// The argument of `audit` that sets key `key` of its stage `stage` (the whole stage's argument
 /// when no key is named).
 pub fn argument(stage: &str, key: Option<&str>) -> String {
@@ -70,7 +102,7 @@ pub fn of_argument(message: &str) -> String {
 /// does not read, the refusal names the key at fault when serde's does not
 /// (``search["max_queries"]: invalid value: integer `-3`, expected u64``): the key whose removal
 /// makes the refusal go or change into another than a missing key's.
-pub fn read_keys<C: serde::de::DeserializeOwned>(argument: &str, value: serde_json::Value) -> Result<C, String> {
+pub fn read_keys<C: serde::de::DeserializeOwned>(argument: &str, value: serde_json::Value) -> Result<C, ArgumentError> {
     let said = match serde_json::from_value::<C>(value.clone()) {
         Ok(config) => return Ok(config),
         Err(e) => e.to_string(),
@@ -89,7 +121,7 @@ pub fn read_keys<C: serde::de::DeserializeOwned>(argument: &str, value: serde_js
         })
     });
     Err(match at_fault {
-        Some(key) if !said.contains(&format!("`{key}`")) => format!("{argument}[{key:?}]: {said}"),
-        _ => format!("{argument}: {said}"),
+        Some(key) if !said.contains(&format!("`{key}`")) => ArgumentError::new(format!("{argument}[{key:?}]"), said),
+        _ => ArgumentError::new(argument, said),
     })
 }

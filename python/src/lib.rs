@@ -31,6 +31,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
 
 use arrow::{frame_from_py, ArrowTable};
+use caller::{ArgumentError, AuditError};
 use model::{LastError, PySource};
 
 /// The column `audit` adds to say which rows are measured (`test`) when `test=` is given.
@@ -146,6 +147,20 @@ fn engine_error(py: Python<'_>, e: Error, last: &LastError, audit: bool) -> PyEr
         Error::Stage { stage, .. } => Some(stage.clone()),
         _ => None,
     };
+    pipeline_error(py, summary, located, stage, last)
+}
+
+/// The Python exception for an argument `audit` refused before the engine ran: a
+/// `fairpipe_rs.PipelineError` with one unlocated problem said of the argument.
+fn argument_error(py: Python<'_>, refused: &ArgumentError, last: &LastError) -> PyErr {
+    let message = caller::without_column(&format!("argument `{}`: {}", refused.argument, refused.message), SPLIT_COLUMN);
+    let located = vec![Located { file: None, line: None, column: None, message: message.clone() }];
+    pipeline_error(py, message, located, None, last)
+}
+
+/// `fairpipe_rs.PipelineError(summary, problems, stage)`, chained to the Python exception a model
+/// raised, if that is what failed (a KeyboardInterrupt a model raised is raised as it is).
+fn pipeline_error(py: Python<'_>, summary: String, located: Vec<Located>, stage: Option<String>, last: &LastError) -> PyErr {
     let cause = last.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(interrupt) = cause.as_ref().filter(|c| c.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) {
         return interrupt.clone_ref(py);
@@ -233,7 +248,7 @@ fn run_pipeline(
 }
 
 /// `config` (a stage config type) from JSON `options` over `defaults`.
-fn config_from<C: serde::de::DeserializeOwned>(stage: &str, defaults: Value, options: Option<&Value>) -> Result<C, Error> {
+fn config_from<C: serde::de::DeserializeOwned>(stage: &str, defaults: Value, options: Option<&Value>) -> Result<C, ArgumentError> {
     let mut merged = match defaults {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
@@ -241,44 +256,51 @@ fn config_from<C: serde::de::DeserializeOwned>(stage: &str, defaults: Value, opt
     match options {
         Some(Value::Object(given)) => merged.extend(given.clone()),
         Some(Value::Null) | None => {}
-        Some(other) => return Err(Error::Invalid(format!("options[{stage:?}] must be a dict of the stage's keys, found {other}"))),
+        Some(other) => {
+            return Err(ArgumentError::new(format!("options[{stage:?}]"), format!("must be a dict of the stage's keys, found {other}")))
+        }
     }
-    caller::read_keys(&format!("options[{stage:?}]"), Value::Object(merged)).map_err(Error::Invalid)
+    caller::read_keys(&format!("options[{stage:?}]"), Value::Object(merged))
 }
 
 /// `data` with a split column: `test` where `mask` is true.
-fn with_split(mut frame: DataFrame, mask: &[u8]) -> Result<DataFrame, Error> {
+fn with_split(mut frame: DataFrame, mask: &[u8]) -> Result<DataFrame, ArgumentError> {
     if mask.len() != frame.height() {
-        return Err(Error::Invalid(format!("test: the mask has {} values for {} rows of data", mask.len(), frame.height())));
+        return Err(ArgumentError::new("test", format!("the mask has {} values for {} rows of data", mask.len(), frame.height())));
     }
     if !mask.contains(&1) {
-        return Err(Error::Invalid("test: the mask selects no row".into()));
+        return Err(ArgumentError::new("test", "the mask selects no row"));
     }
     let split: Vec<&str> = mask.iter().map(|&m| if m != 0 { "test" } else { "train" }).collect();
-    frame.with_column(Column::from(Series::new(SPLIT_COLUMN.into(), split))).map_err(|e| Error::Invalid(format!("test: {e}")))?;
+    frame.with_column(Column::from(Series::new(SPLIT_COLUMN.into(), split))).map_err(|e| ArgumentError::new("test", e.to_string()))?;
     Ok(frame)
 }
 
 /// `frame` with the split column saying `split` on every row.
-fn labelled(mut frame: DataFrame, split: &str) -> Result<DataFrame, Error> {
+fn labelled(mut frame: DataFrame, split: &str) -> Result<DataFrame, ArgumentError> {
     let n = frame.height();
-    frame.with_column(Column::from(Series::new(SPLIT_COLUMN.into(), vec![split; n]))).map_err(|e| Error::Invalid(format!("test: {e}")))?;
+    frame
+        .with_column(Column::from(Series::new(SPLIT_COLUMN.into(), vec![split; n])))
+        .map_err(|e| ArgumentError::new("test", e.to_string()))?;
     Ok(frame)
 }
 
 /// `data` (split `train`) above `test` (split `test`).
-fn stacked(data: DataFrame, test: DataFrame) -> Result<DataFrame, Error> {
+fn stacked(data: DataFrame, test: DataFrame) -> Result<DataFrame, ArgumentError> {
     let mut data = labelled(data, "train")?;
     let test = labelled(test, "test")?;
     if data.schema() != test.schema() {
         let show = |f: &DataFrame| f.columns().iter().map(|c| format!("{}: {}", c.name(), c.dtype())).collect::<Vec<_>>().join(", ");
-        return Err(Error::Invalid(format!(
-            "test: the test frame's columns must be the data's, with the same types; data has [{}], test has [{}]",
-            show(&data),
-            show(&test)
-        )));
+        return Err(ArgumentError::new(
+            "test",
+            format!(
+                "the test frame's columns must be the data's, with the same types; data has [{}], test has [{}]",
+                show(&data),
+                show(&test)
+            ),
+        ));
     }
-    data.vstack_mut(&test).map_err(|e| Error::Invalid(format!("test: {e}")))?;
+    data.vstack_mut(&test).map_err(|e| ArgumentError::new("test", e.to_string()))?;
     Ok(data)
 }
 
@@ -316,7 +338,7 @@ fn audit(
     let search: Option<Value> = read("search", search)?;
     let options: Value = read("options", options)?.unwrap_or(Value::Null);
     let model_config: Option<Value> = read("model", model_config)?;
-    let result = progress::followed(py, show, |draw| -> Result<NativeRun, Error> {
+    let result = progress::followed(py, show, |draw| -> Result<NativeRun, AuditError> {
         let measured = mask.is_some() || test_frame.is_some();
         let frame = match (mask, test_frame) {
             (Some(mask), _) => with_split(frame, &mask)?,
@@ -326,7 +348,7 @@ fn audit(
         let protected_refs: Vec<&str> = protected.iter().map(String::as_str).collect();
         let mut load = LoadConfig::from_frame(frame, &label, &protected_refs);
         load.favourable = favourable
-            .map(|f| serde_json::from_value::<LabelValue>(f).map_err(|e| Error::Invalid(format!("favourable: {e}"))))
+            .map(|f| serde_json::from_value::<LabelValue>(f).map_err(|e| ArgumentError::new("favourable", e.to_string())))
             .transpose()?;
         load.features = features;
         load.drop = drop;
@@ -335,8 +357,10 @@ fn audit(
         }
         let model = match (source, model_config) {
             (Some(source), _) => LoadModelConfig::provided(ProvidedModel(Arc::new(source))),
-            (None, Some(config)) => caller::read_keys("model", config).map_err(Error::Invalid)?,
-            (None, None) => return Err(Error::Invalid("model: give a model object, an ONNX path or a dict of load_model keys".into())),
+            (None, Some(config)) => caller::read_keys("model", config)?,
+            (None, None) => {
+                return Err(ArgumentError::new("model", "give a model object, an ONNX path or a dict of load_model keys").into())
+            }
         };
         // The standard audit (fairpipe_core::preset, the pipeline `fairpipe init` writes): its
         // budgets under the caller's options.
@@ -368,9 +392,11 @@ fn audit(
                     audit.check = Some(config_from(check, defaults, option(check))?);
                 }
                 other => {
-                    return Err(Error::Invalid(format!(
-                        "checks: unknown check {other:?}; the checks are group_metrics, estimate and check"
-                    )))
+                    return Err(ArgumentError::new(
+                        "checks",
+                        format!("unknown check {other:?}; the checks are group_metrics, estimate and check"),
+                    )
+                    .into())
                 }
             }
         }
@@ -385,14 +411,17 @@ fn audit(
                 merged.remove("plugin");
             }
             merged.extend(given);
-            let generate: GenerateConfig = caller::read_keys("search", Value::Object(merged)).map_err(Error::Invalid)?;
+            let generate: GenerateConfig = caller::read_keys("search", Value::Object(merged))?;
             audit.search = Some(Search { seeds: Seeds::Random, generate });
         }
-        let mut pipeline = audit.build()?;
+        let mut pipeline = audit.build().map_err(Error::from)?;
         pipeline.gate = gate_conditions(&gate)?;
-        execute(&pipeline, None, draw)
+        Ok(execute(&pipeline, None, draw)?)
     });
-    result.map_err(|e| engine_error(py, e, &last, true))
+    result.map_err(|e| match e {
+        AuditError::Argument(refused) => argument_error(py, &refused, &last),
+        AuditError::Engine(e) => engine_error(py, e, &last, true),
+    })
 }
 
 /// The version of the engine inside.
