@@ -55,15 +55,13 @@ rm -f "$out"/fairpipe_rs-"$version"-cp39-abi3-*"${compatibility}"*"${triple%%-*}
 command=(maturin build --release --locked --zig --compatibility "$compatibility" --target "$triple"
   --manifest-path python/Cargo.toml --target-dir "$target" --out "$out")
 say "${command[*]}"
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-start=$(date +%s%N)
+build_clock start "$triple"
 PATH="$tools/bin:$PATH" "${command[@]}"
-wall_ms=$((($(date +%s%N) - start) / 1000000))
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+build_clock stop
 
 wheel=$(ls -t "$out"/fairpipe_rs-"$version"-cp39-abi3-*"${triple%%-*}".whl | head -1)
 size=$(stat -c %s "$wheel")
-say "built $(basename "$wheel"): $((size / 1024 / 1024)) MB ($size bytes) in $((wall_ms / 1000)) s wall"
+say "built $(basename "$wheel"): $((size / 1024 / 1024)) MB ($size bytes) in $build_wall_s s wall, $build_cpu_s s CPU (cold: $build_cold)"
 
 # ---- checks ---------------------------------------------------------------------------------
 status=0
@@ -113,10 +111,12 @@ json.dump({
     "maturin_command": "${command[*]}",
     "wheel": "$(basename "$wheel")",
     "wheel_bytes": $size,
-    "wall_seconds": round($wall_ms / 1000, 1),
-    "measure": "wall time of the maturin build (cargo release build + wheel), other builds running on the same 2 cores",
-    "load_before": "$load_before",
-    "load_after": "$load_after",
+    "wall_seconds": $build_wall_s,
+    "cpu_seconds": $build_cpu_s,
+    "cold": "$build_cold" == "true",
+    "measure": "wall time, and user + system CPU time of all its processes, of the maturin build (cargo release build + wheel) on all cores; cold: the target folder held no release build for the triple; load_before/after: /proc/loadavg",
+    "load_before": "$build_load_before",
+    "load_after": "$build_load_after",
 }, open(sys.argv[1], "w"), indent=2)
 EOF
   say "recorded in $record"

@@ -42,3 +42,27 @@ release_paths() { # TRIPLE OUT
   out=$(cd "$2" && pwd)
   version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 }
+
+# A build's measure, for --record: `build_clock start` before it, `build_clock stop` after it.
+# Sets build_wall_s (wall seconds), build_cpu_s (user + system CPU seconds of the processes this
+# shell waited for during the build: cargo, rustc, the linkers — /proc/self/stat's cutime and
+# cstime), build_load_before/after (/proc/loadavg) and build_cold (true when TARGET/TRIPLE/release
+# did not exist before: nothing to reuse). Call `build_clock start TRIPLE` after release_paths.
+build_clock() { # start TRIPLE | stop
+  local ticks
+  ticks=$(getconf CLK_TCK)
+  case "$1" in
+    start)
+      build_cold=false
+      [ -d "$target/$2/release" ] || build_cold=true
+      build_load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+      build_start_ns=$(date +%s%N)
+      build_cpu_start=$(awk '{print $16 + $17}' /proc/$$/stat)
+      ;;
+    stop)
+      build_wall_s=$(awk -v a="$build_start_ns" -v b="$(date +%s%N)" 'BEGIN {printf "%.1f", (b - a) / 1e9}')
+      build_cpu_s=$(awk -v a="$build_cpu_start" -v t="$ticks" '{printf "%.1f", ($16 + $17 - a) / t}' /proc/$$/stat)
+      build_load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+      ;;
+  esac
+}
