@@ -241,6 +241,27 @@ pub fn in_planted_band(case: &Case, weight: f64, threshold: f64) -> bool {
     (threshold - weight..=threshold - 1.0).contains(&free.iter().sum::<f64>())
 }
 
+/// The two tests every method plugin carries, written once: its C entry passes the conformance
+/// suite (`fairpipe_conformance::assert_conforms`, as the host calls it) and its parameters are
+/// documented ([`check_params`]). In a plugin crate's `mod tests` (with `fairpipe-conformance` a
+/// dev-dependency): `fairpipe_abi::plugin_tests!(MyParams);`.
+// `crate::FAIRPIPE_PLUGIN` is meant to be the calling plugin crate's C entry, not this crate's.
+#[allow(clippy::crate_in_macro_def)]
+#[macro_export]
+macro_rules! plugin_tests {
+    ($params:ty) => {
+        #[test]
+        fn passes_the_conformance_suite_through_its_c_entry() {
+            fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
+        }
+
+        #[test]
+        fn parameters_are_documented() {
+            $crate::testing::check_params::<$params>();
+        }
+    };
+}
+
 /// Panics unless every field of `P` has a doc, every doc a field, and the defaults pass
 /// [`PluginParams::check`]: a one-line unit test for a plugin's parameter struct.
 pub fn check_params<P: PluginParams>() {

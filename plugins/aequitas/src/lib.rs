@@ -218,7 +218,7 @@ fairpipe_abi::export_generator!(Aequitas);
 
 #[cfg(test)]
 mod tests {
-    use fairpipe_abi::testing::{check_params, MockHost};
+    use fairpipe_abi::testing::MockHost;
     use serde_json::json;
 
     use super::*;
@@ -229,14 +229,10 @@ mod tests {
         MockHost::planted(2, 4.0, 12.0)
     }
 
-    #[test]
-    fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
-    }
+    fairpipe_abi::plugin_tests!(AequitasParams);
 
     #[test]
-    fn parameters_are_documented_and_strategies_are_snake_case() {
-        check_params::<AequitasParams>();
+    fn unknown_strategies_are_refused_naming_the_choices() {
         let run = planted().generate::<Aequitas>(json!({"strategy": "fully_directd"}));
         let Err(PluginError::InvalidParams(m)) = run else { panic!("{run:?}") };
         assert!(m.contains("parameter `strategy`") && m.contains("semi_directed"), "{m}");

@@ -574,7 +574,7 @@ fairpipe_abi::export_generator!(Aft);
 #[cfg(test)]
 mod tests {
     use fairpipe_abi::ffi::FfiBudget;
-    use fairpipe_abi::testing::{check_params, in_planted_band, int_attribute, planted_domain, MockHost};
+    use fairpipe_abi::testing::{in_planted_band, int_attribute, planted_domain, MockHost};
     use serde_json::json;
 
     use super::*;
@@ -589,15 +589,7 @@ mod tests {
         in_planted_band(c, 4.0, 16.0)
     }
 
-    #[test]
-    fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
-    }
-
-    #[test]
-    fn parameters_are_documented() {
-        check_params::<AftParams>();
-    }
+    fairpipe_abi::plugin_tests!(AftParams);
 
     #[test]
     fn finds_only_planted_idis_on_a_label_only_model_each_once_and_reproducibly() {

@@ -234,7 +234,7 @@ fairpipe_abi::export_generator!(Eidig);
 #[cfg(test)]
 mod tests {
     use fairpipe_abi::sdk::origin;
-    use fairpipe_abi::testing::{check_params, in_planted_band, planted_domain, MockHost};
+    use fairpipe_abi::testing::{in_planted_band, planted_domain, MockHost};
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
     use serde_json::json;
@@ -248,15 +248,7 @@ mod tests {
         MockHost::planted(3, 4.0, 20.0).with_seeds(seeds)
     }
 
-    #[test]
-    fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
-    }
-
-    #[test]
-    fn parameters_are_documented() {
-        check_params::<EidigParams>();
-    }
+    fairpipe_abi::plugin_tests!(EidigParams);
 
     #[test]
     fn both_phases_find_only_planted_idis_with_the_models_gradient() {

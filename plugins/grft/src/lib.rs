@@ -396,7 +396,7 @@ fairpipe_abi::export_generator!(Grft);
 #[cfg(test)]
 mod tests {
     use fairpipe_abi::ffi::FfiBudget;
-    use fairpipe_abi::testing::{check_params, in_planted_band, planted_domain, MockHost};
+    use fairpipe_abi::testing::{in_planted_band, planted_domain, MockHost};
     use serde_json::json;
 
     use super::*;
@@ -411,14 +411,10 @@ mod tests {
         in_planted_band(c, 4.0, 16.0)
     }
 
-    #[test]
-    fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
-    }
+    fairpipe_abi::plugin_tests!(GrftParams);
 
     #[test]
-    fn parameters_are_documented() {
-        check_params::<GrftParams>();
+    fn a_parameter_out_of_range_is_refused_by_name() {
         let run = planted().generate::<Grft>(json!({"tournament_pool": 2}));
         let Err(PluginError::InvalidParams(m)) = run else { panic!("{run:?}") };
         assert!(m.contains("tournament_pool"), "{m}");

@@ -205,7 +205,7 @@ fairpipe_abi::export_generator!(Maft);
 #[cfg(test)]
 mod tests {
     use fairpipe_abi::sdk::origin;
-    use fairpipe_abi::testing::{check_params, in_planted_band, planted_domain, MockHost};
+    use fairpipe_abi::testing::{in_planted_band, planted_domain, MockHost};
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
     use serde_json::json;
@@ -219,15 +219,7 @@ mod tests {
         MockHost::planted(3, 4.0, 20.0).with_seeds(seeds)
     }
 
-    #[test]
-    fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
-    }
-
-    #[test]
-    fn parameters_are_documented() {
-        check_params::<MaftParams>();
-    }
+    fairpipe_abi::plugin_tests!(MaftParams);
 
     #[test]
     fn both_phases_find_only_planted_idis() {

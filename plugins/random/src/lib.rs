@@ -65,7 +65,7 @@ fairpipe_abi::export_generator!(Random);
 #[cfg(test)]
 mod tests {
     use fairpipe_abi::ffi::FfiBudget;
-    use fairpipe_abi::testing::{check_params, MockHost};
+    use fairpipe_abi::testing::MockHost;
     use serde_json::json;
 
     use super::*;
@@ -76,15 +76,7 @@ mod tests {
         MockHost::planted(2, 4.0, 12.0)
     }
 
-    #[test]
-    fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
-    }
-
-    #[test]
-    fn parameters_are_documented() {
-        check_params::<RandomParams>();
-    }
+    fairpipe_abi::plugin_tests!(RandomParams);
 
     #[test]
     fn finds_only_the_planted_discrimination_in_batches() {

@@ -87,7 +87,7 @@ fairpipe_abi::export_generator!(Sg);
 
 #[cfg(test)]
 mod tests {
-    use fairpipe_abi::testing::{check_params, planted_domain, MockHost};
+    use fairpipe_abi::testing::{planted_domain, MockHost};
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
     use serde_json::json;
@@ -101,15 +101,7 @@ mod tests {
         MockHost::planted(3, 4.0, 20.0).with_seeds(seeds)
     }
 
-    #[test]
-    fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
-    }
-
-    #[test]
-    fn parameters_are_documented() {
-        check_params::<SearchSettings>();
-    }
+    fairpipe_abi::plugin_tests!(SearchSettings);
 
     #[test]
     fn finds_only_planted_idis_and_reports_them_by_origin() {

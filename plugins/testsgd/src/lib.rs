@@ -267,7 +267,7 @@ mod tests {
 
 #[cfg(test)]
 mod planted {
-    use fairpipe_abi::testing::{check_params, planted_domain, MockHost};
+    use fairpipe_abi::testing::{planted_domain, MockHost};
     use serde_json::json;
 
     use super::*;
@@ -278,15 +278,7 @@ mod planted {
         MockHost::new(planted_domain(1), |r| if r[1] == 1.0 { 0.8 } else { 0.2 }).with_seeds(rows)
     }
 
-    #[test]
-    fn passes_the_conformance_suite_through_its_c_entry() {
-        fairpipe_conformance::assert_conforms(crate::FAIRPIPE_PLUGIN);
-    }
-
-    #[test]
-    fn parameters_are_documented() {
-        check_params::<TestSgdParams>();
-    }
+    fairpipe_abi::plugin_tests!(TestSgdParams);
 
     #[test]
     fn the_planted_group_scores_one() {
