@@ -47,7 +47,7 @@ mod text;
 use charts::{Bar, BarChart, LineChart, Scale, Verdict};
 
 /// The report's templates, built into the binary so that the page needs no file at run time.
-const TEMPLATES: [(&str, &str); 7] = [
+const TEMPLATES: [(&str, &str); 8] = [
     ("page.html", include_str!("../templates/report/page.html")),
     ("detail.html", include_str!("../templates/report/detail.html")),
     ("metrics.html", include_str!("../templates/report/metrics.html")),
@@ -55,6 +55,7 @@ const TEMPLATES: [(&str, &str); 7] = [
     ("verdict.html", include_str!("../templates/report/verdict.html")),
     ("findings.html", include_str!("../templates/report/findings.html")),
     ("charts.html", include_str!("../templates/report/charts.html")),
+    ("sweep.html", include_str!("../templates/report/sweep.html")),
 ];
 
 /// The templates with the report's filters: `num` (a figure), `pct` (a share as a percentage),
@@ -86,8 +87,9 @@ fn environment() -> &'static Environment<'static> {
     })
 }
 
-/// Render template `name` with `ctx`.
-fn render_template(name: &str, ctx: minijinja::Value) -> Result<String, minijinja::Error> {
+/// Render template `name` with `ctx` (the sweep's page, `sweep.html`, is rendered by
+/// `crate::sweep` through it, so both pages share the templates' escaping and style).
+pub(crate) fn render_template(name: &str, ctx: minijinja::Value) -> Result<String, minijinja::Error> {
     environment().get_template(name)?.render(ctx)
 }
 
@@ -102,8 +104,8 @@ fn thousands(n: usize) -> String {
     crate::verdict::thousands(n as u64)
 }
 
-/// Escape text for HTML.
-fn esc(s: &str) -> String {
+/// Escape text for HTML written outside the templates (which escape what they print).
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 

@@ -3,8 +3,6 @@
 //! worst group score, gate verdict — as `matrix.csv`, `matrix.json`, a section of the sweep's
 //! `report.html`, and the best combination by a chosen figure.
 
-use std::fmt::Write as _;
-
 use serde_json::{json, Map, Value};
 
 use crate::stage::summary::Summary;
@@ -164,36 +162,34 @@ impl Comparison {
         out
     }
 
-    /// The comparison as an HTML section: rows ordered best first when a figure is chosen (else in
-    /// combination order), the best highlighted, each name linking to its run's report.
-    pub fn html_section(&self, h: &mut String) {
-        h.push_str("<h2>Comparison across the matrix</h2>");
-        if let Some(b) = &self.best {
-            let _ = write!(
-                h,
-                "<p>Best by <code>{}</code>: <b>{}</b></p>",
-                esc(&b.to_string()),
-                esc(self.best_row.as_deref().unwrap_or("— (no combination has this figure)"))
-            );
+    /// The comparison for the sweep page's template (`sweep.html`): the chosen figure and the
+    /// best row, the column headers, and the rows ordered best first when a figure is chosen (else
+    /// in combination order), each with its cells as displayed and whether it is the best.
+    pub fn page_context(&self) -> minijinja::Value {
+        let rows: Vec<minijinja::Value> = self
+            .ordered()
+            .into_iter()
+            .map(|r| {
+                let mut cells: Vec<String> = self
+                    .keys
+                    .iter()
+                    .map(|k| r.values.get(k).map(|v| if let Value::String(s) = v { s.clone() } else { v.to_string() }).unwrap_or_default())
+                    .collect();
+                cells.extend(self.columns.iter().map(|c| r.get(c).map(display).unwrap_or_else(|| "—".into())));
+                minijinja::context! {
+                    name => r.name.as_str(),
+                    seed => cell(&r.seed),
+                    best => self.best_row.as_deref() == Some(r.name.as_str()),
+                    cells => cells,
+                }
+            })
+            .collect();
+        minijinja::context! {
+            best => self.best.as_ref().map(|b| b.to_string()),
+            best_row => self.best_row.as_deref().unwrap_or("— (no combination has this figure)"),
+            headers => self.keys.iter().chain(&self.columns).collect::<Vec<_>>(),
+            rows => rows,
         }
-        h.push_str("<table><tr><th>combination</th><th>seed</th>");
-        for k in self.keys.iter().chain(&self.columns) {
-            let _ = write!(h, "<th>{}</th>", esc(k));
-        }
-        h.push_str("</tr>");
-        for r in self.ordered() {
-            let class = if self.best_row.as_deref() == Some(r.name.as_str()) { " class=\"ok\"" } else { "" };
-            let _ = write!(h, "<tr{class}><td><a href=\"{0}/report.html\">{0}</a></td><td>{1}</td>", esc(&r.name), esc(&cell(&r.seed)));
-            for k in &self.keys {
-                let v = r.values.get(k).map(|v| if let Value::String(s) = v { s.clone() } else { v.to_string() }).unwrap_or_default();
-                let _ = write!(h, "<td>{}</td>", esc(&v));
-            }
-            for c in &self.columns {
-                let _ = write!(h, "<td>{}</td>", esc(&r.get(c).map(display).unwrap_or_else(|| "—".into())));
-            }
-            h.push_str("</tr>");
-        }
-        h.push_str("</table>");
     }
 
     /// Rows best first by the chosen figure (rows without it last), else in combination order.
@@ -246,11 +242,6 @@ fn csv_field(s: &str) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// Escape text for HTML.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 #[cfg(test)]

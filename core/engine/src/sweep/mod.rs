@@ -408,47 +408,42 @@ fn gate_passed_of(summary: &Summary) -> Option<bool> {
     gate_passed(summary)
 }
 
-/// The sweep's `report.html`: what was swept, the gate, and the comparison table.
+/// The sweep's `report.html` (template `sweep.html`, with the run report's style): what was
+/// swept, the gate, and the comparison table.
 fn report(info: &SweepInfo, comparison: &Comparison, gate: Option<bool>) -> String {
-    use std::fmt::Write as _;
-    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>fairpipe sweep: {0}</title><style>{1}</style></head><body>\
-         <h1>Fairness sweep: {0}</h1><p class=\"muted\">file {2} · seed {3} · {4} combinations · fairpipe {5} · pipeline {6}</p>",
-        esc(&info.pipeline),
-        crate::report::STYLE,
-        esc(info.file.as_deref().unwrap_or("")),
-        info.seed,
-        info.units.len(),
-        esc(&info.fairpipe_version),
-        esc(&info.pipeline_hash)
-    );
-    if let Some(passed) = gate {
-        let _ = write!(
-            h,
-            "<p class=\"{}\">Gate: {}</p>",
-            if passed { "ok" } else { "flag" },
-            if passed { "passed in every combination" } else { "FAILED in at least one combination" }
-        );
-    }
-    h.push_str("<h2>Matrix</h2><table>");
-    for key in &info.keys {
-        let vals: Vec<String> = info.units.iter().filter_map(|u| u.values.get(key)).map(|v| v.to_string()).fold(Vec::new(), |mut a, v| {
-            if !a.contains(&v) {
-                a.push(v);
+    let matrix: Vec<minijinja::Value> = info
+        .keys
+        .iter()
+        .map(|key| {
+            let mut values: Vec<String> = Vec::new();
+            for value in info.units.iter().filter_map(|u| u.values.get(key)).map(|v| v.to_string()) {
+                if !values.contains(&value) {
+                    values.push(value);
+                }
             }
-            a
-        });
-        let _ = write!(h, "<tr><td><code>{}</code></td><td>{}</td></tr>", esc(key), esc(&vals.join(", ")));
+            minijinja::context! { name => key, values => values }
+        })
+        .collect();
+    let ctx = minijinja::context! {
+        name => info.pipeline.as_str(),
+        file => info.file.as_deref().unwrap_or(""),
+        seed => info.seed.to_string(),
+        combinations => info.units.len(),
+        version => info.fairpipe_version.as_str(),
+        pipeline_hash => info.pipeline_hash.as_str(),
+        style => crate::report::STYLE,
+        gate => gate,
+        matrix => matrix,
+        comparison => comparison.page_context(),
+    };
+    match crate::report::render_template("sweep.html", ctx) {
+        Ok(html) if html.ends_with('\n') => html,
+        Ok(html) => html + "\n",
+        Err(e) => format!(
+            "<!DOCTYPE html><html lang=\"en\"><body><p>The sweep's page could not be rendered: {}. The figures are in matrix.csv and matrix.json.</p></body></html>\n",
+            crate::report::esc(&e.to_string())
+        ),
     }
-    h.push_str("</table>");
-    comparison.html_section(&mut h);
-    h.push_str(
-        "<p class=\"muted\">Each combination's own report: follow its name. The same table: matrix.csv, matrix.json.</p></body></html>\n",
-    );
-    h
 }
 
 /// Problems in file order, each once (combinations repeat the same problem).
@@ -467,4 +462,40 @@ fn fnv1a(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sweep's page comes from the report's templates: what a pipeline names (its name, a
+    /// matrix value) is escaped there, the best combination is highlighted and linked, the gate said.
+    #[test]
+    fn the_sweep_page_escapes_what_the_pipeline_names_and_highlights_the_best() {
+        let info: SweepInfo = serde_json::from_value(serde_json::json!({
+            "pipeline": "credit <b>audit</b>", "file": "p.toml", "seed": 7, "pipeline_hash": "00ff",
+            "fairpipe_version": "0.1.0", "matrix": true, "keys": ["label"], "best": null, "report": true,
+            "units": [{"id": "01_label=a", "values": {"label": "<script>x</script>"}}, {"id": "02_label=b", "values": {"label": "b"}}]
+        }))
+        .unwrap();
+        let row = |name: &str, rate: f64| Row {
+            name: name.into(),
+            values: Map::new(),
+            seed: Value::from(7),
+            figures: vec![("est.rate".into(), Value::from(rate))],
+        };
+        let comparison =
+            Comparison::new(info.keys.clone(), vec![row("01_label=a", 0.2), row("02_label=b", 0.1)], Some("min est.rate".parse().unwrap()));
+        let html = report(&info, &comparison, Some(false));
+        assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"), "{html}");
+        assert!(!html.contains("<script>") && !html.contains("<b>audit</b>"), "{html}");
+        assert!(html.contains("&lt;script&gt;") && html.contains("credit &lt;b&gt;audit&lt;&#x2f;b&gt;"), "{html}");
+        assert!(
+            html.contains("<tr class=\"ok\"><td><a href=\"02_label=b/report.html\">02_label=b</a></td><td>7</td><td></td><td>0.1000</td>"),
+            "{html}"
+        );
+        assert!(html.contains("Best by <code>min est.rate</code>: <b>02_label=b</b>"), "{html}");
+        assert!(html.contains("<p class=\"flag\">Gate: FAILED in at least one combination</p>"), "{html}");
+        assert!(html.contains(crate::report::STYLE), "the report's style");
+    }
 }
