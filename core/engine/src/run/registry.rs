@@ -180,10 +180,10 @@ mod tests {
         (fields.into_iter().map(|(f, _)| f).collect(), open)
     }
 
-    /// The source files that hold the figures structs (the stages' and `fairness.rs`), as one text.
+    /// The source files that hold the figures structs (the stages' and `fairness/mod.rs`), as one text.
     fn figures_source() -> String {
         let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
-        let mut source = std::fs::read_to_string(format!("{src}/fairness.rs")).unwrap();
+        let mut source = std::fs::read_to_string(format!("{src}/fairness/mod.rs")).unwrap();
         for entry in std::fs::read_dir(format!("{src}/stages")).unwrap() {
             source.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
         }

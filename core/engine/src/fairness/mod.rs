@@ -13,6 +13,11 @@
 //! assert_eq!(s.demographic_parity_difference, 0.5); // 1/4 against 3/4
 //! assert_eq!(s.equal_opportunity_ratio, 0.5); // TPR 1/2 against 2/2
 //! ```
+//!
+//! [`measure`] measures the groups of a set of attributes on a model's outcomes (used by the
+//! `group_metrics` stage).
+
+pub(crate) mod measure;
 
 use serde::{Deserialize, Serialize};
 
