@@ -35,6 +35,7 @@ const FAMILIES: &[Family] = &[
     Family { prefix: "maft-port", compute: maft_port },
     Family { prefix: "label-only", compute: label_only },
     Family { prefix: "llm", compute: llm_bench },
+    Family { prefix: "wheel", compute: wheel_record },
 ];
 
 /// Every figure this test recomputes.
@@ -536,6 +537,29 @@ fn llm_bench(root: &Path, args: &str) -> String {
         .unwrap_or_else(|| panic!("{}: no line `{words} VALUE`", path.display()));
     let value: f64 = value.trim().parse().unwrap_or_else(|e| panic!("{}: `{words} {value}`: {e}", path.display()));
     thousands(value.round() as u64)
+}
+
+/// A figure of a record the wheel scripts wrote (`scripts/build-wheel.sh`, `build-cli.sh`,
+/// `check-wheel.sh` with `--record docs/wheel`): ARGS is `FILE:PATH[:FORMAT]`, FILE a JSON file of
+/// `docs/wheel/` without `.json`, PATH its dotted key (`startup.version.rust_binary.median_ms`),
+/// FORMAT `D` (that many decimals; 0, the default, with thousands separated), `MB` (bytes in
+/// MiB, one decimal) or `min` (seconds in whole minutes).
+fn wheel_record(root: &Path, args: &str) -> String {
+    let mut parts = args.split(':');
+    let (file, key, format) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default(), parts.next().unwrap_or("0"));
+    let path = root.join(format!("docs/wheel/{file}.json"));
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap();
+    let value = key
+        .split('.')
+        .try_fold(&record, |v, k| v.get(k))
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{}: no number at {key}", path.display()));
+    match format {
+        "MB" => format!("{:.1}", value / (1024.0 * 1024.0)),
+        "min" => format!("{:.0}", value / 60.0),
+        "0" => thousands(value.round() as u64),
+        decimals => format!("{value:.*}", decimals.parse::<usize>().unwrap_or_else(|e| panic!("wheel:{args}: format {decimals}: {e}"))),
+    }
 }
 
 /// "mean ± sample sd" of `xs`, each a whole number with thousands separated.

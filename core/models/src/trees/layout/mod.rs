@@ -15,8 +15,8 @@
 //!
 //! The walk has no bounds check per step: the nodes (and the sets) are padded to a power of two
 //! and indices masked into them, and the rows are copied into a power-of-two number of columns
-//! ([`Rows`] for `[[f32; W]]`) that a feature is masked into. Removing the checks made the walk
-//! 1.2-1.6 times as fast (one thread, 4,096 census rows; docs/benchmarks.md).
+//! ([`Rows`] for `[[f32; W]]`) that a feature is masked into. (Its speed against ONNX Runtime is
+//! measured by `scripts/bench_trees.py`, raw results in docs/figures/trees/.)
 //!
 //! Trees are read as ONNX Runtime reads them (`TreeEnsembleCommon::Init`): nodes are identified by
 //! `(tree id, node id)`; each run of equal tree ids in attribute order is one tree whose root is the
