@@ -548,7 +548,8 @@ fn wheel_record(root: &Path, args: &str) -> String {
     let mut parts = args.split(':');
     let (file, key, format) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default(), parts.next().unwrap_or("0"));
     let path = root.join(format!("docs/wheel/{file}.json"));
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap();
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap();
     let value = key
         .split('.')
         .try_fold(&record, |v, k| v.get(k))
