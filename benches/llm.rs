@@ -19,7 +19,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use fairpipe_core::domain::{Attribute, AttributeKind, Domain};
+use fairpipe_core::domain::{Attribute, Domain};
 use fairpipe_core::models::llm::cache::ResponseCache;
 use fairpipe_core::models::llm::client::Reply;
 use fairpipe_core::models::llm::config::LlmConfig;
@@ -39,14 +39,7 @@ fn domain() -> Domain {
         attributes: vec![
             Attribute::integer("income", 0.0, 99_999.0, false),
             Attribute::integer("years", 0.0, 9.0, false),
-            Attribute {
-                name: "sex".into(),
-                kind: AttributeKind::Categorical { levels: vec!["Female".into(), "Male".into()] },
-                lower: 0.0,
-                upper: 1.0,
-                step: 1.0,
-                protected: true,
-            },
+            Attribute::categorical("sex", vec!["Female".into(), "Male".into()], true),
         ],
     }
 }

@@ -20,7 +20,7 @@ use serde_json::json;
 /// A category column of `n` levels (codes 0..n).
 fn category(name: &str, n: usize, protected: bool) -> Attribute {
     let levels: Vec<String> = (0..n).map(|k| format!("{name}{k}")).collect();
-    Attribute { name: name.into(), kind: AttributeKind::Categorical { levels }, lower: 0.0, upper: (n - 1) as f64, step: 1.0, protected }
+    Attribute::categorical(name, levels, protected)
 }
 
 fn domain() -> Domain {

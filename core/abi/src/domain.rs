@@ -45,6 +45,12 @@ impl Attribute {
         Attribute { name: name.into(), kind: AttributeKind::Integer, lower, upper, step: 1.0, protected }
     }
 
+    /// A categorical attribute whose values are coded 0, 1, … in the order of `levels`.
+    pub fn categorical(name: &str, levels: Vec<String>, protected: bool) -> Self {
+        let upper = levels.len().saturating_sub(1) as f64;
+        Attribute { name: name.into(), kind: AttributeKind::Categorical { levels }, lower: 0.0, upper, step: 1.0, protected }
+    }
+
     /// Every value on the attribute's grid from `lower` to `upper`. Allocates [`Attribute::grid_len`]
     /// values: the host bounds the grids of protected attributes before any stage enumerates them.
     pub fn grid(&self) -> Vec<f64> {

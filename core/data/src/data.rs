@@ -569,9 +569,7 @@ fn encode_column(
                 }
             }
         }
-        let upper = levels.len().saturating_sub(1) as f64;
-        let attr = Attribute { name: name.into(), kind: AttributeKind::Categorical { levels }, lower: 0.0, upper, step: 1.0, protected };
-        return Ok((attr, values));
+        return Ok((Attribute::categorical(name, levels, protected), values));
     }
     let mut values = Vec::with_capacity(texts.len());
     for (i, p) in parsed.iter().enumerate() {

@@ -100,14 +100,7 @@ pub(crate) mod tests {
     pub(crate) fn race_age_domain() -> Domain {
         Domain {
             attributes: vec![
-                Attribute {
-                    name: "race".into(),
-                    kind: AttributeKind::Categorical { levels: vec!["Black".into(), "White".into(), "Other".into()] },
-                    lower: 0.0,
-                    upper: 2.0,
-                    step: 1.0,
-                    protected: true,
-                },
+                Attribute::categorical("race", vec!["Black".into(), "White".into(), "Other".into()], true),
                 Attribute { name: "age".into(), kind: AttributeKind::Integer, lower: 0.0, upper: 90.0, step: 1.0, protected: true },
             ],
         }

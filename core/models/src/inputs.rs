@@ -383,14 +383,7 @@ mod tests {
     use fairpipe_abi::domain::Attribute;
 
     fn domain() -> Domain {
-        let cat = |name: &str, levels: &[&str]| Attribute {
-            name: name.into(),
-            kind: AttributeKind::Categorical { levels: levels.iter().map(|l| l.to_string()).collect() },
-            lower: 0.0,
-            upper: (levels.len() - 1) as f64,
-            step: 1.0,
-            protected: false,
-        };
+        let cat = |name: &str, levels: &[&str]| Attribute::categorical(name, levels.iter().map(|l| l.to_string()).collect(), false);
         let int = |name: &str| Attribute {
             name: name.into(),
             kind: AttributeKind::Integer,

@@ -184,14 +184,7 @@ mod tests {
     use fairpipe_abi::domain::Attribute;
 
     fn domain() -> Domain {
-        let sex = Attribute {
-            name: "sex".into(),
-            kind: AttributeKind::Categorical { levels: vec!["Female".into(), "Male".into()] },
-            lower: 0.0,
-            upper: 1.0,
-            step: 1.0,
-            protected: true,
-        };
+        let sex = Attribute::categorical("sex", vec!["Female".into(), "Male".into()], true);
         Domain { attributes: vec![Attribute::integer("income", 0.0, 9.0, false), sex] }
     }
 
