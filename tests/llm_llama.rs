@@ -113,6 +113,19 @@ fn figures(summary: &serde_json::Value) -> Vec<serde_json::Value> {
     ]
 }
 
+/// Run `file` into `out` against `server`: every answer parsed, and the requests the client counts
+/// equal to the decodes the server made for them (read once the server's count has settled: it can
+/// lag the last answer). Returns the summary and the request count.
+fn run_counted(server: &Llama, file: &Path, out: &Path) -> (serde_json::Value, u64) {
+    let before = server.decodes();
+    let summary = run_pipeline(file, out, &[]);
+    let llm = &summary["stages"]["model"]["remote"]["llm"];
+    let requests = llm["requests"].as_u64().unwrap();
+    assert_eq!(llm["unparsed"].as_u64(), Some(0), "{llm}");
+    assert_eq!(settled_decodes(server) - before, requests, "the server's count of answered requests differs from the client's");
+    (summary, requests)
+}
+
 /// The decodes of `server` once they stop changing (a request in flight when its client was killed
 /// is still answered by the server).
 fn settled_decodes(server: &Llama) -> u64 {
@@ -132,14 +145,10 @@ fn a_real_llama_server_is_audited_a_rerun_asks_no_prompt_a_killed_run_resumes_an
     let server = Llama::start();
     let dir = tempfile::tempdir().unwrap();
     let file = pipeline(dir.path(), server.port);
-    let before = server.decodes();
-    let first = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let (first, requests) = run_counted(&server, &file, &dir.path().join("out"));
     let llm = &first["stages"]["model"]["remote"]["llm"];
-    let requests = llm["requests"].as_u64().unwrap();
     assert!(requests > 400, "{llm}");
-    assert_eq!(llm["unparsed"].as_u64(), Some(0), "{llm}");
     assert_eq!(llm["prompts_sent"].as_u64(), Some(requests), "each distinct prompt asked once: {llm}");
-    assert_eq!(server.decodes() - before, requests, "the server's count of answered requests differs from the client's");
     let check = &first["stages"]["check"];
     assert!(check["checked"].as_u64().unwrap() > 0, "{check}");
     let rate = first["stages"]["estimate"]["rate"].as_f64().unwrap();
@@ -197,7 +206,7 @@ fn a_real_llama_server_is_audited_a_rerun_asks_no_prompt_a_killed_run_resumes_an
         "{answered_before_kill} prompts answered before the kill, only {hits} found in the cache: {llm}"
     );
     assert_eq!(
-        server.decodes() - start - answered_before_kill,
+        settled_decodes(&server) - start - answered_before_kill,
         asked,
         "the server's count of the resumed run's requests differs from the client's"
     );
@@ -220,13 +229,8 @@ fn the_text_completions_api_of_a_real_llama_server_is_audited() {
     let text = until_check.replace("llm = { base_url", "llm = { api = \"completions\", base_url");
     assert!(text.contains("api = \"completions\""), "pipelines/census-llm.toml changed: its llm block was not found");
     let file = write(dir.path(), "completions.toml", &text);
-    let before = server.decodes();
-    let first = run_pipeline(&file, &dir.path().join("out"), &[]);
-    let llm = &first["stages"]["model"]["remote"]["llm"];
-    let requests = llm["requests"].as_u64().unwrap();
-    assert!(requests > 0, "{llm}");
-    assert_eq!(llm["unparsed"].as_u64(), Some(0), "{llm}");
-    assert_eq!(server.decodes() - before, requests, "the server's count of answered requests differs from the client's");
+    let (first, requests) = run_counted(&server, &file, &dir.path().join("out"));
+    assert!(requests > 0, "{}", first["stages"]["model"]["remote"]["llm"]);
     let groups = first["stages"]["groups"]["groups"].as_array().expect("group_metrics' groups");
     assert!(groups.len() >= 2, "{groups:?}");
     let again = run_pipeline(&file, &dir.path().join("out2"), &[]);
