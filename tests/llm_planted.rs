@@ -619,3 +619,57 @@ fn the_bundled_llm_pipeline_runs_against_a_served_model() {
     // The planted answers: each prompt the server saw is one of the template's.
     assert!(server.state.prompts.lock().unwrap().iter().all(|p| p.starts_with("An applicant has these details:")));
 }
+
+/// Stage code may call the model from several threads at once (rayon chunks): together they keep
+/// to `concurrency` requests in flight, a prompt that two callers want at the same time is asked
+/// once, and every caller gets the planted P(yes).
+#[test]
+fn callers_on_several_threads_keep_to_concurrency_and_ask_a_prompt_once() {
+    use fairpipe_abi::domain::{Attribute, Domain};
+    use fairpipe_core::models::llm::config::LlmConfig;
+    use fairpipe_core::models::llm::LlmModel;
+    use fairpipe_core::models::Model;
+
+    let server = Planted::start();
+    server.state.delay_ms.store(5, Ordering::SeqCst);
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompt.j2", TEMPLATE);
+    let domain = Domain {
+        attributes: vec![
+            Attribute::integer("income", 0.0, 9.0, false),
+            Attribute::integer("years", 0.0, 9.0, false),
+            Attribute::categorical("sex", vec!["Female".into(), "Male".into()], true),
+        ],
+    };
+    let config: LlmConfig = toml::from_str(&format!(
+        "base_url = \"{}\"\nmodel = \"planted\"\nprompt = \"prompt.j2\"\nconcurrency = 2\nanswers = {{ favourable = [\"yes\", \"Yes\"], unfavourable = [\"no\", \"No\"] }}\n",
+        server.base_url()
+    ))
+    .unwrap();
+    let model = LlmModel::load(&config, dir.path(), &domain, None).unwrap();
+    let rows: Vec<f64> =
+        (0..10).flat_map(|income| (0..4).flat_map(move |years| [income as f64, years as f64, f64::from(years % 2)])).collect();
+    let answers: Vec<Vec<f64>> = std::thread::scope(|scope| {
+        let callers: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = vec![f64::NAN; rows.len() / 3];
+                    model.predict_into(&rows, &mut out).unwrap();
+                    out
+                })
+            })
+            .collect();
+        callers.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let max = server.state.max_in_flight.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&max), "{max} requests in flight at once with concurrency = 2");
+    let prompts = server.state.prompts.lock().unwrap().clone();
+    let distinct: std::collections::HashSet<&String> = prompts.iter().collect();
+    assert_eq!((prompts.len(), distinct.len()), (40, 40), "each of the 40 prompts asked once by 4 callers");
+    for out in answers {
+        for (row, p) in rows.chunks(3).zip(out) {
+            let want = planted_p(row[0] as i64, row[1] as i64, row[2] == 0.0);
+            assert!((p - want).abs() < 1e-9, "row {row:?}: {p} against the planted {want}");
+        }
+    }
+}

@@ -83,6 +83,12 @@ pub struct State {
     pub varying: AtomicBool,
     /// Requests to `/v1/completions` answered.
     pub text_completions: AtomicU64,
+    /// Milliseconds every answer waits before it is sent (so that requests overlap).
+    pub delay_ms: AtomicU64,
+    /// Requests being answered now.
+    pub in_flight: AtomicU64,
+    /// The most requests answered at once.
+    pub max_in_flight: AtomicU64,
 }
 
 /// A running server.
@@ -151,7 +157,11 @@ fn serve(stream: TcpStream, state: &State) {
             return;
         }
         state.requests.fetch_add(1, Ordering::SeqCst);
+        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(state.delay_ms.load(Ordering::SeqCst)));
         let (status, headers, text) = answer(state, &request_line, auth.as_deref(), &body);
+        state.in_flight.fetch_sub(1, Ordering::SeqCst);
         let response = format!(
             "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: keep-alive\r\n{headers}\r\n{text}",
             text.len()

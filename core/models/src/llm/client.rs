@@ -90,9 +90,17 @@ enum Try {
     Final(String),
 }
 
+/// How long an idle kept-alive connection stays in the pool: under the 5 s after which llama.cpp's
+/// server (cpp-httplib), uvicorn (vLLM, MLServer) and Node close an idle connection. A request
+/// sent on a connection the server is closing fails ("connection closed before message
+/// completed") and is retried, which costs a try and shows in `retries`; a stage that computes
+/// for seconds between batches made that happen under load.
+pub const POOL_IDLE: Duration = Duration::from_secs(4);
+
 impl Client {
     /// A client for `base_url` (`…/v1`; `path`, e.g. `/chat/completions`, is added) with
-    /// `concurrency` connections kept alive.
+    /// `concurrency` connections kept alive. A connection idle for [`POOL_IDLE`] is closed by the
+    /// client rather than reused, so that it is not reused at the moment the server closes it.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         base_url: &str,
@@ -108,6 +116,7 @@ impl Client {
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .timeout(timeout)
             .pool_max_idle_per_host(concurrency.max(1))
+            .pool_idle_timeout(POOL_IDLE)
             .tcp_nodelay(true);
         if base_url.starts_with("http://") {
             builder = builder.tls_built_in_root_certs(false);

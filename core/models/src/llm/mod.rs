@@ -48,6 +48,9 @@ pub struct LlmModel {
     key_env_value: bool,
     /// Answers of this run by request key (identical prompts are asked once).
     memo: Mutex<HashMap<u128, Reply>>,
+    /// Held while requests are sent, so that callers on several threads (a stage's rayon chunks)
+    /// together keep to `concurrency` requests in flight and never ask the same prompt at once.
+    sending: Mutex<()>,
     /// Prompts whose answers were neither class (counted once each).
     unparsed: Mutex<HashSet<u128>>,
     rows_asked: AtomicU64,
@@ -129,6 +132,7 @@ impl LlmModel {
             config: config.clone(),
             key_env_value,
             memo: Mutex::new(HashMap::new()),
+            sending: Mutex::new(()),
             unparsed: Mutex::new(HashSet::new()),
             rows_asked: AtomicU64::new(0),
             prompts_sent: AtomicU64::new(0),
@@ -234,6 +238,17 @@ impl LlmModel {
         }
         if self.recorder.is_some() || self.responses.is_some() {
             return self.answer_offline(&todo);
+        }
+        let _sending = self.sending.lock().unwrap_or_else(|p| p.into_inner());
+        // Another caller may have answered some of `todo` while this one waited its turn.
+        let todo: Vec<&Request> = {
+            let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+            let (answered, todo): (Vec<&Request>, Vec<&Request>) = todo.into_iter().partition(|r| memo.contains_key(&r.key));
+            self.repeats.fetch_add(answered.len() as u64, Ordering::Relaxed);
+            todo
+        };
+        if todo.is_empty() {
+            return Ok(());
         }
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
