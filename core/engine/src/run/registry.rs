@@ -42,7 +42,7 @@ pub fn stage_reference() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::kind::{StageEnv, StageTable};
+    use crate::stage::kind::{FigureName, FigureNames, StageEnv, StageTable};
     use crate::stage::problems::Problems;
     use fairpipe_data::toml_spans::{parse, Val};
 
@@ -173,101 +173,67 @@ mod tests {
         );
     }
 
-    /// The fields a figures struct serializes at its top level, read from the source: `pub` fields,
-    /// flattened structs recursed into; `true` when a flattened map lets a plugin add names.
-    fn struct_fields(source: &str, name: &str) -> (Vec<String>, bool) {
-        let (fields, open) = typed_struct_fields(source, name);
-        (fields.into_iter().map(|(f, _)| f).collect(), open)
-    }
-
-    /// The source files that hold the figures structs (the stages' and `fairness/mod.rs`), as one text.
-    fn figures_source() -> String {
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
-        let mut source = std::fs::read_to_string(format!("{src}/fairness/mod.rs")).unwrap();
-        for entry in std::fs::read_dir(format!("{src}/stages")).unwrap() {
-            source.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    /// Each kind's figures as its struct's `#[derive(FigureNames)]` describes them.
+    fn derived(kind: &str) -> (Vec<FigureName>, bool) {
+        use crate::stages::*;
+        fn of<F: FigureNames>() -> (Vec<FigureName>, bool) {
+            (F::figure_names(), F::OPEN)
         }
-        source
-    }
-
-    /// As [`struct_fields`], each field with its type as written.
-    fn typed_struct_fields(source: &str, name: &str) -> (Vec<(String, String)>, bool) {
-        let start = source.find(&format!("pub struct {name} {{")).unwrap_or_else(|| panic!("no struct {name}"));
-        let body = &source[start..];
-        let body = &body[..body.find("\n}").unwrap()];
-        let (mut fields, mut open, mut flatten) = (Vec::new(), false, false);
-        for line in body.lines().skip(1).map(str::trim) {
-            if line.starts_with("#[") {
-                flatten |= line.contains("flatten");
-                continue;
-            }
-            let Some(rest) = line.strip_prefix("pub ") else { continue };
-            let (field, ty) = rest.split_once(": ").unwrap();
-            let ty = ty.trim_end_matches(',');
-            if std::mem::take(&mut flatten) {
-                if ty.contains("Map<") {
-                    open = true;
-                } else {
-                    let (inner, inner_open) = typed_struct_fields(source, ty);
-                    fields.extend(inner);
-                    open |= inner_open;
-                }
-            } else {
-                fields.push((field.to_string(), ty.to_string()));
-            }
+        match kind {
+            "load" => of::<load::LoadFigures>(),
+            "train" => of::<train::TrainFigures>(),
+            "load_model" => of::<load_model::LoadModelFigures>(),
+            "cluster" => of::<cluster::ClusterFigures>(),
+            "estimate" => of::<estimate::EstimateFigures>(),
+            "check" => of::<check::CheckFigures>(),
+            "predict" => of::<predict::PredictFigures>(),
+            "generate" => of::<generate::GenerateFigures>(),
+            "verify" => of::<verify::VerifyFigures>(),
+            "group_score" => of::<group_score::GroupScoreFigures>(),
+            "group_metrics" => of::<group_metrics::GroupMetricsFigures>(),
+            "bias_audit" => of::<bias_audit::BiasAuditFigures>(),
+            "retrain" => of::<retrain::RetrainFigures>(),
+            "load_text" => of::<load_text::LoadTextFigures>(),
+            "train_text" => of::<train_text::TrainTextFigures>(),
+            "load_text_model" => of::<load_text_model::LoadTextModelFigures>(),
+            "check_text" => of::<check_text::CheckTextFigures>(),
+            "group_score_text" => of::<group_score_text::GroupScoreTextFigures>(),
+            "retrain_text" => of::<retrain_text::RetrainTextFigures>(),
+            other => panic!("no figures struct for kind {other}"),
         }
-        (fields, open)
     }
 
-    /// Each kind's declared figures (`FigureDoc`, which the gate checks names against) are exactly
-    /// what its figures struct (`{Kind}Figures` in its own file) writes, and every compared figure
-    /// is read.
+    /// Each kind's declared figures (`FigureDoc`) are exactly what its figures struct's derive
+    /// says it writes.
     #[test]
     fn every_kind_declares_exactly_the_figures_its_struct_writes() {
-        let source = figures_source();
         for kind in STAGE_KINDS {
-            let figures_struct: String =
-                kind.name.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).chain(["Figures".to_string()]).collect();
-            let (fields, open) = struct_fields(&source, &figures_struct);
-            assert_eq!(kind.figures.names, fields, "{}: its FigureDoc against {figures_struct}'s fields", kind.name);
+            let (names, open) = derived(kind.name);
+            let names: Vec<&str> = names.iter().map(|f| f.name).collect();
+            assert_eq!(kind.figures.names, names, "{}: its FigureDoc against its figures struct", kind.name);
             assert_eq!(kind.figures.open, open, "{}: whether a plugin adds figures", kind.name);
         }
     }
 
-    /// The gate's list of figures that are not numbers (`gate::NOT_NUMBERS`, refused at validate
-    /// as the end of a condition) is exactly each figures struct's fields of other types than a
-    /// number or a bool (optional or not), with their shape: text, list or object.
+    /// The gate's list of figures that are not numbers is exactly each figures struct's names of
+    /// another shape than a number, with their shape.
     #[test]
     fn the_gates_figures_that_are_not_numbers_are_those_of_the_structs() {
         use crate::gate::{Shape, NOT_NUMBERS};
-        let source = figures_source();
-        let numbers = ["f64", "f32", "u64", "u32", "usize", "i64", "i32", "bool"];
         for kind in STAGE_KINDS {
-            let figures_struct: String =
-                kind.name.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).chain(["Figures".to_string()]).collect();
-            let (fields, _) = typed_struct_fields(&source, &figures_struct);
-            let want: Vec<(String, Shape)> = fields
+            let want: Vec<(&str, Shape)> = derived(kind.name)
+                .0
                 .into_iter()
-                .filter_map(|(field, ty)| {
-                    let inner = ty.strip_prefix("Option<").and_then(|t| t.strip_suffix('>')).unwrap_or(&ty);
-                    let shape = if numbers.contains(&inner) {
-                        return None;
-                    } else if inner == "String" {
-                        Shape::Text
-                    } else if inner.starts_with("Vec<") || inner.starts_with('[') {
-                        Shape::List
-                    } else {
-                        Shape::Object
-                    };
-                    Some((field, shape))
+                .filter_map(|f| match f.shape {
+                    crate::stage::kind::Shape::Number => None,
+                    crate::stage::kind::Shape::Text => Some((f.name, Shape::Text)),
+                    crate::stage::kind::Shape::List => Some((f.name, Shape::List)),
+                    crate::stage::kind::Shape::Object => Some((f.name, Shape::Object)),
                 })
                 .collect();
-            let listed: Vec<(String, Shape)> = NOT_NUMBERS
-                .iter()
-                .find(|(k, _)| *k == kind.name)
-                .map(|(_, figures)| figures.iter().map(|(f, s)| (f.to_string(), *s)).collect())
-                .unwrap_or_default();
-            assert_eq!(listed, want, "{}: gate::NOT_NUMBERS against {figures_struct}'s fields", kind.name);
+            let listed: Vec<(&str, Shape)> =
+                NOT_NUMBERS.iter().find(|(k, _)| *k == kind.name).map(|(_, figures)| figures.to_vec()).unwrap_or_default();
+            assert_eq!(listed, want, "{}: gate::NOT_NUMBERS against its figures struct", kind.name);
         }
     }
 }

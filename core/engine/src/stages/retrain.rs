@@ -46,7 +46,7 @@ use crate::models::Recipe;
 use crate::oracle::{accuracy, Oracle};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
 
 /// The `retrain` stage kind.
@@ -325,7 +325,7 @@ pub struct Measured {
 
 /// The figures every retraining stage reports under the output contract's names: its measure (a rate, or a
 /// group score) and the test accuracy, before and after, and the IDIs used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct RetrainOutcome {
     /// 1 − after / before of the measure.
     #[serde(deserialize_with = "nan_if_null")]
@@ -370,7 +370,7 @@ impl RetrainOutcome {
 
 /// Figures of a `retrain` stage (output contract: `accuracy_before`, `accuracy_after`, `rate_before`,
 /// `rate_after`, `idis_before`, `idis_after`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct RetrainFigures {
     /// The strategy.
     pub strategy: String,

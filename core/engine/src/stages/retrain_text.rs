@@ -18,7 +18,7 @@ use crate::data::Split;
 use crate::error::{Error, Result, StageError};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::{TextClassifier, TfidfLogistic};
 use crate::text::mitigate::{fixed_score, mitigation_texts};
@@ -109,7 +109,7 @@ impl StageConfig for RetrainTextConfig {
 
 /// Figures of a `retrain_text` stage: the contract names of `retrain` ([`RetrainOutcome`]), the
 /// measure being the rule set's score.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct RetrainTextFigures {
     /// Always "testsgd".
     pub strategy: String,

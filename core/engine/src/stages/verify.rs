@@ -10,7 +10,7 @@ use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, InputDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `verify` stage kind.
@@ -69,7 +69,7 @@ impl StageConfig for VerifyConfig {
 }
 
 /// Figures of a `verify` stage (output-contract names).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct VerifyFigures {
     /// Cases checked.
     pub checked: usize,
