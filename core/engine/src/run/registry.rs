@@ -42,7 +42,7 @@ pub fn stage_reference() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::kind::{FigureName, FigureNames, StageEnv, StageTable};
+    use crate::stage::kind::{StageEnv, StageTable};
     use crate::stage::problems::Problems;
     use fairpipe_data::toml_spans::{parse, Val};
 
@@ -173,67 +173,34 @@ mod tests {
         );
     }
 
-    /// Each kind's figures as its struct's `#[derive(FigureNames)]` describes them.
-    fn derived(kind: &str) -> (Vec<FigureName>, bool) {
-        use crate::stages::*;
-        fn of<F: FigureNames>() -> (Vec<FigureName>, bool) {
-            (F::figure_names(), F::OPEN)
-        }
-        match kind {
-            "load" => of::<load::LoadFigures>(),
-            "train" => of::<train::TrainFigures>(),
-            "load_model" => of::<load_model::LoadModelFigures>(),
-            "cluster" => of::<cluster::ClusterFigures>(),
-            "estimate" => of::<estimate::EstimateFigures>(),
-            "check" => of::<check::CheckFigures>(),
-            "predict" => of::<predict::PredictFigures>(),
-            "generate" => of::<generate::GenerateFigures>(),
-            "verify" => of::<verify::VerifyFigures>(),
-            "group_score" => of::<group_score::GroupScoreFigures>(),
-            "group_metrics" => of::<group_metrics::GroupMetricsFigures>(),
-            "bias_audit" => of::<bias_audit::BiasAuditFigures>(),
-            "retrain" => of::<retrain::RetrainFigures>(),
-            "load_text" => of::<load_text::LoadTextFigures>(),
-            "train_text" => of::<train_text::TrainTextFigures>(),
-            "load_text_model" => of::<load_text_model::LoadTextModelFigures>(),
-            "check_text" => of::<check_text::CheckTextFigures>(),
-            "group_score_text" => of::<group_score_text::GroupScoreTextFigures>(),
-            "retrain_text" => of::<retrain_text::RetrainTextFigures>(),
-            other => panic!("no figures struct for kind {other}"),
+    /// Each kind's figures (read from its struct by `#[derive(FigureNames)]`) are named once: no
+    /// two fields (a flattened struct's included) write the same name, and none is a name the
+    /// runner writes into every entry.
+    #[test]
+    fn every_kinds_figure_names_are_unique_and_not_the_runners() {
+        use crate::stage::summary::RUNNER_FIGURES;
+        for kind in STAGE_KINDS {
+            let names = (kind.figures.names)();
+            assert!(!names.is_empty(), "{}: no figures", kind.name);
+            let mut seen = std::collections::BTreeSet::new();
+            for f in &names {
+                assert!(seen.insert(f.name), "{}: figure `{}` written twice", kind.name, f.name);
+                assert!(!RUNNER_FIGURES.contains(&f.name), "{}: figure `{}` is one of the runner's", kind.name, f.name);
+            }
         }
     }
 
-    /// Each kind's declared figures (`FigureDoc`) are exactly what its figures struct's derive
-    /// says it writes.
+    /// A sweep reads one value per compared figure of every kind, `null` each when the entry's
+    /// figures do not read as the kind's (so a column is never shifted onto another's values).
     #[test]
-    fn every_kind_declares_exactly_the_figures_its_struct_writes() {
+    fn every_compared_figure_is_read() {
         for kind in STAGE_KINDS {
-            let (names, open) = derived(kind.name);
-            let names: Vec<&str> = names.iter().map(|f| f.name).collect();
-            assert_eq!(kind.figures.names, names, "{}: its FigureDoc against its figures struct", kind.name);
-            assert_eq!(kind.figures.open, open, "{}: whether a plugin adds figures", kind.name);
-        }
-    }
-
-    /// The gate's list of figures that are not numbers is exactly each figures struct's names of
-    /// another shape than a number, with their shape.
-    #[test]
-    fn the_gates_figures_that_are_not_numbers_are_those_of_the_structs() {
-        use crate::gate::{Shape, NOT_NUMBERS};
-        for kind in STAGE_KINDS {
-            let want: Vec<(&str, Shape)> = derived(kind.name)
-                .0
-                .into_iter()
-                .filter_map(|f| match f.shape {
-                    crate::stage::kind::Shape::Number => None,
-                    crate::stage::kind::Shape::Text => Some((f.name, Shape::Text)),
-                    crate::stage::kind::Shape::List => Some((f.name, Shape::List)),
-                    crate::stage::kind::Shape::Object => Some((f.name, Shape::Object)),
-                })
-                .collect();
-            let listed: Vec<(&str, Shape)> =
-                NOT_NUMBERS.iter().find(|(k, _)| *k == kind.name).map(|(_, figures)| figures.to_vec()).unwrap_or_default();
-            assert_eq!(listed, want, "{}: gate::NOT_NUMBERS against its figures struct", kind.name);
+            let mut entry = serde_json::Map::new();
+            entry.insert("kind".into(), kind.name.into());
+            let entry = crate::stage::summary::StageSummary::from_map(entry).unwrap();
+            let read = (kind.figures.compare)(&entry);
+            assert_eq!(read.len(), kind.figures.compared.len(), "{}: compared {:?}, read {read:?}", kind.name, kind.figures.compared);
+            assert!(read.iter().all(serde_json::Value::is_null), "{}: {read:?} from an entry without figures", kind.name);
         }
     }
 }

@@ -140,15 +140,16 @@ pub trait FigureNames {
 /// `#[derive(FigureNames)]`: implements [`FigureNames`] from a figures struct's fields.
 pub use fairpipe_derive::FigureNames;
 
-/// The figures a stage kind writes into its entry of `summary.json`, declared in the kind's own
-/// file: the gate checks a condition's names against them at validate, and a sweep compares its
-/// combinations on the `compared` ones.
+/// The figures a stage kind writes into its entry of `summary.json`, read from the kind's figures
+/// struct (its `#[derive(FigureNames)]`): the gate checks a condition's names against them at
+/// validate, and a sweep compares its combinations on the `compared` ones.
 #[derive(Clone, Copy)]
 pub struct FigureDoc {
-    /// The top-level names its figures struct serializes (a flattened struct's included); a test
-    /// holds them against the struct.
-    pub names: &'static [&'static str],
-    /// Whether a plugin adds figures of its own (so a name outside `names` may exist).
+    /// The top-level names its figures struct serializes (a flattened struct's included), with
+    /// their shapes: the struct's [`FigureNames::figure_names`].
+    pub names: fn() -> Vec<FigureName>,
+    /// Whether a plugin adds figures of its own (so a name outside `names` may exist): the
+    /// struct's [`FigureNames::OPEN`].
     pub open: bool,
     /// The figures a sweep's comparison has a column of (`STAGE.FIGURE`, `--best`).
     pub compared: &'static [&'static str],
@@ -158,9 +159,15 @@ pub struct FigureDoc {
 }
 
 impl FigureDoc {
-    /// The figures `names` of a kind that a sweep does not compare.
-    pub const fn named(names: &'static [&'static str], open: bool) -> FigureDoc {
-        FigureDoc { names, open, compared: &[], compare: compare_none }
+    /// The figures of a kind whose figures struct is `F`, which a sweep does not compare (set
+    /// `compared` and `compare` over this for one it does).
+    pub const fn of<F: FigureNames>() -> FigureDoc {
+        FigureDoc { names: F::figure_names, open: F::OPEN, compared: &[], compare: compare_none }
+    }
+
+    /// The shape of the kind's top-level figure `name`; `None` when its struct writes no such name.
+    pub fn shape(&self, name: &str) -> Option<Shape> {
+        (self.names)().into_iter().find(|f| f.name == name).map(|f| f.shape)
     }
 }
 

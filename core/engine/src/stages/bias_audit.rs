@@ -113,31 +113,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<BiasAuditConfig>,
     read: read_debug::<BiasAuditConfig>,
     figures: FigureDoc {
-        names: &[
-            "outcome",
-            "source",
-            "rows",
-            "rate",
-            "median_score",
-            "min_impact_ratio",
-            "min_impact_ratio_sex",
-            "min_impact_ratio_race",
-            "min_impact_ratio_intersection",
-            "below_four_fifths",
-            "significant",
-            "alpha",
-            "exclude_below",
-            "exclusion_justification",
-            "mapped",
-            "tables",
-            "page",
-            "sex_column",
-            "race_column",
-            "left_out_at_load",
-        ],
-        open: false,
         compared: &["min_impact_ratio"],
         compare: compare_figures,
+        ..FigureDoc::of::<BiasAuditFigures>()
     },
 };
 

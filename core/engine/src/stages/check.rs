@@ -28,19 +28,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<CheckConfig>,
     read: read_debug::<CheckConfig>,
     figures: FigureDoc {
-        names: &[
-            "checked",
-            "discriminatory",
-            "rate",
-            "ci95",
-            "protected",
-            "discriminatory_alone",
-            "rate_alone",
-            "logit_shift",
-        ],
-        open: false,
         compared: &["discriminatory"],
         compare: compare_figures,
+        ..FigureDoc::of::<CheckFigures>()
     },
 };
 

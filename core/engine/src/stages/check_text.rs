@@ -39,20 +39,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<CheckTextConfig>,
     fields: fields_of::<CheckTextConfig>,
     read: read_debug::<CheckTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "counterfactuals",
-            "checked",
-            "texts_with_terms",
-            "swaps",
-            "discriminatory_swaps",
-            "discriminatory",
-            "rate",
-            "per_category",
-            "texts_scored",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<CheckTextFigures>(),
 };
 
 /// The `check_text` stage's config.

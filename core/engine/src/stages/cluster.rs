@@ -29,7 +29,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<ClusterConfig>,
     fields: fields_of::<ClusterConfig>,
     read: read_debug::<ClusterConfig>,
-    figures: FigureDoc::named(&["clusters", "cluster_sizes", "seeds"], false),
+    figures: FigureDoc::of::<ClusterFigures>(),
 };
 
 /// `split = "train" | "all"`.

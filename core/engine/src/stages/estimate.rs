@@ -47,23 +47,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<EstimateConfig>,
     read: read_debug::<EstimateConfig>,
     figures: FigureDoc {
-        names: &[
-            "rate",
-            "ci95",
-            "ci95_wilson",
-            "samples",
-            "trials",
-            "per_trial",
-            "discriminatory",
-            "variants_per_input",
-            "protected",
-            "discriminatory_alone",
-            "rate_alone",
-            "logit_shift",
-        ],
-        open: false,
         compared: &["rate", "ci95_low", "ci95_high"],
         compare: compare_figures,
+        ..FigureDoc::of::<EstimateFigures>()
     },
 };
 

@@ -61,32 +61,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<GenerateConfig>,
     fields: fields_of::<GenerateConfig>,
     read: read_debug::<GenerateConfig>,
-    figures: FigureDoc::named(
-        &[
-            "plugin",
-            "params",
-            "seed_source",
-            "generated",
-            "emitted",
-            "run_elapsed_s",
-            "model_time_s",
-            "model_time_share",
-            "queries_asked",
-            "rows_scored",
-            "cache_hits",
-            "cache",
-            "cache_choice",
-            "gradient",
-            "gradient_rows",
-            "gradient_model_rows",
-            "stopped_by",
-            "protected",
-            "units",
-            "duplicates_dropped",
-            "unit_figures",
-        ],
-        true,
-    ),
+    figures: FigureDoc::of::<GenerateFigures>(),
 };
 
 /// The `generate` stage's config.

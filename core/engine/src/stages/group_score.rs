@@ -48,21 +48,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<GroupScoreConfig>,
     read: read_debug::<GroupScoreConfig>,
     figures: FigureDoc {
-        names: &[
-            "plugin",
-            "params",
-            "run_elapsed_s",
-            "groups",
-            "top",
-            "rules",
-            "worst_score",
-            "significant_rule_sets",
-            "alpha",
-            "stopped_by",
-        ],
-        open: true,
         compared: &["worst_score"],
         compare: compare_figures,
+        ..FigureDoc::of::<GroupScoreFigures>()
     },
 };
 

@@ -46,19 +46,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<GroupScoreTextConfig>,
     fields: fields_of::<GroupScoreTextConfig>,
     read: read_debug::<GroupScoreTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "rule_sets_kept",
-            "rule_sets_per_second",
-            "texts_scored",
-            "worst_score",
-            "leaders_reestimated",
-            "significant_rule_sets",
-            "alpha",
-            "top",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<GroupScoreTextFigures>(),
 };
 
 /// The `group_score_text` stage's config.

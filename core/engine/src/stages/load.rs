@@ -44,21 +44,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadConfig>,
     fields: fields_of::<LoadConfig>,
     read: read_debug::<LoadConfig>,
-    figures: FigureDoc::named(
-        &[
-            "rows",
-            "rows_train",
-            "rows_val",
-            "rows_test",
-            "dropped_rows",
-            "features",
-            "protected",
-            "label",
-            "domain",
-            "proxies",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<LoadFigures>(),
 };
 
 pub use super::label_value::LabelValue;

@@ -38,22 +38,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadTextConfig>,
     fields: fields_of::<LoadTextConfig>,
     read: read_debug::<LoadTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "rows",
-            "rows_train",
-            "rows_test",
-            "dropped_rows",
-            "label",
-            "label_values",
-            "class_1_share",
-            "terms",
-            "texts_per_category",
-            "texts_per_term",
-            "texts_with_terms",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<LoadTextFigures>(),
 };
 
 /// The `load_text` stage's config.

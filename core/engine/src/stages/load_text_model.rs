@@ -34,17 +34,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadTextModelConfig>,
     fields: fields_of::<LoadTextModelConfig>,
     read: read_debug::<LoadTextModelConfig>,
-    figures: FigureDoc::named(
-        &[
-            "model",
-            "output_read",
-            "accuracy_train",
-            "accuracy_test",
-            "correct_test",
-            "total_test",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<LoadTextModelFigures>(),
 };
 
 /// The `load_text_model` stage's config.

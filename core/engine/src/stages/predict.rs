@@ -29,14 +29,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<PredictConfig>,
     fields: fields_of::<PredictConfig>,
     read: read_debug::<PredictConfig>,
-    figures: FigureDoc::named(
-        &[
-            "rows",
-            "predicted_favourable",
-            "mean_probability",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<PredictFigures>(),
 };
 
 /// The `predict` stage's config.

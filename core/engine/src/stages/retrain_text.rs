@@ -44,32 +44,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<RetrainTextConfig>,
     fields: fields_of::<RetrainTextConfig>,
     read: read_debug::<RetrainTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "strategy",
-            "measure",
-            "model",
-            "group",
-            "over_given",
-            "label",
-            "samples_available",
-            "rounds",
-            "added",
-            "before",
-            "after",
-            "rate_reduction",
-            "rate_before",
-            "rate_after",
-            "idis_before",
-            "idis_after",
-            "accuracy_before",
-            "accuracy_after",
-            "accuracy_change",
-            "accuracy_train",
-            "texts_scored",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<RetrainTextFigures>(),
 };
 
 /// The `retrain_text` stage's config.

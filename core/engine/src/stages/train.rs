@@ -59,18 +59,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<TrainConfig>,
     read: read_debug::<TrainConfig>,
     figures: FigureDoc {
-        names: &[
-            "train_elapsed_s",
-            "saved",
-            "model",
-            "accuracy_train",
-            "accuracy_test",
-            "correct_test",
-            "total_test",
-        ],
-        open: false,
         compared: &["accuracy_test"],
         compare: compare_figures,
+        ..FigureDoc::of::<TrainFigures>()
     },
 };
 

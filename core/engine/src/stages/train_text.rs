@@ -44,20 +44,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<TrainTextConfig>,
     fields: fields_of::<TrainTextConfig>,
     read: read_debug::<TrainTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "model",
-            "trained_on",
-            "vocabulary",
-            "iterations",
-            "converged_to",
-            "accuracy_train",
-            "accuracy_test",
-            "correct_test",
-            "total_test",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<TrainTextFigures>(),
 };
 
 /// The `train_text` stage's config.

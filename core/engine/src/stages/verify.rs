@@ -26,24 +26,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<VerifyConfig>,
     read: read_debug::<VerifyConfig>,
     figures: FigureDoc {
-        names: &[
-            "checked",
-            "confirmed",
-            "rejected",
-            "discriminatory",
-            "discriminatory_full",
-            "generated",
-            "success_rate",
-            "success_rate_projection",
-            "search_queries",
-            "search_elapsed_s",
-            "per_second",
-            "idis_over_time_s",
-            "time_to_1000_idis_s",
-        ],
-        open: false,
         compared: &["idis", "idis_full"],
         compare: compare_figures,
+        ..FigureDoc::of::<VerifyFigures>()
     },
 };
 
