@@ -210,7 +210,7 @@ mod tests {
     }
 
     /// docs/output-contract.md's list of every kind's figures is what the kinds declare
-    /// (`FigureDoc`, held against each figures struct by the engine's tests).
+    /// (`FigureDoc`, read from each figures struct by its `#[derive(FigureNames)]`).
     #[test]
     fn the_output_contract_lists_every_kinds_figures() {
         use fairpipe_core::run::registry::STAGE_KINDS;
@@ -224,7 +224,8 @@ mod tests {
             .iter()
             .map(|k| {
                 let f = &k.figures;
-                let mut line = format!("{}: {}", k.name, f.names.join(", "));
+                let names: Vec<&str> = (f.names)().iter().map(|n| n.name).collect();
+                let mut line = format!("{}: {}", k.name, names.join(", "));
                 if f.open {
                     line.push_str(" (and the plugin's own)");
                 }

@@ -45,6 +45,7 @@ const FLOORS: &[(&str, &str)] = &[
     ("fairpipe-conformance", "core/conformance"),
     ("fairpipe-data", "core/data"),
     ("fairpipe-models", "core/models"),
+    ("fairpipe-derive", "core/derive"),
     ("fairpipe-core", "core/engine"),
     ("fairpipe-builtins", "core/builtins"),
     ("fairpipe", "."),

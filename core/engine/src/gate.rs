@@ -20,7 +20,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use crate::stage::kind::StageKind;
+use crate::stage::kind::{FigureName, StageKind};
 /// A condition checked against a run (kept in `summary.json`'s `gate` section).
 pub use crate::stage::summary::Outcome;
 use crate::stage::summary::{Summary, RUNNER_FIGURES};
@@ -141,136 +141,10 @@ impl FromStr for Condition {
     }
 }
 
-/// What a top-level figure that is not a number holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// Words.
-    Text,
-    /// A list (or a fixed array) of values.
-    List,
-    /// An object of named values.
-    Object,
-}
-
-/// The top-level figures of each stage kind that are not numbers (nor `true`/`false`), so that a
-/// condition ending at one is refused at validate instead of failing the gate after the run. A
-/// test (`run::registry`) holds this to each kind's figures struct.
-pub const NOT_NUMBERS: &[(&str, &[(&str, Shape)])] = {
-    use Shape::{List, Object, Text};
-    &[
-        (
-            "bias_audit",
-            &[
-                ("outcome", Text),
-                ("source", Text),
-                ("exclusion_justification", Text),
-                ("mapped", List),
-                ("tables", List),
-                ("page", Object),
-                ("sex_column", Text),
-                ("race_column", Text),
-            ],
-        ),
-        ("check", &[("ci95", List), ("protected", List), ("discriminatory_alone", Object), ("rate_alone", Object), ("logit_shift", List)]),
-        ("check_text", &[("counterfactuals", Text), ("per_category", Object)]),
-        ("cluster", &[("cluster_sizes", List)]),
-        (
-            "estimate",
-            &[
-                ("ci95", List),
-                ("ci95_wilson", List),
-                ("protected", List),
-                ("discriminatory_alone", Object),
-                ("rate_alone", Object),
-                ("logit_shift", List),
-            ],
-        ),
-        (
-            "generate",
-            &[
-                ("plugin", Text),
-                ("params", Object),
-                ("seed_source", Text),
-                ("cache_choice", Text),
-                ("gradient", Text),
-                ("stopped_by", Text),
-                ("protected", List),
-                ("unit_figures", List),
-            ],
-        ),
-        (
-            "group_metrics",
-            &[
-                ("min_impact_ratio", Object),
-                ("below_threshold", List),
-                ("groups", List),
-                ("selection", Text),
-                ("auc_note", Text),
-                ("reference", Object),
-                ("ratio_band", List),
-                ("parity", Object),
-                ("parity_min_count", Object),
-            ],
-        ),
-        ("group_score", &[("plugin", Text), ("params", Object), ("top", List), ("rules", List), ("stopped_by", Text)]),
-        ("group_score_text", &[("top", List)]),
-        ("load", &[("protected", List), ("label", Object), ("domain", Object), ("proxies", List)]),
-        (
-            "load_model",
-            &[
-                ("algorithm", Text),
-                ("output", Text),
-                ("output_read", Text),
-                ("model_classes", List),
-                ("input_contract", Text),
-                ("agreement", Object),
-                ("unused_features", List),
-                ("executor", Text),
-                ("executor_reason", Text),
-                ("reference_check", Text),
-                ("onnxruntime_path", Text),
-                ("remote_inputs", Text),
-                ("remote", Object),
-                ("model", Text),
-            ],
-        ),
-        (
-            "load_text",
-            &[("label", Text), ("label_values", List), ("terms", Object), ("texts_per_category", Object), ("texts_per_term", Object)],
-        ),
-        ("load_text_model", &[("model", Text), ("output_read", Text)]),
-        (
-            "retrain",
-            &[
-                ("strategy", Text),
-                ("measure", Text),
-                ("label", Text),
-                ("group", Text),
-                ("select", Text),
-                ("algorithm", Text),
-                ("before", Object),
-                ("after", Object),
-                ("model", Text),
-            ],
-        ),
-        (
-            "retrain_text",
-            &[
-                ("strategy", Text),
-                ("measure", Text),
-                ("model", Text),
-                ("group", Text),
-                ("over_given", Text),
-                ("label", Text),
-                ("before", Object),
-                ("after", Object),
-            ],
-        ),
-        ("train", &[("saved", Text), ("model", Text)]),
-        ("train_text", &[("model", Text)]),
-        ("verify", &[("idis_over_time_s", List)]),
-    ]
-};
+/// What a top-level figure holds (a kind's figures struct says, through its
+/// `#[derive(FigureNames)]`); a condition ending at one that is not a number is refused at
+/// validate instead of failing the gate after the run.
+pub use crate::stage::kind::Shape;
 
 /// Where the numbers inside a figure that is not one are, for the figures whose form is known
 /// before the run.
@@ -290,13 +164,13 @@ fn numbers_inside(kind: &str, figure: &str) -> Option<&'static str> {
     })
 }
 
-/// Refuse a condition that ends at a top-level figure of `kind` that is not a number, saying what
-/// the figure holds and where its numbers are.
-fn refuse_non_number(condition: &Condition, kind: &str) -> Result<(), String> {
+/// Refuse a condition that ends at a top-level figure of `kind` (whose figures are `names`) that
+/// is not a number, saying what the figure holds and where its numbers are.
+fn refuse_non_number(condition: &Condition, kind: &str, names: &[FigureName]) -> Result<(), String> {
     let [stage, field] = condition.path.as_slice() else { return Ok(()) };
-    let shapes = NOT_NUMBERS.iter().find(|(k, _)| *k == kind).map_or(&[][..], |(_, s)| *s);
-    let Some((_, shape)) = shapes.iter().find(|(f, _)| f == field) else { return Ok(()) };
+    let Some(shape) = names.iter().find(|f| f.name == field).map(|f| f.shape) else { return Ok(()) };
     let what = match shape {
+        Shape::Number => return Ok(()),
         Shape::Text => return Err(format!("`{stage}.{field}` is text, not a number: a gate compares numbers")),
         Shape::List => "a list",
         Shape::Object => "an object",
@@ -306,7 +180,7 @@ fn refuse_non_number(condition: &Condition, kind: &str) -> Result<(), String> {
         (Some(inside), Some(key)) => {
             format!("`{stage}.{field}` is {what}, not a number: it holds {inside}; e.g. `{stage}.{field}.{key} {op} {}`", condition.value)
         }
-        _ if *shape == Shape::List => {
+        _ if shape == Shape::List => {
             format!("`{stage}.{field}` is {what}, not a number: name one of its elements by index, `{stage}.{field}.0…` (summary.json shows them)")
         }
         _ => {
@@ -337,14 +211,15 @@ pub fn check_names(condition: &Condition, stages: &[(&str, &StageKind)]) -> Resu
     };
     let (figures, kind) = (&kind.figures, kind.name);
     let field = condition.path[1].as_str();
-    let known: Vec<&str> = RUNNER_FIGURES.iter().chain(figures.names).copied().collect();
+    let names = (figures.names)();
+    let known: Vec<&str> = RUNNER_FIGURES.iter().copied().chain(names.iter().map(|f| f.name)).collect();
     if known.contains(&field) || figures.open {
-        return refuse_non_number(condition, kind);
+        return refuse_non_number(condition, kind, &names);
     }
     let hint = crate::suggest::hint(field, &known);
     Err(format!(
         "stage `{stage}` ({kind}) has no figure `{field}`{hint}; a {kind} stage writes {}",
-        figures.names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        names.iter().map(|n| format!("`{}`", n.name)).collect::<Vec<_>>().join(", ")
     ))
 }
 

@@ -51,6 +51,9 @@
 //! ```
 #![deny(missing_docs)]
 
+// `#[derive(FigureNames)]` names the engine `::fairpipe_core`, inside it as well as outside.
+extern crate self as fairpipe_core;
+
 pub mod association;
 pub mod check;
 pub mod cluster;

@@ -19,6 +19,7 @@
 
 pub(crate) mod measure;
 
+use crate::stage::kind::FigureNames;
 use serde::{Deserialize, Serialize};
 
 use crate::serde_nan::nan_if_null;
@@ -139,7 +140,7 @@ impl Metric {
 /// worse of TPR and FPR (Fairlearn's `agg="worst_case"`). Groups where a rate is undefined (no
 /// row in its denominator) are left out of that rate; a summary with fewer than two defined
 /// groups is `NaN` (written `null`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct ParitySummary {
     /// max − min selection rate (`fairlearn.metrics.demographic_parity_difference`).
     #[serde(deserialize_with = "nan_if_null")]

@@ -173,101 +173,34 @@ mod tests {
         );
     }
 
-    /// The fields a figures struct serializes at its top level, read from the source: `pub` fields,
-    /// flattened structs recursed into; `true` when a flattened map lets a plugin add names.
-    fn struct_fields(source: &str, name: &str) -> (Vec<String>, bool) {
-        let (fields, open) = typed_struct_fields(source, name);
-        (fields.into_iter().map(|(f, _)| f).collect(), open)
-    }
-
-    /// The source files that hold the figures structs (the stages' and `fairness/mod.rs`), as one text.
-    fn figures_source() -> String {
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
-        let mut source = std::fs::read_to_string(format!("{src}/fairness/mod.rs")).unwrap();
-        for entry in std::fs::read_dir(format!("{src}/stages")).unwrap() {
-            source.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
-        }
-        source
-    }
-
-    /// As [`struct_fields`], each field with its type as written.
-    fn typed_struct_fields(source: &str, name: &str) -> (Vec<(String, String)>, bool) {
-        let start = source.find(&format!("pub struct {name} {{")).unwrap_or_else(|| panic!("no struct {name}"));
-        let body = &source[start..];
-        let body = &body[..body.find("\n}").unwrap()];
-        let (mut fields, mut open, mut flatten) = (Vec::new(), false, false);
-        for line in body.lines().skip(1).map(str::trim) {
-            if line.starts_with("#[") {
-                flatten |= line.contains("flatten");
-                continue;
-            }
-            let Some(rest) = line.strip_prefix("pub ") else { continue };
-            let (field, ty) = rest.split_once(": ").unwrap();
-            let ty = ty.trim_end_matches(',');
-            if std::mem::take(&mut flatten) {
-                if ty.contains("Map<") {
-                    open = true;
-                } else {
-                    let (inner, inner_open) = typed_struct_fields(source, ty);
-                    fields.extend(inner);
-                    open |= inner_open;
-                }
-            } else {
-                fields.push((field.to_string(), ty.to_string()));
+    /// Each kind's figures (read from its struct by `#[derive(FigureNames)]`) are named once: no
+    /// two fields (a flattened struct's included) write the same name, and none is a name the
+    /// runner writes into every entry.
+    #[test]
+    fn every_kinds_figure_names_are_unique_and_not_the_runners() {
+        use crate::stage::summary::RUNNER_FIGURES;
+        for kind in STAGE_KINDS {
+            let names = (kind.figures.names)();
+            assert!(!names.is_empty(), "{}: no figures", kind.name);
+            let mut seen = std::collections::BTreeSet::new();
+            for f in &names {
+                assert!(seen.insert(f.name), "{}: figure `{}` written twice", kind.name, f.name);
+                assert!(!RUNNER_FIGURES.contains(&f.name), "{}: figure `{}` is one of the runner's", kind.name, f.name);
             }
         }
-        (fields, open)
     }
 
-    /// Each kind's declared figures (`FigureDoc`, which the gate checks names against) are exactly
-    /// what its figures struct (`{Kind}Figures` in its own file) writes, and every compared figure
-    /// is read.
+    /// A sweep reads one value per compared figure of every kind, `null` each when the entry's
+    /// figures do not read as the kind's (so a column is never shifted onto another's values).
     #[test]
-    fn every_kind_declares_exactly_the_figures_its_struct_writes() {
-        let source = figures_source();
+    fn every_compared_figure_is_read() {
         for kind in STAGE_KINDS {
-            let figures_struct: String =
-                kind.name.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).chain(["Figures".to_string()]).collect();
-            let (fields, open) = struct_fields(&source, &figures_struct);
-            assert_eq!(kind.figures.names, fields, "{}: its FigureDoc against {figures_struct}'s fields", kind.name);
-            assert_eq!(kind.figures.open, open, "{}: whether a plugin adds figures", kind.name);
-        }
-    }
-
-    /// The gate's list of figures that are not numbers (`gate::NOT_NUMBERS`, refused at validate
-    /// as the end of a condition) is exactly each figures struct's fields of other types than a
-    /// number or a bool (optional or not), with their shape: text, list or object.
-    #[test]
-    fn the_gates_figures_that_are_not_numbers_are_those_of_the_structs() {
-        use crate::gate::{Shape, NOT_NUMBERS};
-        let source = figures_source();
-        let numbers = ["f64", "f32", "u64", "u32", "usize", "i64", "i32", "bool"];
-        for kind in STAGE_KINDS {
-            let figures_struct: String =
-                kind.name.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).chain(["Figures".to_string()]).collect();
-            let (fields, _) = typed_struct_fields(&source, &figures_struct);
-            let want: Vec<(String, Shape)> = fields
-                .into_iter()
-                .filter_map(|(field, ty)| {
-                    let inner = ty.strip_prefix("Option<").and_then(|t| t.strip_suffix('>')).unwrap_or(&ty);
-                    let shape = if numbers.contains(&inner) {
-                        return None;
-                    } else if inner == "String" {
-                        Shape::Text
-                    } else if inner.starts_with("Vec<") || inner.starts_with('[') {
-                        Shape::List
-                    } else {
-                        Shape::Object
-                    };
-                    Some((field, shape))
-                })
-                .collect();
-            let listed: Vec<(String, Shape)> = NOT_NUMBERS
-                .iter()
-                .find(|(k, _)| *k == kind.name)
-                .map(|(_, figures)| figures.iter().map(|(f, s)| (f.to_string(), *s)).collect())
-                .unwrap_or_default();
-            assert_eq!(listed, want, "{}: gate::NOT_NUMBERS against {figures_struct}'s fields", kind.name);
+            let mut entry = serde_json::Map::new();
+            entry.insert("kind".into(), kind.name.into());
+            let entry = crate::stage::summary::StageSummary::from_map(entry).unwrap();
+            let read = (kind.figures.compare)(&entry);
+            assert_eq!(read.len(), kind.figures.compared.len(), "{}: compared {:?}, read {read:?}", kind.name, kind.figures.compared);
+            assert!(read.iter().all(serde_json::Value::is_null), "{}: {read:?} from an entry without figures", kind.name);
         }
     }
 }

@@ -102,15 +102,54 @@ pub type FieldsFn = fn() -> Vec<(Option<&'static str>, &'static str)>;
 /// setting it to the documented value.
 pub type ReadFn = fn(&StageTable<'_>) -> Option<String>;
 
-/// The figures a stage kind writes into its entry of `summary.json`, declared in the kind's own
-/// file: the gate checks a condition's names against them at validate, and a sweep compares its
-/// combinations on the `compared` ones.
+/// What a top-level figure of `summary.json` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A number, or `true`/`false` (optional or not: an undefined one is written `null`).
+    Number,
+    /// Words.
+    Text,
+    /// A list (or a fixed array) of values.
+    List,
+    /// An object of named values.
+    Object,
+}
+
+/// One top-level name a figures struct serializes, with what its value holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FigureName {
+    /// The name in the stage's entry of `summary.json`.
+    pub name: &'static str,
+    /// What its value holds.
+    pub shape: Shape,
+}
+
+/// A figures struct's own description of what it writes into `summary.json`: the top-level names
+/// serde gives it, in field order, with their shapes, and whether a plugin may add names. Derived
+/// with `#[derive(FigureNames)]` (from `fairpipe-derive`, re-exported here) from the struct's
+/// fields and their serde attributes (`rename`, `skip`, `skip_serializing`, `flatten`), so the
+/// names are written once, in the struct.
+pub trait FigureNames {
+    /// Whether a flattened map lets a plugin add names of its own.
+    const OPEN: bool;
+    /// The top-level names the struct serializes, in field order (a flattened struct's in its
+    /// place).
+    fn figure_names() -> Vec<FigureName>;
+}
+
+/// `#[derive(FigureNames)]`: implements [`FigureNames`] from a figures struct's fields.
+pub use fairpipe_derive::FigureNames;
+
+/// The figures a stage kind writes into its entry of `summary.json`, read from the kind's figures
+/// struct (its `#[derive(FigureNames)]`): the gate checks a condition's names against them at
+/// validate, and a sweep compares its combinations on the `compared` ones.
 #[derive(Clone, Copy)]
 pub struct FigureDoc {
-    /// The top-level names its figures struct serializes (a flattened struct's included); a test
-    /// holds them against the struct.
-    pub names: &'static [&'static str],
-    /// Whether a plugin adds figures of its own (so a name outside `names` may exist).
+    /// The top-level names its figures struct serializes (a flattened struct's included), with
+    /// their shapes: the struct's [`FigureNames::figure_names`].
+    pub names: fn() -> Vec<FigureName>,
+    /// Whether a plugin adds figures of its own (so a name outside `names` may exist): the
+    /// struct's [`FigureNames::OPEN`].
     pub open: bool,
     /// The figures a sweep's comparison has a column of (`STAGE.FIGURE`, `--best`).
     pub compared: &'static [&'static str],
@@ -120,9 +159,15 @@ pub struct FigureDoc {
 }
 
 impl FigureDoc {
-    /// The figures `names` of a kind that a sweep does not compare.
-    pub const fn named(names: &'static [&'static str], open: bool) -> FigureDoc {
-        FigureDoc { names, open, compared: &[], compare: compare_none }
+    /// The figures of a kind whose figures struct is `F`, which a sweep does not compare (set
+    /// `compared` and `compare` over this for one it does).
+    pub const fn of<F: FigureNames>() -> FigureDoc {
+        FigureDoc { names: F::figure_names, open: F::OPEN, compared: &[], compare: compare_none }
+    }
+
+    /// The shape of the kind's top-level figure `name`; `None` when its struct writes no such name.
+    pub fn shape(&self, name: &str) -> Option<Shape> {
+        (self.names)().into_iter().find(|f| f.name == name).map(|f| f.shape)
     }
 }
 
@@ -198,5 +243,103 @@ impl StageKind {
             let _ = writeln!(s, "  param  {:<16} {:<22} default {:<12} {}", key.name, key.ty, key.default, key.doc);
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FigureName, FigureNames, Shape};
+    use serde::Serialize;
+    use serde_json::{Map, Value};
+    use std::collections::BTreeMap;
+
+    #[derive(Serialize, FigureNames)]
+    struct Inner {
+        #[serde(rename = "inner_count")]
+        count: usize,
+        tags: Vec<String>,
+    }
+
+    #[derive(Serialize, FigureNames)]
+    struct Example {
+        rate: f64,
+        #[serde(rename = "label_text")]
+        label: Option<String>,
+        #[serde(skip)]
+        cache: u64,
+        #[serde(skip_serializing, default)]
+        hidden: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bounds: Option<[f64; 2]>,
+        table: BTreeMap<String, f64>,
+        #[serde(flatten)]
+        inner: Inner,
+        #[serde(flatten)]
+        extra: Map<String, Value>,
+    }
+
+    #[derive(Serialize, FigureNames)]
+    struct Closed {
+        ok: bool,
+        #[serde(flatten)]
+        inner: Inner,
+    }
+
+    #[derive(Serialize, FigureNames)]
+    struct Nested {
+        #[serde(flatten)]
+        example: Example,
+    }
+
+    fn names<F: FigureNames>() -> Vec<(&'static str, Shape)> {
+        F::figure_names().into_iter().map(|FigureName { name, shape }| (name, shape)).collect()
+    }
+
+    fn open<F: FigureNames>() -> bool {
+        F::OPEN
+    }
+
+    /// The derive follows serde's `rename`, `skip`, `skip_serializing` and `flatten` (a struct's
+    /// names in its place, a map opening the kind), and the names are those serde writes.
+    #[test]
+    fn the_derive_gives_the_names_serde_writes_with_their_shapes() {
+        use Shape::*;
+        let expected =
+            vec![("rate", Number), ("label_text", Text), ("bounds", List), ("table", Object), ("inner_count", Number), ("tags", List)];
+        assert_eq!(names::<Example>(), expected);
+        assert!(open::<Example>());
+        assert_eq!(names::<Closed>(), vec![("ok", Number), ("inner_count", Number), ("tags", List)]);
+        assert!(!open::<Closed>() && !open::<Inner>());
+        assert_eq!(names::<Nested>(), expected);
+        assert!(open::<Nested>(), "a flattened struct that is open opens its owner");
+
+        // Against serde itself: the keys it writes (the flattened map empty) are the names, and
+        // each value has the shape named.
+        let example = Example {
+            rate: 0.5,
+            label: Some("x".into()),
+            cache: 1,
+            hidden: "h".into(),
+            bounds: Some([0.0, 1.0]),
+            table: BTreeMap::new(),
+            inner: Inner { count: 2, tags: vec![] },
+            extra: Map::new(),
+        };
+        let Value::Object(written) = serde_json::to_value(&example).unwrap() else { panic!("an object") };
+        assert!(example.cache == 1 && example.hidden == "h", "kept in the struct, not written");
+        let mut keys: Vec<&str> = written.keys().map(String::as_str).collect();
+        let mut named: Vec<&str> = expected.iter().map(|(n, _)| *n).collect();
+        keys.sort_unstable();
+        named.sort_unstable();
+        assert_eq!(keys, named);
+        for (name, shape) in &expected {
+            let seen = match &written[*name] {
+                Value::Number(_) | Value::Bool(_) => Number,
+                Value::String(_) => Text,
+                Value::Array(_) => List,
+                _ => Object,
+            };
+            assert_eq!(seen, *shape, "{name}");
+        }
     }
 }

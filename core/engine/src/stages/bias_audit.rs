@@ -20,7 +20,7 @@ use crate::domain::{AttributeKind, Domain};
 use crate::error::{Result, StageError};
 use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{
     Artifact, ArtifactKind, ColumnProblem, GroupMetricRow, GroupMetricsArtifact, Inputs, ScoreNeed, Stage, StageContext, StageOutput,
 };
@@ -113,31 +113,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<BiasAuditConfig>,
     read: read_debug::<BiasAuditConfig>,
     figures: FigureDoc {
-        names: &[
-            "outcome",
-            "source",
-            "rows",
-            "rate",
-            "median_score",
-            "min_impact_ratio",
-            "min_impact_ratio_sex",
-            "min_impact_ratio_race",
-            "min_impact_ratio_intersection",
-            "below_four_fifths",
-            "significant",
-            "alpha",
-            "exclude_below",
-            "exclusion_justification",
-            "mapped",
-            "tables",
-            "page",
-            "sex_column",
-            "race_column",
-            "left_out_at_load",
-        ],
-        open: false,
         compared: &["min_impact_ratio"],
         compare: compare_figures,
+        ..FigureDoc::of::<BiasAuditFigures>()
     },
 };
 
@@ -359,7 +337,7 @@ pub struct AuditPage {
 }
 
 /// Figures of a `bias_audit` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct BiasAuditFigures {
     /// `selection` or `score`.
     pub outcome: String,

@@ -11,7 +11,7 @@ use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
 use crate::stage::{audited_rows, nan_if_null, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 use crate::stats::wilson;
 
@@ -28,19 +28,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<CheckConfig>,
     read: read_debug::<CheckConfig>,
     figures: FigureDoc {
-        names: &[
-            "checked",
-            "discriminatory",
-            "rate",
-            "ci95",
-            "protected",
-            "discriminatory_alone",
-            "rate_alone",
-            "logit_shift",
-        ],
-        open: false,
         compared: &["discriminatory"],
         compare: compare_figures,
+        ..FigureDoc::of::<CheckFigures>()
     },
 };
 
@@ -84,7 +74,7 @@ impl StageConfig for CheckConfig {
 }
 
 /// Figures of a `check` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct CheckFigures {
     /// Rows checked.
     pub checked: usize,

@@ -11,7 +11,7 @@ use super::options::Rows;
 use crate::error::{Result, StageError};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::text::counterfactual::{check_swaps, check_twins};
 
@@ -39,20 +39,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<CheckTextConfig>,
     fields: fields_of::<CheckTextConfig>,
     read: read_debug::<CheckTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "counterfactuals",
-            "checked",
-            "texts_with_terms",
-            "swaps",
-            "discriminatory_swaps",
-            "discriminatory",
-            "rate",
-            "per_category",
-            "texts_scored",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<CheckTextFigures>(),
 };
 
 /// The `check_text` stage's config.
@@ -84,7 +71,7 @@ impl StageConfig for CheckTextConfig {
 }
 
 /// Figures of a `check_text` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct CheckTextFigures {
     /// "swaps" (generated) or "twins" (the `twins` input's texts).
     #[serde(default)]

@@ -9,7 +9,7 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
 
 /// The `cluster` stage kind.
@@ -29,7 +29,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<ClusterConfig>,
     fields: fields_of::<ClusterConfig>,
     read: read_debug::<ClusterConfig>,
-    figures: FigureDoc::named(&["clusters", "cluster_sizes", "seeds"], false),
+    figures: FigureDoc::of::<ClusterFigures>(),
 };
 
 /// `split = "train" | "all"`.
@@ -83,7 +83,7 @@ impl StageConfig for ClusterConfig {
 }
 
 /// Figures of a `cluster` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct ClusterFigures {
     /// Clusters found.
     pub clusters: usize,

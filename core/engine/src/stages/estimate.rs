@@ -15,7 +15,7 @@ use crate::logit_shift::{LogitShift, Pairing, ShiftSums};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::warnings::Warnings;
 
@@ -47,23 +47,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<EstimateConfig>,
     read: read_debug::<EstimateConfig>,
     figures: FigureDoc {
-        names: &[
-            "rate",
-            "ci95",
-            "ci95_wilson",
-            "samples",
-            "trials",
-            "per_trial",
-            "discriminatory",
-            "variants_per_input",
-            "protected",
-            "discriminatory_alone",
-            "rate_alone",
-            "logit_shift",
-        ],
-        open: false,
         compared: &["rate", "ci95_low", "ci95_high"],
         compare: compare_figures,
+        ..FigureDoc::of::<EstimateFigures>()
     },
 };
 
@@ -123,7 +109,7 @@ impl StageConfig for EstimateConfig {
 }
 
 /// Figures of an `estimate` stage (output contract: `rate`, `ci95`, `samples`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct EstimateFigures {
     /// Mean share of discriminatory inputs.
     #[serde(deserialize_with = "nan_if_null")]

@@ -14,7 +14,7 @@ use crate::error::{Error, Result, StageError};
 use crate::pieces::{block, piece_seed, Piece, SearchPiece};
 use crate::plugin::{Plugin, RunSpec};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{figures_map, with_protected, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `generate` stage kind.
@@ -61,32 +61,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<GenerateConfig>,
     fields: fields_of::<GenerateConfig>,
     read: read_debug::<GenerateConfig>,
-    figures: FigureDoc::named(
-        &[
-            "plugin",
-            "params",
-            "seed_source",
-            "generated",
-            "emitted",
-            "run_elapsed_s",
-            "model_time_s",
-            "model_time_share",
-            "queries_asked",
-            "rows_scored",
-            "cache_hits",
-            "cache",
-            "cache_choice",
-            "gradient",
-            "gradient_rows",
-            "gradient_model_rows",
-            "stopped_by",
-            "protected",
-            "units",
-            "duplicates_dropped",
-            "unit_figures",
-        ],
-        true,
-    ),
+    figures: FigureDoc::of::<GenerateFigures>(),
 };
 
 /// The `generate` stage's config.
@@ -176,7 +151,7 @@ impl StageConfig for GenerateConfig {
 }
 
 /// Figures of a `generate` stage (output contract: `generated`, `model_queries`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct GenerateFigures {
     /// Plugin name and version.
     pub plugin: String,

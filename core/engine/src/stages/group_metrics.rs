@@ -20,7 +20,7 @@ use crate::fairness::{parity, Confusion, Metric, ParitySummary};
 use crate::group_rule::number;
 use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
@@ -63,37 +63,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<GroupMetricsConfig>,
     read: read_debug::<GroupMetricsConfig>,
     figures: FigureDoc {
-        names: &[
-            "rows",
-            "selection_rate",
-            "min_impact_ratio",
-            "below_threshold",
-            "groups",
-            "threshold",
-            "min_share",
-            "decision_threshold",
-            "selection",
-            "probabilities",
-            "auc_note",
-            "reference",
-            "ratio_band",
-            "min_count",
-            "alpha",
-            "tests",
-            "significant_groups",
-            "parity",
-            "parity_min_count",
-            "demographic_parity_difference",
-            "demographic_parity_ratio",
-            "equalized_odds_difference",
-            "equalized_odds_ratio",
-            "equal_opportunity_difference",
-            "equal_opportunity_ratio",
-            "predictive_parity_difference",
-        ],
-        open: false,
         compared: &["min_impact_ratio"],
         compare: compare_figures,
+        ..FigureDoc::of::<GroupMetricsFigures>()
     },
 };
 
@@ -281,7 +253,7 @@ pub struct GroupFigure {
 }
 
 /// Figures of a `group_metrics` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct GroupMetricsFigures {
     /// Rows measured.
     pub rows: usize,

@@ -17,7 +17,7 @@ use crate::group_rule::GroupRule;
 use crate::output::TableBuilder;
 use crate::plugin::{Plugin, RunSpec};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupScoreRow, GroupsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
@@ -48,21 +48,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<GroupScoreConfig>,
     read: read_debug::<GroupScoreConfig>,
     figures: FigureDoc {
-        names: &[
-            "plugin",
-            "params",
-            "run_elapsed_s",
-            "groups",
-            "top",
-            "rules",
-            "worst_score",
-            "significant_rule_sets",
-            "alpha",
-            "stopped_by",
-        ],
-        open: true,
         compared: &["worst_score"],
         compare: compare_figures,
+        ..FigureDoc::of::<GroupScoreFigures>()
     },
 };
 
@@ -197,7 +185,7 @@ pub struct RankedRule {
 }
 
 /// Figures of a `group_score` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct GroupScoreFigures {
     /// Plugin name and version.
     pub plugin: String,

@@ -16,7 +16,7 @@ use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextGroupsArtifact};
 use crate::stats::{holm, proportions_test};
 use crate::text::groups::{frequent_text_rule_sets, score_text_rule_sets, TextGroupScore, TextRuleSet, TextScoreSettings};
@@ -46,19 +46,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<GroupScoreTextConfig>,
     fields: fields_of::<GroupScoreTextConfig>,
     read: read_debug::<GroupScoreTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "rule_sets_kept",
-            "rule_sets_per_second",
-            "texts_scored",
-            "worst_score",
-            "leaders_reestimated",
-            "significant_rule_sets",
-            "alpha",
-            "top",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<GroupScoreTextFigures>(),
 };
 
 /// The `group_score_text` stage's config.
@@ -126,7 +114,7 @@ impl StageConfig for GroupScoreTextConfig {
 }
 
 /// Figures of a `group_score_text` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct GroupScoreTextFigures {
     /// Rule sets whose support reaches θ.
     pub rule_sets_kept: usize,

@@ -12,7 +12,7 @@ use crate::csv_check;
 use crate::data::{self, ColumnOverride, LoadSpec, MissingPolicy, Split, SplitSpec};
 use crate::error::{DataError, Result, StageError};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
@@ -44,21 +44,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadConfig>,
     fields: fields_of::<LoadConfig>,
     read: read_debug::<LoadConfig>,
-    figures: FigureDoc::named(
-        &[
-            "rows",
-            "rows_train",
-            "rows_val",
-            "rows_test",
-            "dropped_rows",
-            "features",
-            "protected",
-            "label",
-            "domain",
-            "proxies",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<LoadFigures>(),
 };
 
 pub use super::label_value::LabelValue;
@@ -557,7 +543,7 @@ impl StageConfig for LoadConfig {
 }
 
 /// Figures of a `load` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct LoadFigures {
     /// Rows kept.
     pub rows: usize,

@@ -32,7 +32,7 @@ use crate::models::trees::Graph as TreeGraph;
 use crate::models::Model;
 use crate::models::{Complement, ModelFile, OnnxModel, OrtModel, TreeModel};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, ColumnProblem, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
@@ -125,37 +125,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<LoadModelConfig>,
     read: read_debug::<LoadModelConfig>,
     figures: FigureDoc {
-        names: &[
-            "algorithm",
-            "output",
-            "output_read",
-            "labels_only",
-            "favourable_class_assumed",
-            "model_classes",
-            "favourable_vs_rest",
-            "input_contract",
-            "agreement",
-            "unused_features",
-            "native_checked_rows",
-            "native_max_abs_diff",
-            "native_label_flips",
-            "executor",
-            "executor_reason",
-            "reference_check",
-            "reference_checked_rows",
-            "reference_max_abs_diff",
-            "onnxruntime_path",
-            "remote_inputs",
-            "remote",
-            "model",
-            "accuracy_train",
-            "accuracy_test",
-            "correct_test",
-            "total_test",
-        ],
-        open: false,
         compared: &["accuracy_test"],
         compare: compare_figures,
+        ..FigureDoc::of::<LoadModelFigures>()
     },
 };
 
@@ -577,7 +549,7 @@ impl LoadModelConfig {
 }
 
 /// Figures of a `load_model` stage.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct LoadModelFigures {
     /// The recipe's algorithm, for a saved fairpipe model.
     #[serde(default, skip_serializing_if = "Option::is_none")]

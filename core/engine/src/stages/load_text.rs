@@ -12,7 +12,7 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextsArtifact};
 use crate::text::counterfactual::term_counts;
 use crate::text::data::TextData;
@@ -38,22 +38,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadTextConfig>,
     fields: fields_of::<LoadTextConfig>,
     read: read_debug::<LoadTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "rows",
-            "rows_train",
-            "rows_test",
-            "dropped_rows",
-            "label",
-            "label_values",
-            "class_1_share",
-            "terms",
-            "texts_per_category",
-            "texts_per_term",
-            "texts_with_terms",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<LoadTextFigures>(),
 };
 
 /// The `load_text` stage's config.
@@ -112,7 +97,7 @@ impl StageConfig for LoadTextConfig {
 }
 
 /// Figures of a `load_text` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct LoadTextFigures {
     /// Texts kept.
     pub rows: usize,

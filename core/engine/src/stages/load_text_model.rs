@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::models::onnx::runtime::{install_advice, runtime};
 use crate::models::outputs::{Favourable, OutputChoice, OutputTransform};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::TextClassifier;
 use crate::text::onnx_text::OrtTextModel;
@@ -34,17 +34,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadTextModelConfig>,
     fields: fields_of::<LoadTextModelConfig>,
     read: read_debug::<LoadTextModelConfig>,
-    figures: FigureDoc::named(
-        &[
-            "model",
-            "output_read",
-            "accuracy_train",
-            "accuracy_test",
-            "correct_test",
-            "total_test",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<LoadTextModelFigures>(),
 };
 
 /// The `load_text_model` stage's config.
@@ -81,7 +71,7 @@ impl StageConfig for LoadTextModelConfig {
 }
 
 /// Figures of a `load_text_model` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct LoadTextModelFigures {
     /// The model.
     pub model: String,

@@ -1,6 +1,7 @@
 //! What every stage that produces a model (`train`, `load_model`, `retrain`) reports about it: the
 //! model wrapped as an oracle, with its accuracy on the dataset's splits.
 
+use crate::stage::kind::FigureNames;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ use crate::oracle::Oracle;
 use crate::stage::{nan_if_null, ModelArtifact};
 
 /// Figures of a model stage (output-contract names).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct ModelFigures {
     /// The model, described.
     pub model: String,

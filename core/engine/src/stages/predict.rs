@@ -11,7 +11,7 @@ use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The `predict` stage kind.
@@ -29,14 +29,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<PredictConfig>,
     fields: fields_of::<PredictConfig>,
     read: read_debug::<PredictConfig>,
-    figures: FigureDoc::named(
-        &[
-            "rows",
-            "predicted_favourable",
-            "mean_probability",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<PredictFigures>(),
 };
 
 /// The `predict` stage's config.
@@ -70,7 +63,7 @@ impl StageConfig for PredictConfig {
 }
 
 /// Figures of a `predict` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct PredictFigures {
     /// Rows scored.
     pub rows: usize,

@@ -46,7 +46,7 @@ use crate::models::Recipe;
 use crate::oracle::{accuracy, Oracle};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
 
 /// The `retrain` stage kind.
@@ -103,37 +103,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<RetrainConfig>,
     fields: fields_of::<RetrainConfig>,
     read: read_debug::<RetrainConfig>,
-    figures: FigureDoc::named(
-        &[
-            "strategy",
-            "measure",
-            "label",
-            "group",
-            "select",
-            "algorithm",
-            "samples_available",
-            "idis_available",
-            "idis_unique_projections",
-            "rounds",
-            "added",
-            "before",
-            "after",
-            "rate_reduction",
-            "rate_before",
-            "rate_after",
-            "idis_before",
-            "idis_after",
-            "accuracy_before",
-            "accuracy_after",
-            "accuracy_change",
-            "model",
-            "accuracy_train",
-            "accuracy_test",
-            "correct_test",
-            "total_test",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<RetrainFigures>(),
 };
 
 /// The `retrain` stage's config: the strategy, with its own keys.
@@ -325,7 +295,7 @@ pub struct Measured {
 
 /// The figures every retraining stage reports under the output contract's names: its measure (a rate, or a
 /// group score) and the test accuracy, before and after, and the IDIs used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct RetrainOutcome {
     /// 1 − after / before of the measure.
     #[serde(deserialize_with = "nan_if_null")]
@@ -370,7 +340,7 @@ impl RetrainOutcome {
 
 /// Figures of a `retrain` stage (output contract: `accuracy_before`, `accuracy_after`, `rate_before`,
 /// `rate_after`, `idis_before`, `idis_after`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct RetrainFigures {
     /// The strategy.
     pub strategy: String,

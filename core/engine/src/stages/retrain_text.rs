@@ -18,7 +18,7 @@ use crate::data::Split;
 use crate::error::{Error, Result, StageError};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::{TextClassifier, TfidfLogistic};
 use crate::text::mitigate::{fixed_score, mitigation_texts};
@@ -44,32 +44,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<RetrainTextConfig>,
     fields: fields_of::<RetrainTextConfig>,
     read: read_debug::<RetrainTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "strategy",
-            "measure",
-            "model",
-            "group",
-            "over_given",
-            "label",
-            "samples_available",
-            "rounds",
-            "added",
-            "before",
-            "after",
-            "rate_reduction",
-            "rate_before",
-            "rate_after",
-            "idis_before",
-            "idis_after",
-            "accuracy_before",
-            "accuracy_after",
-            "accuracy_change",
-            "accuracy_train",
-            "texts_scored",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<RetrainTextFigures>(),
 };
 
 /// The `retrain_text` stage's config.
@@ -109,7 +84,7 @@ impl StageConfig for RetrainTextConfig {
 
 /// Figures of a `retrain_text` stage: the contract names of `retrain` ([`RetrainOutcome`]), the
 /// measure being the rule set's score.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct RetrainTextFigures {
     /// Always "testsgd".
     pub strategy: String,

@@ -12,7 +12,7 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::models::{MlpConfig, ModelFile, Recipe, SvmConfig, SvmKernel};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The input of the model stages: the dataset.
@@ -59,18 +59,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<TrainConfig>,
     read: read_debug::<TrainConfig>,
     figures: FigureDoc {
-        names: &[
-            "train_elapsed_s",
-            "saved",
-            "model",
-            "accuracy_train",
-            "accuracy_test",
-            "correct_test",
-            "total_test",
-        ],
-        open: false,
         compared: &["accuracy_test"],
         compare: compare_figures,
+        ..FigureDoc::of::<TrainFigures>()
     },
 };
 
@@ -289,7 +280,7 @@ impl StageConfig for TrainConfig {
 }
 
 /// Figures of a `train` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct TrainFigures {
     /// Seconds spent training.
     pub train_elapsed_s: f64,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::Split;
 use crate::error::Result;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact, TextsArtifact};
 use crate::text::classifier::{TextClassifier, TextLogisticConfig, TfidfLogistic};
 
@@ -44,20 +44,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<TrainTextConfig>,
     fields: fields_of::<TrainTextConfig>,
     read: read_debug::<TrainTextConfig>,
-    figures: FigureDoc::named(
-        &[
-            "model",
-            "trained_on",
-            "vocabulary",
-            "iterations",
-            "converged_to",
-            "accuracy_train",
-            "accuracy_test",
-            "correct_test",
-            "total_test",
-        ],
-        false,
-    ),
+    figures: FigureDoc::of::<TrainTextFigures>(),
 };
 
 /// The `train_text` stage's config.
@@ -93,7 +80,7 @@ impl StageConfig for TrainTextConfig {
 }
 
 /// Figures of a `train_text` stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct TrainTextFigures {
     /// The model.
     pub model: String,

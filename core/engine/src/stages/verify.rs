@@ -10,7 +10,7 @@ use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, InputDoc, StageEnv, StageKind};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `verify` stage kind.
@@ -26,24 +26,9 @@ pub const KIND: StageKind = StageKind {
     fields: fields_of::<VerifyConfig>,
     read: read_debug::<VerifyConfig>,
     figures: FigureDoc {
-        names: &[
-            "checked",
-            "confirmed",
-            "rejected",
-            "discriminatory",
-            "discriminatory_full",
-            "generated",
-            "success_rate",
-            "success_rate_projection",
-            "search_queries",
-            "search_elapsed_s",
-            "per_second",
-            "idis_over_time_s",
-            "time_to_1000_idis_s",
-        ],
-        open: false,
         compared: &["idis", "idis_full"],
         compare: compare_figures,
+        ..FigureDoc::of::<VerifyFigures>()
     },
 };
 
@@ -69,7 +54,7 @@ impl StageConfig for VerifyConfig {
 }
 
 /// Figures of a `verify` stage (output-contract names).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
 pub struct VerifyFigures {
     /// Cases checked.
     pub checked: usize,
