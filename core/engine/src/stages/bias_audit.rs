@@ -67,7 +67,7 @@ pub const KIND: StageKind = StageKind {
         },
     ],
     output: ArtifactKind::GroupMetrics,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("sex", "string", "none", "the column of sex categories (give `sex`, `race` or both)"),
         KeyDoc::new("race", "string", "none", "the column of race/ethnicity categories"),
         KeyDoc::new(

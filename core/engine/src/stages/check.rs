@@ -21,7 +21,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Check the dataset's own rows: which real individuals would get another label with other protected values. Writes the discriminatory rows with their counterparts.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Cases,
-    keys: &[KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"test\"", "rows to check"), GAMMA, PROTECTED],
+    keys: || crate::key_list![KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"test\"", "rows to check"), GAMMA, PROTECTED],
     tag: None,
     example: "[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"test\"",
     configure: configure::<CheckConfig>,

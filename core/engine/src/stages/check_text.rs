@@ -30,7 +30,7 @@ pub const KIND: StageKind = StageKind {
         },
     ],
     output: ArtifactKind::TextModel,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "texts to check"),
         KeyDoc::new("max_cases", "int", "10000", "swaps written to the table at most (all are counted)"),
     ],

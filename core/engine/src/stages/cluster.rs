@@ -18,12 +18,14 @@ pub const KIND: StageKind = StageKind {
     doc: "k-means over the dataset's training rows; seeds are taken round robin across clusters (SG §3.2, MAFT Algorithm 3).",
     inputs: &[InputDoc { role: "data", accepts: &[ArtifactKind::Dataset], required: true, doc: "the dataset whose rows are clustered" }],
     output: ArtifactKind::Seeds,
-    keys: &[
-        KeyDoc::new("k", "int", "4", "number of clusters"),
-        KeyDoc::new("seeds", "int", "1000", "number of seeds to emit"),
-        KeyDoc::new("max_iterations", "int", "300", "k-means iteration limit"),
-        KeyDoc::new("split", "\"train\"|\"all\"", "\"train\"", "rows to cluster"),
-    ],
+    keys: || {
+        crate::key_list![
+            KeyDoc::new("k", "int", "4", "number of clusters"),
+            KeyDoc::new("seeds", "int", "1000", "number of seeds to emit"),
+            KeyDoc::new("max_iterations", "int", "300", "k-means iteration limit"),
+            KeyDoc::new("split", "\"train\"|\"all\"", "\"train\"", "rows to cluster"),
+        ]
+    },
     tag: None,
     example: "[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 4\nseeds = 1000",
     configure: configure::<ClusterConfig>,

@@ -29,7 +29,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Aequitas §4.3: K trials of m inputs drawn uniformly from the domain; the mean share of discriminatory inputs with a 95% confidence interval.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Estimate,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("trials", "int", "400", "number of trials K"),
         KeyDoc::new("samples", "int", "1000", "inputs per trial m"),
         GAMMA,

@@ -26,7 +26,7 @@ pub const KIND: StageKind = StageKind {
         InputDoc { role: "seeds", accepts: &[ArtifactKind::Seeds], required: false, doc: "seed rows from a cluster stage" },
     ],
     output: ArtifactKind::Cases,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("plugin", "string", "required (or path)", "plugin name, e.g. \"aequitas\" (fairpipe list shows the installed ones)"),
         KeyDoc::new("path", "path", "none", "load the plugin from this library file instead"),
         KeyDoc::new("params", "table", "{}", "the plugin's own parameters, validated by the plugin"),

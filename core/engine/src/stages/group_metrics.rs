@@ -33,7 +33,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Outcomes of the model per value of each protected attribute and per intersection, on the data's labelled rows: selection rate with impact ratios and the four-fifths rule, base rate, TPR, FPR, FNR, TNR, PPV, NPV, accuracy (Wilson 95% intervals), AUC and calibration when the model gives probabilities; each rate's ratio and difference against a reference group (Aequitas band), p-values against it with Holm's correction, Fairlearn's parity summaries per attribute set, and a threshold sweep.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::GroupMetrics,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "rows to measure"),
         KeyDoc::new("threshold", "float", "0.5", "decision threshold: a row is selected (favourable) when P(favourable) > threshold"),
         KeyDoc::new("top_k", "int", "none", "select the k rows of highest score instead (a ranking system); excludes top_share"),

@@ -33,7 +33,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Run an auditor plugin (testsgd) over the dataset's rows: groups defined by rules on the protected attributes, ranked by the difference in favourable rate inside and outside the group, with error margins.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Groups,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("plugin", "string", "\"testsgd\"", "auditor plugin name"),
         KeyDoc::new("path", "path", "none", "load the plugin from this library file instead"),
         KeyDoc::new("params", "table", "{}", "the plugin's own parameters"),

@@ -30,7 +30,7 @@ pub const KIND: StageKind = StageKind {
         super::train_text::OTHER_TEXTS_INPUT,
     ],
     output: ArtifactKind::TextGroups,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("theta", "float", "0.05", "support threshold θ of a rule set"),
         KeyDoc::new("max_terms", "int", "4", "terms per rule set at most (one per category)"),
         KeyDoc::new("sample_thr", "int", "1000", "pairs drawn before the margin is first checked"),

@@ -22,7 +22,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Read a CSV or Parquet file into a dataset: domain (integer, continuous, categorical attributes with bounds), encoded features, binary label, train/test split.",
     inputs: &[],
     output: ArtifactKind::Dataset,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("path", "path", "required", "CSV or Parquet file, relative to the pipeline file"),
         KeyDoc::new("label", "string", "required", "label column"),
         KeyDoc::new("favourable", "string|int", "1 for 0/1 labels", "the favourable label value as written in the file"),

@@ -42,7 +42,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`) or MLflow's scoring protocol (`protocol = \"mlflow\"`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (docs/models.md); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("path", "path", "one of path, url and command", "an .onnx file, or a .json model saved by a train stage, relative to the pipeline file"),
         KeyDoc::new(
             "url",

@@ -24,7 +24,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Read a column of texts and their label (CSV or Parquet) for a text audit, with the identity terms to audit: TestSGD's Table 1 (gender, race, religion, age; 48 terms) unless `terms` replaces or adds categories. Matching is case-insensitive on word boundaries; multi-word terms match across spaces or hyphens. Reports how many texts mention each category and term, and writes that table.",
     inputs: &[],
     output: ArtifactKind::Texts,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("path", "path", "required", "CSV or Parquet file, relative to the pipeline file"),
         KeyDoc::new("text", "string", "required", "the text column"),
         KeyDoc::new("label", "string", "required", "label column"),

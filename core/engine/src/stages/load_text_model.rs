@@ -24,7 +24,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Load a text classifier exported to ONNX with one string input ([N, 1] or [N]) and run it with ONNX Runtime; the output holding P(favourable) is chosen as for load_model (probabilities first, ZipMaps and labels read too). Reports its accuracy on the texts.",
     inputs: TEXTS_INPUT,
     output: ArtifactKind::TextModel,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("path", "path", "required", "the .onnx file, relative to the pipeline file"),
         KeyDoc::new("output", "string", "the probabilities", "the output to read"),
         KeyDoc::new("onnxruntime", "path", "ORT_DYLIB_PATH, then python3's onnxruntime package", "libonnxruntime.so (or the folder holding it) to load, relative to the pipeline file"),

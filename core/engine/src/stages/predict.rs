@@ -20,7 +20,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Score the rows of a split: writes each row's decoded columns, its label, `probability` (of the favourable label) and `prediction` (the predicted label, as the data writes it), as CSV and Parquet.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Model,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "rows to score"),
         KeyDoc::new("threshold", "number in [0, 1]", "0.5", "probability above which the favourable label is predicted"),
     ],

@@ -35,7 +35,7 @@ pub const KIND: StageKind = StageKind {
         doc: "the ranked rule sets of a group_score_text stage, whose model a train_text stage trained",
     }],
     output: ArtifactKind::TextModel,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("accuracy_tolerance", "float", "0.01", "largest test-accuracy drop accepted for the kept model"),
         KeyDoc::new("group_samples", "int", "4000", "pairs on which the rule set's score is measured before and after"),
     ],

@@ -35,7 +35,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Train a text classifier on the train split of a load_text stage: TF-IDF features (scikit-learn's TfidfVectorizer defaults) and an L2-regularised logistic regression (scikit-learn's objective, solved by L-BFGS), natively.",
     inputs: TEXTS_INPUT,
     output: ArtifactKind::TextModel,
-    keys: &[
+    keys: || crate::key_list![
         KeyDoc::new("c", "float", "1.0", "inverse regularisation strength (scikit-learn's C)"),
         KeyDoc::new("max_iterations", "int", "5000", "optimiser iterations at most"),
     ],

@@ -19,7 +19,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Re-check every case against the model in the host; count confirmed and rejected cases and unique IDIs both ways (by non-protected projection and by full instance); write the decoded pairs.",
     inputs: &[InputDoc { role: "cases", accepts: &[ArtifactKind::Cases], required: true, doc: "cases from a generate (or check) stage" }],
     output: ArtifactKind::Cases,
-    keys: &[],
+    keys: || crate::key_list![],
     tag: None,
     example: "[stages.verified]\nkind = \"verify\"\ncases = \"search\"",
     configure: configure::<VerifyConfig>,
