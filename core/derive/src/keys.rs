@@ -18,6 +18,9 @@
 //! each marked with the variants it belongs to; a field named `*NAME` gives the keys of the struct
 //! it holds in its place.
 //!
+//! A key several kinds share is described once, as a `KeyDoc` constant the field names with
+//! `#[key(shared = PATH)]` (its type text, default and description; the name is serde's).
+//!
 //! On an enum (the one a `+TAG` field holds), each variant holds one struct of keys; the derive
 //! gives their keys, each once, with the (serde) names of the variants that have it.
 //!
@@ -37,6 +40,7 @@ struct KeyAttrs {
     default: Option<Option<syn::ExprPath>>,
     ty: Option<LitStr>,
     default_text: Option<LitStr>,
+    shared: Option<syn::ExprPath>,
 }
 
 /// A serde attribute the derive does not read, as an error at its span.
@@ -81,8 +85,10 @@ fn key_attrs(field: &syn::Field) -> syn::Result<KeyAttrs> {
                     out.ty = Some(meta.value()?.parse()?);
                 } else if meta.path.is_ident("default") {
                     out.default_text = Some(meta.value()?.parse()?);
+                } else if meta.path.is_ident("shared") {
+                    out.shared = Some(meta.value()?.parse()?);
                 } else {
-                    return Err(meta.error("#[key(...)] takes `ty = \"…\"` and `default = \"…\"`"));
+                    return Err(meta.error("#[key(...)] takes `ty = \"…\"`, `default = \"…\"` and `shared = PATH`"));
                 }
                 Ok(())
             })?;
@@ -183,9 +189,19 @@ fn struct_keys(input: &DeriveInput, data: &syn::DataStruct) -> syn::Result<Token
             pushes.push(quote!(keys.extend(<#ty as #keys::StageKeys>::key_docs());));
             continue;
         }
+        if let Some(shared) = &attrs.shared {
+            pushes.push(quote!(keys.push(#keys::shared(#name, &#shared));));
+            continue;
+        }
         let comment = doc_text(&field.attrs);
         if comment.is_empty() {
             return Err(syn::Error::new_spanned(field, "#[derive(StageKeys)]: a key needs a `///` comment, which is its description"));
+        }
+        if comment.contains("[`") {
+            return Err(syn::Error::new_spanned(
+                field,
+                "#[derive(StageKeys)]: the `///` comment is the key's description in `fairpipe list`, where a rustdoc link shows as written; describe without one",
+            ));
         }
         let doc = key_doc(&comment);
         let ty_text = match &attrs.ty {
@@ -278,6 +294,8 @@ mod tests {
         assert!(e.contains("one struct of keys"), "{e}");
         let e = expanded("enum E { #[serde(skip)] A(P) }").unwrap_err();
         assert!(e.contains("`#[serde(skip)]` on a variant"), "{e}");
+        let e = expanded("struct C { /// See [`x`].\n a: f64 }").unwrap_err();
+        assert!(e.contains("rustdoc link"), "{e}");
         let e = expanded("struct C { /// A.\n #[key(tye = \"x\")] a: f64 }").unwrap_err();
         assert!(e.contains("takes `ty"), "{e}");
     }

@@ -67,6 +67,12 @@ impl<T: KeyType> KeyType for Vec<T> {
     }
 }
 
+impl<T: KeyType, const N: usize> KeyType for [T; N] {
+    fn text() -> String {
+        format!("[{}]", vec![T::text(); N].join(", "))
+    }
+}
+
 impl<K, V: KeyType> KeyType for BTreeMap<K, V> {
     fn text() -> String {
         format!("table of {}", V::text())
@@ -82,6 +88,12 @@ impl<K, V: KeyType, S> KeyType for HashMap<K, V, S> {
 /// One key (the derive's constructor).
 pub fn key(name: &'static str, ty: String, default: String, doc: &'static str) -> KeyDoc {
     KeyDoc { name, ty: Cow::Owned(ty), default: Cow::Owned(default), doc, only: Vec::new() }
+}
+
+/// Key `name` described as the shared key `like` (`#[key(shared = PATH)]`): a key several kinds
+/// take, described once.
+pub fn shared(name: &'static str, like: &KeyDoc) -> KeyDoc {
+    KeyDoc { name, ..like.clone() }
 }
 
 /// A default value as the reference writes it: TOML, or `none` for an absent one.
