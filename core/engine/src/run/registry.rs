@@ -136,6 +136,21 @@ mod tests {
         }
     }
 
+    /// Every derived key reads as a reference line: a type (an enum that serde reads other than
+    /// by its variants' names gives none, and needs `#[key(ty)]`), a default and a description;
+    /// a key of some variants only names variants of the kind's tag.
+    #[test]
+    fn every_key_has_a_type_a_default_and_a_description() {
+        for k in STAGE_KINDS {
+            for key in (k.keys)() {
+                let at = format!("{}.{}", k.name, key.name);
+                assert!(!key.ty.trim().is_empty() && !key.default.trim().is_empty(), "{at}: type {:?} default {:?}", key.ty, key.default);
+                assert!(key.doc.len() > 5 && !key.doc.ends_with('.'), "{at}: description {:?}", key.doc);
+                assert!(key.only.is_empty() || k.tag.is_some(), "{at}: only {:?} in a kind without a tag", key.only);
+            }
+        }
+    }
+
     #[test]
     fn a_key_of_another_variant_is_named_as_such() {
         let train = find("train").unwrap();

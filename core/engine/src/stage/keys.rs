@@ -151,13 +151,26 @@ pub fn first_variant<T: DeserializeOwned>() -> String {
 
 /// The keys of a tagged enum: each variant's (`keys[i]` of variant `names[i]`), in order of first
 /// appearance, each marked with the variants that have it. A key several variants have takes the
-/// type, default and description of the first.
+/// description of the first; its type and default must be the same in each (a debug assertion,
+/// which the registry's tests reach for every kind).
 pub fn variant_keys(names: &'static [&'static str], keys: Vec<Vec<KeyDoc>>) -> Vec<KeyDoc> {
     let mut out: Vec<KeyDoc> = Vec::new();
     for (variant, keys) in names.iter().zip(keys) {
         for key in keys {
             match out.iter_mut().find(|k| k.name == key.name) {
-                Some(seen) => seen.only.push(variant),
+                Some(seen) => {
+                    // One line of the reference describes the key for every variant that has it.
+                    debug_assert!(
+                        seen.ty == key.ty && seen.default == key.default,
+                        "key `{}` has type {} default {} in one variant and type {} default {} in `{variant}`",
+                        key.name,
+                        seen.ty,
+                        seen.default,
+                        key.ty,
+                        key.default
+                    );
+                    seen.only.push(variant)
+                }
                 None => out.push(KeyDoc { only: vec![*variant], ..key }),
             }
         }

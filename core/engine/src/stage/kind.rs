@@ -29,19 +29,11 @@ pub struct KeyDoc {
 }
 
 impl KeyDoc {
-    /// A key that applies to every variant.
+    /// A key described by hand, applying to every variant: for a key several kinds share
+    /// (`stages::options::PROTECTED`), which their configs name with `#[key(shared = PATH)]`.
     pub const fn new(name: &'static str, ty: &'static str, default: &'static str, doc: &'static str) -> Self {
         KeyDoc { name, ty: Cow::Borrowed(ty), default: Cow::Borrowed(default), doc, only: Vec::new() }
     }
-}
-
-/// A kind's keys written out by hand, as a [`StageKind::keys`] (until its config derives them).
-#[macro_export]
-macro_rules! key_list {
-    ($($key:expr),* $(,)?) => {{
-        const KEYS: &[$crate::stage::kind::KeyDoc] = &[$($key),*];
-        KEYS
-    }};
 }
 
 /// One input of a stage kind: a TOML key whose value names another stage.
