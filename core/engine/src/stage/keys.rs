@@ -313,6 +313,14 @@ mod tests {
         side: String,
     }
 
+    /// A key two variants give different defaults cannot be one line of the reference.
+    #[test]
+    #[should_panic(expected = "key `steps` has type int default 3 in one variant and type int default 4 in `slowly`")]
+    fn a_key_whose_variants_disagree_is_refused() {
+        let steps = |default: &str| super::key("steps", "int".into(), default.into(), "steps taken");
+        super::variant_keys(&["fast", "slowly"], vec![vec![steps("3")], vec![steps("4")]]);
+    }
+
     type Row = (&'static str, String, String, &'static str, Vec<&'static str>);
 
     fn rows<C: StageKeys>() -> Vec<Row> {
