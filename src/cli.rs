@@ -130,6 +130,10 @@ enum Command {
         /// Output format: `text` for people, `json` for scripts (schema below).
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Print only the stage reference, as the block docs/pipeline-reference.md holds between
+        /// its `stage-reference` markers (regenerate the docs with it).
+        #[arg(long, conflicts_with = "format")]
+        markdown: bool,
     },
     /// Work with a pipeline's language model (`llm` block of a load_model stage).
     Llm {
@@ -424,10 +428,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
                 say!("left out (their prompts depend on the answers, or they ask none): {}", left_out.join(", "));
             }
         }
-        Command::List { format: Format::Json } => {
+        Command::List { markdown: true, .. } => {
+            say!("{}", fairpipe_core::run::registry::stage_reference_block());
+        }
+        Command::List { format: Format::Json, .. } => {
             say!("{:#}", crate::json::list(&[]));
         }
-        Command::List { format: Format::Text } => {
+        Command::List { format: Format::Text, .. } => {
             say!("{}", stage_reference());
             say!("{}", crate::builtin_reference());
             let files = crate::file_plugins_reference(&[]);

@@ -58,7 +58,7 @@ fn stage_kind(k: &StageKind) -> Value {
             "required": i.required,
             "doc": i.doc,
         })).collect::<Vec<_>>(),
-        "params": k.keys.iter().map(|p| json!({
+        "params": (k.keys)().iter().map(|p| json!({
             "name": p.name,
             "type": p.ty,
             "default": p.default,

@@ -94,7 +94,7 @@ mod tests {
         let tag_value = kind.tag.and_then(|tag| {
             kind.example.lines().find_map(|l| l.strip_prefix(&format!("{tag} = "))).map(|v| v.trim_matches('"').to_string())
         });
-        kind.keys
+        (kind.keys)()
             .iter()
             .filter(|key| {
                 let applies = key.only.is_empty() || tag_value.as_deref().is_some_and(|v| key.only.contains(&v));
@@ -186,7 +186,7 @@ mod tests {
                     Val::Table(_) => "table",
                     _ => "other",
                 };
-                let ty = key.ty;
+                let ty = &key.ty;
                 let fits = match toml_type {
                     "int" => ty.contains("int") || ty.contains("float") || ty.contains("number"),
                     "float" => ty.contains("float") || ty.contains("number"),

@@ -19,11 +19,17 @@
 //! A field's shape comes from its type, an `Option` looked through: a number or `bool` is a
 //! number, `String`/`str` text, `Vec`, a set, an array or a tuple a list, anything else (a struct,
 //! a map, `serde_json::Value`) an object.
+//!
+//! `#[derive(StageKeys)]` describes a stage kind's keys once, in its config type (see the `keys`
+//! module: names from serde, descriptions from the `///` comments, types from `KeyType`, defaults
+//! from what serde fills in); `#[derive(KeyType)]` gives an enum of choices its type text.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::quote;
 use syn::{parse_macro_input, Data, DeriveInput, Fields, GenericArgument, LitStr, PathArguments, Type};
+
+mod keys;
 
 /// Implements `fairpipe_core::stage::kind::FigureNames` for a struct with named fields (see the
 /// crate's documentation for the serde attributes it reads).
@@ -31,6 +37,33 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, GenericArgument, LitStr,
 pub fn derive_figure_names(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand(&input).unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
+/// Implements `fairpipe_core::stage::keys::StageKeys` for a stage kind's config struct (its keys,
+/// each named by serde, described by its `///` comment, typed by `KeyType` and defaulted as serde
+/// defaults it) or for the tagged enum a `+tag` field holds (its variants' keys, each key marked
+/// with the variants it belongs to). See the crate's documentation.
+#[proc_macro_derive(StageKeys, attributes(serde, key))]
+pub fn derive_stage_keys(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    keys::expand(&input).unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
+/// Implements `fairpipe_core::stage::keys::KeyType` for an enum of choices read by serde: its type
+/// text is its variants' serde names, `"a"|"b"`.
+#[proc_macro_derive(KeyType)]
+pub fn derive_key_type(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    quote! {
+        impl #impl_generics ::fairpipe_core::stage::keys::KeyType for #ident #ty_generics #where_clause {
+            fn text() -> ::std::string::String {
+                ::fairpipe_core::stage::keys::choices::<Self>()
+            }
+        }
+    }
+    .into()
 }
 
 /// The serde attributes the derive reads past: they change neither a field's name nor whether it
@@ -56,11 +89,32 @@ fn not_understood(meta: &syn::meta::ParseNestedMeta<'_>, on: &str) -> syn::Error
 }
 
 /// Skip an attribute's value (`= "…"`) if it has one.
-fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+pub(crate) fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
     if meta.input.peek(syn::Token![=]) {
         let _: syn::Expr = meta.value()?.parse()?;
     }
     Ok(())
+}
+
+/// The name a `#[serde(rename = "NAME")]` or `#[serde(rename(serialize = "…", deserialize =
+/// "…"))]` gives for `side` (`serialize` or `deserialize`), if it gives one.
+pub(crate) fn renamed(meta: &syn::meta::ParseNestedMeta<'_>, side: &str) -> syn::Result<Option<LitStr>> {
+    if meta.input.peek(syn::Token![=]) {
+        return Ok(Some(meta.value()?.parse()?));
+    }
+    let mut name = None;
+    meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident("serialize") || inner.path.is_ident("deserialize") {
+            let lit: LitStr = inner.value()?.parse()?;
+            if inner.path.is_ident(side) {
+                name = Some(lit);
+            }
+            Ok(())
+        } else {
+            Err(inner.error("expected `serialize = \"…\"` or `deserialize = \"…\"`"))
+        }
+    })?;
+    Ok(name)
 }
 
 /// Read one field's `#[serde(...)]` attributes.
@@ -69,20 +123,7 @@ fn field_attrs(field: &syn::Field) -> syn::Result<FieldAttrs> {
     for attr in field.attrs.iter().filter(|a| a.path().is_ident("serde")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("rename") {
-                if meta.input.peek(syn::Token![=]) {
-                    out.rename = Some(meta.value()?.parse()?);
-                } else {
-                    meta.parse_nested_meta(|inner| {
-                        if inner.path.is_ident("serialize") {
-                            out.rename = Some(inner.value()?.parse()?);
-                        } else if inner.path.is_ident("deserialize") {
-                            let _: LitStr = inner.value()?.parse()?;
-                        } else {
-                            return Err(inner.error("expected `serialize = \"…\"` or `deserialize = \"…\"`"));
-                        }
-                        Ok(())
-                    })?;
-                }
+                out.rename = renamed(&meta, "serialize")?.or(out.rename.take());
             } else if meta.path.is_ident("skip") || meta.path.is_ident("skip_serializing") {
                 out.skip = true;
             } else if meta.path.is_ident("flatten") {
@@ -107,7 +148,7 @@ fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
 }
 
 /// The type inside `Option<…>`, if `ty` is one.
-fn option_inner(ty: &Type) -> Option<&Type> {
+pub(crate) fn option_inner(ty: &Type) -> Option<&Type> {
     let segment = last_segment(ty).filter(|s| s.ident == "Option")?;
     let PathArguments::AngleBracketed(args) = &segment.arguments else { return None };
     match args.args.first() {
@@ -205,9 +246,14 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
 mod tests {
     use super::*;
 
-    fn expanded(source: &str) -> Result<String, String> {
-        let input: DeriveInput = syn::parse_str(source).expect("a struct");
+    /// What derive `expand` makes of the type in `source`: the code, or the error.
+    pub(crate) fn expanded_by(expand: fn(&DeriveInput) -> syn::Result<TokenStream2>, source: &str) -> Result<String, String> {
+        let input: DeriveInput = syn::parse_str(source).expect("a type");
         expand(&input).map(|t| t.to_string()).map_err(|e| e.to_string())
+    }
+
+    fn expanded(source: &str) -> Result<String, String> {
+        expanded_by(expand, source)
     }
 
     #[test]

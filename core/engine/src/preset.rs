@@ -22,6 +22,9 @@ use serde_json::{Map, Value};
 use crate::run::builder::PipelineBuilder;
 use crate::run::Pipeline;
 use crate::stage::config::StageConfig;
+/// The TOML writers, with the stage keys' defaults (which are written with them).
+use crate::stage::keys::bare_or_quoted;
+pub use crate::stage::keys::{quote, toml_value};
 use crate::stages::bias_audit::BiasAuditConfig;
 use crate::stages::check::CheckConfig;
 use crate::stages::cluster::ClusterConfig;
@@ -327,7 +330,7 @@ fn written_keys<C: StageConfig + Serialize>(config: &C, required: &[&str]) -> Ve
         })
         .collect();
     // In the order the kind documents its keys (`fairpipe list`, the reference).
-    let documented = C::kind().keys;
+    let documented = (C::kind().keys)();
     keys.sort_by_key(|(k, _)| documented.iter().position(|d| d.name == k).unwrap_or(usize::MAX));
     keys
 }
@@ -355,52 +358,6 @@ fn train_keys(c: &TrainConfig) -> Vec<(String, String)> {
         keys.push(("save".into(), quote(&save.to_string_lossy().replace('\\', "/"))));
     }
     keys
-}
-
-/// A JSON value as a TOML value (inline tables and arrays).
-pub fn toml_value(v: &Value) -> String {
-    match v {
-        Value::Null => "\"\"".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => quote(s),
-        Value::Array(items) => format!("[{}]", items.iter().map(toml_value).collect::<Vec<_>>().join(", ")),
-        Value::Object(map) => {
-            let entries: Vec<String> =
-                map.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| format!("{} = {}", bare_or_quoted(k), toml_value(v))).collect();
-            if entries.is_empty() {
-                "{}".into()
-            } else {
-                format!("{{ {} }}", entries.join(", "))
-            }
-        }
-    }
-}
-
-/// A TOML basic string.
-pub fn quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A TOML key: bare when it may be, else quoted.
-fn bare_or_quoted(key: &str) -> String {
-    if !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        key.to_string()
-    } else {
-        quote(key)
-    }
 }
 
 #[cfg(test)]

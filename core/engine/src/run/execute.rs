@@ -200,7 +200,7 @@ impl Pipeline {
     fn trail(&self) -> crate::trail::Trail {
         let dir = self.file.parent().map(Path::to_path_buf).unwrap_or_default();
         let path_keys = |kind: &str| -> Vec<&'static str> {
-            super::registry::find(kind).map(|k| k.keys.iter().filter(|d| d.ty == "path").map(|d| d.name).collect()).unwrap_or_default()
+            super::registry::find(kind).map(|k| (k.keys)().iter().filter(|d| d.ty == "path").map(|d| d.name).collect()).unwrap_or_default()
         };
         let mut inputs: Vec<crate::trail::TrailFile> = crate::trail::entry("", "pipeline", &self.file).into_iter().collect();
         inputs.extend(

@@ -39,6 +39,12 @@ pub fn stage_reference() -> String {
     STAGE_KINDS.iter().map(|k| k.reference()).collect::<Vec<_>>().join("\n")
 }
 
+/// The stage reference as docs/pipeline-reference.md holds it between its `stage-reference`
+/// markers, without the newlines around it: `fairpipe list --markdown` prints it.
+pub fn stage_reference_block() -> String {
+    format!("```\n{}```", stage_reference())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,7 +107,7 @@ mod tests {
                     );
                 }
             }
-            for doc in k.keys {
+            for doc in (k.keys)() {
                 if Some(doc.name) == k.tag {
                     continue;
                 }
@@ -126,6 +132,21 @@ mod tests {
                         doc.name
                     );
                 }
+            }
+        }
+    }
+
+    /// Every derived key reads as a reference line: a type (an enum that serde reads other than
+    /// by its variants' names gives none, and needs `#[key(ty)]`), a default and a description;
+    /// a key of some variants only names variants of the kind's tag.
+    #[test]
+    fn every_key_has_a_type_a_default_and_a_description() {
+        for k in STAGE_KINDS {
+            for key in (k.keys)() {
+                let at = format!("{}.{}", k.name, key.name);
+                assert!(!key.ty.trim().is_empty() && !key.default.trim().is_empty(), "{at}: type {:?} default {:?}", key.ty, key.default);
+                assert!(key.doc.len() > 5 && !key.doc.ends_with('.'), "{at}: description {:?}", key.doc);
+                assert!(key.only.is_empty() || k.tag.is_some(), "{at}: only {:?} in a kind without a tag", key.only);
             }
         }
     }
@@ -165,11 +186,11 @@ mod tests {
             .and_then(|(_, rest)| rest.split_once(end))
             .map(|(block, _)| block)
             .expect("docs/pipeline-reference.md has the stage-reference markers");
-        let expected = format!("\n```\n{}```\n", stage_reference());
+        let expected = format!("\n{}\n", stage_reference_block());
         assert!(
             block == expected,
-            "docs/pipeline-reference.md's stage reference differs from `fairpipe list`; regenerate it: put the stage part of `cargo run -- list` \
-             (everything before the plugins) between the markers, inside a ``` block.\n--- expected ---\n{expected}\n--- docs/pipeline-reference.md ---\n{block}"
+            "docs/pipeline-reference.md's stage reference differs from the stage kinds'; regenerate it: put the output of \
+             `cargo run -- list --markdown` between the markers.\n--- expected ---\n{expected}\n--- docs/pipeline-reference.md ---\n{block}"
         );
     }
 

@@ -6,9 +6,9 @@ use std::fmt::Display;
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Visitor};
 
-/// Stops a [`Capture`] run once it has seen what it came for.
+/// Stops a capture once it has seen what it came for (also [`crate::stage::keys::variant_names`]).
 #[derive(Debug)]
-struct Stop;
+pub(crate) struct Stop;
 
 impl Display for Stop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

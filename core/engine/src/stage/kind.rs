@@ -2,6 +2,7 @@
 //! Both the registry (which lists the kinds) and every stage file (which describes its own kind)
 //! import these types; neither imports the other's internals.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::path::PathBuf;
 
@@ -10,31 +11,28 @@ use crate::stage::summary::StageSummary;
 use crate::stage::{ArtifactKind, Stage};
 use fairpipe_data::toml_spans::{Sp, Val};
 
-/// One key of a stage kind's configuration (its typed config struct has a field of this name).
-#[derive(Debug, Clone, Copy)]
+/// One key of a stage kind's configuration (its typed config struct has a field of this name),
+/// as its config's `#[derive(StageKeys)]` describes it ([`crate::stage::keys`]).
+#[derive(Debug, Clone)]
 pub struct KeyDoc {
     /// TOML key.
     pub name: &'static str,
     /// Expected type.
-    pub ty: &'static str,
-    /// Default value ("required" when there is none).
-    pub default: &'static str,
+    pub ty: Cow<'static, str>,
+    /// Default value ("required" when there is none, "none" when the key is absent by default).
+    pub default: Cow<'static, str>,
     /// What it does.
     pub doc: &'static str,
     /// The values of the kind's tag key (e.g. `algorithm`) under which the key applies; empty when
     /// it applies to every variant.
-    pub only: &'static [&'static str],
+    pub only: Vec<&'static str>,
 }
 
 impl KeyDoc {
-    /// A key that applies to every variant.
+    /// A key described by hand, applying to every variant: for a key several kinds share
+    /// (`stages::options::PROTECTED`), which their configs name with `#[key(shared = PATH)]`.
     pub const fn new(name: &'static str, ty: &'static str, default: &'static str, doc: &'static str) -> Self {
-        KeyDoc { name, ty, default, doc, only: &[] }
-    }
-
-    /// The same key, applying only under the tag values `only`.
-    pub const fn only(self, only: &'static [&'static str]) -> Self {
-        KeyDoc { only, ..self }
+        KeyDoc { name, ty: Cow::Borrowed(ty), default: Cow::Borrowed(default), doc, only: Vec::new() }
     }
 }
 
@@ -197,8 +195,8 @@ pub struct StageKind {
     pub inputs: &'static [InputDoc],
     /// What it produces.
     pub output: ArtifactKind,
-    /// The keys of its typed config, documented.
-    pub keys: &'static [KeyDoc],
+    /// The keys of its typed config, documented: the config's `StageKeys::keys`.
+    pub keys: fn() -> &'static [KeyDoc],
     /// The key whose value picks the config's variant (`algorithm`, `strategy`), if any.
     pub tag: Option<&'static str>,
     /// A TOML example.
@@ -216,12 +214,12 @@ pub struct StageKind {
 impl StageKind {
     /// Every key the kind accepts: inputs, then configuration keys.
     pub fn all_keys(&self) -> Vec<&'static str> {
-        self.inputs.iter().map(|i| i.role).chain(self.keys.iter().map(|p| p.name)).collect()
+        self.inputs.iter().map(|i| i.role).chain((self.keys)().iter().map(|p| p.name)).collect()
     }
 
     /// The documentation of key `name`.
     pub fn key(&self, name: &str) -> Option<&'static KeyDoc> {
-        self.keys.iter().find(|k| k.name == name)
+        (self.keys)().iter().find(|k| k.name == name)
     }
 
     /// The kind's entry in the stage reference (`fairpipe list`, README).
@@ -239,8 +237,10 @@ impl StageKind {
                 if input.required { "" } else { ", optional" }
             );
         }
-        for key in self.keys {
-            let _ = writeln!(s, "  param  {:<16} {:<22} default {:<12} {}", key.name, key.ty, key.default, key.doc);
+        for key in (self.keys)() {
+            // A key of some variants only says which (`tree/forest: depth limit`).
+            let only = if key.only.is_empty() { String::new() } else { format!("{}: ", key.only.join("/")) };
+            let _ = writeln!(s, "  param  {:<16} {:<22} default {:<12} {only}{}", key.name, key.ty, key.default, key.doc);
         }
         s
     }

@@ -8,6 +8,7 @@ pub mod artifact;
 pub mod config;
 pub mod config_de;
 pub mod config_fields;
+pub mod keys;
 pub mod kind;
 pub mod problems;
 pub mod summary;

@@ -20,7 +20,8 @@ use crate::domain::{AttributeKind, Domain};
 use crate::error::{Result, StageError};
 use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::{KeyType, StageKeys};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{
     Artifact, ArtifactKind, ColumnProblem, GroupMetricRow, GroupMetricsArtifact, Inputs, ScoreNeed, Stage, StageContext, StageOutput,
 };
@@ -67,46 +68,7 @@ pub const KIND: StageKind = StageKind {
         },
     ],
     output: ArtifactKind::GroupMetrics,
-    keys: &[
-        KeyDoc::new("sex", "string", "none", "the column of sex categories (give `sex`, `race` or both)"),
-        KeyDoc::new("race", "string", "none", "the column of race/ethnicity categories"),
-        KeyDoc::new(
-            "outcome",
-            "\"selection\"|\"score\"",
-            "\"selection\"",
-            "selection: selection rates; score: scoring rates (share above the whole sample's median score)",
-        ),
-        KeyDoc::new(
-            "column",
-            "string",
-            "the label (selection); required for score",
-            "with `data`: the column of decisions (0/1, or see `selected`) or of scores; not with `model`, whose labels or P(favourable) are audited",
-        ),
-        KeyDoc::new("selected", "string|int", "1 (a 0/1 column)", "the value of `column` that means selected"),
-        KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "rows audited"),
-        KeyDoc::new("unknown", "string list", "[\"Unknown\"]", "data values meaning an unknown category: counted, not in any ratio"),
-        KeyDoc::new(
-            "categories",
-            "table",
-            "none (the data's values, in the data's order)",
-            "map data values to the rules' EEO-1 categories, e.g. { sex = { M = \"Male\", F = \"Female\" }, race = { H = \"Hispanic or Latino\" } }; rows then follow the rules' order; \"Unknown\" marks unknown values",
-        ),
-        KeyDoc::new(
-            "exclude_below",
-            "float",
-            "none (every category in the ratios)",
-            "categories under this share of the sample (the rules allow 0.02) are listed with their counts and rates but left out of the impact ratios",
-        ),
-        KeyDoc::new("exclusion_justification", "string", "none", "the auditor's reason for `exclude_below`, printed with the tables (the rules ask for it)"),
-        KeyDoc::new("alpha", "float", "0.05", "significance level of the tests after Holm's correction"),
-        KeyDoc::new("tool", "string", "none", "the automated employment decision tool audited, as printed on the page"),
-        KeyDoc::new("auditor", "string", "none", "the independent auditor, as printed"),
-        KeyDoc::new("audit_date", "string", "none", "the date of the audit, as printed"),
-        KeyDoc::new("distribution_date", "string", "none", "the tool's distribution date, as printed"),
-        KeyDoc::new("data_source", "string", "none", "the source and explanation of the data, as printed"),
-        KeyDoc::new("data_from", "string", "none", "first date of the data, as printed"),
-        KeyDoc::new("data_to", "string", "none", "last date of the data, as printed"),
-    ],
+    keys: BiasAuditConfig::keys,
     tag: None,
     example: "[stages.audit]\nkind = \"bias_audit\"\ndata = \"data\"\nsex = \"sex\"\nrace = \"race\"\ncolumn = \"selected\"\nexclude_below = 0.02\nexclusion_justification = \"under 2% of the sample\"\ntool = \"ResumeRank 3\"",
     configure: configure::<BiasAuditConfig>,
@@ -125,7 +87,7 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
 }
 
 /// What is audited: selections or scores.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Selected or not: selection rates.
@@ -136,30 +98,39 @@ pub enum Outcome {
 }
 
 /// The `bias_audit` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct BiasAuditConfig {
-    /// The column of sex categories.
+    /// The column of sex categories (give `sex`, `race` or both).
     pub sex: Option<String>,
     /// The column of race/ethnicity categories.
     pub race: Option<String>,
-    /// Selections or scores.
+    /// selection: selection rates; score: scoring rates (share above the whole sample's median
+    /// score).
     pub outcome: Outcome,
-    /// The data's column of decisions or scores (default: the label, for selections).
+    /// With `data`: the column of decisions (0/1, or see `selected`) or of scores; not with
+    /// `model`, whose labels or P(favourable) are audited.
+    #[key(default = "the label (selection); required for score")]
     pub column: Option<String>,
-    /// The value of `column` meaning selected (default 1 of a 0/1 column).
+    /// The value of `column` that means selected.
+    #[key(default = "1 (a 0/1 column)")]
     pub selected: Option<LabelValue>,
     /// Rows audited.
     pub split: Rows,
-    /// Data values meaning an unknown category.
+    /// Data values meaning an unknown category: counted, not in any ratio.
     pub unknown: Vec<String>,
-    /// Data values mapped to the rules' categories, per axis (`sex`, `race`).
+    /// Map data values to the rules' EEO-1 categories, e.g. { sex = { M = "Male", F = "Female" },
+    /// race = { H = "Hispanic or Latino" } }; rows then follow the rules' order; "Unknown" marks
+    /// unknown values.
+    #[key(ty = "table", default = "none (the data's values, in the data's order)")]
     pub categories: BTreeMap<String, BTreeMap<String, String>>,
-    /// Categories under this share of the sample are left out of the impact ratios.
+    /// Categories under this share of the sample (the rules allow 0.02) are listed with their
+    /// counts and rates but left out of the impact ratios.
+    #[key(default = "none (every category in the ratios)")]
     pub exclude_below: Option<f64>,
-    /// Why categories are left out.
+    /// The auditor's reason for `exclude_below`, printed with the tables (the rules ask for it).
     pub exclusion_justification: Option<String>,
-    /// Significance level after Holm's correction.
+    /// Significance level of the tests after Holm's correction.
     pub alpha: f64,
     /// What the page prints about the audit: its keys (`tool`, `auditor`, …) sit beside the
     /// others in the stage's table (`*`: read from the keys this struct does not declare).
@@ -317,22 +288,22 @@ pub struct AuditTable {
 
 /// What the page prints about the audit (the keys as written), read from the stage's keys and kept
 /// in its figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditPage {
-    /// The tool.
+    /// The automated employment decision tool audited, as printed on the page.
     pub tool: Option<String>,
-    /// The auditor.
+    /// The independent auditor, as printed.
     pub auditor: Option<String>,
-    /// The audit's date.
+    /// The date of the audit, as printed.
     pub audit_date: Option<String>,
-    /// The tool's distribution date.
+    /// The tool's distribution date, as printed.
     pub distribution_date: Option<String>,
-    /// The data's source.
+    /// The source and explanation of the data, as printed.
     pub data_source: Option<String>,
-    /// The data's first date.
+    /// First date of the data, as printed.
     pub data_from: Option<String>,
-    /// The data's last date.
+    /// Last date of the data, as printed.
     pub data_to: Option<String>,
 }
 

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::estimate::MODEL_INPUT;
-use super::options::{check_gamma, check_protected, Rows, GAMMA, PROTECTED};
+use super::options::{check_gamma, check_protected, Rows};
 use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::{audited_rows, nan_if_null, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 use crate::stats::wilson;
 
@@ -21,7 +22,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Check the dataset's own rows: which real individuals would get another label with other protected values. Writes the discriminatory rows with their counterparts.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Cases,
-    keys: &[KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"test\"", "rows to check"), GAMMA, PROTECTED],
+    keys: CheckConfig::keys,
     tag: None,
     example: "[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"test\"",
     configure: configure::<CheckConfig>,
@@ -41,14 +42,16 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
 }
 
 /// The `check` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct CheckConfig {
     /// Rows to check.
     pub split: Rows,
     /// Count a pair when |f(x) − f(x')| > gamma instead of when labels differ.
+    #[key(shared = super::options::GAMMA)]
     pub gamma: Option<f64>,
     /// Audit these protected attributes instead of the data's.
+    #[key(shared = super::options::PROTECTED)]
     pub protected: Option<Vec<String>>,
 }
 

@@ -11,7 +11,8 @@ use super::options::Rows;
 use crate::error::{Result, StageError};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::text::counterfactual::{check_swaps, check_twins};
 
@@ -30,10 +31,7 @@ pub const KIND: StageKind = StageKind {
         },
     ],
     output: ArtifactKind::TextModel,
-    keys: &[
-        KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "texts to check"),
-        KeyDoc::new("max_cases", "int", "10000", "swaps written to the table at most (all are counted)"),
-    ],
+    keys: CheckTextConfig::keys,
     tag: None,
     example: "[stages.swaps]\nkind = \"check_text\"\nmodel = \"model\"",
     configure: configure::<CheckTextConfig>,
@@ -43,12 +41,12 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// The `check_text` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct CheckTextConfig {
     /// Texts to check.
     pub split: Rows,
-    /// Swaps written to the table at most.
+    /// Swaps written to the table at most (all are counted).
     pub max_cases: usize,
 }
 

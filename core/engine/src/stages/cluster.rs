@@ -9,7 +9,8 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::{KeyType, StageKeys};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
 
 /// The `cluster` stage kind.
@@ -18,12 +19,7 @@ pub const KIND: StageKind = StageKind {
     doc: "k-means over the dataset's training rows; seeds are taken round robin across clusters (SG §3.2, MAFT Algorithm 3).",
     inputs: &[InputDoc { role: "data", accepts: &[ArtifactKind::Dataset], required: true, doc: "the dataset whose rows are clustered" }],
     output: ArtifactKind::Seeds,
-    keys: &[
-        KeyDoc::new("k", "int", "4", "number of clusters"),
-        KeyDoc::new("seeds", "int", "1000", "number of seeds to emit"),
-        KeyDoc::new("max_iterations", "int", "300", "k-means iteration limit"),
-        KeyDoc::new("split", "\"train\"|\"all\"", "\"train\"", "rows to cluster"),
-    ],
+    keys: ClusterConfig::keys,
     tag: None,
     example: "[stages.seeds]\nkind = \"cluster\"\ndata = \"data\"\nk = 4\nseeds = 1000",
     configure: configure::<ClusterConfig>,
@@ -33,7 +29,7 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// `split = "train" | "all"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum ClusterRows {
     /// The train split.
@@ -44,7 +40,7 @@ pub enum ClusterRows {
 }
 
 /// The `cluster` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClusterConfig {
     /// Number of clusters.

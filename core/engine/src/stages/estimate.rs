@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::options::{check_gamma, check_protected, GAMMA, PROTECTED};
+use super::options::{check_gamma, check_protected};
 use crate::check::Checker;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
@@ -15,7 +15,8 @@ use crate::logit_shift::{LogitShift, Pairing, ShiftSums};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::warnings::Warnings;
 
@@ -29,18 +30,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Aequitas §4.3: K trials of m inputs drawn uniformly from the domain; the mean share of discriminatory inputs with a 95% confidence interval.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Estimate,
-    keys: &[
-        KeyDoc::new("trials", "int", "400", "number of trials K"),
-        KeyDoc::new("samples", "int", "1000", "inputs per trial m"),
-        GAMMA,
-        PROTECTED,
-        KeyDoc::new(
-            "units",
-            "int",
-            "trials / 25, rounded up",
-            "blocks of trials that a sharded run (`--shard`) deals out; results are the same for any value",
-        ),
-    ],
+    keys: EstimateConfig::keys,
     tag: None,
     example: "[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 400\nsamples = 1000",
     configure: configure::<EstimateConfig>,
@@ -60,19 +50,22 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
 }
 
 /// The `estimate` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct EstimateConfig {
-    /// Number of trials K (at least 2).
+    /// Number of trials K.
     pub trials: usize,
     /// Inputs per trial m.
     pub samples: usize,
     /// Count a pair when |f(x) − f(x')| > gamma instead of when labels differ.
+    #[key(shared = super::options::GAMMA)]
     pub gamma: Option<f64>,
     /// Audit these protected attributes instead of the data's.
+    #[key(shared = super::options::PROTECTED)]
     pub protected: Option<Vec<String>>,
-    /// Blocks of trials a sharded run deals out (default: one per 25 trials); trial `t` draws
-    /// from its own stream, so the figures do not depend on it.
+    /// Blocks of trials that a sharded run (`--shard`) deals out; results are the same for any
+    /// value (trial `t` draws from its own stream).
+    #[key(default = "trials / 25, rounded up")]
     pub units: Option<usize>,
 }
 

@@ -9,12 +9,13 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::options::{check_protected, PluginChoice, PROTECTED};
+use super::options::{check_protected, PluginChoice};
 use crate::error::{Error, Result, StageError};
 use crate::pieces::{block, piece_seed, Piece, SearchPiece};
 use crate::plugin::{Plugin, RunSpec};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{figures_map, with_protected, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `generate` stage kind.
@@ -26,36 +27,7 @@ pub const KIND: StageKind = StageKind {
         InputDoc { role: "seeds", accepts: &[ArtifactKind::Seeds], required: false, doc: "seed rows from a cluster stage" },
     ],
     output: ArtifactKind::Cases,
-    keys: &[
-        KeyDoc::new("plugin", "string", "required (or path)", "plugin name, e.g. \"aequitas\" (fairpipe list shows the installed ones)"),
-        KeyDoc::new("path", "path", "none", "load the plugin from this library file instead"),
-        KeyDoc::new("params", "table", "{}", "the plugin's own parameters, validated by the plugin"),
-        KeyDoc::new("random_seeds", "int", "1000", "uniform random seeds when no seeds input is connected"),
-        KeyDoc::new(
-            "random_seeds_seed",
-            "int",
-            "derived from the stage",
-            "seed of those random seeds: give two stages the same value to search both models from the same inputs",
-        ),
-        KeyDoc::new("max_seeds", "int", "0 (all)", "budget: seeds used at most"),
-        KeyDoc::new("max_iterations", "int", "0 (no limit)", "budget: plugin iterations"),
-        KeyDoc::new("max_queries", "int", "0 (no limit)", "budget: rows the plugin asks the model about (answered from the score cache or not)"),
-        KeyDoc::new("max_seconds", "float", "0 (no limit)", "budget: wall time"),
-        KeyDoc::new("gamma", "float", "none (labels)", "probability threshold of Aequitas Def. 4.1"),
-        KeyDoc::new(
-            "cache",
-            "bool or \"auto\"",
-            "\"auto\"",
-            "answer the plugin's queries from a cache of the rows it has scored (capacity FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to the model change); \"auto\" uses it, but for a network or linear model run in this process only while enough of the rows asked repeat to pay for the look-ups (decided per 100,000 rows asked); true always, false never; `cache_choice` says what was done and why",
-        ),
-        PROTECTED,
-        KeyDoc::new(
-            "units",
-            "int",
-            "1",
-            "split the seeds into this many blocks, each searched by its own run of the plugin (its parameters apply per block; stream from the stage seed and the block's number; budgets shared out; IDIs an earlier block found dropped): the pieces a sharded run (`--shard`) deals out. 1 keeps the method's own search over all seeds",
-        ),
-    ],
+    keys: GenerateConfig::keys,
     tag: None,
     example: "[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nseeds = \"seeds\"\nplugin = \"aequitas\"\nparams = { strategy = \"fully_directed\" }",
     configure: configure::<GenerateConfig>,
@@ -65,35 +37,52 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// The `generate` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct GenerateConfig {
-    /// Plugin name.
+    /// Plugin name, e.g. "aequitas" (fairpipe list shows the installed ones).
+    #[key(default = "required (or path)")]
     pub plugin: Option<String>,
-    /// Plugin library file instead.
+    /// Load the plugin from this library file instead.
     pub path: Option<std::path::PathBuf>,
-    /// The plugin's own parameters.
+    /// The plugin's own parameters, validated by the plugin.
+    #[key(default = "{}")]
     pub params: Option<Value>,
     /// Uniform random seeds when no seeds input is connected.
     pub random_seeds: usize,
-    /// Seed of those random seeds (default: derived from the stage).
+    /// Seed of those random seeds: give two stages the same value to search both models from the
+    /// same inputs.
+    #[key(default = "derived from the stage")]
     pub random_seeds_seed: Option<u64>,
-    /// Budget: seeds used at most (0: all).
+    /// Budget: seeds used at most.
+    #[key(default = "0 (all)")]
     pub max_seeds: u64,
-    /// Budget: plugin iterations (0: no limit).
+    /// Budget: plugin iterations.
+    #[key(default = "0 (no limit)")]
     pub max_iterations: u64,
-    /// Budget: model rows scored (0: no limit).
+    /// Budget: rows the plugin asks the model about (answered from the score cache or not).
+    #[key(default = "0 (no limit)")]
     pub max_queries: u64,
-    /// Budget: wall time in seconds (0: no limit).
+    /// Budget: wall time in seconds.
+    #[key(default = "0 (no limit)")]
     pub max_seconds: f64,
     /// Probability threshold of Aequitas Def. 4.1.
+    #[key(default = "none (labels)")]
     pub gamma: Option<f64>,
     /// Audit these protected attributes instead of the data's.
+    #[key(shared = super::options::PROTECTED)]
     pub protected: Option<Vec<String>>,
-    /// Blocks of seeds, each searched by its own run of the plugin ([`crate::pieces`]).
+    /// Split the seeds into this many blocks, each searched by its own run of the plugin (its
+    /// parameters apply per block; stream from the stage seed and the block's number; budgets
+    /// shared out; IDIs an earlier block found dropped): the pieces a sharded run (`--shard`)
+    /// deals out. 1 keeps the method's own search over all seeds.
     pub units: usize,
-    /// Whether the plugin's queries go through a score cache ([`crate::score_cache`]): `"auto"`,
-    /// `true` or `false`.
+    /// Answer the plugin's queries from a cache of the rows it has scored (capacity
+    /// FAIRPIPE_CACHE_ROWS, default 1,000,000 rows; results are the same, only the rows sent to
+    /// the model change); "auto" uses it, but for a network or linear model run in this process
+    /// only while enough of the rows asked repeat to pay for the look-ups (decided per 100,000
+    /// rows asked); true always, false never; `cache_choice` says what was done and why.
+    #[key(ty = "bool or \"auto\"")]
     pub cache: crate::score_cache::CacheChoice,
 }
 

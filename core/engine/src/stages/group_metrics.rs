@@ -13,14 +13,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::group_score::MODEL_INPUT;
-use super::options::{check_protected, Rows, PROTECTED};
+use super::options::{check_protected, Rows};
 use crate::error::{Error, Result, StageError};
 use crate::fairness::measure::{measure_set, rate_with_ci, select, worst_of, Measured, Outcomes};
 use crate::fairness::{parity, Confusion, Metric, ParitySummary};
 use crate::group_rule::number;
 use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
@@ -33,30 +34,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Outcomes of the model per value of each protected attribute and per intersection, on the data's labelled rows: selection rate with impact ratios and the four-fifths rule, base rate, TPR, FPR, FNR, TNR, PPV, NPV, accuracy (Wilson 95% intervals), AUC and calibration when the model gives probabilities; each rate's ratio and difference against a reference group (Aequitas band), p-values against it with Holm's correction, Fairlearn's parity summaries per attribute set, and a threshold sweep.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::GroupMetrics,
-    keys: &[
-        KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "rows to measure"),
-        KeyDoc::new("threshold", "float", "0.5", "decision threshold: a row is selected (favourable) when P(favourable) > threshold"),
-        KeyDoc::new("top_k", "int", "none", "select the k rows of highest score instead (a ranking system); excludes top_share"),
-        KeyDoc::new("top_share", "float", "none", "select this share of the rows of highest score instead"),
-        KeyDoc::new("impact_threshold", "float", "0.8", "impact ratio below which a group is flagged (four-fifths rule)"),
-        KeyDoc::new(
-            "min_share",
-            "float",
-            "0.02",
-            "groups smaller than this share of the rows are listed but not flagged by the four-fifths rule (LL144 audits may exclude categories under 2%)",
-        ),
-        KeyDoc::new("min_count", "int", "30", "groups with fewer rows are listed as too small: no significance test, no flag"),
-        KeyDoc::new(
-            "reference",
-            "\"largest\"|\"most_favoured\"|table",
-            "\"largest\"",
-            "reference group of each attribute set for _ratio, _difference and the tests: the largest group, the most selected one, or named, e.g. { sex = \"Male\" }",
-        ),
-        KeyDoc::new("ratio_band", "[float, float]", "[0.8, 1.25]", "a rate's ratio to the reference outside this band is flagged (DSSG Aequitas)"),
-        KeyDoc::new("alpha", "float", "0.05", "significance level after Holm's correction across the table"),
-        KeyDoc::new("bootstrap", "int", "500", "bootstrap resamples of the AUC interval (seeded; 0: no interval)"),
-        PROTECTED,
-    ],
+    keys: GroupMetricsConfig::keys,
     tag: None,
     example: "[stages.metrics]\nkind = \"group_metrics\"\nmodel = \"model\"\nsplit = \"test\"\nprotected = [\"gender\", \"race\"]\nreference = { gender = \"1\" }",
     configure: configure::<GroupMetricsConfig>,
@@ -80,32 +58,36 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
 }
 
 /// The `group_metrics` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct GroupMetricsConfig {
     /// Rows to measure.
     pub split: Rows,
-    /// Decision threshold on P(favourable).
+    /// Decision threshold: a row is selected (favourable) when P(favourable) > threshold.
     pub threshold: f64,
-    /// Select the k rows of highest score instead.
+    /// Select the k rows of highest score instead (a ranking system); excludes top_share.
     pub top_k: Option<usize>,
     /// Select this share of the rows of highest score instead.
     pub top_share: Option<f64>,
-    /// Impact ratio below which a group is flagged.
+    /// Impact ratio below which a group is flagged (four-fifths rule).
     pub impact_threshold: f64,
-    /// Groups smaller than this share of the rows are listed but not flagged.
+    /// Groups smaller than this share of the rows are listed but not flagged by the four-fifths
+    /// rule (LL144 audits may exclude categories under 2%).
     pub min_share: f64,
-    /// Groups with fewer rows are listed as too small.
+    /// Groups with fewer rows are listed as too small: no significance test, no flag.
     pub min_count: usize,
-    /// `"largest"`, `"most_favoured"` or a table of attribute = value.
+    /// Reference group of each attribute set for _ratio, _difference and the tests: the largest
+    /// group, the most selected one, or named, e.g. { sex = "Male" }.
+    #[key(ty = "\"largest\"|\"most_favoured\"|table")]
     pub reference: Value,
-    /// The fairness band of a ratio to the reference.
+    /// A rate's ratio to the reference outside this band is flagged (DSSG Aequitas).
     pub ratio_band: [f64; 2],
-    /// Significance level after Holm's correction.
+    /// Significance level after Holm's correction across the table.
     pub alpha: f64,
-    /// Bootstrap resamples of the AUC interval.
+    /// Bootstrap resamples of the AUC interval (seeded; 0: no interval).
     pub bootstrap: usize,
     /// Audit these protected attributes instead of the data's.
+    #[key(shared = super::options::PROTECTED)]
     pub protected: Option<Vec<String>>,
 }
 

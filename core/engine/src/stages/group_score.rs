@@ -11,13 +11,14 @@ use fairpipe_abi::ffi::{self, FfiBudget};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::options::{check_protected, PluginChoice, Rows, PROTECTED};
+use super::options::{check_protected, PluginChoice, Rows};
 use crate::error::{PluginHostError, Result};
 use crate::group_rule::GroupRule;
 use crate::output::TableBuilder;
 use crate::plugin::{Plugin, RunSpec};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupScoreRow, GroupsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
@@ -33,15 +34,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Run an auditor plugin (testsgd) over the dataset's rows: groups defined by rules on the protected attributes, ranked by the difference in favourable rate inside and outside the group, with error margins.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Groups,
-    keys: &[
-        KeyDoc::new("plugin", "string", "\"testsgd\"", "auditor plugin name"),
-        KeyDoc::new("path", "path", "none", "load the plugin from this library file instead"),
-        KeyDoc::new("params", "table", "{}", "the plugin's own parameters"),
-        KeyDoc::new("split", "\"train\"|\"test\"|\"all\"", "\"train\"", "rows the rules' support and the samples come from"),
-        KeyDoc::new("top_k", "int", "10", "groups listed in summary.json (the table has all)"),
-        KeyDoc::new("max_seconds", "float", "0 (no limit)", "budget: wall time"),
-        PROTECTED,
-    ],
+    keys: GroupScoreConfig::keys,
     tag: None,
     example: "[stages.groups]\nkind = \"group_score\"\nmodel = \"model\"\nprotected = [\"gender\", \"race\", \"age\"]\nparams = { theta = 0.05 }",
     configure: configure::<GroupScoreConfig>,
@@ -64,22 +57,26 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
 const DEFAULT_AUDITOR: &str = "testsgd";
 
 /// The `group_score` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct GroupScoreConfig {
-    /// Auditor plugin name (default testsgd).
+    /// Auditor plugin name.
+    #[key(default = "\"testsgd\"")]
     pub plugin: Option<String>,
-    /// Plugin library file instead.
+    /// Load the plugin from this library file instead.
     pub path: Option<std::path::PathBuf>,
     /// The plugin's own parameters.
+    #[key(default = "{}")]
     pub params: Option<Value>,
     /// Rows the rules' support and the samples come from.
     pub split: Rows,
-    /// Groups listed in summary.json.
+    /// Groups listed in summary.json (the table has all).
     pub top_k: usize,
-    /// Budget: wall time in seconds (0: no limit).
+    /// Budget: wall time in seconds.
+    #[key(default = "0 (no limit)")]
     pub max_seconds: f64,
     /// Audit these protected attributes instead of the data's.
+    #[key(shared = super::options::PROTECTED)]
     pub protected: Option<Vec<String>>,
 }
 

@@ -16,7 +16,8 @@ use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextGroupsArtifact};
 use crate::stats::{holm, proportions_test};
 use crate::text::groups::{frequent_text_rule_sets, score_text_rule_sets, TextGroupScore, TextRuleSet, TextScoreSettings};
@@ -30,17 +31,7 @@ pub const KIND: StageKind = StageKind {
         super::train_text::OTHER_TEXTS_INPUT,
     ],
     output: ArtifactKind::TextGroups,
-    keys: &[
-        KeyDoc::new("theta", "float", "0.05", "support threshold θ of a rule set"),
-        KeyDoc::new("max_terms", "int", "4", "terms per rule set at most (one per category)"),
-        KeyDoc::new("sample_thr", "int", "1000", "pairs drawn before the margin is first checked"),
-        KeyDoc::new("error_thr", "float", "0.05", "target error margin of the score"),
-        KeyDoc::new("z", "float", "1.96", "z of the confidence level"),
-        KeyDoc::new("max_samples", "int", "100000", "pairs per rule set at most"),
-        KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "texts the support and the samples come from"),
-        KeyDoc::new("leaders", "int", "10", "the top rule sets scored again on fresh samples after ranking (0: none)"),
-        KeyDoc::new("top_k", "int", "10", "rule sets listed in summary.json (the table has all)"),
-    ],
+    keys: GroupScoreTextConfig::keys,
     tag: None,
     example: "[stages.groups]\nkind = \"group_score_text\"\nmodel = \"model\"\ntheta = 0.05",
     configure: configure::<GroupScoreTextConfig>,
@@ -50,26 +41,26 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// The `group_score_text` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct GroupScoreTextConfig {
-    /// Support threshold.
+    /// Support threshold θ of a rule set.
     pub theta: f64,
-    /// Terms per rule set at most.
+    /// Terms per rule set at most (one per category).
     pub max_terms: usize,
-    /// Pairs before the margin is checked.
+    /// Pairs drawn before the margin is first checked.
     pub sample_thr: usize,
-    /// Target margin.
+    /// Target error margin of the score.
     pub error_thr: f64,
     /// z of the confidence level.
     pub z: f64,
     /// Pairs per rule set at most.
     pub max_samples: usize,
-    /// Texts used.
+    /// Texts the support and the samples come from.
     pub split: Rows,
-    /// Top rule sets re-scored on fresh samples.
+    /// The top rule sets scored again on fresh samples after ranking (0: none).
     pub leaders: usize,
-    /// Rule sets in summary.json.
+    /// Rule sets listed in summary.json (the table has all).
     pub top_k: usize,
     /// The stage's seed (set by the runner).
     #[serde(skip)]

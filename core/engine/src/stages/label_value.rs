@@ -15,6 +15,12 @@ pub enum LabelValue {
     Bool(bool),
 }
 
+impl crate::stage::keys::KeyType for LabelValue {
+    fn text() -> String {
+        "string|int|bool".into()
+    }
+}
+
 impl LabelValue {
     pub(crate) fn text(&self) -> String {
         match self {

@@ -12,7 +12,8 @@ use crate::csv_check;
 use crate::data::{self, ColumnOverride, LoadSpec, MissingPolicy, Split, SplitSpec};
 use crate::error::{DataError, Result, StageError};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::{KeyType, StageKeys};
+use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
@@ -22,23 +23,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Read a CSV or Parquet file into a dataset: domain (integer, continuous, categorical attributes with bounds), encoded features, binary label, train/test split.",
     inputs: &[],
     output: ArtifactKind::Dataset,
-    keys: &[
-        KeyDoc::new("path", "path", "required", "CSV or Parquet file, relative to the pipeline file"),
-        KeyDoc::new("label", "string", "required", "label column"),
-        KeyDoc::new("favourable", "string|int", "1 for 0/1 labels", "the favourable label value as written in the file"),
-        KeyDoc::new("protected", "string list", "required", "protected attribute columns (one or several)"),
-        KeyDoc::new("drop", "string list", "[]", "columns to ignore (ids, row numbers)"),
-        KeyDoc::new("features", "string list", "all other columns", "feature columns in model-input order"),
-        KeyDoc::new("split_column", "string", "none", "column holding train / val / test per row"),
-        KeyDoc::new("test_fraction", "float", "0.2", "share of rows held out for test when there is no split column (seeded shuffle)"),
-        KeyDoc::new("missing", "\"reject\"|\"drop\"", "\"reject\"", "stop at a missing value, or drop rows that have one"),
-        KeyDoc::new("missing_values", "string list", "[\"\", \"?\", \"NA\"]", "cell texts that mean missing"),
-        KeyDoc::new("separator", "string", "\",\"", "CSV field separator (one character)"),
-        KeyDoc::new("columns", "table", "{}", "per-column overrides: columns.NAME = { kind, min, max, step, levels }"),
-        KeyDoc::new("proxy_threshold", "float in [0, 1]", "none: 0.5", "warn of a column whose association with a protected attribute is at least this (Cramér's V for two categorical columns, the correlation ratio η for a categorical and a numeric one, |Pearson r| for two numeric ones): a counterfactual changing the attribute alone leaves it implausible; 1.0 warns only of a column the attribute determines"),
-        KeyDoc::new("linked", "table", "{}", "columns that change with a protected attribute whenever a counterpart is made, so that no counterpart is someone who could not exist: linked.COLUMN.ATTRIBUTE = { \"column value\" = \"attribute value\" } says which value of the (categorical) column goes with which value of the protected attribute, e.g. linked.relationship.sex = { Husband = \"Male\", Wife = \"Female\" }: a counterpart whose sex is set to Female has its Husband made Wife (values not listed are kept); honoured by check, estimate, verify and every search"),
-        KeyDoc::new("codes", "path", "none", "TOML file giving each category name its integer code, one [\"column\"] table of \"name\" = code lines (codes without gaps, from any start): data written with names encoded as a model was trained (data/census.codes.toml: the MAFT/EIDIG papers' encoding); the label's codes name the model's favourable class"),
-    ],
+    keys: LoadConfig::keys,
     tag: None,
     example: "[stages.data]\nkind = \"load\"\npath = \"data/census.csv\"\ncodes = \"data/census.codes.toml\"\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"",
     configure: configure::<LoadConfig>,
@@ -50,7 +35,7 @@ pub const KIND: StageKind = StageKind {
 pub use super::label_value::LabelValue;
 
 /// `missing = "reject" | "drop"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum Missing {
     /// Stop at the first missing value.
@@ -89,48 +74,64 @@ pub struct ColumnConfig {
 }
 
 /// The `load` stage's config.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct LoadConfig {
-    /// CSV or Parquet file, relative to the pipeline file (not needed with [`LoadConfig::frame`]).
+    /// CSV or Parquet file, relative to the pipeline file.
+    #[key(default = "required")]
     pub path: Option<PathBuf>,
     /// Label column.
     pub label: String,
-    /// The favourable label value (default 1 for 0/1 labels).
+    /// The favourable label value as written in the file.
+    #[key(default = "1 for 0/1 labels")]
     pub favourable: Option<LabelValue>,
-    /// Protected attribute columns.
+    /// Protected attribute columns (one or several).
     #[serde(default)]
+    #[key(default = "required")]
     pub protected: Vec<String>,
-    /// Columns to ignore.
+    /// Columns to ignore (ids, row numbers).
     #[serde(default)]
     pub drop: Vec<String>,
-    /// Feature columns in model-input order (default: all other columns).
+    /// Feature columns in model-input order.
+    #[key(default = "all other columns")]
     pub features: Option<Vec<String>>,
     /// Column holding train / val / test per row.
     pub split_column: Option<String>,
-    /// Share of rows held out for test when there is no split column.
+    /// Share of rows held out for test when there is no split column (seeded shuffle).
     #[serde(default = "default_test_fraction")]
     pub test_fraction: f64,
-    /// Missing-value handling.
+    /// Stop at a missing value, or drop rows that have one.
     #[serde(default)]
     pub missing: Missing,
-    /// Cell texts that mean missing (default `""`, `"?"`, `"NA"`).
+    /// Cell texts that mean missing.
+    #[key(default = "[\"\", \"?\", \"NA\"]")]
     pub missing_values: Option<Vec<String>>,
-    /// CSV field separator: one character, or `\t`.
+    /// CSV field separator (one character, or `\t`).
+    #[key(default = "\",\"")]
     pub separator: Option<String>,
-    /// Per-column overrides.
+    /// Per-column overrides: columns.NAME = { kind, min, max, step, levels }.
     #[serde(default)]
+    #[key(ty = "table")]
     pub columns: BTreeMap<String, ColumnConfig>,
-    /// A file of category codes (see [`crate::codes`]), relative to the pipeline file.
+    /// TOML file giving each category name its integer code, one ["column"] table of "name" =
+    /// code lines (codes without gaps, from any start): data written with names encoded as a
+    /// model was trained (data/census.codes.toml: the MAFT/EIDIG papers' encoding); the label's
+    /// codes name the model's favourable class.
     pub codes: Option<PathBuf>,
-    /// Association with a protected attribute at or above which a column is warned of as its
-    /// proxy ([`crate::association`]).
-    /// ([`PROXY_THRESHOLD`] when not given).
+    /// Warn of a column whose association with a protected attribute is at least this (Cramér's
+    /// V for two categorical columns, the correlation ratio η for a categorical and a numeric
+    /// one, |Pearson r| for two numeric ones): a counterfactual changing the attribute alone
+    /// leaves it implausible; 1.0 warns only of a column the attribute determines.
+    #[key(ty = "float in [0, 1]", default = "none: 0.5")]
     pub proxy_threshold: Option<f64>,
-    /// Columns that change with a protected attribute when a counterpart is made:
-    /// `linked.COLUMN.ATTRIBUTE = { "column value" = "attribute value" }` (see
-    /// [`crate::check::Link`]).
+    /// Columns that change with a protected attribute whenever a counterpart is made, so that no
+    /// counterpart is someone who could not exist: linked.COLUMN.ATTRIBUTE = { "column value" =
+    /// "attribute value" } says which value of the (categorical) column goes with which value of
+    /// the protected attribute, e.g. linked.relationship.sex = { Husband = "Male", Wife =
+    /// "Female" }: a counterpart whose sex is set to Female has its Husband made Wife (values not
+    /// listed are kept); honoured by check, estimate, verify and every search.
     #[serde(default)]
+    #[key(ty = "table")]
     pub linked: BTreeMap<String, BTreeMap<String, BTreeMap<String, LabelValue>>>,
     /// A table already in memory, read instead of `path` (library use; not in TOML).
     #[serde(skip)]

@@ -32,7 +32,8 @@ use crate::models::trees::Graph as TreeGraph;
 use crate::models::Model;
 use crate::models::{Complement, ModelFile, OnnxModel, OrtModel, TreeModel};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::{KeyType, StageKeys};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, ColumnProblem, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
@@ -42,83 +43,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Load a model under test from an ONNX file, from a model file saved by a train stage (which can be retrained), or run where it lives: behind a model server speaking the Open Inference Protocol (KServe V2: KServe, MLServer, Triton; `url`) or MLflow's scoring protocol (`protocol = \"mlflow\"`), or as a program reading batches on stdin (`command`). ONNX models are run natively (plain dense graphs, once they reproduce tract), by tract (tensor graphs), or by ONNX Runtime (scikit-learn Pipelines, tree ensembles, ZipMap outputs, string, float64 or several named inputs). Inputs follow the model-input contract (docs/models.md); the probability of the favourable label is found among the outputs and checked. Reports train and test accuracy on the dataset.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
-    keys: &[
-        KeyDoc::new("path", "path", "one of path, url and command", "an .onnx file, or a .json model saved by a train stage, relative to the pipeline file"),
-        KeyDoc::new(
-            "url",
-            "string",
-            "one of path, url and command",
-            "a model behind a model server: http(s)://host:port, or …/v2/models/NAME (KServe V2), or …/invocations (MLflow)",
-        ),
-        KeyDoc::new(
-            "command",
-            "[string]",
-            "one of path, url and command",
-            "a model run as a program, e.g. [\"python3\", \"model.py\"] (in the pipeline's folder): started once, a JSON line per batch on stdin, a JSON line of outputs back (docs/remote-models.md)",
-        ),
-        KeyDoc::new(
-            "llm",
-            "table",
-            "one of path, url, command and llm",
-            "a large language model behind an OpenAI-compatible endpoint, asked about each row through a prompt template: llm = { base_url = \"http://127.0.0.1:8080/v1\", model = \"NAME\", prompt = \"prompts/credit.j2\", answers = { favourable = [\"yes\", \"Yes\"], unfavourable = [\"no\", \"No\"] } }, with optional system, names (per protected column and value, first names for {{ name }}), scores (\"logprobs\" | \"samples\" | \"labels\"), temperature, samples, top_logprobs (20), max_tokens (1), seed, api_key_env, concurrency (8), timeout_s (60), retries (5), backoff_s (0.5), max_requests, max_tokens_total, max_unparsed (0), cache (\"llm-cache.sqlite\"; \"\" for none). See docs/llm-audits.md",
-        ),
-        KeyDoc::new(
-            "protocol",
-            "\"v2\"|\"grpc-v2\"|\"mlflow\"",
-            "\"v2\"",
-            "the server's protocol: v2 (the Open Inference Protocol of KServe, MLServer and Triton, over HTTP/JSON), grpc-v2 (the same over gRPC with the tensors as raw bytes: url = the gRPC port, e.g. http://host:8081; the fastest) or mlflow (MLflow's scoring server: POST /invocations, the data's columns by name)",
-        ),
-        KeyDoc::new("model", "string", "the name in the URL", "the model's name on the server"),
-        KeyDoc::new(
-            "outputs",
-            "[string]",
-            "[] (the server's default outputs)",
-            "outputs to ask the server for, e.g. [\"predict_proba\"] (MLServer's scikit-learn runtime returns labels unless asked)",
-        ),
-        KeyDoc::new("batch_size", "integer", "1024", "most rows per request (rows asked for at the same time are merged up to it)"),
-        KeyDoc::new("concurrency", "integer", "4", "requests in flight at once for the whole model, whatever calls it (a command: one)"),
-        KeyDoc::new("connect_timeout_s", "number", "5", "seconds allowed to connect"),
-        KeyDoc::new("timeout_s", "number", "60", "seconds allowed for one request"),
-        KeyDoc::new("retries", "integer", "3", "tries after the first on a connection error, 429 or 5xx (exponential backoff with jitter)"),
-        KeyDoc::new("token_env", "string", "no token", "environment variable holding a bearer token (the token itself never goes in the pipeline)"),
-        KeyDoc::new("max_queries", "integer", "no cap", "most rows the run may send to the server; the run fails rather than send more"),
-        KeyDoc::new(
-            "output",
-            "string",
-            "the first output that reads as probabilities (names with \"prob\" first, labels last)",
-            "the model's output holding the probabilities (a [N,2] or [N,1] tensor, a ZipMap, or labels)",
-        ),
-        KeyDoc::new(
-            "output_transform",
-            "\"none\"|\"sigmoid\"|\"softmax\"",
-            "\"none\"",
-            "turn an output of logits into probabilities; without it, values outside [0, 1] or rows not summing to 1 are refused",
-        ),
-        KeyDoc::new(
-            "inputs",
-            "table",
-            "each named input from the column of its own name",
-            "which data column feeds which of the model's named inputs, for exports whose input names differ from the columns: inputs = { edu_num = \"educational-num\" } (inputs not listed keep their own name); the names are checked against the model's inputs when the pipeline is validated and against the data's columns when it runs. Numeric inputs of any type ONNX Runtime takes (float32, float64, float16, int64, int32) get the encoded features cast to it, once a check shows the cast loses nothing the model reads",
-        ),
-        KeyDoc::new(
-            "favourable_class",
-            "integer",
-            "the model's class named like the data's favourable label, else class 1",
-            "the model's own class (0, 1, …: its column, ZipMap key or label) that is the data's favourable label, for a model whose classes are numbered while the data's label is text — e.g. 0 when its column 0 holds P(favourable)",
-        ),
-        KeyDoc::new(
-            "executor",
-            "\"auto\"|\"native\"|\"tract\"|\"onnxruntime\"",
-            "\"auto\"",
-            "auto: the native tree executor (native-trees) for tree ensembles it covers (TreeEnsembleClassifier/Regressor with Cast, Identity, ZipMap, ArrayFeatureExtractor, Normalizer, Scaler, Add/Sub/Mul/Div by a constant, on one float input), held against ONNX Runtime when it is installed; ONNX Runtime for other ai.onnx.ml operators, string/float64/several inputs, sequence or map outputs, or what tract refuses; else tract, replaced by the native dense executor once it reproduces tract on every row of the data (no label change, |dp| <= 1e-5). native: the native tree or dense executor, an error naming the operator it does not cover",
-        ),
-        KeyDoc::new(
-            "onnxruntime",
-            "path",
-            "ORT_DYLIB_PATH, then python3's onnxruntime package",
-            "libonnxruntime.so (or the folder holding it) to load, relative to the pipeline file",
-        ),
-    ],
+    keys: LoadModelConfig::keys,
     tag: None,
     example: "[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"models/census.onnx\"",
     configure: configure::<LoadModelConfig>,
@@ -137,8 +62,14 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
     compare_as::<LoadModelFigures>(entry, 1, |f| vec![Value::from(f.model.accuracy_test)])
 }
 
+impl KeyType for OutputTransform {
+    fn text() -> String {
+        crate::stage::keys::choices::<Self>()
+    }
+}
+
 /// `executor = "auto" | "native" | "tract" | "onnxruntime"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum Executor {
     /// The native tree executor for a tree ensemble it covers, else ONNX Runtime where the graph
@@ -155,7 +86,7 @@ pub enum Executor {
 }
 
 /// `protocol = "v2" | "grpc-v2" | "mlflow"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     /// The Open Inference Protocol (KServe V2) over HTTP/JSON.
@@ -185,31 +116,43 @@ fn default_retries() -> u32 {
 }
 
 /// The `load_model` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct LoadModelConfig {
-    /// An `.onnx` file or a `.json` model saved by a train stage, relative to the pipeline file.
+    /// An .onnx file, or a .json model saved by a train stage, relative to the pipeline file.
     #[serde(default)]
+    #[key(default = "one of path, url, command and llm")]
     pub path: Option<PathBuf>,
-    /// A model behind a KServe V2 server.
+    /// A model behind a model server: http(s)://host:port, or …/v2/models/NAME (KServe V2), or
+    /// …/invocations (MLflow).
     #[serde(default)]
+    #[key(default = "one of path, url, command and llm")]
     pub url: Option<String>,
-    /// A model run as a program: its argv, run in the pipeline's folder.
+    /// A model run as a program, e.g. ["python3", "model.py"] (in the pipeline's folder):
+    /// started once, a JSON line per batch on stdin, a JSON line of outputs back
+    /// (docs/remote-models.md).
     #[serde(default)]
+    #[key(default = "one of path, url, command and llm")]
     pub command: Option<Vec<String>>,
-    /// The server's protocol.
+    /// The server's protocol: v2 (the Open Inference Protocol of KServe, MLServer and Triton,
+    /// over HTTP/JSON), grpc-v2 (the same over gRPC with the tensors as raw bytes: url = the gRPC
+    /// port, e.g. http://host:8081; the fastest) or mlflow (MLflow's scoring server: POST
+    /// /invocations, the data's columns by name).
     #[serde(default)]
     pub protocol: Protocol,
-    /// The model's name on the server (else taken from the URL).
+    /// The model's name on the server.
     #[serde(default)]
+    #[key(default = "the name in the URL")]
     pub model: Option<String>,
-    /// Outputs to ask the server for.
+    /// Outputs to ask the server for, e.g. ["predict_proba"] (MLServer's scikit-learn runtime
+    /// returns labels unless asked).
     #[serde(default)]
+    #[key(default = "[] (the server's default outputs)")]
     pub outputs: Vec<String>,
-    /// Rows per request.
+    /// Most rows per request (rows asked for at the same time are merged up to it).
     #[serde(default = "default_batch_size")]
     pub batch_size: usize,
-    /// Requests in flight at once.
+    /// Requests in flight at once for the whole model, whatever calls it (a command: one).
     #[serde(default = "default_concurrency")]
     pub concurrency: usize,
     /// Seconds allowed to connect.
@@ -218,37 +161,66 @@ pub struct LoadModelConfig {
     /// Seconds allowed for one request.
     #[serde(default = "default_timeout")]
     pub timeout_s: f64,
-    /// Tries after the first on a connection error, 429 or 5xx.
+    /// Tries after the first on a connection error, 429 or 5xx (exponential backoff with jitter).
     #[serde(default = "default_retries")]
     pub retries: u32,
-    /// Environment variable holding a bearer token.
+    /// Environment variable holding a bearer token (the token itself never goes in the
+    /// pipeline).
     #[serde(default)]
+    #[key(default = "no token")]
     pub token_env: Option<String>,
-    /// Most rows the run may send to the server.
+    /// Most rows the run may send to the server; the run fails rather than send more.
     #[serde(default)]
+    #[key(default = "no cap")]
     pub max_queries: Option<u64>,
-    /// Name of the output holding the probabilities.
+    /// The model's output holding the probabilities (a [N,2] or [N,1] tensor, a ZipMap, or
+    /// labels).
     #[serde(default)]
+    #[key(default = "the first output that reads as probabilities (names with \"prob\" first, labels last)")]
     pub output: Option<String>,
-    /// What turns the output into probabilities.
+    /// Turn an output of logits into probabilities; without it, values outside [0, 1] or rows
+    /// not summing to 1 are refused.
     #[serde(default)]
     pub output_transform: OutputTransform,
-    /// The model's own class that is the data's favourable label (else matched by name, or
-    /// class 1 assumed).
+    /// The model's own class (0, 1, …: its column, ZipMap key or label) that is the data's
+    /// favourable label, for a model whose classes are numbered while the data's label is text —
+    /// e.g. 0 when its column 0 holds P(favourable).
     #[serde(default)]
+    #[key(default = "the model's class named like the data's favourable label, else class 1")]
     pub favourable_class: Option<i64>,
-    /// Model input name → the data column feeding it (inputs not listed: the column of their
-    /// own name).
+    /// Which data column feeds which of the model's named inputs, for exports whose input names
+    /// differ from the columns: inputs = { edu_num = "educational-num" } (inputs not listed keep
+    /// their own name); the names are checked against the model's inputs when the pipeline is
+    /// validated and against the data's columns when it runs. Numeric inputs of any type ONNX
+    /// Runtime takes (float32, float64, float16, int64, int32) get the encoded features cast to
+    /// it, once a check shows the cast loses nothing the model reads.
     #[serde(default)]
+    #[key(ty = "table", default = "each named input from the column of its own name")]
     pub inputs: BTreeMap<String, String>,
-    /// Which executor runs an ONNX model.
+    /// auto: the native tree executor (native-trees) for tree ensembles it covers
+    /// (TreeEnsembleClassifier/Regressor with Cast, Identity, ZipMap, ArrayFeatureExtractor,
+    /// Normalizer, Scaler, Add/Sub/Mul/Div by a constant, on one float input), held against ONNX
+    /// Runtime when it is installed; ONNX Runtime for other ai.onnx.ml operators,
+    /// string/float64/several inputs, sequence or map outputs, or what tract refuses; else tract,
+    /// replaced by the native dense executor once it reproduces tract on every row of the data
+    /// (no label change, |dp| <= 1e-5). native: the native tree or dense executor, an error
+    /// naming the operator it does not cover.
     #[serde(default)]
     pub executor: Executor,
-    /// The ONNX Runtime library (or its folder), relative to the pipeline file.
+    /// libonnxruntime.so (or the folder holding it) to load, relative to the pipeline file.
     #[serde(default)]
+    #[key(default = "ORT_DYLIB_PATH, then python3's onnxruntime package")]
     pub onnxruntime: Option<PathBuf>,
-    /// A large language model behind an OpenAI-compatible endpoint.
+    /// A large language model behind an OpenAI-compatible endpoint, asked about each row through
+    /// a prompt template: llm = { base_url = "http://127.0.0.1:8080/v1", model = "NAME", prompt =
+    /// "prompts/credit.j2", answers = { favourable = ["yes", "Yes"], unfavourable = ["no", "No"]
+    /// } }, with optional system, names (per protected column and value, first names for {{ name
+    /// }}), scores ("logprobs" | "samples" | "labels"), temperature, samples, top_logprobs (20),
+    /// max_tokens (1), seed, api_key_env, concurrency (8), timeout_s (60), retries (5), backoff_s
+    /// (0.5), max_requests, max_tokens_total, max_unparsed (0), cache ("llm-cache.sqlite"; "" for
+    /// none). See docs/llm-audits.md.
     #[serde(default)]
+    #[key(ty = "table", default = "one of path, url, command and llm")]
     pub llm: Option<LlmConfig>,
     /// A model handed over in code instead of `path`, `url` or `command` (library use, e.g. a
     /// Python object's `predict_proba`; not in TOML): bound to the dataset when the stage runs.

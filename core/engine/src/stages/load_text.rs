@@ -12,7 +12,8 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextsArtifact};
 use crate::text::counterfactual::term_counts;
 use crate::text::data::TextData;
@@ -24,15 +25,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Read a column of texts and their label (CSV or Parquet) for a text audit, with the identity terms to audit: TestSGD's Table 1 (gender, race, religion, age; 48 terms) unless `terms` replaces or adds categories. Matching is case-insensitive on word boundaries; multi-word terms match across spaces or hyphens. Reports how many texts mention each category and term, and writes that table.",
     inputs: &[],
     output: ArtifactKind::Texts,
-    keys: &[
-        KeyDoc::new("path", "path", "required", "CSV or Parquet file, relative to the pipeline file"),
-        KeyDoc::new("text", "string", "required", "the text column"),
-        KeyDoc::new("label", "string", "required", "label column"),
-        KeyDoc::new("favourable", "string|int|bool", "1 for 0/1 labels", "the label value of class 1 as written in the file"),
-        KeyDoc::new("terms", "table of string lists", "{} (Table 1)", "identity-term categories replacing (same name) or added to the paper's: terms.gender = [\"woman\", \"man\"]"),
-        KeyDoc::new("split_column", "string", "none", "column holding train / val / test per text"),
-        KeyDoc::new("test_fraction", "float", "0.2", "share of texts held out for test when there is no split column (seeded shuffle)"),
-    ],
+    keys: LoadTextConfig::keys,
     tag: None,
     example: "[stages.comments]\nkind = \"load_text\"\npath = \"data/text/wikitalk_comments.csv\"\ntext = \"comment\"\nlabel = \"toxic\"\nfavourable = \"False\"",
     configure: configure::<LoadTextConfig>,
@@ -42,24 +35,27 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// The `load_text` stage's config.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct LoadTextConfig {
     /// CSV or Parquet file, relative to the pipeline file.
     pub path: PathBuf,
-    /// Text column.
+    /// The text column.
     pub text: String,
     /// Label column.
     pub label: String,
-    /// The label value of class 1.
+    /// The label value of class 1 as written in the file.
+    #[key(default = "1 for 0/1 labels")]
     pub favourable: Option<LabelValue>,
-    /// Identity-term categories replacing or added to the paper's.
+    /// Identity-term categories replacing (same name) or added to the paper's: terms.gender =
+    /// ["woman", "man"].
     #[serde(default)]
+    #[key(ty = "table of string lists", default = "{} (Table 1)")]
     pub terms: BTreeMap<String, Vec<String>>,
-    /// Column holding each text's split.
+    /// Column holding train / val / test per text.
     #[serde(default)]
     pub split_column: Option<String>,
-    /// Share of texts held out for test (without a split column).
+    /// Share of texts held out for test when there is no split column (seeded shuffle).
     #[serde(default = "default_test_fraction")]
     pub test_fraction: f64,
     /// The stage's seed (set by the runner, not the file).

@@ -13,7 +13,8 @@ use crate::error::Result;
 use crate::models::onnx::runtime::{install_advice, runtime};
 use crate::models::outputs::{Favourable, OutputChoice, OutputTransform};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::TextClassifier;
 use crate::text::onnx_text::OrtTextModel;
@@ -24,11 +25,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Load a text classifier exported to ONNX with one string input ([N, 1] or [N]) and run it with ONNX Runtime; the output holding P(favourable) is chosen as for load_model (probabilities first, ZipMaps and labels read too). Reports its accuracy on the texts.",
     inputs: TEXTS_INPUT,
     output: ArtifactKind::TextModel,
-    keys: &[
-        KeyDoc::new("path", "path", "required", "the .onnx file, relative to the pipeline file"),
-        KeyDoc::new("output", "string", "the probabilities", "the output to read"),
-        KeyDoc::new("onnxruntime", "path", "ORT_DYLIB_PATH, then python3's onnxruntime package", "libonnxruntime.so (or the folder holding it) to load, relative to the pipeline file"),
-    ],
+    keys: LoadTextModelConfig::keys,
     tag: None,
     example: "[stages.model]\nkind = \"load_text_model\"\ndata = \"comments\"\npath = \"models/wikitalk_tfidf_lr.onnx\"",
     configure: configure::<LoadTextModelConfig>,
@@ -38,14 +35,16 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// The `load_text_model` stage's config.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct LoadTextModelConfig {
-    /// The ONNX file.
+    /// The .onnx file, relative to the pipeline file.
     pub path: PathBuf,
     /// The output to read.
+    #[key(default = "the probabilities")]
     pub output: Option<String>,
-    /// ONNX Runtime's library.
+    /// libonnxruntime.so (or the folder holding it) to load, relative to the pipeline file.
+    #[key(default = "ORT_DYLIB_PATH, then python3's onnxruntime package")]
     pub onnxruntime: Option<PathBuf>,
 }
 

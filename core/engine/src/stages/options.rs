@@ -9,11 +9,12 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::plugin::{self, Plugin};
 use crate::stage::config::Checks;
+use crate::stage::keys::KeyType;
 use crate::stage::kind::KeyDoc;
 use crate::stage::ScoreNeed;
 
 /// The rows of a dataset a stage looks at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum Rows {
     /// The train split.
@@ -35,7 +36,8 @@ impl Rows {
     }
 }
 
-/// The doc of the `protected` override shared by the auditing stages.
+/// The `protected` override the auditing stages share, described once (their configs'
+/// `#[key(shared = PROTECTED)]`).
 pub const PROTECTED: KeyDoc = KeyDoc::new(
     "protected",
     "string list",
@@ -43,7 +45,8 @@ pub const PROTECTED: KeyDoc = KeyDoc::new(
     "audit these protected attributes instead of the data's (one model, several audits)",
 );
 
-/// The doc of the `gamma` threshold of `estimate` and `check`.
+/// The `gamma` threshold several stages share, described once (their configs'
+/// `#[key(shared = GAMMA)]`).
 pub const GAMMA: KeyDoc = KeyDoc::new(
     "gamma",
     "float",

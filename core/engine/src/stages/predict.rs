@@ -11,7 +11,8 @@ use super::options::Rows;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The `predict` stage kind.
@@ -20,10 +21,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Score the rows of a split: writes each row's decoded columns, its label, `probability` (of the favourable label) and `prediction` (the predicted label, as the data writes it), as CSV and Parquet.",
     inputs: MODEL_INPUT,
     output: ArtifactKind::Model,
-    keys: &[
-        KeyDoc::new("split", "\"test\"|\"train\"|\"all\"", "\"all\"", "rows to score"),
-        KeyDoc::new("threshold", "number in [0, 1]", "0.5", "probability above which the favourable label is predicted"),
-    ],
+    keys: PredictConfig::keys,
     tag: None,
     example: "[stages.predictions]\nkind = \"predict\"\nmodel = \"model\"\nsplit = \"test\"",
     configure: configure::<PredictConfig>,
@@ -33,12 +31,13 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// The `predict` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct PredictConfig {
     /// Rows to score.
     pub split: Rows,
     /// Probability above which the favourable label is predicted.
+    #[key(ty = "number in [0, 1]")]
     pub threshold: f64,
 }
 

@@ -46,7 +46,8 @@ use crate::models::Recipe;
 use crate::oracle::{accuracy, Oracle};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::{KeyType, StageKeys};
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
 
 /// The `retrain` stage kind.
@@ -64,40 +65,7 @@ pub const KIND: StageKind = StageKind {
         InputDoc { role: "groups", accepts: &[ArtifactKind::Groups], required: false, doc: "group scores (a group_score stage); needed by testsgd" },
     ],
     output: ArtifactKind::Model,
-    keys: &[
-        KeyDoc::new(
-            "strategy",
-            "\"aequitas\"|\"pairs\"|\"testsgd\"",
-            "\"aequitas\"",
-            "how IDIs (or, for testsgd, samples of the worst group) are added",
-        ),
-        KeyDoc::new("accuracy_tolerance", "float", "0.01", "testsgd: largest test-accuracy drop accepted for the kept model").only(&["testsgd"]),
-        KeyDoc::new("group_samples", "int", "2000", "testsgd: samples per side when a group's score is measured").only(&["testsgd"]),
-        KeyDoc::new(
-            "select",
-            "\"opposite\"|\"relabel\"",
-            "\"opposite\"",
-            "testsgd: add group samples the original model already gives the other label, with it (the paper's RQ3), or samples it gives the over-given label, relabelled",
-        )
-        .only(&["testsgd"]),
-        KeyDoc::new(
-            "label",
-            "\"seed\"|\"majority\"",
-            "\"seed\"",
-            "label of added inputs: the original prediction on the IDI, or the majority over its variants",
-        )
-        .only(&["aequitas", "pairs"]),
-        KeyDoc::new("trials", "int", "100", "estimate trials K for each model compared").only(&["aequitas", "pairs"]),
-        KeyDoc::new("samples", "int", "1000", "estimate inputs m per trial").only(&["aequitas", "pairs"]),
-        KeyDoc::new("max_rounds", "int", "9", "aequitas: rounds at most (p_i reaches 100% at round 8)").only(&["aequitas"]),
-        KeyDoc::new(
-            "variants",
-            "bool",
-            "true",
-            "aequitas: add each drawn IDI together with its protected variants, all with its label (false: the IDI alone, as Algorithm 5 is written)",
-        )
-        .only(&["aequitas"]),
-    ],
+    keys: RetrainConfig::keys,
     tag: Some("strategy"),
     example: "[stages.fairer]\nkind = \"retrain\"\nmodel = \"model\"\ncases = \"verified\"\nstrategy = \"aequitas\"",
     configure: configure::<RetrainConfig>,
@@ -107,16 +75,17 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// The `retrain` stage's config: the strategy, with its own keys.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct RetrainConfig {
-    /// How the training data is augmented, picked by `strategy = "..."` (default `aequitas`).
+    /// How IDIs (or, for testsgd, samples of the worst group) are added (`strategy = "..."`), with
+    /// keys of its own.
     #[serde(rename = "+strategy")]
     pub strategy: RetrainStrategy,
 }
 
 /// `strategy = "..."` and the keys of that strategy.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, StageKeys)]
 pub enum RetrainStrategy {
     /// Aequitas Algorithm 5: growing random shares of the IDIs, kept while the rate falls.
     #[serde(rename = "aequitas")]
@@ -130,7 +99,7 @@ pub enum RetrainStrategy {
 }
 
 /// `label = "seed" | "majority"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum AddedLabel {
     /// The original model's prediction on the IDI.
@@ -141,18 +110,20 @@ pub enum AddedLabel {
 }
 
 /// Keys of `strategy = "aequitas"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct AequitasParams {
-    /// Label of added inputs.
+    /// Label of added inputs: the original prediction on the IDI, or the majority over its
+    /// variants.
     pub label: AddedLabel,
-    /// Estimate trials K.
+    /// Estimate trials K for each model compared.
     pub trials: usize,
     /// Estimate inputs m per trial.
     pub samples: usize,
-    /// Rounds at most.
+    /// Rounds at most (p_i reaches 100% at round 8).
     pub max_rounds: usize,
-    /// Add each IDI with its protected variants.
+    /// Add each drawn IDI together with its protected variants, all with its label (false: the
+    /// IDI alone, as Algorithm 5 is written).
     pub variants: bool,
 }
 
@@ -163,12 +134,13 @@ impl Default for AequitasParams {
 }
 
 /// Keys of `strategy = "pairs"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct PairsParams {
-    /// Label of added inputs.
+    /// Label of added inputs: the original prediction on the IDI, or the majority over its
+    /// variants.
     pub label: AddedLabel,
-    /// Estimate trials K.
+    /// Estimate trials K for each model compared.
     pub trials: usize,
     /// Estimate inputs m per trial.
     pub samples: usize,
@@ -181,14 +153,15 @@ impl Default for PairsParams {
 }
 
 /// Keys of `strategy = "testsgd"`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct TestSgdParams {
     /// Largest test-accuracy drop accepted for the kept model.
     pub accuracy_tolerance: f64,
     /// Samples per side when a group's score is measured.
     pub group_samples: usize,
-    /// Which generated samples of the group are added.
+    /// Add group samples the original model already gives the other label, with it (the paper's
+    /// RQ3), or samples it gives the over-given label, relabelled.
     pub select: SampleSelection,
 }
 
@@ -200,7 +173,7 @@ impl Default for TestSgdParams {
 
 /// `select = "..."` of `strategy = "testsgd"`: which generated samples of the worst group are added,
 /// all labelled with the class the group is given less often than the rest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum SampleSelection {
     /// The paper's (§5 RQ3: "we only select those generated instances with the opposite label",

@@ -18,7 +18,8 @@ use crate::data::Split;
 use crate::error::{Error, Result, StageError};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::{TextClassifier, TfidfLogistic};
 use crate::text::mitigate::{fixed_score, mitigation_texts};
@@ -35,10 +36,7 @@ pub const KIND: StageKind = StageKind {
         doc: "the ranked rule sets of a group_score_text stage, whose model a train_text stage trained",
     }],
     output: ArtifactKind::TextModel,
-    keys: &[
-        KeyDoc::new("accuracy_tolerance", "float", "0.01", "largest test-accuracy drop accepted for the kept model"),
-        KeyDoc::new("group_samples", "int", "4000", "pairs on which the rule set's score is measured before and after"),
-    ],
+    keys: RetrainTextConfig::keys,
     tag: None,
     example: "[stages.fairer]\nkind = \"retrain_text\"\ngroups = \"groups\"",
     configure: configure::<RetrainTextConfig>,
@@ -48,12 +46,12 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// The `retrain_text` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetrainTextConfig {
-    /// Largest test-accuracy drop accepted.
+    /// Largest test-accuracy drop accepted for the kept model.
     pub accuracy_tolerance: f64,
-    /// Pairs of the before/after measure.
+    /// Pairs on which the rule set's score is measured before and after.
     pub group_samples: usize,
     /// The stage's seed (set by the runner).
     #[serde(skip)]

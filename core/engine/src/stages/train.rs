@@ -12,7 +12,8 @@ use crate::data::Split;
 use crate::error::Result;
 use crate::models::{MlpConfig, ModelFile, Recipe, SvmConfig, SvmKernel};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::{KeyType, StageKeys};
+use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The input of the model stages: the dataset.
@@ -25,34 +26,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Train a model under test on the dataset's train split: the papers' six-layer MLP, logistic regression, a decision tree, a random forest or a support vector machine. Reports train and test accuracy; `save` keeps the model in a file that load_model reads.",
     inputs: DATA_INPUT,
     output: ArtifactKind::Model,
-    keys: &[
-        KeyDoc::new("algorithm", "\"mlp\"|\"logistic\"|\"tree\"|\"forest\"|\"svm\"", "\"mlp\"", "model family"),
-        KeyDoc::new("hidden", "int list", "[64, 32, 16, 8, 4]", "MLP hidden layer widths").only(&["mlp"]),
-        KeyDoc::new("epochs", "int", "20", "MLP passes over the training data").only(&["mlp"]),
-        KeyDoc::new("batch_size", "int", "128", "MLP mini-batch size").only(&["mlp"]),
-        KeyDoc::new("learning_rate", "float", "0.001", "MLP Adam step size").only(&["mlp"]),
-        KeyDoc::new("max_depth", "int", "10", "decision tree (and forest tree) depth limit").only(&["tree", "forest"]),
-        KeyDoc::new("trees", "int", "100", "random forest size").only(&["forest"]),
-        KeyDoc::new("max_features", "int", "ceil(2n/3)", "features each forest tree is grown on (a random subset per tree)").only(&["forest"]),
-        KeyDoc::new(
-            "save",
-            "path",
-            "none",
-            "write the trained model (JSON, with its recipe) here, relative to the pipeline file, when the run succeeds",
-        ),
-        KeyDoc::new("max_iterations", "int", "200", "logistic regression L-BFGS iterations").only(&["logistic"]),
-        KeyDoc::new("alpha", "float", "1.0", "logistic regression L2 penalty").only(&["logistic"]),
-        KeyDoc::new("kernel", "\"rbf\"|\"linear\"", "\"rbf\"", "SVM kernel (inputs are standardised)").only(&["svm"]),
-        KeyDoc::new("c", "float", "1.0", "SVM penalty C").only(&["svm"]),
-        KeyDoc::new("gamma", "float", "1 / features", "RBF kernel width (scikit-learn's \"scale\" on standardised inputs)").only(&["svm"]),
-        KeyDoc::new(
-            "max_rows",
-            "int",
-            "5000",
-            "SVM trains on a seeded random subsample of at most this many rows: linfa-svm keeps the rows x rows kernel matrix in memory",
-        )
-        .only(&["svm"]),
-    ],
+    keys: TrainConfig::keys,
     tag: Some("algorithm"),
     example: "[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"mlp\"\nepochs = 20",
     configure: configure::<TrainConfig>,
@@ -72,19 +46,20 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
 }
 
 /// The `train` stage's config: the algorithm (with its own keys) and where to save the model.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct TrainConfig {
-    /// The model family and its settings, picked by `algorithm = "..."` (default `mlp`).
+    /// Model family (`algorithm = "..."`), with keys of its own.
     #[serde(rename = "+algorithm")]
     pub algorithm: Algorithm,
-    /// Write the trained model here (relative to the pipeline file) when the run succeeds.
+    /// Write the trained model (JSON, with its recipe) here, relative to the pipeline file, when
+    /// the run succeeds.
     #[serde(default)]
     pub save: Option<PathBuf>,
 }
 
 /// `algorithm = "..."` and the keys of that algorithm.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(rename_all = "snake_case")]
 pub enum Algorithm {
     /// The papers' MLP.
@@ -100,7 +75,7 @@ pub enum Algorithm {
 }
 
 /// Keys of `algorithm = "mlp"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct MlpParams {
     /// Hidden layer widths.
@@ -109,7 +84,7 @@ pub struct MlpParams {
     pub epochs: usize,
     /// Mini-batch size.
     pub batch_size: usize,
-    /// Adam step size.
+    /// Step size of the Adam optimiser.
     pub learning_rate: f64,
 }
 
@@ -121,7 +96,7 @@ impl Default for MlpParams {
 }
 
 /// Keys of `algorithm = "logistic"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogisticParams {
     /// L-BFGS iterations.
@@ -137,10 +112,10 @@ impl Default for LogisticParams {
 }
 
 /// Keys of `algorithm = "tree"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct TreeParams {
-    /// Depth limit.
+    /// Depth limit (of each tree, in a forest).
     pub max_depth: usize,
 }
 
@@ -151,14 +126,15 @@ impl Default for TreeParams {
 }
 
 /// Keys of `algorithm = "forest"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct ForestParams {
     /// Number of trees.
     pub trees: usize,
-    /// Depth limit of each tree.
+    /// Depth limit (of each tree, in a forest).
     pub max_depth: usize,
-    /// Features each tree is grown on (default ceil(2n/3)).
+    /// Features each tree is grown on (a random subset per tree).
+    #[key(default = "ceil(2n/3)")]
     pub max_features: Option<usize>,
 }
 
@@ -169,7 +145,7 @@ impl Default for ForestParams {
 }
 
 /// `kernel = "rbf" | "linear"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum Kernel {
     /// Radial basis function.
@@ -180,16 +156,18 @@ pub enum Kernel {
 }
 
 /// Keys of `algorithm = "svm"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct SvmParams {
-    /// The kernel.
+    /// Kernel (inputs are standardised).
     pub kernel: Kernel,
     /// Penalty C.
     pub c: f64,
-    /// RBF kernel width (default 1 / features).
+    /// RBF kernel width (scikit-learn's "scale" on standardised inputs).
+    #[key(default = "1 / features")]
     pub gamma: Option<f64>,
-    /// Rows trained on at most.
+    /// Rows trained on at most: a seeded random subsample of this many, as linfa-svm keeps the rows
+    /// x rows kernel matrix in memory.
     pub max_rows: usize,
 }
 

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::data::Split;
 use crate::error::Result;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
-use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, KeyDoc, StageEnv, StageKind};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact, TextsArtifact};
 use crate::text::classifier::{TextClassifier, TextLogisticConfig, TfidfLogistic};
 
@@ -35,10 +36,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Train a text classifier on the train split of a load_text stage: TF-IDF features (scikit-learn's TfidfVectorizer defaults) and an L2-regularised logistic regression (scikit-learn's objective, solved by L-BFGS), natively.",
     inputs: TEXTS_INPUT,
     output: ArtifactKind::TextModel,
-    keys: &[
-        KeyDoc::new("c", "float", "1.0", "inverse regularisation strength (scikit-learn's C)"),
-        KeyDoc::new("max_iterations", "int", "5000", "optimiser iterations at most"),
-    ],
+    keys: TrainTextConfig::keys,
     tag: None,
     example: "[stages.model]\nkind = \"train_text\"\ndata = \"comments\"\nc = 1.0",
     configure: configure::<TrainTextConfig>,
@@ -48,10 +46,10 @@ pub const KIND: StageKind = StageKind {
 };
 
 /// The `train_text` stage's config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainTextConfig {
-    /// Inverse regularisation strength.
+    /// Inverse regularisation strength (scikit-learn's C).
     pub c: f64,
     /// Optimiser iterations at most.
     pub max_iterations: usize,

@@ -10,6 +10,7 @@ use crate::check::Checker;
 use crate::error::Result;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, StageConfig};
+use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
@@ -19,7 +20,7 @@ pub const KIND: StageKind = StageKind {
     doc: "Re-check every case against the model in the host; count confirmed and rejected cases and unique IDIs both ways (by non-protected projection and by full instance); write the decoded pairs.",
     inputs: &[InputDoc { role: "cases", accepts: &[ArtifactKind::Cases], required: true, doc: "cases from a generate (or check) stage" }],
     output: ArtifactKind::Cases,
-    keys: &[],
+    keys: VerifyConfig::keys,
     tag: None,
     example: "[stages.verified]\nkind = \"verify\"\ncases = \"search\"",
     configure: configure::<VerifyConfig>,
@@ -39,7 +40,7 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
 }
 
 /// The `verify` stage's config: it has no keys of its own.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct VerifyConfig {}
 
