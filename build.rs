@@ -5,8 +5,15 @@
 
 use std::process::Command;
 
+/// The package's folder, read when the build script runs: `env!` would keep the folder of the
+/// checkout that compiled the script, and a target shared by two worktrees would then record the
+/// other worktree's commit.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map(Into::into).unwrap_or_default()
+}
+
 fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git").args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().ok()?;
+    let out = Command::new("git").args(args).current_dir(manifest_dir()).output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()).filter(|s| !s.is_empty())
 }
 
@@ -17,7 +24,7 @@ fn main() {
         // Built again when HEAD moves (a commit, a checkout): its reflog changes.
         for file in ["HEAD", "logs/HEAD"] {
             if let Some(path) = git(&["rev-parse", "--git-path", file]) {
-                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+                let path = manifest_dir().join(path);
                 if path.exists() {
                     println!("cargo:rerun-if-changed={}", path.display());
                 }
