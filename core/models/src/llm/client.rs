@@ -93,8 +93,8 @@ enum Try {
 /// How long an idle kept-alive connection stays in the pool: under the 5 s after which llama.cpp's
 /// server (cpp-httplib), uvicorn (vLLM, MLServer) and Node close an idle connection. A request
 /// sent on a connection the server is closing fails ("connection closed before message
-/// completed") and is retried, which costs a try and shows in `retries`; a stage that computes
-/// for seconds between batches made that happen under load.
+/// completed") and is retried, which costs a try and shows in `retries`. A stage that computes
+/// for seconds between model calls leaves its connections idle that long.
 pub const POOL_IDLE: Duration = Duration::from_secs(4);
 
 impl Client {
