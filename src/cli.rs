@@ -130,10 +130,12 @@ enum Command {
         /// Output format: `text` for people, `json` for scripts (schema below).
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
-        /// Print only the stage reference, as the block docs/pipeline-reference.md holds between
-        /// its `stage-reference` markers (regenerate the docs with it).
-        #[arg(long, conflicts_with = "format")]
-        markdown: bool,
+        /// Print one block of the docs generated from the code, as the docs hold it between their
+        /// markers: `stages` (the default) the stage reference of docs/pipeline-reference.md,
+        /// `figures` every kind's figure names of docs/output-contract.md
+        /// (`scripts/write_doc_blocks.py` rewrites both docs with them).
+        #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "stages", conflicts_with = "format")]
+        markdown: Option<DocBlock>,
     },
     /// Work with a pipeline's language model (`llm` block of a load_model stage).
     Llm {
@@ -179,6 +181,15 @@ enum LlmAction {
         #[arg(long)]
         seed: Option<u64>,
     },
+}
+
+/// A block of the docs that `fairpipe list --markdown` prints.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DocBlock {
+    /// docs/pipeline-reference.md's stage reference: every kind with its inputs and keys.
+    Stages,
+    /// docs/output-contract.md's figure lists: every kind's top-level summary.json names.
+    Figures,
 }
 
 /// How `validate` and `list` print their result.
@@ -428,8 +439,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
                 say!("left out (their prompts depend on the answers, or they ask none): {}", left_out.join(", "));
             }
         }
-        Command::List { markdown: true, .. } => {
+        Command::List { markdown: Some(DocBlock::Stages), .. } => {
             say!("{}", fairpipe_core::run::registry::stage_reference_block());
+        }
+        Command::List { markdown: Some(DocBlock::Figures), .. } => {
+            say!("{}", fairpipe_core::run::registry::figure_list_block());
         }
         Command::List { format: Format::Json, .. } => {
             say!("{:#}", crate::json::list(&[]));

@@ -210,35 +210,21 @@ mod tests {
     }
 
     /// docs/output-contract.md's list of every kind's figures is what the kinds declare
-    /// (`FigureDoc`, read from each figures struct by its `#[derive(FigureNames)]`).
+    /// (`FigureDoc`, read from each figures struct by its `#[derive(FigureNames)]`), as
+    /// `fairpipe list --markdown figures` prints it.
     #[test]
     fn the_output_contract_lists_every_kinds_figures() {
-        use fairpipe_core::run::registry::STAGE_KINDS;
         let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/output-contract.md")).unwrap();
         let block = doc
             .split_once("<!-- figures:start -->")
             .and_then(|(_, rest)| rest.split_once("<!-- figures:end -->"))
             .map(|(block, _)| block)
             .expect("docs/output-contract.md has the figures markers");
-        let lines: Vec<String> = STAGE_KINDS
-            .iter()
-            .map(|k| {
-                let f = &k.figures;
-                let names: Vec<&str> = (f.names)().iter().map(|n| n.name).collect();
-                let mut line = format!("{}: {}", k.name, names.join(", "));
-                if f.open {
-                    line.push_str(" (and the plugin's own)");
-                }
-                if !f.compared.is_empty() {
-                    line.push_str(&format!("; compared in a sweep: {}", f.compared.join(", ")));
-                }
-                line
-            })
-            .collect();
-        let expected = format!("\n```\n{}\n```\n", lines.join("\n"));
+        let expected = format!("\n{}\n", fairpipe_core::run::registry::figure_list_block());
         assert!(
             block == expected,
-            "docs/output-contract.md's figures differ from the kinds' FigureDoc:\n--- expected ---\n{expected}\n--- docs ---\n{block}"
+            "docs/output-contract.md's figures differ from the kinds' FigureDoc; regenerate it with \
+             `python3 scripts/write_doc_blocks.py`.\n--- expected ---\n{expected}\n--- docs ---\n{block}"
         );
     }
 }

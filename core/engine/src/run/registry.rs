@@ -45,6 +45,30 @@ pub fn stage_reference_block() -> String {
     format!("```\n{}```", stage_reference())
 }
 
+/// Every kind's figures as docs/output-contract.md holds them between its `figures` markers,
+/// without the newlines around it: a line per kind with the top-level names its figures struct
+/// writes (its [`FigureDoc`](crate::stage::kind::FigureDoc), read by `#[derive(FigureNames)]`),
+/// whether a plugin adds its own, and the names a sweep compares. `fairpipe list --markdown
+/// figures` prints it.
+pub fn figure_list_block() -> String {
+    let lines: Vec<String> = STAGE_KINDS
+        .iter()
+        .map(|k| {
+            let f = &k.figures;
+            let names: Vec<&str> = (f.names)().iter().map(|n| n.name).collect();
+            let mut line = format!("{}: {}", k.name, names.join(", "));
+            if f.open {
+                line.push_str(" (and the plugin's own)");
+            }
+            if !f.compared.is_empty() {
+                line.push_str(&format!("; compared in a sweep: {}", f.compared.join(", ")));
+            }
+            line
+        })
+        .collect();
+    format!("```\n{}\n```", lines.join("\n"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,8 +213,8 @@ mod tests {
         let expected = format!("\n{}\n", stage_reference_block());
         assert!(
             block == expected,
-            "docs/pipeline-reference.md's stage reference differs from the stage kinds'; regenerate it: put the output of \
-             `cargo run -- list --markdown` between the markers.\n--- expected ---\n{expected}\n--- docs/pipeline-reference.md ---\n{block}"
+            "docs/pipeline-reference.md's stage reference differs from the stage kinds'; regenerate it with \
+             `python3 scripts/write_doc_blocks.py` (it puts `fairpipe list --markdown` between the markers).\n--- expected ---\n{expected}\n--- docs/pipeline-reference.md ---\n{block}"
         );
     }
 
