@@ -41,6 +41,7 @@ const FLOORS: &[(&str, &str)] = &[
     ("fairpipe-ffi", "core/ffi"),
     ("fairpipe-abi", "core/abi"),
     ("fairpipe-search", "core/search"),
+    ("fairpipe-cart", "core/cart"),
     ("fairpipe-plugin-*", "plugins/*"),
     ("fairpipe-conformance", "core/conformance"),
     ("fairpipe-data", "core/data"),

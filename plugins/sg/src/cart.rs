@@ -1,69 +1,25 @@
-//! A small deterministic CART for two classes (Gini impurity, binary splits at midpoints between
-//! consecutive distinct values, grown until pure or `max_depth`).
-//!
-//! Why not linfa-trees: linfa-trees 0.8.1 sums class frequencies from a `HashMap`, whose iteration
-//! order changes from run to run, so splits of equal impurity are chosen differently each time —
-//! measured here as different cases from the same seed. SG's paths (and so its search) must be
-//! reproducible; with two classes the impurity is computed exactly from integer counts. Splits are
-//! found from per-feature histograms over the rows' value codes (tabular features take few distinct
-//! values), so a node costs O(rows + distinct values) per feature.
+//! SG's decision trees: the surrogate tree (`Cart::fit`, its leaves counted for the coverage
+//! figures) and the path of one row through the tree of a local explanation's samples
+//! (`Cart::path_of`, grown along that path alone). Both are grown by fairpipe-cart, the CART the
+//! native tree model shares, under SG's [`RULE`]; leaves vote their majority class.
 
-use rayon::prelude::*;
+pub use fairpipe_cart::Codes;
+use fairpipe_cart::{Labels, Rule};
 
-/// Nodes with at least this many rows scan their features in parallel.
-const PARALLEL_NODE: usize = 1024;
+/// SG's rule: any split lowering the impurity (by more than rounding, 1e-12 a row) is made, splits
+/// whose impurities are within 1e-12 a row are tied (the lower feature, then the lower value,
+/// wins), nodes of 1,024 rows or more scan their features in parallel.
+const RULE: Rule = Rule { min_decrease: 1e-12, tie: 1e-12, parallel_rows: 1024 };
 
-/// A node of the tree.
-#[derive(Debug, Clone)]
-pub enum Node {
-    /// `x[feature] < threshold` goes to `left`, otherwise to `right`.
-    Split {
-        /// Feature index.
-        feature: usize,
-        /// Split value.
-        threshold: f64,
-        /// Left child index.
-        left: usize,
-        /// Right child index.
-        right: usize,
-    },
-    /// A leaf with its majority class.
-    Leaf {
-        /// Predicted class.
-        class: u8,
-    },
-}
+/// A node of the tree: a split, or a leaf with its training rows' class counts (its class is the
+/// majority's, 0 on a tie).
+pub use fairpipe_cart::Grown as Node;
 
-/// A fitted tree.
+/// A fitted tree: its nodes, the root first.
 #[derive(Debug, Clone)]
 pub struct Cart {
-    /// Nodes; 0 is the root.
+    /// The nodes; a split's children follow it.
     pub nodes: Vec<Node>,
-}
-
-/// A row's share of a histogram bin, both counts in one word: 1 row (low half) and its label
-/// (high half), so that counting a row is one addition.
-fn tally(label: u8) -> u64 {
-    1 | u64::from(label == 1) << 32
-}
-
-/// (rows, rows of label 1) of a histogram bin.
-fn untally(bin: u64) -> (usize, usize) {
-    ((bin & u64::from(u32::MAX)) as usize, (bin >> 32) as usize)
-}
-
-/// Every row's [`tally`]. Counts must stay below 2³² rows (a node holds at most all the rows).
-fn tallies(labels: &[u8]) -> Vec<u64> {
-    assert!(u32::try_from(labels.len()).is_ok(), "a CART of at most 2^32 - 1 rows");
-    labels.iter().map(|&l| tally(l)).collect()
-}
-
-fn gini(ones: usize, n: usize) -> f64 {
-    if n == 0 {
-        return 0.0;
-    }
-    let p = ones as f64 / n as f64;
-    2.0 * p * (1.0 - p)
 }
 
 /// One split on a row's path: `x[feature] < threshold` when `less`, else `x[feature] ≥ threshold`;
@@ -82,156 +38,36 @@ pub struct PathStep {
     pub taking: usize,
 }
 
-/// The best split (lowest weighted Gini impurity, strictly below the node's) of the rows `idx`, of
-/// which `ones` have label 1; `None` for a pure node or one no split improves. Features are scanned
-/// in parallel on large nodes; ties go to the lower feature index and then the lower threshold, so
-/// the result does not depend on the threads.
-fn best_split(codes: &Codes, tallies: &[u64], idx: &[usize], ones: usize, counts: &mut Vec<u64>) -> Option<(usize, f64)> {
-    let n = idx.len();
-    if ones == 0 || ones == n {
-        return None;
-    }
-    let parent = gini(ones, n);
-    let scan = |f: usize, counts: &mut Vec<u64>| -> Option<(f64, usize, f64)> {
-        let values = &codes.values[f];
-        let column = &codes.codes[f];
-        counts.clear();
-        counts.resize(values.len(), 0);
-        for &i in idx {
-            counts[column[i] as usize] += tallies[i];
-        }
-        let mut best: Option<(f64, usize, f64)> = None;
-        let (mut nl, mut left_ones) = (0, 0);
-        let mut previous: Option<usize> = None;
-        for (k, &tally) in counts.iter().enumerate() {
-            let (c, o) = untally(tally);
-            if c == 0 {
-                continue;
-            }
-            if let Some(p) = previous {
-                let nr = n - nl;
-                let impurity = (nl as f64 * gini(left_ones, nl) + nr as f64 * gini(ones - left_ones, nr)) / n as f64;
-                if impurity < parent - 1e-12 && best.is_none_or(|b| impurity < b.0 - 1e-12) {
-                    best = Some((impurity, f, (values[p] + values[k]) / 2.0));
-                }
-            }
-            nl += c;
-            left_ones += o;
-            previous = Some(k);
-        }
-        best
-    };
-    let width = codes.values.len();
-    let per_feature: Vec<Option<(f64, usize, f64)>> = if n >= PARALLEL_NODE {
-        (0..width).into_par_iter().map_init(Vec::new, |counts, f| scan(f, counts)).collect()
-    } else {
-        (0..width).map(|f| scan(f, counts)).collect()
-    };
-    let mut best: Option<(f64, usize, f64)> = None;
-    for candidate in per_feature.into_iter().flatten() {
-        if best.is_none_or(|b| candidate.0 < b.0 - 1e-12) {
-            best = Some(candidate);
-        }
-    }
-    best.map(|(_, feature, threshold)| (feature, threshold))
-}
-
-/// Each feature's distinct values (sorted) and every row's index into them.
-pub struct Codes {
-    /// Per feature: distinct values, sorted.
-    pub values: Vec<Vec<f64>>,
-    /// Per feature: each row's index into `values`.
-    pub codes: Vec<Vec<u32>>,
-}
-
-impl Codes {
-    /// Code `rows` (row-major, `width` columns).
-    pub fn new(rows: &[f64], width: usize) -> Self {
-        let n = rows.len() / width.max(1);
-        let per_feature: Vec<(Vec<f64>, Vec<u32>)> = (0..width)
-            .into_par_iter()
-            .map(|f| {
-                let column: Vec<f64> = (0..n).map(|i| rows[i * width + f]).collect();
-                let mut v = column.clone();
-                v.sort_unstable_by(f64::total_cmp);
-                v.dedup();
-                let c = column.iter().map(|x| v.partition_point(|y| y.total_cmp(x).is_lt()) as u32).collect();
-                (v, c)
-            })
-            .collect();
-        let (values, codes) = per_feature.into_iter().unzip();
-        Codes { values, codes }
-    }
-
-    /// The value of `feature` in row `row`.
-    fn value(&self, feature: usize, row: usize) -> f64 {
-        self.values[feature][self.codes[feature][row] as usize]
-    }
-}
-
 impl Cart {
-    /// Fit on `rows` (row-major, `width` columns) and labels 0/1.
+    /// Grow the tree of `rows` (row-major, `width` values a row) labelled `labels` (0/1), at most
+    /// `max_depth` splits deep.
     pub fn fit(rows: &[f64], width: usize, labels: &[u8], max_depth: usize) -> Self {
-        let mut cart = Cart { nodes: Vec::new() };
         let codes = Codes::new(rows, width);
-        let idx: Vec<usize> = (0..labels.len()).collect();
-        let mut counts = Vec::new();
-        cart.grow(&codes, labels, &tallies(labels), idx, 0, max_depth, &mut counts);
-        cart
+        Cart { nodes: Labels::new(labels).grow(&codes, &RULE, max_depth) }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn grow(
-        &mut self,
-        codes: &Codes,
-        labels: &[u8],
-        tallies: &[u64],
-        idx: Vec<usize>,
-        depth: usize,
-        max_depth: usize,
-        counts: &mut Vec<u64>,
-    ) -> usize {
-        let me = self.nodes.len();
-        let ones = idx.iter().filter(|&&i| labels[i] == 1).count();
-        let class = u8::from(2 * ones > idx.len());
-        self.nodes.push(Node::Leaf { class });
-        if depth >= max_depth {
-            return me;
-        }
-        let Some((feature, threshold)) = best_split(codes, tallies, &idx, ones, counts) else { return me };
-        let (l, r): (Vec<usize>, Vec<usize>) = idx.into_iter().partition(|&i| codes.value(feature, i) < threshold);
-        let left = self.grow(codes, labels, tallies, l, depth + 1, max_depth, counts);
-        let right = self.grow(codes, labels, tallies, r, depth + 1, max_depth, counts);
-        self.nodes[me] = Node::Split { feature, threshold, left, right };
-        me
-    }
-
-    /// The splits on the way from the root to the leaf of row `row` of the coded rows, in the tree that
-    /// [`Cart::fit`] would grow, with the number of rows reaching each split and taking `row`'s
-    /// side — found without growing the branches `row` does not take (CART chooses each node's
-    /// split from that node's rows alone), so it costs about twice a root split instead of a whole
-    /// tree.
+    /// The splits, at most `max_depth`, on `row`'s path through the tree [`Cart::fit`] would grow,
+    /// with the number of rows reaching each split and taking `row`'s side — found without growing
+    /// the branches `row` does not take (CART chooses each node's split from that node's rows
+    /// alone), so it costs about twice a root split instead of a whole tree.
     pub fn path_of(codes: &Codes, labels: &[u8], row: usize, max_depth: usize) -> Vec<PathStep> {
-        let mut idx: Vec<usize> = (0..labels.len()).collect();
-        let tallies = tallies(labels);
+        let mut rows: Vec<u32> = (0..labels.len() as u32).collect();
+        let labels = Labels::new(labels);
         let mut counts = Vec::new();
         let mut steps = Vec::new();
         while steps.len() < max_depth {
-            let ones = idx.iter().filter(|&&i| labels[i] == 1).count();
-            let Some((feature, threshold)) = best_split(codes, &tallies, &idx, ones, &mut counts) else { break };
-            let less = codes.value(feature, row) < threshold;
-            let reaching = idx.len();
-            // The values are sorted and distinct: a value is below the threshold exactly when its
-            // code is below the first code at or above it.
-            let cut = codes.values[feature].partition_point(|&v| v < threshold) as u32;
-            let column = &codes.codes[feature];
-            idx.retain(|&i| (column[i] < cut) == less);
-            steps.push(PathStep { feature, threshold, less, reaching, taking: idx.len() });
+            let ones = labels.ones(&rows);
+            let Some(split) = labels.best_split(codes, &rows, ones, &RULE, &mut counts) else { break };
+            let column = &codes.codes[split.feature];
+            let less = column[row] <= split.left_code;
+            let reaching = rows.len();
+            rows.retain(|&r| (column[r as usize] <= split.left_code) == less);
+            steps.push(PathStep { feature: split.feature, threshold: split.threshold, less, reaching, taking: rows.len() });
         }
         steps
     }
 
-    /// The nodes from the root to `row`'s leaf, with the turn taken at each split (`true`: left).
+    /// The nodes `row` passes, each with whether it goes left, ending at its leaf (`false`).
     pub fn path(&self, row: &[f64]) -> Vec<(usize, bool)> {
         let mut out = Vec::new();
         let mut i = 0;
@@ -244,16 +80,16 @@ impl Cart {
         out
     }
 
-    /// The class predicted for `row`.
+    /// The class the tree gives `row`.
     pub fn predict(&self, row: &[f64]) -> u8 {
         let (leaf, _) = *self.path(row).last().expect("a path ends at a leaf");
         match self.nodes[leaf] {
-            Node::Leaf { class } => class,
+            Node::Leaf { ones, rows } => u8::from(2 * ones > rows),
             Node::Split { .. } => 0,
         }
     }
 
-    /// Number of leaves.
+    /// The number of leaves.
     pub fn leaves(&self) -> usize {
         self.nodes.iter().filter(|n| matches!(n, Node::Leaf { .. })).count()
     }

@@ -4,8 +4,9 @@
 //!
 //! * **Local explanation → path** (Algorithm 2, [`explain`]): around an input t, `lime_samples`
 //!   rows (row 0 = t) with each feature drawn from its empirical frequencies, labelled by the model
-//!   in one call; a decision tree fitted to them (a deterministic CART, [`cart`]: linfa-trees breaks
-//!   ties between equal splits differently from run to run); t's decision path as predicates with
+//!   in one call; a decision tree fitted to them (a deterministic CART, [`cart`], grown by fairpipe-cart
+//!   as the native `tree` model is, under SG's own rule: any decrease of the impurity splits;
+//!   linfa-trees breaks ties between equal splits differently from run to run); t's decision path as predicates with
 //!   their confidences.
 //! * **Solving** ([`solve`]): a path constraint within the domain, closest in L1 to the input it
 //!   came from ("sticky" solutions), with good_lp + clarabel; integer attributes by tightening strict

@@ -1,26 +1,25 @@
 //! A decision tree (CART: Gini impurity, binary splits at midpoints between consecutive distinct
-//! values) grown deterministically, flattened into an array of nodes whose leaves hold the share of
-//! class-1 training rows (so the tree gives probabilities, not just labels).
+//! values) grown deterministically by fairpipe-cart, the CART the SG method plugin shares, and
+//! flattened into an array of nodes whose leaves hold the share of class-1 training rows (so the
+//! tree gives probabilities, not just labels).
 //!
-//! Why not linfa-trees (used here before): linfa-trees 0.8.1 picks a node's majority class from a
-//! `HashMap` whose iteration order changes from run to run, and prunes sibling leaves of the same
-//! majority class after growing, so a tie gave a different tree from run to run of the same binary
-//! (measured: 43 or 49 nodes for the census tree). Here the impurity comes from integer counts,
-//! splits are compared in a fixed feature order (the first of equal scores wins) and nothing is
-//! pruned: the tree is the same at any thread count, and leaves keep their own class-1 shares.
+//! linfa-trees was used here before: it picks a node's majority class from a `HashMap` whose
+//! iteration order changes from run to run, and prunes sibling leaves of the same majority class
+//! after growing, so a tie gave a different tree from run to run of the same binary (measured: 43
+//! or 49 nodes for the census tree). fairpipe-cart's tree is the same at any thread count, nothing
+//! is pruned and leaves keep their own class-1 shares.
 
+use fairpipe_cart::{Codes, Grown, Labels, Rule};
 use ndarray::Array2;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
 use crate::Model;
 
-/// A split must lower the Gini impurity by at least this much (linfa-trees' default, kept).
-const MIN_IMPURITY_DECREASE: f64 = 1e-5;
-
-/// Nodes with at least this many rows scan their features in parallel.
-const PARALLEL_NODE: usize = 4096;
+/// How the tree grows: a split must lower the Gini impurity by 1e-5 a row (linfa-trees' default,
+/// kept), the first split of the lowest impurity wins (no tolerance), nodes of 4,096 rows or more
+/// scan their features in parallel.
+const RULE: Rule = Rule { min_decrease: 1e-5, tie: 0.0, parallel_rows: 4096 };
 
 /// One node: a split (`x[feature] < threshold` goes left) or a leaf with its class-1 share.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,80 +49,6 @@ pub struct Tree {
     n_features: usize,
 }
 
-/// The training rows as per-feature codes of their sorted distinct values.
-struct Codes {
-    /// Per feature: its distinct values, ascending.
-    values: Vec<Vec<f64>>,
-    /// Per feature: each row's index into `values`.
-    codes: Vec<Vec<u32>>,
-}
-
-impl Codes {
-    fn new(x: &Array2<f64>) -> Self {
-        let (values, codes) = x
-            .columns()
-            .into_iter()
-            .map(|column| {
-                let mut distinct: Vec<f64> = column.to_vec();
-                distinct.sort_by(f64::total_cmp);
-                distinct.dedup_by(|a, b| a.total_cmp(b).is_eq());
-                let codes = column.iter().map(|v| distinct.partition_point(|d| d.total_cmp(v).is_lt()) as u32).collect();
-                (distinct, codes)
-            })
-            .unzip();
-        Codes { values, codes }
-    }
-}
-
-/// Gini impurity of a node with `ones` class-1 rows of `n`, times `n` (exact from the counts).
-fn weighted_gini(ones: usize, n: usize) -> f64 {
-    if n == 0 {
-        return 0.0;
-    }
-    let (ones, n) = (ones as f64, n as f64);
-    2.0 * ones * (n - ones) / n
-}
-
-/// A candidate split of a node on one feature: its weighted impurity, and the codes of the
-/// node's consecutive distinct values it falls between (`left` and below go left).
-#[derive(Debug, Clone, Copy)]
-struct Split {
-    score: f64,
-    left: u32,
-    right: u32,
-}
-
-/// The best split of `rows` on one feature (the first of equal scores), if the rows take two
-/// values or more.
-fn best_split_of(codes: &[u32], n_values: usize, rows: &[u32], y: &[u8]) -> Option<Split> {
-    let mut count = vec![0usize; n_values];
-    let mut ones = vec![0usize; n_values];
-    for &r in rows {
-        let c = codes[r as usize] as usize;
-        count[c] += 1;
-        ones[c] += usize::from(y[r as usize]);
-    }
-    let (n, total_ones) = (rows.len(), ones.iter().sum::<usize>());
-    let (mut left_n, mut left_ones) = (0usize, 0usize);
-    let mut previous: Option<u32> = None;
-    let mut best: Option<Split> = None;
-    for code in 0..n_values {
-        if count[code] == 0 {
-            continue;
-        }
-        if let Some(left) = previous {
-            let score = weighted_gini(left_ones, left_n) + weighted_gini(total_ones - left_ones, n - left_n);
-            if best.is_none_or(|b| score < b.score) {
-                best = Some(Split { score, left, right: code as u32 });
-            }
-        }
-        left_n += count[code];
-        left_ones += ones[code];
-        previous = Some(code as u32);
-    }
-    best
-}
-
 impl Tree {
     /// Grow a tree on `x`, `y` (classes 0/1) to at most `max_depth` levels.
     pub fn train(x: &Array2<f64>, y: &[u8], max_depth: Option<usize>) -> Result<Self, ModelError> {
@@ -133,49 +58,17 @@ impl Tree {
         if x.iter().any(|v| !v.is_finite()) {
             return Err(ModelError::Train("a tree cannot train on NaN or infinite feature values".into()));
         }
-        let codes = Codes::new(x);
-        let mut tree = Tree { nodes: Vec::new(), n_features: x.ncols() };
-        let rows: Vec<u32> = (0..x.nrows() as u32).collect();
-        tree.grow(&codes, y, rows, 0, max_depth.unwrap_or(usize::MAX));
-        Ok(tree)
-    }
-
-    /// Grow the node for `rows` at `depth`; returns its index.
-    fn grow(&mut self, codes: &Codes, y: &[u8], rows: Vec<u32>, depth: usize, max_depth: usize) -> usize {
-        let idx = self.nodes.len();
-        let n = rows.len();
-        let ones: usize = rows.iter().map(|&r| usize::from(y[r as usize])).sum();
-        self.nodes.push(Node::Leaf { p1: ones as f64 / n.max(1) as f64 });
-        if n < 2 || depth >= max_depth || ones == 0 || ones == n {
-            return idx;
-        }
-        let scan = |f: usize| best_split_of(&codes.codes[f], codes.values[f].len(), &rows, y);
-        let per_feature: Vec<Option<Split>> = if n >= PARALLEL_NODE {
-            (0..codes.values.len()).into_par_iter().map(scan).collect()
-        } else {
-            (0..codes.values.len()).map(scan).collect()
-        };
-        // The first feature with the lowest impurity wins, whatever the schedule.
-        let mut best: Option<(usize, Split)> = None;
-        for (f, split) in per_feature.into_iter().enumerate() {
-            if let Some(split) = split {
-                if best.is_none_or(|(_, b)| split.score < b.score) {
-                    best = Some((f, split));
-                }
-            }
-        }
-        let Some((feature, split)) = best else { return idx };
-        if (weighted_gini(ones, n) - split.score) / (n as f64) < MIN_IMPURITY_DECREASE {
-            return idx;
-        }
-        let values = &codes.values[feature];
-        let threshold = (values[split.left as usize] + values[split.right as usize]) / 2.0;
-        let (left_rows, right_rows): (Vec<u32>, Vec<u32>) = rows.iter().partition(|&&r| codes.codes[feature][r as usize] <= split.left);
-        drop(rows);
-        let left = self.grow(codes, y, left_rows, depth + 1, max_depth);
-        let right = self.grow(codes, y, right_rows, depth + 1, max_depth);
-        self.nodes[idx] = Node::Split { feature, threshold, left, right };
-        idx
+        let rows = x.as_standard_layout();
+        let codes = Codes::new(rows.as_slice().expect("a standard-layout array is one slice"), x.ncols());
+        let grown = Labels::new(y).grow(&codes, &RULE, max_depth.unwrap_or(usize::MAX));
+        let nodes = grown
+            .into_iter()
+            .map(|node| match node {
+                Grown::Split { feature, threshold, left, right } => Node::Split { feature, threshold, left, right },
+                Grown::Leaf { ones, rows } => Node::Leaf { p1: ones as f64 / rows.max(1) as f64 },
+            })
+            .collect();
+        Ok(Tree { nodes, n_features: x.ncols() })
     }
 
     /// Index of the leaf `row` reaches.
