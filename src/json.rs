@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use fairpipe_core::error::ConfigError;
 use fairpipe_core::plugin::{self, Plugin};
 use fairpipe_core::run::registry::STAGE_KINDS;
-use fairpipe_core::stage::kind::StageKind;
+use fairpipe_core::run::StageKind;
 use fairpipe_core::sweep::Sweep;
 use serde_json::{json, Value};
 
@@ -35,7 +35,7 @@ ARTIFACT is one of dataset, model, seeds, estimate, cases, groups, group_metrics
 text_model, text_groups.";
 
 /// `ArtifactKind::GroupMetrics` as `group_metrics`.
-fn artifact_name(kind: fairpipe_core::stage::ArtifactKind) -> String {
+fn artifact_name(kind: fairpipe_core::run::ArtifactKind) -> String {
     let mut out = String::new();
     for (i, c) in format!("{kind:?}").chars().enumerate() {
         if c.is_ascii_uppercase() && i > 0 {
@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn artifact_names_are_snake_case() {
-        use fairpipe_core::stage::ArtifactKind;
+        use fairpipe_core::run::ArtifactKind;
         assert_eq!(artifact_name(ArtifactKind::GroupMetrics), "group_metrics");
         assert_eq!(artifact_name(ArtifactKind::Dataset), "dataset");
         assert_eq!(artifact_name(ArtifactKind::TextGroups), "text_groups");

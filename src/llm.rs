@@ -10,8 +10,8 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Context};
 use fairpipe_core::models::llm::config::LlmConfig;
 use fairpipe_core::models::llm::prompt::Renderer;
+use fairpipe_core::run::Artifact;
 use fairpipe_core::run::Pipeline;
-use fairpipe_core::stage::Artifact;
 
 /// The system message (if any) and the prompt of data row `row` (counted from 0 over the rows the
 /// load stage keeps) for the `load_model` stage `stage` (default: the only one with an `llm` block).

@@ -106,3 +106,38 @@ fn no_crate_depends_on_a_higher_floor() {
     assert!(edges >= 20, "only {edges} dependencies between fairpipe crates found: has the manifests' format changed?");
     assert!(upward.is_empty(), "dependencies that do not point to a lower floor: {upward:?}");
 }
+
+/// The CLI (`src/`) and the Python package (`python/src/`) reach the engine through its façade —
+/// the runner (`fairpipe_core::run`), the typed stage configs, the preset — never through the
+/// stage contract (`fairpipe_core::stage`), which is the stages' and the runner's (tests aside).
+#[test]
+fn the_cli_and_python_never_name_the_stage_contract() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "python/src"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().map(Result::unwrap) {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    assert!(files.len() >= 10, "only {} Rust files under src/ and python/src/", files.len());
+    let mut named = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        // A file's tests (from its first `#[cfg(test)]`) may use anything.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (i, line) in code.lines().enumerate() {
+            if line.contains("fairpipe_core::stage::") || line.contains("fairpipe_core::{stage") {
+                named.push(format!("{}:{}: {}", file.strip_prefix(root).unwrap().display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(named.is_empty(), "the CLI or Python names the stage contract (use fairpipe_core::run's re-exports):\n{}", named.join("\n"));
+}

@@ -40,7 +40,7 @@ const SPLIT_COLUMN: &str = "__fairpipe_split";
 /// A finished run: the summary, the result tables and the files written (when `out` was given).
 #[pyclass(module = "fairpipe_rs._native", frozen)]
 struct NativeRun {
-    summary: fairpipe_core::stage::summary::Summary,
+    summary: fairpipe_core::run::Summary,
     tables: Vec<(String, Table)>,
     files: Vec<String>,
 }

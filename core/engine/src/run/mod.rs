@@ -16,9 +16,14 @@ use std::path::PathBuf;
 
 use crate::error::{KeyPlace, Result};
 use crate::output::Table;
-use crate::stage::kind::StageKind;
-use crate::stage::summary::{Figures, Summary};
-use crate::stage::{Artifact, Stage};
+use crate::stage::summary::Figures;
+use crate::stage::Stage;
+
+// What the CLI and the Python package read of the stage contract, named through the runner (they
+// never reach into `crate::stage`; `tests/architecture.rs` checks it).
+pub use crate::stage::kind::StageKind;
+pub use crate::stage::summary::Summary;
+pub use crate::stage::{Artifact, ArtifactKind};
 
 pub(crate) use execute::PieceMode;
 pub(crate) use parse::{parse_root, read_text, topological_order, written_seed};
