@@ -1,10 +1,10 @@
 //! Opening a model with an executor: what a `load_model` stage asks for ([`OpenRequest`]: where
 //! the model is, which output, which executor) becomes a [`Model`] over the data's rows, and what
 //! opening learned about it ([`Opened`]: the output read, how rows reach it, the executor and how
-//! it was checked) — the facts the stage writes into its figures. By place: an ONNX file
-//! ([`onnx`]: the native tree and dense executors, tract, ONNX Runtime, and the check against ONNX
-//! Runtime), a model server or a program ([`remote`]), a language model ([`llm`]) and a model
-//! handed over in code ([`provided`]).
+//! it was checked) — the facts the stage writes into its figures. By place, one private module
+//! each: an ONNX file (`onnx`: the native tree and dense executors, tract, ONNX Runtime, and the
+//! check against ONNX Runtime), a model server or a program (`remote`), a language model (`llm`)
+//! and a model handed over in code (`provided`).
 //!
 //! A model file saved by a train stage (`.json`) is not opened here: it has no executor to choose
 //! and no output to find, and the stage reads it (with the recipe it is retrained from) through
