@@ -2,7 +2,8 @@
 //!
 //! `#[derive(FigureNames)]`: a stage kind's figures struct (the `*Figures` struct serialized into
 //! its entry of `summary.json`) describes its figures once. The derive implements
-//! `fairpipe_core::stage::kind::FigureNames`, the top-level names serde writes, in field order,
+//! `fairpipe_data::figures::FigureNames` (re-exported by the engine as
+//! `fairpipe_core::stage::kind::FigureNames`), the top-level names serde writes, in field order,
 //! each with its shape, read from the struct's fields and the serde attributes that change a name
 //! or its presence:
 //!
@@ -31,7 +32,7 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, GenericArgument, LitStr,
 
 mod keys;
 
-/// Implements `fairpipe_core::stage::kind::FigureNames` for a struct with named fields (see the
+/// Implements `fairpipe_data::figures::FigureNames` for a struct with named fields (see the
 /// crate's documentation for the serde attributes it reads).
 #[proc_macro_derive(FigureNames, attributes(serde))]
 pub fn derive_figure_names(input: TokenStream) -> TokenStream {
@@ -201,7 +202,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let Fields::Named(fields) = &data.fields else {
         return Err(syn::Error::new_spanned(&input.ident, "#[derive(FigureNames)] is for a figures struct with named fields"));
     };
-    let kind = quote!(::fairpipe_core::stage::kind);
+    let kind = quote!(::fairpipe_data::figures);
     let (mut pushes, mut open) = (Vec::new(), Vec::new());
     for field in &fields.named {
         let attrs = field_attrs(field)?;

@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "model: {} on {}, test accuracy {:.2}%",
         model.model.model,
-        model.executor.as_deref().unwrap_or("?"),
+        model.opened.executor.as_deref().unwrap_or("?"),
         100.0 * model.model.accuracy_test
     );
     println!(

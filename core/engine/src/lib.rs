@@ -51,7 +51,8 @@
 //! ```
 #![deny(missing_docs)]
 
-// `#[derive(FigureNames)]` names the engine `::fairpipe_core`, inside it as well as outside.
+// `#[derive(StageKeys)]` and `#[derive(KeyType)]` name the engine `::fairpipe_core`, inside it as
+// well as outside.
 extern crate self as fairpipe_core;
 
 pub mod association;

@@ -17,6 +17,8 @@
 //! ([`inputs`]) and how P(favourable) is read from its outputs ([`outputs`]), the check that a model
 //! agrees with the labels ([`agreement`]), models handed in by an embedding program ([`provided`]),
 //! the oracle with its score cache ([`oracle`], [`score_cache`]) and progress lines ([`progress`]).
+//! Opening a model with an executor — which executor, which output, checked how — is [`open`],
+//! which a `load_model` stage asks with an [`open::OpenRequest`].
 //!
 //! Invariant: this crate depends on the data layer (`fairpipe-data`) and the plugin SDK only; it
 //! knows nothing of stages, pipelines or the runner.
@@ -29,6 +31,7 @@ pub mod llm;
 pub mod model;
 pub mod native;
 pub mod onnx;
+pub mod open;
 pub mod oracle;
 pub mod outputs;
 pub mod progress;

@@ -14,28 +14,28 @@ use super::train::DATA_INPUT;
 use crate::data::Dataset;
 use crate::error::{Error, ModelError, Result, StageError};
 use crate::models::agreement::{Agreement, Verdict};
-use crate::models::inputs::{Feeding, InputPlan};
 use crate::models::llm::config::{LlmConfig, ScoreFrom};
-use crate::models::llm::LlmModel;
 use crate::models::onnx::facts::{graph_facts, GraphFacts};
-use crate::models::onnx::ort::OutputChoice;
 use crate::models::onnx::runtime::{install_advice, runtime};
-use crate::models::outputs::{ClassKey, Favourable, OutputTransform};
+use crate::models::open::{OpenRequest, Opened, Place, Remote};
+use crate::models::outputs::OutputTransform;
 use crate::models::provided::ProvidedModel;
-use crate::models::remote::command::CommandBackend;
 use crate::models::remote::grpc::GrpcBackend;
 use crate::models::remote::http::{Http, HttpSettings};
-use crate::models::remote::mlflow::{declared_inputs, MlflowBackend, MlflowEndpoint};
-use crate::models::remote::v2::{V2Backend, V2Endpoint};
-use crate::models::remote::{Backend, RemoteModel, Traffic};
-use crate::models::trees::Graph as TreeGraph;
+use crate::models::remote::mlflow::MlflowEndpoint;
+use crate::models::remote::v2::V2Endpoint;
+use crate::models::remote::Traffic;
 use crate::models::Model;
-use crate::models::{Complement, ModelFile, OnnxModel, OrtModel, TreeModel};
+use crate::models::{Complement, ModelFile};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::{KeyType, StageKeys};
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::{Artifact, ArtifactKind, ColumnProblem, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
+
+/// `executor = "auto" | "native" | "tract" | "onnxruntime"` (opening a model is the models
+/// crate's, [`crate::models::open`]).
+pub use crate::models::open::Executor;
 
 /// The `load_model` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -68,21 +68,10 @@ impl KeyType for OutputTransform {
     }
 }
 
-/// `executor = "auto" | "native" | "tract" | "onnxruntime"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
-#[serde(rename_all = "snake_case")]
-pub enum Executor {
-    /// The native tree executor for a tree ensemble it covers, else ONNX Runtime where the graph
-    /// needs it, else the native dense executor when it reproduces tract on the data, else tract.
-    #[default]
-    Auto,
-    /// The native tree executor (a tree ensemble it covers) or the native dense executor (a dense
-    /// stack that reproduces tract); any other graph is an error naming what is not covered.
-    Native,
-    /// Always tract.
-    Tract,
-    /// Always ONNX Runtime.
-    Onnxruntime,
+impl KeyType for Executor {
+    fn text() -> String {
+        crate::stage::keys::choices::<Self>()
+    }
 }
 
 /// `protocol = "v2" | "grpc-v2" | "mlflow"`.
@@ -389,37 +378,40 @@ impl StageConfig for LoadModelConfig {
     }
 
     fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
-        let traffic = Traffic { batch_size: self.batch_size, concurrency: self.concurrency, max_rows: self.max_queries };
-        let remote = match (&self.url, &self.command) {
-            (Some(url), _) => {
-                let fail = |message: String| ModelError::Remote { url: url.clone(), message };
-                let settings = self.http_settings().map_err(fail)?;
-                let place = match self.protocol {
-                    Protocol::V2 | Protocol::GrpcV2 => Place::Server {
-                        endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(fail)?,
-                        settings,
-                        outputs: self.outputs.clone(),
-                        grpc: self.protocol == Protocol::GrpcV2,
-                    },
-                    Protocol::Mlflow => Place::Mlflow { endpoint: MlflowEndpoint::parse(url).map_err(fail)?, settings },
-                };
-                Some(Remote { place, traffic })
-            }
-            (None, Some(argv)) => Some(Remote { place: Place::Program { argv: argv.clone(), dir: env.dir.clone() }, traffic }),
-            (None, None) => None,
+        let labels_only = self.labels_only.get().cloned().flatten().or_else(|| llm_labels_only(self.llm.as_ref()));
+        let place = if let Some(provided) = self.provided {
+            Place::Provided(provided)
+        } else if let Some(config) = self.llm {
+            Place::Llm { config, dir: env.dir.clone() }
+        } else if let Some(url) = &self.url {
+            let fail = |message: String| ModelError::Remote { url: url.clone(), message };
+            let settings = self.http_settings().map_err(fail)?;
+            Place::Remote(match self.protocol {
+                Protocol::V2 | Protocol::GrpcV2 => Remote::Server {
+                    endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(fail)?,
+                    settings,
+                    outputs: self.outputs.clone(),
+                    grpc: self.protocol == Protocol::GrpcV2,
+                },
+                Protocol::Mlflow => Remote::Mlflow { endpoint: MlflowEndpoint::parse(url).map_err(fail)?, settings },
+            })
+        } else if let Some(argv) = self.command {
+            Place::Remote(Remote::Program { argv, dir: env.dir.clone() })
+        } else {
+            Place::File(env.dir.join(self.path.as_deref().unwrap_or(Path::new(""))))
         };
         Ok(Box::new(LoadModel {
-            path: env.dir.join(self.path.as_deref().unwrap_or(Path::new(""))),
-            provided: self.provided,
-            remote,
-            output: self.output,
-            transform: self.output_transform,
-            favourable_class: self.favourable_class,
-            inputs: self.inputs,
-            executor: self.executor,
-            onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
-            labels_only: self.labels_only.into_inner().flatten().or_else(|| llm_labels_only(self.llm.as_ref())),
-            llm: self.llm.map(|llm| (llm, env.dir.clone())),
+            request: OpenRequest {
+                place,
+                output: self.output,
+                transform: self.output_transform,
+                favourable_class: self.favourable_class,
+                inputs: self.inputs,
+                executor: self.executor,
+                onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
+                traffic: Traffic { batch_size: self.batch_size, concurrency: self.concurrency, max_rows: self.max_queries },
+            },
+            labels_only,
             graph_inputs: self.graph_inputs.into_inner(),
         }))
     }
@@ -526,70 +518,10 @@ pub struct LoadModelFigures {
     /// The recipe's algorithm, for a saved fairpipe model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<String>,
-    /// The ONNX output read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<String>,
-    /// How P(favourable) is read from it ("column 1", "ZipMap entry \">50K\"", "labels only").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_read: Option<String>,
-    /// Whether the model gives labels only (no probabilities: AUC, calibration and
-    /// probability-gradient searches are then not meaningful).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub labels_only: Option<bool>,
-    /// Whether the favourable class was assumed to be the model's class 1 (integer classes, text
-    /// labels in the data).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub favourable_class_assumed: Option<bool>,
-    /// The model's classes when it has three or more: the audit then reads P(favourable) of the
-    /// class named like the data's favourable label, against the rest of them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model_classes: Option<Vec<String>>,
-    /// Whether the audit is the favourable class against the rest (a model of three or more
-    /// classes), said also as a warning at the top of the report.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub favourable_vs_rest: Option<bool>,
-    /// How rows reach the model ("one float32 input …", "13 named inputs (raw columns)").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_contract: Option<String>,
-    /// How the model's scores agree with the data's labels (train and test rows): accuracy and
-    /// AUC with DeLong's 95% interval. A model read the wrong way round is refused (its
-    /// favourable class assumed) or warned of (named).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agreement: Option<Agreement>,
-    /// Feature columns the model does not read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unused_features: Option<Vec<String>>,
-    /// Rows the native executor was checked against tract on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub native_checked_rows: Option<usize>,
-    /// Largest |P_native − P_tract| on them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub native_max_abs_diff: Option<f64>,
-    /// Labels that differ between the two.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub native_label_flips: Option<usize>,
-    /// The executor that runs the model (ONNX): "native dense …", "tract", "onnxruntime 1.32.0".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub executor: Option<String>,
-    /// Why ONNX Runtime runs it (the parts tract cannot run).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub executor_reason: Option<String>,
-    /// How the executor compared with onnxruntime on the data (auto, when onnxruntime is installed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference_check: Option<String>,
-    /// Rows compared with onnxruntime.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference_checked_rows: Option<usize>,
-    /// Largest |P − P_onnxruntime| on them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference_max_abs_diff: Option<f64>,
-    /// The ONNX Runtime library loaded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub onnxruntime_path: Option<String>,
-    /// A model server's inputs: "listed by the server's metadata", or what was assumed when the
-    /// metadata lists none (MLServer's scikit-learn runtime).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remote_inputs: Option<String>,
+    /// What opening the model learned (its output, inputs and executor) and how it agrees with
+    /// the labels.
+    #[serde(flatten)]
+    pub opened: Opened,
     /// A model server's traffic over the whole run (filled in when the run ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<crate::models::RemoteUsage>,
@@ -598,44 +530,14 @@ pub struct LoadModelFigures {
     pub model: ModelFigures,
 }
 
-/// Rows on which tract (or the native executor) is compared with onnxruntime.
-const REFERENCE_CHECK_ROWS: usize = 20_000;
-
-/// Largest probability difference accepted between an executor and onnxruntime.
-const REFERENCE_TOLERANCE: f64 = 1e-5;
-
-/// Where a remote model runs.
-enum Place {
-    /// A KServe V2 server, over HTTP/JSON or (`grpc`) its gRPC port.
-    Server { endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String>, grpc: bool },
-    /// An MLflow scoring server.
-    Mlflow { endpoint: MlflowEndpoint, settings: HttpSettings },
-    /// A program started in the pipeline's folder.
-    Program { argv: Vec<String>, dir: PathBuf },
-}
-
-/// A model run outside fairpipe, and how rows are sent to it.
-struct Remote {
-    place: Place,
-    traffic: Traffic,
-}
-
 struct LoadModel {
-    path: PathBuf,
-    provided: Option<ProvidedModel>,
-    remote: Option<Remote>,
-    output: Option<String>,
-    transform: OutputTransform,
-    favourable_class: Option<i64>,
-    inputs: BTreeMap<String, String>,
-    executor: Executor,
-    onnxruntime: Option<PathBuf>,
+    /// What to open and how (a `.json` model saved by a train stage, at `Place::File`, is read by
+    /// the stage itself).
+    request: OpenRequest,
     /// `Some(why)` when validation found the model's outputs to be labels only.
     labels_only: Option<String>,
     /// The ONNX graph's input names, when validation read them.
     graph_inputs: Option<Vec<String>>,
-    /// A language model, and the pipeline's folder its files are relative to.
-    llm: Option<(LlmConfig, PathBuf)>,
 }
 
 impl Stage for LoadModel {
@@ -650,7 +552,7 @@ impl Stage for LoadModel {
         use crate::models::inputs::normalised;
         let Some(graph) = &self.graph_inputs else { return Vec::new() };
         let names: Vec<String> = features.iter().map(|f| normalised(f)).collect();
-        if graph.len() == 1 && self.inputs.is_empty() && !names.contains(&normalised(&graph[0])) {
+        if graph.len() == 1 && self.request.inputs.is_empty() && !names.contains(&normalised(&graph[0])) {
             return Vec::new(); // one input of encoded features, not fed by name
         }
         let candidates: Vec<&str> = features.iter().map(String::as_str).collect();
@@ -662,7 +564,7 @@ impl Stage for LoadModel {
         );
         graph
             .iter()
-            .filter_map(|input| match self.inputs.get(input) {
+            .filter_map(|input| match self.request.inputs.get(input) {
                 Some(column) if !features.contains(column) => Some(ColumnProblem {
                     key: "inputs",
                     nested: Some(input.clone()),
@@ -687,82 +589,62 @@ impl Stage for LoadModel {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
         let mut figures = LoadModelFigures::default();
+        let provided = matches!(self.request.place, Place::Provided(_));
         // An output the model lacks is the `output` key's to fix; a model answering NaN or
         // infinity is named by its file (server, command) and located at the key naming it (a
         // model object given in code names itself).
         let keyed = |e: Error| match e {
             Error::Model(ModelError::MissingOutput { .. }) => StageError::contradicts("output", e),
-            Error::Model(ModelError::NotFinite { .. }) if self.provided.is_none() => {
-                StageError::cannot(self.location_key(), format!("{}: {e}", self.location()))
+            Error::Model(ModelError::NotFinite { .. }) if !provided => {
+                StageError::cannot(self.location_key(), format!("{}: {e}", self.request.place.location()))
             }
             other => other,
         };
-        let (model, recipe): (Arc<dyn Model>, _) = if let Some(provided) = &self.provided {
-            (load_provided(provided, &data, &mut figures)?, None)
-        } else if let Some((llm, dir)) = &self.llm {
-            (load_llm(llm, dir, &data, &mut figures)?, None)
-        } else if let Some(remote) = &self.remote {
-            (self.load_remote(remote, &data, &mut figures).map_err(keyed)?, None)
-        } else if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
-            let file = ModelFile::load(&self.path, &data.domain)?;
-            figures.algorithm = Some(file.recipe.name().to_string());
-            let model = file.model.into_model();
-            let model: Arc<dyn Model> = if data.label_flipped { Arc::new(Complement(model)) } else { model };
-            (model, Some(file.recipe))
-        } else {
-            (self.load_onnx(&data, &mut figures).map_err(keyed)?, None)
+        let (model, recipe): (Arc<dyn Model>, _) = match &self.request.place {
+            Place::File(path) if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) => {
+                let file = ModelFile::load(path, &data.domain)?;
+                figures.algorithm = Some(file.recipe.name().to_string());
+                let model = file.model.into_model();
+                let model: Arc<dyn Model> = if data.label_flipped { Arc::new(Complement(model)) } else { model };
+                (model, Some(file.recipe))
+            }
+            // A model handed over in code or a language model names itself in its errors.
+            Place::Provided(_) | Place::Llm { .. } => {
+                let (model, opened) = self.request.open(&data)?;
+                figures.opened = opened;
+                (model, None)
+            }
+            Place::File(_) | Place::Remote(_) => {
+                let (model, opened) = self.request.open(&data).map_err(|e| keyed(e.into()))?;
+                figures.opened = opened;
+                (model, None)
+            }
         };
         let (artifact, model_figures, model_queries, scored) = model_output_scored(model, Arc::clone(&data), recipe).map_err(keyed)?;
         figures.model = model_figures;
-        if figures.favourable_vs_rest == Some(true) {
+        let opened = &figures.opened;
+        if opened.favourable_vs_rest == Some(true) {
             ctx.warn(format!(
                 "the model has {} classes ({}): the audit reads P({:?}) and judges that class against the rest",
-                figures.model_classes.as_ref().map_or(0, Vec::len),
-                figures.model_classes.as_deref().unwrap_or_default().join(", "),
+                opened.model_classes.as_ref().map_or(0, Vec::len),
+                opened.model_classes.as_deref().unwrap_or_default().join(", "),
                 data.label_values[1]
             ));
         }
         let agreement = Agreement::measure(&scored.scores, &scored.labels);
-        self.judge_agreement(ctx, &data, &agreement, &figures)?;
-        figures.agreement = Some(agreement);
+        self.judge_agreement(ctx, &data, &agreement, opened)?;
+        figures.opened.agreement = Some(agreement);
         Ok(StageOutput { artifact: Artifact::Model(Arc::new(artifact)), figures: Arc::new(figures), tables: Vec::new(), model_queries })
     }
 }
 
 impl LoadModel {
-    /// The favourable class as the model is asked for it: the model's own class when
-    /// `favourable_class` names it, else the data's favourable label (matched by name).
-    fn favourable(&self, data: &Dataset) -> Favourable {
-        match self.favourable_class {
-            Some(class) => Favourable { label: class.to_string(), is_zero: class == 0, code: None },
-            None => Favourable { label: data.label_values[1].clone(), is_zero: data.label_flipped, code: data.label_code },
-        }
-    }
-
-    /// How the data's rows feed the model's inputs: the `inputs` map and the columns with codes.
-    fn feeding(&self, data: &Dataset) -> Feeding {
-        Feeding { inputs: self.inputs.clone(), coded: data.coded.clone() }
-    }
-
     /// The key naming where the model is: `path`, `url` or `command`.
     fn location_key(&self) -> &'static str {
-        match self.remote.as_ref().map(|r| &r.place) {
-            Some(Place::Server { .. } | Place::Mlflow { .. }) => "url",
-            Some(Place::Program { .. }) => "command",
-            None => "path",
-        }
-    }
-
-    /// Where the model is, for messages: its file, server or command.
-    fn location(&self) -> String {
-        match self.remote.as_ref().map(|r| &r.place) {
-            Some(Place::Server { endpoint, .. }) => endpoint.base.clone(),
-            Some(Place::Mlflow { endpoint, .. }) => endpoint.base.clone(),
-            Some(Place::Program { argv, .. }) => format!("command {argv:?}"),
-            None => match &self.llm {
-                Some((llm, _)) => llm.base_url.clone(),
-                None => self.path.display().to_string(),
-            },
+        match &self.request.place {
+            Place::Remote(Remote::Program { .. }) => "command",
+            Place::Remote(_) => "url",
+            _ => "path",
         }
     }
 
@@ -771,20 +653,20 @@ impl LoadModel {
     /// read the wrong way round, and every figure of the audit would be flipped. When the class
     /// was named (`favourable_class`, ZipMap keys, string labels, 0/1 labels), warn instead: the
     /// model may be that bad, but the audit should say so at the top.
-    fn judge_agreement(&self, ctx: &StageContext, data: &Dataset, agreement: &Agreement, figures: &LoadModelFigures) -> Result<()> {
+    fn judge_agreement(&self, ctx: &StageContext, data: &Dataset, agreement: &Agreement, opened: &Opened) -> Result<()> {
         let verdict = agreement.verdict();
         if verdict == Verdict::Fine {
             return Ok(());
         }
         let favourable = &data.label_values[1];
-        let read = figures.output_read.as_deref().unwrap_or("its output");
+        let read = opened.output_read.as_deref().unwrap_or("its output");
         // With 0/1 labels (or the label's codes declared) the data's and the model's classes are
         // matched by number, so naming the other label favourable flips both sides and changes
         // nothing: only text labels without codes offer it.
         let text_labels = data.label_code.is_none() && data.label_values.iter().any(|v| v.parse::<f64>().is_err());
         let other_label = (text_labels && !data.label_values[0].starts_with("not ")).then(|| data.label_values[0].clone());
-        let assumed = figures.favourable_class_assumed == Some(true);
-        let class_fix = match self.favourable_class {
+        let assumed = opened.favourable_class_assumed == Some(true);
+        let class_fix = match self.request.favourable_class {
             Some(class @ (0 | 1)) => format!("set `favourable_class = {}` on this stage (now {class})", 1 - class),
             Some(class) => format!("set `favourable_class` on this stage to the model's favourable class (now {class})"),
             None => "set `favourable_class = 0` on this stage (the model's class 0 is then read as the favourable label)".to_string(),
@@ -813,330 +695,10 @@ impl LoadModel {
             agreement.describe()
         );
         if assumed && verdict == Verdict::Below {
-            return Err(crate::error::Error::Invalid(format!("{}: refused: {message}", self.location())));
+            return Err(crate::error::Error::Invalid(format!("{}: refused: {message}", self.request.place.location())));
         }
         ctx.warn(message);
         Ok(())
-    }
-
-    /// Connect to the model server and choose its output on the data's first rows.
-    fn load_remote(&self, remote: &Remote, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
-        let favourable = self.favourable(data);
-        let rows: Vec<f64> = data.x.iter().take(256 * data.domain.width()).copied().collect();
-        let choice = OutputChoice { name: self.output.as_deref(), transform: self.transform, favourable, classes: Vec::new() };
-        let (backend, declared): (Box<dyn Backend>, _) = match &remote.place {
-            Place::Server { endpoint, settings, outputs, grpc: false } => {
-                let (backend, metadata) = V2Backend::connect(endpoint.clone(), settings.clone(), outputs.clone())?;
-                (Box::new(backend) as Box<dyn Backend>, metadata.inputs)
-            }
-            Place::Server { endpoint, settings, outputs, grpc: true } => {
-                let (backend, metadata) = GrpcBackend::connect(endpoint.clone(), settings.clone(), outputs.clone())?;
-                (Box::new(backend) as Box<dyn Backend>, metadata.inputs)
-            }
-            Place::Mlflow { endpoint, settings } => {
-                let backend = MlflowBackend::connect(endpoint.clone(), settings.clone())?;
-                (Box::new(backend) as Box<dyn Backend>, declared_inputs(&data.domain, &data.coded))
-            }
-            Place::Program { argv, dir } => {
-                let columns = data.domain.attributes.iter().map(|a| a.name.clone()).collect();
-                (Box::new(CommandBackend::start(argv, dir, columns)?) as Box<dyn Backend>, Vec::new())
-            }
-        };
-        let location = backend.location();
-        let model = RemoteModel::load(backend, declared, remote.traffic.clone(), &data.domain, &self.feeding(data), choice, &rows)?;
-        let read = model.input_plan().attributes_read(data.domain.width());
-        check_protected_read(Path::new(&location), data, &read).map_err(|e| match e {
-            ModelError::Onnx { message, .. } => ModelError::Remote { url: location.clone(), message },
-            other => other,
-        })?;
-        figures.output = Some(model.output_name().to_string());
-        figures.output_read = Some(model.reader().describe());
-        figures.labels_only = Some(model.reader().labels_only());
-        figures.favourable_class_assumed = Some(model.reader().assumed_class);
-        versus_rest(figures, model.reader());
-        figures.input_contract = Some(model.input_plan().describe());
-        figures.remote_inputs = Some(if matches!(remote.place, Place::Mlflow { .. }) {
-            format!("the data's {} columns by name (dataframe_split)", data.domain.width())
-        } else if model.metadata_lists_inputs() {
-            "listed by the server's metadata".into()
-        } else if matches!(remote.place, Place::Program { .. }) {
-            format!("a JSON line of the encoded rows ({} columns) per batch", data.domain.width())
-        } else {
-            format!(
-                "the server's metadata lists no inputs: one FP64 input \"input-0\" [N,{}] assumed (the encoded features)",
-                data.domain.width()
-            )
-        });
-        figures.executor = Some(model.executor());
-        Ok(Arc::new(model))
-    }
-
-    /// Load the ONNX model with the executor chosen (see [`Executor`]).
-    fn load_onnx(&self, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
-        let mut facts = graph_facts(&self.path)?;
-        if !self.inputs.is_empty() {
-            // Only ONNX Runtime's input plan follows the map.
-            facts.needs_onnxruntime.push("the `inputs` map".into());
-        }
-        let favourable = self.favourable(data);
-        let rows: Vec<f64> = data.x.iter().copied().collect();
-        let mut needs = facts.needs_onnxruntime.join(", ");
-        // A tree ensemble: the native tree executor when it covers the graph.
-        if matches!(self.executor, Executor::Auto | Executor::Native) && !facts.needs_onnxruntime.is_empty() && self.inputs.is_empty() {
-            match TreeGraph::read(&self.path, data.domain.width()) {
-                Ok(graph) => return self.load_trees(data, favourable, &facts, graph, &rows, figures),
-                Err(uncovered) if self.executor == Executor::Native => {
-                    return Err(ModelError::Onnx {
-                        path: self.path.clone(),
-                        message: format!(
-                            "executor = \"native\" cannot run it: the native tree executor does not cover {uncovered}; use executor = \"auto\" or \"onnxruntime\""
-                        ),
-                    }
-                    .into());
-                }
-                Err(uncovered) if facts.needs_onnxruntime.iter().any(|n| n.contains("TreeEnsemble")) => {
-                    needs = format!("{needs} (the native tree executor does not cover {uncovered})");
-                }
-                Err(_) => {}
-            }
-        }
-        match self.executor {
-            Executor::Onnxruntime => return self.load_ort(data, favourable, &facts, &rows, figures, "executor = \"onnxruntime\""),
-            Executor::Auto if !facts.needs_onnxruntime.is_empty() => {
-                return self.load_ort(data, favourable, &facts, &rows, figures, &needs);
-            }
-            Executor::Native | Executor::Tract if !facts.needs_onnxruntime.is_empty() => {
-                return Err(ModelError::Onnx {
-                    path: self.path.clone(),
-                    message: format!(
-                        "executor = \"{}\" cannot run {needs}; use executor = \"onnxruntime\" (or \"auto\")",
-                        self.executor_name()
-                    ),
-                }
-                .into());
-            }
-            _ => {}
-        }
-        let mut model = match OnnxModel::load(&self.path, data.domain.width(), self.output.as_deref()) {
-            Ok(model) => model,
-            Err(refused) if self.executor == Executor::Auto => {
-                let reason = format!("a graph that tract refuses ({refused})");
-                return self.load_ort(data, favourable, &facts, &rows, figures, &reason);
-            }
-            Err(refused) => return Err(refused.into()),
-        };
-        let probe = &rows[..rows.len().min(256 * data.domain.width())];
-        model.read_output_as(&favourable, self.transform, probe)?;
-        model.refuse_hidden_nan(&rows[..rows.len().min(REFERENCE_CHECK_ROWS * data.domain.width())])?;
-        figures.output = Some(model.output_name().to_string());
-        figures.output_read = Some(model.reader().describe());
-        figures.favourable_class_assumed = Some(model.reader().assumed_class);
-        versus_rest(figures, model.reader());
-        figures.input_contract = Some(format!("one float32 input [N,{}] (encoded features)", data.domain.width()));
-        if self.executor != Executor::Tract {
-            match model.verify_native(&rows)? {
-                Some(check) => {
-                    figures.native_checked_rows = Some(check.rows);
-                    figures.native_max_abs_diff = Some(check.max_abs_diff);
-                    figures.native_label_flips = Some(check.label_flips);
-                    if self.executor == Executor::Native && !check.used {
-                        return Err(ModelError::Onnx {
-                            path: self.path.clone(),
-                            message: format!(
-                                "executor = \"native\": the native dense executor does not reproduce tract on the data ({} label flips, max |dp| {:e}); use \"auto\" or \"tract\"",
-                                check.label_flips, check.max_abs_diff
-                            ),
-                        }
-                        .into());
-                    }
-                }
-                None if self.executor == Executor::Native => {
-                    return Err(ModelError::Onnx {
-                        path: self.path.clone(),
-                        message: "executor = \"native\": the graph is not a plain stack of dense layers; use \"auto\" or \"tract\"".into(),
-                    }
-                    .into());
-                }
-                None => {}
-            }
-        }
-        figures.executor = Some(model.executor());
-        if self.executor == Executor::Auto {
-            let executor = model.executor();
-            if let Some(reference) =
-                self.check_against_onnxruntime(data, &model, model.output_name(), &executor, favourable, facts.classes, &rows, figures)?
-            {
-                return Ok(reference);
-            }
-        }
-        Ok(Arc::new(model))
-    }
-
-    /// Where ONNX Runtime is installed, hold tract's (or the native executor's) probabilities
-    /// against it on the data's rows: a graph that tract runs differently (seen: `Sqrt` of a
-    /// negative number, NaN in onnxruntime, a number in tract) is then run by ONNX Runtime, and
-    /// its NaN refused, instead of audited on tract's figures. `None` keeps `model`.
-    #[allow(clippy::too_many_arguments)]
-    fn check_against_onnxruntime(
-        &self,
-        data: &Dataset,
-        model: &dyn Model,
-        output: &str,
-        executor: &str,
-        favourable: Favourable,
-        classes: Vec<crate::models::outputs::ClassKey>,
-        rows: &[f64],
-        figures: &mut LoadModelFigures,
-    ) -> Result<Option<Arc<dyn Model>>> {
-        let Ok(runtime) = runtime(self.onnxruntime.as_deref()) else {
-            figures.reference_check = Some("not made: ONNX Runtime is not installed".into());
-            return Ok(None);
-        };
-        let choice = OutputChoice { name: Some(output), transform: self.transform, favourable, classes };
-        let reference = match OrtModel::load(&self.path, runtime, &data.domain, &self.feeding(data), choice, rows) {
-            Ok(reference) => reference,
-            Err(e @ ModelError::NotFinite { .. }) => return Err(e.into()),
-            Err(e) => {
-                figures.reference_check = Some(format!("not made: onnxruntime cannot run it ({e})"));
-                return Ok(None);
-            }
-        };
-        let width = data.domain.width();
-        let n = (rows.len() / width.max(1)).min(REFERENCE_CHECK_ROWS);
-        let rows = &rows[..n * width];
-        let mut ours = vec![0.0; n];
-        model.predict_into(rows, &mut ours)?;
-        let mut theirs = vec![0.0; n];
-        reference.predict_into(rows, &mut theirs)?;
-        let max_abs_diff =
-            ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0.0, |m: f64, d| if d.is_nan() || d > m { d } else { m }); // a NaN on one side is a difference
-        let flips = ours.iter().zip(&theirs).filter(|(a, b)| (**a > 0.5) != (**b > 0.5)).count();
-        figures.reference_checked_rows = Some(n);
-        figures.reference_max_abs_diff = Some(max_abs_diff);
-        if flips == 0 && max_abs_diff <= REFERENCE_TOLERANCE {
-            figures.reference_check = Some(format!("{executor} reproduces onnxruntime {}", reference.runtime().version));
-            return Ok(None);
-        }
-        figures.reference_check = Some(format!(
-            "{executor} differs from onnxruntime {} ({flips} label flips, max |dp| {max_abs_diff:e}): onnxruntime runs it",
-            reference.runtime().version
-        ));
-        figures.executor = Some(reference.executor());
-        figures.executor_reason =
-            Some(format!("{}'s probabilities differ from onnxruntime's", executor.split(' ').next().unwrap_or(executor)));
-        figures.onnxruntime_path = Some(reference.runtime().path.display().to_string());
-        figures.native_checked_rows = None;
-        figures.native_max_abs_diff = None;
-        figures.native_label_flips = None;
-        Ok(Some(Arc::new(reference)))
-    }
-
-    fn load_ort(
-        &self,
-        data: &Dataset,
-        favourable: Favourable,
-        facts: &GraphFacts,
-        rows: &[f64],
-        figures: &mut LoadModelFigures,
-        reason: &str,
-    ) -> Result<Arc<dyn Model>> {
-        let runtime = runtime(self.onnxruntime.as_deref()).map_err(|e| ModelError::RuntimeMissing {
-            path: self.path.clone(),
-            reason: reason.to_string(),
-            message: e.message,
-        })?;
-        self.refuse_numbered_class(facts)?;
-        let choice = OutputChoice { name: self.output.as_deref(), transform: self.transform, favourable, classes: facts.classes.clone() };
-        let model = OrtModel::load(&self.path, runtime, &data.domain, &self.feeding(data), choice, rows)?;
-        let read = model.input_plan().attributes_read(data.domain.width());
-        check_protected_read(&self.path, data, &read)?;
-        check_known_categories(&self.path, data, model.input_plan(), facts)?;
-        let unused: Vec<String> =
-            (0..data.domain.width()).filter(|i| !read.contains(i)).map(|i| data.domain.attributes[i].name.clone()).collect();
-        figures.output = Some(model.output_name().to_string());
-        figures.output_read = Some(model.reader().describe());
-        figures.labels_only = Some(model.reader().labels_only());
-        figures.favourable_class_assumed = Some(model.reader().assumed_class);
-        versus_rest(figures, model.reader());
-        figures.input_contract = Some(model.input_plan().describe());
-        figures.unused_features = (!unused.is_empty()).then_some(unused);
-        figures.executor = Some(model.executor());
-        figures.executor_reason = Some(reason.to_string());
-        figures.onnxruntime_path = Some(model.runtime().path.display().to_string());
-        Ok(Arc::new(model))
-    }
-
-    /// `favourable_class` names a numbered class: refused for a model that names its classes by
-    /// text (they are matched to the data's label by name).
-    fn refuse_numbered_class(&self, facts: &GraphFacts) -> std::result::Result<(), ModelError> {
-        if let Some(class) = self.favourable_class {
-            if facts.classes.iter().any(|c| matches!(c, ClassKey::Text(_))) {
-                let names: Vec<String> = facts.classes.iter().map(ToString::to_string).collect();
-                return Err(ModelError::Onnx {
-                    path: self.path.clone(),
-                    message: format!(
-                        "`favourable_class = {class}` names a numbered class, but the model names its classes [{}] and they are matched to the data's label by name: leave `favourable_class` out, and set `favourable` on the load stage to the one that is favourable",
-                        names.join(", ")
-                    ),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// Load a tree ensemble the native tree executor covers, and hold it against ONNX Runtime on
-    /// the data's rows when ONNX Runtime is installed: with `auto`, a difference hands the model
-    /// to ONNX Runtime; with `native`, it is an error.
-    fn load_trees(
-        &self,
-        data: &Dataset,
-        favourable: Favourable,
-        facts: &GraphFacts,
-        graph: TreeGraph,
-        rows: &[f64],
-        figures: &mut LoadModelFigures,
-    ) -> Result<Arc<dyn Model>> {
-        self.refuse_numbered_class(facts)?;
-        let operators = graph.operators().join(", ");
-        let choice = OutputChoice {
-            name: self.output.as_deref(),
-            transform: self.transform,
-            favourable: favourable.clone(),
-            classes: facts.classes.clone(),
-        };
-        let model = TreeModel::load(&self.path, graph, choice, rows)?;
-        figures.output = Some(model.output_name().to_string());
-        figures.output_read = Some(model.reader().describe());
-        figures.labels_only = Some(model.reader().labels_only());
-        figures.favourable_class_assumed = Some(model.reader().assumed_class);
-        versus_rest(figures, model.reader());
-        figures.input_contract = Some(format!("one float32 input [N,{}] (encoded features)", data.domain.width()));
-        let executor = model.executor();
-        figures.executor = Some(executor.clone());
-        figures.executor_reason = Some(format!("the native tree executor covers every operator of the graph ({operators})"));
-        let reference =
-            self.check_against_onnxruntime(data, &model, model.output_name(), &executor, favourable, facts.classes.clone(), rows, figures)?;
-        match reference {
-            Some(_) if self.executor == Executor::Native => Err(ModelError::Onnx {
-                path: self.path.clone(),
-                message: format!(
-                    "executor = \"native\": {}; use executor = \"auto\" or \"onnxruntime\"",
-                    figures.reference_check.clone().unwrap_or_default()
-                ),
-            }
-            .into()),
-            Some(reference) => Ok(reference),
-            None => Ok(Arc::new(model)),
-        }
-    }
-
-    fn executor_name(&self) -> &'static str {
-        match self.executor {
-            Executor::Auto => "auto",
-            Executor::Native => "native",
-            Executor::Tract => "tract",
-            Executor::Onnxruntime => "onnxruntime",
-        }
     }
 }
 
@@ -1156,94 +718,6 @@ fn validate_llm(llm: &LlmConfig, checks: &mut Checks<'_, '_>) {
 fn llm_labels_only(llm: Option<&LlmConfig>) -> Option<String> {
     llm.filter(|l| l.scores == ScoreFrom::Labels).map(|_| {
         "`llm.scores = \"labels\"` reads the first word of one answer as a label (set `llm.scores = \"logprobs\"` or \"samples\" for probabilities)".to_string()
-    })
-}
-
-/// Load a language model for the data's rows (its template checked on the first row).
-fn load_llm(llm: &LlmConfig, dir: &Path, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
-    let first: Vec<f64> = data.x.rows().into_iter().next().map(|r| r.to_vec()).unwrap_or_default();
-    let model = LlmModel::load(llm, dir, &data.domain, (!first.is_empty()).then_some(first.as_slice()))?;
-    figures.output_read = Some(match llm.scores {
-        ScoreFrom::Logprobs => "P(favourable): the favourable answers' share of the first answer token's top_logprobs".to_string(),
-        ScoreFrom::Samples => format!("P(favourable): the favourable share of {} sampled answers", llm.samples),
-        ScoreFrom::Labels => "labels only: the first word of one answer".to_string(),
-    });
-    figures.labels_only = Some(llm.scores == ScoreFrom::Labels);
-    figures.favourable_class_assumed = Some(false);
-    figures.input_contract = Some(format!("each row rendered into a prompt by {}", llm.prompt.display()));
-    figures.executor = Some(model.describe());
-    Ok(Arc::new(model))
-}
-
-/// Bind a model handed over in code to the dataset, refusing one that does not read a protected
-/// column.
-fn load_provided(provided: &ProvidedModel, data: &Dataset, figures: &mut LoadModelFigures) -> Result<Arc<dyn Model>> {
-    let bound = provided.0.bind(data)?;
-    let described = provided.0.describe();
-    check_protected_read(Path::new(&described), data, &bound.read).map_err(|e| match e {
-        ModelError::Onnx { message, .. } => ModelError::Remote { url: described.clone(), message },
-        other => other,
-    })?;
-    let unused: Vec<String> =
-        (0..data.domain.width()).filter(|i| !bound.read.contains(i)).map(|i| data.domain.attributes[i].name.clone()).collect();
-    figures.output_read = Some(bound.output_read);
-    figures.labels_only = Some(false);
-    figures.favourable_class_assumed = Some(bound.favourable_class_assumed);
-    figures.input_contract = Some(bound.input_contract);
-    figures.unused_features = (!unused.is_empty()).then_some(unused);
-    figures.executor = Some(described);
-    Ok(bound.model)
-}
-
-/// Record a model of three or more classes in its figures (`model_classes`, `favourable_vs_rest`).
-fn versus_rest(figures: &mut LoadModelFigures, reader: &crate::models::outputs::OutputReader) {
-    if !reader.classes.is_empty() {
-        figures.model_classes = Some(reader.classes.iter().map(ToString::to_string).collect());
-        figures.favourable_vs_rest = Some(true);
-    }
-}
-
-/// A string input whose model knows a fixed list of categories (a `OneHotEncoder` ignores an
-/// unknown one, a `LabelEncoder` turns it into −1): a data category outside that list would be
-/// scored as something else, silently. Refuse it.
-fn check_known_categories(path: &Path, data: &Dataset, plan: &InputPlan, facts: &GraphFacts) -> std::result::Result<(), ModelError> {
-    let InputPlan::Named(feeds) = plan else { return Ok(()) };
-    for feed in feeds {
-        let Some(known) = facts.categories.get(&feed.input) else { continue };
-        let attribute = &data.domain.attributes[feed.attribute];
-        let fairpipe_abi::domain::AttributeKind::Categorical { levels } = &attribute.kind else { continue };
-        let unknown: Vec<&String> = levels.iter().filter(|l| !known.contains(l)).collect();
-        if !unknown.is_empty() {
-            return Err(ModelError::Onnx {
-                path: path.to_path_buf(),
-                message: format!(
-                    "column {:?} has categories the model's input {} does not know: {unknown:?} (it knows {known:?}); it would score them as something else. Remove those rows from the data, or map them to known categories",
-                    attribute.name, feed.input
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// A model that does not read a protected column cannot discriminate on it, and every search
-/// would report nothing: refuse it rather than print a clean result.
-fn check_protected_read(path: &Path, data: &Dataset, read: &[usize]) -> std::result::Result<(), ModelError> {
-    let unread: Vec<&str> = data
-        .domain
-        .protected_indices()
-        .into_iter()
-        .filter(|i| !read.contains(i))
-        .map(|i| data.domain.attributes[i].name.as_str())
-        .collect();
-    if unread.is_empty() {
-        return Ok(());
-    }
-    Err(ModelError::Onnx {
-        path: path.to_path_buf(),
-        message: format!(
-            "the model reads no input for the protected column(s) {unread:?}, so no test could find discrimination on them; protect columns the model reads, or check the input names"
-        ),
     })
 }
 
