@@ -36,7 +36,7 @@ pub struct BoundModel {
     pub favourable_class_assumed: bool,
 }
 
-/// A model source given to a `load_model` stage in code ([`crate::stages::load_model::LoadModelConfig::provided`]).
+/// A model source given to a `load_model` stage in code (the engine's `LoadModelConfig::provided`).
 /// Two are equal when they are the same object.
 #[derive(Clone)]
 pub struct ProvidedModel(pub Arc<dyn ModelSource>);
