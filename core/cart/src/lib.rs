@@ -156,10 +156,10 @@ impl<'a> Labels<'a> {
         let parent = weighted_gini(ones, n);
         let tie = rule.tie * n as f64;
         // A split counts when it lowers the impurity enough; among those, the lowest (ties: the first).
-        let better = |score: f64, best: Option<(f64, usize, Split)>| {
+        let better = |score: f64, best: Option<(f64, Split)>| {
             (parent - score) / n as f64 >= rule.min_decrease && best.is_none_or(|b| score < b.0 - tie)
         };
-        let scan = |feature: usize, counts: &mut Vec<u64>| -> Option<(f64, usize, Split)> {
+        let scan = |feature: usize, counts: &mut Vec<u64>| -> Option<(f64, Split)> {
             let values = &codes.values[feature];
             let column = &codes.codes[feature];
             counts.clear();
@@ -179,7 +179,7 @@ impl<'a> Labels<'a> {
                     let score = weighted_gini(left_ones, left_n) + weighted_gini(ones - left_ones, n - left_n);
                     if better(score, best) {
                         let threshold = (values[p] + values[code]) / 2.0;
-                        best = Some((score, feature, Split { feature, threshold, left_code: p as u32 }));
+                        best = Some((score, Split { feature, threshold, left_code: p as u32 }));
                     }
                 }
                 left_n += c;
@@ -188,7 +188,7 @@ impl<'a> Labels<'a> {
             }
             best
         };
-        let per_feature: Vec<Option<(f64, usize, Split)>> = if n >= rule.parallel_rows {
+        let per_feature: Vec<Option<(f64, Split)>> = if n >= rule.parallel_rows {
             (0..codes.width()).into_par_iter().map_init(Vec::new, |counts, f| scan(f, counts)).collect()
         } else {
             (0..codes.width()).map(|f| scan(f, counts)).collect()
@@ -199,7 +199,7 @@ impl<'a> Labels<'a> {
                 best = Some(candidate);
             }
         }
-        best.map(|(_, _, split)| split)
+        best.map(|(_, split)| split)
     }
 
     /// Grow the tree of every row under `rule`, at most `max_depth` splits deep: its nodes, the
@@ -312,12 +312,35 @@ mod tests {
         let (rows, labels) = noisy(3000, 4, 7);
         let codes = Codes::new(&rows, 4);
         let tree = Labels::new(&labels).grow(&codes, &RULE, 64);
-        // Every leaf is pure or holds rows that no feature tells apart.
-        for node in &tree {
-            if let Grown::Leaf { ones, rows } = node {
-                assert!(*ones == 0 || ones == rows || *rows > 1, "{node:?}");
+        // Send every training row down the tree: each leaf counts the rows and class-1 rows that
+        // reach it, and an impure leaf is one that no split (found by brute force) makes purer.
+        let mut reached: Vec<Vec<usize>> = vec![Vec::new(); tree.len()];
+        for (r, row) in rows.chunks(4).enumerate() {
+            let mut i = 0;
+            while let Grown::Split { feature, threshold, left, right } = tree[i] {
+                i = if row[feature] < threshold { left } else { right };
+            }
+            reached[i].push(r);
+        }
+        for (node, members) in tree.iter().zip(&reached) {
+            if let Grown::Leaf { ones, rows: n } = *node {
+                assert_eq!(n, members.len(), "{node:?}");
+                assert_eq!(ones, members.iter().filter(|&&r| labels[r] == 1).count(), "{node:?}");
+                if ones != 0 && ones != n {
+                    let leaf_rows: Vec<f64> = members.iter().flat_map(|&r| rows[r * 4..r * 4 + 4].iter().copied()).collect();
+                    let leaf_labels: Vec<u8> = members.iter().map(|&r| labels[r]).collect();
+                    let (_, _, best) = brute_force(&leaf_rows, 4, &leaf_labels);
+                    assert!(best >= gini(&leaf_labels) - 1e-12, "an impure leaf a split would make purer ({best}): {node:?}");
+                }
             }
         }
+        assert!(
+            reached
+                .iter()
+                .zip(&tree)
+                .any(|(m, node)| matches!(node, Grown::Leaf { ones, rows } if *ones != 0 && ones != rows) && m.len() > 1),
+            "the noisy data gives an impure leaf"
+        );
         let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
         let serial = one_thread.install(|| Labels::new(&labels).grow(&codes, &Rule { parallel_rows: 1, ..RULE }, 64));
         assert_eq!(tree, serial);
