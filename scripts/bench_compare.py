@@ -17,8 +17,14 @@ reported as a difference, not as a win.
 The second form compares two `target/bench/methods.json` files written by
 `cargo bench --bench search -- methods` (scripts/bench-methods.sh) on two commits.
 
+Counts are compared as well as times: each search stage's verified IDIs (`discriminatory_full`)
+base against new, a row marked FEWER when the new count is more than THRESHOLD below the base (a
+search that lost its output, as MAFT once lost nine IDIs in ten while every test stayed green).
+Compare against the last landing, not only the commit before: `scripts/bench-compare.sh REV`
+takes any commit.
+
 A row whose figure is more than THRESHOLD worse (default 10%) is marked SLOWER; the exit status is
-1 when any row is, 2 when the results differ, 0 otherwise. scripts/bench-compare.sh builds the
+1 when any row is SLOWER or FEWER, 2 when the results differ, 0 otherwise. scripts/bench-compare.sh builds the
 previous commit and calls this. Python 3 standard library only.
 """
 
@@ -125,8 +131,17 @@ def ratio_row(name, base, new, higher_is_better, threshold):
     return f"| {name} | {base:.4g} | {new:.4g} | {100 * change:+.1f}% | {mark} |", slower
 
 
+def count_row(name, base, new, threshold):
+    """A row comparing two counts of verified IDIs and whether the new one is more than the
+    threshold below the base (a search that lost its output: reported FEWER, whatever its speed)."""
+    change = (new / base - 1.0) if base > 0 else (0.0 if new == base else float("inf"))
+    fewer = base > 0 and new < base * (1.0 - threshold)
+    mark = "FEWER" if fewer else ("more" if change > threshold else ("" if new == base else "changed"))
+    return f"| {name} IDIs | {base:,.0f} | {new:,.0f} | {100 * change:+.1f}% | {mark} |", fewer
+
+
 def compare_runs(best, threshold):
-    rows, slower, differ = [], False, False
+    rows, slower, differ, fewer = [], False, False, False
     for pipeline, base in best["base"].items():
         new = best["new"][pipeline]
         line, s = ratio_row(f"{pipeline} run s", base["wall_s"], new["wall_s"], False, threshold)
@@ -141,10 +156,13 @@ def compare_runs(best, threshold):
             line, s = ratio_row(f"{pipeline}/{stage} IDIs/s", b["idis_per_s"], n["idis_per_s"], True, threshold)
             rows.append(line)
             slower |= s
+            line, f = count_row(f"{pipeline}/{stage}", b["result"]["idis"], n["result"]["idis"], threshold)
+            rows.append(line)
+            fewer |= f
             if b["result"] != n["result"] and not (b.get("result_varies") or n.get("result_varies")):
                 differ = True
                 rows.append(f"| {pipeline}/{stage} result | {b['result']} | {n['result']} | | DIFFERS |")
-    return rows, slower, differ
+    return rows, slower, differ, fewer
 
 
 def compare_methods(base_file, new_file, threshold):
@@ -152,7 +170,7 @@ def compare_methods(base_file, new_file, threshold):
         base = {(r["method"], r["benchmark"], r["mode"]): r for r in json.load(f)}
     with open(new_file) as f:
         new = {(r["method"], r["benchmark"], r["mode"]): r for r in json.load(f)}
-    rows, slower = [], False
+    rows, slower, fewer = [], False, False
     for key, b in base.items():
         n = new.get(key)
         if n is None:
@@ -160,7 +178,12 @@ def compare_methods(base_file, new_file, threshold):
         line, s = ratio_row(" ".join(key) + " IDIs/s", b["idis_per_s"], n["idis_per_s"], True, threshold)
         rows.append(line)
         slower |= s
-    return rows, slower, False
+        count = next((k for k in ("idis_full_mean", "idis_full", "idis") if k in b and k in n), None)
+        if count:
+            line, f = count_row(" ".join(key), b[count], n[count], threshold)
+            rows.append(line)
+            fewer |= f
+    return rows, slower, False, fewer
 
 
 def main():
@@ -174,7 +197,7 @@ def main():
     parser.add_argument("pipelines", nargs="*")
     args = parser.parse_args()
     if args.methods:
-        rows, slower, differ = compare_methods(args.methods[0], args.methods[1], args.threshold)
+        rows, slower, differ, fewer = compare_methods(args.methods[0], args.methods[1], args.threshold)
     else:
         if not (args.base and args.new):
             parser.error("give --base and --new binaries, or --methods BASE_JSON NEW_JSON")
@@ -182,13 +205,16 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(best, f, indent=2)
-        rows, slower, differ = compare_runs(best, args.threshold)
+        rows, slower, differ, fewer = compare_runs(best, args.threshold)
     print(f"| figure (best of repeats) | base | new | change | (threshold {100 * args.threshold:.0f}%) |")
     print("|---|---|---|---|---|")
     print("\n".join(rows))
     if differ:
         print("results DIFFER between the binaries (see DIFFERS rows)", file=sys.stderr)
         sys.exit(2)
+    if fewer:
+        print(f"a search found more than {100 * args.threshold:.0f}% fewer IDIs (FEWER rows)", file=sys.stderr)
+        sys.exit(1)
     if slower:
         print(f"a figure is more than {100 * args.threshold:.0f}% slower (SLOWER rows)", file=sys.stderr)
         sys.exit(1)

@@ -141,3 +141,42 @@ fn rows_are_held_onto_bounds_and_levels_and_left_alone_inside() {
     assert_eq!(held, 1);
     assert_eq!(&out[..], &[3.0, 6.0, 10.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
 }
+
+/// The recording model, reading its inputs as numbers (a network over the encoded vector).
+struct RealInputs(Recording);
+
+impl Model for RealInputs {
+    fn n_features(&self) -> usize {
+        self.0.n_features()
+    }
+    fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
+        self.0.predict_into(x, out)
+    }
+    fn describe(&self) -> String {
+        "recording, real inputs".into()
+    }
+    fn takes_any_real_input(&self) -> bool {
+        true
+    }
+}
+
+/// A model that takes any real input is shown MAFT's zero-order gradient probes as the reference
+/// code shows them (a category's code at x + h, past its last level included), so that the
+/// estimate sees the model move; nothing is held. (The regression this guards: holding every probe
+/// onto a level zeroed the gradient and MAFT found a tenth of its IDIs on the census network.)
+#[test]
+fn a_model_that_takes_any_real_input_sees_maft_probes_as_asked() {
+    let domain = domain();
+    let seeds = domain.sample_rows(&mut Xoshiro256PlusPlus::seed_from_u64(3), 100);
+    let model =
+        Arc::new(RealInputs(Recording { domain: domain.clone(), outside: Mutex::new(Vec::new()), rows: Mutex::new(0) }));
+    let params = params("maft");
+    let spec = RunSpec { params: &params, seeds: &seeds, rng_seed: 7, budget: FfiBudget::default(), gamma: None };
+    let out = common::plugin("maft")
+        .generate(&Oracle::new(Arc::clone(&model) as Arc<dyn Model>), &domain, &spec, &indicatif::ProgressBar::hidden())
+        .unwrap_or_else(|e| panic!("maft: {e}"));
+    assert_eq!(out.held, 0, "a model that takes any real input has nothing held");
+    let outside = model.0.outside.lock().unwrap();
+    assert!(!outside.is_empty(), "maft's probes past a category's last level reach a model that takes any real input");
+    assert!(!out.cases.is_empty(), "maft finds discriminatory cases on a model favouring sex 1");
+}

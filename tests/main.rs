@@ -46,6 +46,7 @@ mod report_browser;
 mod retrain;
 mod robust_output;
 mod score_cache;
+mod search_floors;
 mod sweeps;
 mod text_audit;
 mod tree_executor;

@@ -75,6 +75,10 @@ pub struct SearchPiece {
     /// Model rows evaluated for those gradients (also counted in `queries` and `asked`).
     #[serde(default)]
     pub gradient_model_rows: u64,
+    /// Rows the plugin asked about that lay outside the domain and were held to it before the
+    /// model saw them; absent for a model that takes any real input, which sees every row as asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_held: Option<u64>,
     /// Wall time of the run.
     pub elapsed_s: f64,
     /// Seconds spent in the model.
@@ -153,6 +157,7 @@ mod tests {
             gradient: Some("exact".into()),
             gradient_rows: 3,
             gradient_model_rows: 3,
+            rows_held: Some(2),
             elapsed_s: 1.5,
             model_time_s: 0.5,
             stopped_by_host: false,

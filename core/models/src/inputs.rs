@@ -316,6 +316,21 @@ impl InputPlan {
         }
     }
 
+    /// Whether every value of a row reaches the model as the real number it is (floating-point
+    /// inputs, categories by their codes), so that a value between two levels is an input the
+    /// model can score ([`crate::Model::takes_any_real_input`]). Integer inputs round, a category
+    /// without declared codes is fed its name's number and a text input its name: those hold.
+    pub fn takes_any_real_input(&self, domain: &Domain) -> bool {
+        let real = |ty: &ElementType| matches!(ty, ElementType::Float32 | ElementType::Float64 | ElementType::Float16);
+        match self {
+            InputPlan::Vector { ty, .. } => real(ty),
+            InputPlan::Named(feeds) => feeds.iter().all(|feed| {
+                let category = matches!(domain.attributes.get(feed.attribute).map(|a| &a.kind), Some(AttributeKind::Categorical { .. }));
+                real(&feed.ty) && (feed.coded || !category)
+            }),
+        }
+    }
+
     /// "one float32 input [N,12]" or "13 named inputs".
     pub fn describe(&self) -> String {
         match self {

@@ -69,6 +69,10 @@ impl Model for Complement {
         self.0.budget_spent()
     }
 
+    fn takes_any_real_input(&self) -> bool {
+        self.0.takes_any_real_input()
+    }
+
     fn n_features(&self) -> usize {
         self.0.n_features()
     }

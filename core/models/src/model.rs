@@ -34,6 +34,18 @@ pub trait Model: Send + Sync {
         None
     }
 
+    /// Whether the model reads each input as the real number it is, so that a value between two
+    /// category levels, or past an attribute's bounds, is an input it scores like any other: a
+    /// network or tree ensemble run here over the encoded vector (native, tract, ONNX Runtime with
+    /// float inputs). Such a model is shown what a search asks about as it is, as the searches'
+    /// reference codes show theirs (MAFT's zero-order gradient probes a category's code at
+    /// `x + h`). `false` (the default) for a model that reads categories by name or rounds its
+    /// inputs (a Python model with string categories, a served model, an LLM, integer inputs):
+    /// the host holds every row a search asks about to the domain before such a model sees it.
+    fn takes_any_real_input(&self) -> bool {
+        false
+    }
+
     /// Whether [`Model::gradient_into`] computes the exact gradient (a network or a linear model
     /// run in this process); the oracle takes finite differences of any other model.
     fn has_exact_gradient(&self) -> bool {

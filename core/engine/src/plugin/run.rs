@@ -55,7 +55,8 @@ pub struct GenerateOutput {
     /// What the plugin's `gradient` calls did, when it made any.
     pub gradient: Option<GradientUse>,
     /// Rows the plugin asked the model about (`predict` or `gradient`) that lay outside the
-    /// domain and were held to it before the model saw them ([`held_to_domain`]).
+    /// domain and were held to it before the model saw them ([`held_to_domain`]); always 0 for a
+    /// model that takes any real input, which sees every row as asked.
     pub held: u64,
 }
 
@@ -96,8 +97,10 @@ pub const GRACE_SECONDS: f64 = 2.0;
 struct HostState {
     oracle: Oracle,
     width: usize,
-    /// The domain every row the plugin asks about is held to ([`held_to_domain`]).
-    domain: Domain,
+    /// The domain every row the plugin asks about is held to ([`held_to_domain`]), for a model
+    /// that does not take any real input; `None` for one that does
+    /// ([`crate::oracle::Model::takes_any_real_input`]), which is shown each row as asked.
+    hold: Option<Domain>,
     /// Rows held to the domain so far.
     held: AtomicU64,
     /// Columns changed with their protected attribute (a load stage's `linked`): every row the
@@ -129,6 +132,15 @@ impl HostState {
         out_of_time || crate::interrupt::requested() || self.oracle.model().budget_spent().is_some()
     }
 
+    /// `x` as the model is to see it: held to the domain unless the model takes any real input,
+    /// with the rows held counted.
+    fn as_model_sees<'a>(&self, x: &'a [f64]) -> Cow<'a, [f64]> {
+        let Some(domain) = &self.hold else { return Cow::Borrowed(x) };
+        let (input, held) = held_to_domain(domain, x);
+        self.held.fetch_add(held, Ordering::Relaxed);
+        input
+    }
+
     /// Remember `message` for the plugin's `last_error` call and return `code`.
     fn fail(&self, code: i32, message: impl Into<String>) -> i32 {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = message.into();
@@ -136,9 +148,11 @@ impl HostState {
     }
 }
 
-/// `x` (rows of the domain's width, row-major) held to `domain`, so that no model ever sees a
-/// value outside it whatever a plugin proposes (a search's gradient probe one level past a
-/// category's last, say): each value is clamped into its attribute's bounds, and a category's
+/// `x` (rows of the domain's width, row-major) held to `domain`, so that a model that reads
+/// categories by name or rounds its inputs (one that does not
+/// [take any real input](crate::oracle::Model::takes_any_real_input)) never sees a value outside
+/// it whatever a plugin proposes (a search's gradient probe one level past a category's last, or
+/// between two levels): each value is clamped into its attribute's bounds, and a category's
 /// onto its nearest level. Integer and continuous values inside the bounds are left as they are (a
 /// plugin may probe between grid points). Borrowed when every row already lies in the domain; the
 /// count is the rows that did not.
@@ -219,9 +233,7 @@ unsafe extern "C" fn host_predict(ctx: *mut c_void, x: *const f64, rows: usize, 
         let Some(len) = rows.checked_mul(cols) else { return state.fail(status::INVALID_INPUT, "predict: rows × cols overflows") };
         // SAFETY: the plugin passes rows*cols readable inputs and room for rows outputs.
         let (input, output) = unsafe { (std::slice::from_raw_parts(x, len), std::slice::from_raw_parts_mut(out, rows)) };
-        let (input, held) = held_to_domain(&state.domain, input);
-        state.held.fetch_add(held, Ordering::Relaxed);
-        let input = with_links(&state.links, state.width, input);
+        let input = with_links(&state.links, state.width, state.as_model_sees(input));
         match state.oracle.predict_proba_cached_into(&input, output) {
             Ok(tally) => {
                 state.asked.fetch_add(tally.asked, Ordering::Relaxed);
@@ -260,9 +272,7 @@ unsafe extern "C" fn host_gradient(ctx: *mut c_void, x: *const f64, rows: usize,
         let (input, p, grad) = unsafe {
             (std::slice::from_raw_parts(x, len), std::slice::from_raw_parts_mut(p, rows), std::slice::from_raw_parts_mut(grad, len))
         };
-        let (input, held) = held_to_domain(&state.domain, input);
-        state.held.fetch_add(held, Ordering::Relaxed);
-        let input = with_links(&state.links, state.width, input);
+        let input = with_links(&state.links, state.width, state.as_model_sees(input));
         match state.oracle.gradient_into(&input, p, grad) {
             Ok(model_rows) => {
                 state.gradient_rows.fetch_add(rows as u64, Ordering::Relaxed);
@@ -490,7 +500,7 @@ impl Plugin {
         let state = std::sync::Arc::new(HostState {
             oracle: oracle.clone(),
             width: domain.width(),
-            domain: domain.clone(),
+            hold: (!oracle.model().takes_any_real_input()).then(|| domain.clone()),
             held: AtomicU64::new(0),
             links: links.to_vec(),
             cases: Mutex::new(Vec::new()),

@@ -84,6 +84,7 @@ fn generate() -> GenerateFigures {
         gradient: None,
         gradient_rows: None,
         gradient_model_rows: None,
+        rows_held_to_domain: None,
         stopped_by: None,
         protected: Vec::new(),
         units: None,

@@ -189,6 +189,14 @@ pub struct GenerateFigures {
     /// (absent when none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gradient_model_rows: Option<u64>,
+    /// Rows the plugin asked the model about that lay outside the domain (past a bound, or
+    /// between two category levels) and were held to it before the model saw them: present for a
+    /// model that reads categories by name or rounds its inputs (a Python or served model, an
+    /// LLM); absent for one that takes any real input (a network or tree ensemble over the
+    /// encoded vector), which is shown every row as the plugin asked, as the methods' reference
+    /// codes show theirs (docs/methods.md, "What the model sees").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_held_to_domain: Option<u64>,
     /// The budget that cut the search short, when the host did (`"max_seconds"`, or an LLM's
     /// `"max_requests"` or `"max_tokens_total"`); absent when
     /// the plugin ended by itself (or at its own query or iteration count).
@@ -309,6 +317,7 @@ impl Stage for Generate {
             gradient: output.gradient.map(|g| g.method.name().to_string()),
             gradient_rows: output.gradient.map_or(0, |g| g.rows),
             gradient_model_rows: output.gradient.map_or(0, |g| g.model_rows),
+            rows_held: (!oracle.model().takes_any_real_input()).then_some(output.held),
             elapsed_s,
             model_time_s: model.oracle.busy_seconds() - busy_before,
             stopped_by_host: output.stopped_by_host,
@@ -414,6 +423,7 @@ impl Stage for Generate {
                 .iter()
                 .any(|s| s.gradient.is_some())
                 .then(|| searches.iter().map(|s| s.gradient_model_rows).sum()),
+            rows_held_to_domain: searches.iter().any(|s| s.rows_held.is_some()).then(|| searches.iter().filter_map(|s| s.rows_held).sum()),
             stopped_by: searches
                 .iter()
                 .find_map(|s| s.budget.clone())

@@ -91,6 +91,11 @@ impl Tree {
 }
 
 impl Model for Tree {
+    /// The encoded vector, read as numbers: any real input is scored.
+    fn takes_any_real_input(&self) -> bool {
+        true
+    }
+
     fn n_features(&self) -> usize {
         self.n_features
     }

@@ -46,6 +46,11 @@ impl Logistic {
 }
 
 impl Model for Logistic {
+    /// The encoded vector, read as numbers: any real input is scored.
+    fn takes_any_real_input(&self) -> bool {
+        true
+    }
+
     fn n_features(&self) -> usize {
         self.weights.len()
     }

@@ -217,6 +217,11 @@ fn sigmoid(v: f64) -> f64 {
 }
 
 impl Model for Mlp {
+    /// The encoded vector, read as numbers: any real input is scored.
+    fn takes_any_real_input(&self) -> bool {
+        true
+    }
+
     fn n_features(&self) -> usize {
         self.sizes[0]
     }

@@ -166,6 +166,11 @@ fn subsample(n: usize, max_rows: usize, seed: u64) -> Vec<usize> {
 }
 
 impl Model for Svm {
+    /// The encoded vector, read as numbers: any real input is scored.
+    fn takes_any_real_input(&self) -> bool {
+        true
+    }
+
     fn n_features(&self) -> usize {
         self.standardiser.width()
     }

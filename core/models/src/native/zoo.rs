@@ -71,6 +71,11 @@ impl Forest {
 }
 
 impl Model for Forest {
+    /// The encoded vector, read as numbers: any real input is scored.
+    fn takes_any_real_input(&self) -> bool {
+        true
+    }
+
     fn n_features(&self) -> usize {
         self.n_features
     }

@@ -255,6 +255,12 @@ impl SessionPool {
 }
 
 impl Model for OrtModel {
+    /// One float input taking the encoded vector, or named float inputs with categories fed
+    /// their codes ([`InputPlan::takes_any_real_input`]).
+    fn takes_any_real_input(&self) -> bool {
+        self.plan.takes_any_real_input(&self.domain)
+    }
+
     fn labels_only(&self) -> bool {
         self.reader.labels_only()
     }

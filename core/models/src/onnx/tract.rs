@@ -300,6 +300,11 @@ impl OnnxModel {
 }
 
 impl Model for OnnxModel {
+    /// The encoded vector, read as numbers: any real input is scored.
+    fn takes_any_real_input(&self) -> bool {
+        true
+    }
+
     fn labels_only(&self) -> bool {
         self.reader.labels_only()
     }

@@ -159,6 +159,11 @@ fn raw_output(value: &Value, rows: usize, maps: bool) -> RawOutput {
 }
 
 impl Model for TreeModel {
+    /// The encoded vector, read as numbers: any real input is scored.
+    fn takes_any_real_input(&self) -> bool {
+        true
+    }
+
     fn labels_only(&self) -> bool {
         self.reader.labels_only()
     }
