@@ -610,12 +610,12 @@ impl Stage for LoadModel {
             }
             // A model handed over in code or a language model names itself in its errors.
             Place::Provided(_) | Place::Llm { .. } => {
-                let (model, opened) = self.request.open(&data)?;
+                let (model, opened) = self.request.open(&data, &ctx.llm_answers)?;
                 figures.opened = opened;
                 (model, None)
             }
             Place::File(_) | Place::Remote(_) => {
-                let (model, opened) = self.request.open(&data).map_err(|e| keyed(e.into()))?;
+                let (model, opened) = self.request.open(&data, &ctx.llm_answers).map_err(|e| keyed(e.into()))?;
                 figures.opened = opened;
                 (model, None)
             }
