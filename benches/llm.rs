@@ -60,7 +60,7 @@ cache = "{cache}"
 "#
     );
     let config: LlmConfig = toml::from_str(&text).expect("the llm block");
-    LlmModel::load(&config, dir, &domain(), None).expect("the model")
+    LlmModel::load(&config, dir, &domain(), None, &Default::default()).expect("the model")
 }
 
 /// The process's CPU time (user + system), seconds.

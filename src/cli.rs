@@ -17,6 +17,7 @@ macro_rules! say {
         }
     }};
 }
+use fairpipe_core::models::llm::offline::AnswerSource;
 use fairpipe_core::run::registry::stage_reference;
 use fairpipe_core::sweep::Sweep;
 
@@ -306,11 +307,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
             if quiet {
                 fairpipe_core::warnings::set_printed(false);
             }
-            if let Some(file) = responses {
+            if responses.is_some() {
                 crate::llm::check_offline(&pipeline)?;
-                fairpipe_core::models::llm::offline::set_responses(file);
             }
-            let sweep = Sweep::load(&pipeline, seed, gate, best)?;
+            let mut sweep = Sweep::load(&pipeline, seed, gate, best)?;
+            if let Some(file) = responses {
+                sweep.llm_answers = AnswerSource::Responses(file);
+            }
             let out = out.or_else(|| sweep.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(&sweep.info.pipeline));
             if let Some(shard) = shard {
                 let part = sweep.run_shard(&out, shard, usize::from(jobs), !quiet)?;

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context};
 use fairpipe_core::models::llm::config::LlmConfig;
+use fairpipe_core::models::llm::offline::AnswerSource;
 use fairpipe_core::models::llm::prompt::Renderer;
 use fairpipe_core::run::Artifact;
 use fairpipe_core::run::Pipeline;
@@ -113,8 +114,8 @@ pub fn plan(pipeline: &Path, out: &Path, seed: Option<u64>) -> anyhow::Result<(u
         only.insert("pipeline".into(), head.clone());
     }
     only.insert("stages".into(), toml::Value::Table(kept));
-    fairpipe_core::models::llm::offline::set_record(out.to_path_buf());
-    let p = Pipeline::parse(pipeline, &toml::to_string(&only)?, seed)?;
+    let mut p = Pipeline::parse(pipeline, &toml::to_string(&only)?, seed)?;
+    p.llm_answers = AnswerSource::Record(out.to_path_buf());
     p.execute(false)?;
     let written = std::fs::read_to_string(out).with_context(|| format!("cannot read back {}", out.display()))?.lines().count();
     Ok((written, left_out))

@@ -646,7 +646,7 @@ fn callers_on_several_threads_keep_to_concurrency_and_ask_a_prompt_once() {
         server.base_url()
     ))
     .unwrap();
-    let model = LlmModel::load(&config, dir.path(), &domain, None).unwrap();
+    let model = LlmModel::load(&config, dir.path(), &domain, None, &Default::default()).unwrap();
     let rows: Vec<f64> =
         (0..10).flat_map(|income| (0..4).flat_map(move |years| [income as f64, years as f64, f64::from(years % 2)])).collect();
     let answers: Vec<Vec<f64>> = std::thread::scope(|scope| {

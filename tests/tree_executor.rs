@@ -159,3 +159,61 @@ fn native_on_a_graph_it_does_not_cover_names_the_operator() {
     let err = run_failing(&path, &dir.path().join("out"));
     assert!(err.contains("executor = \"native\"") && err.contains("operator ai.onnx"), "{err}");
 }
+
+/// The fairpipe binary with ONNX Runtime hidden: `ORT_DYLIB_PATH` names a file that does not
+/// exist (fairpipe looks there first, and a path given that holds no library ends the search),
+/// and the `python3` first on `PATH` has no `onnxruntime` package (fairpipe's last place to
+/// look). Returns (success, stdout, stderr).
+fn fairpipe_without_onnxruntime(hidden: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = hidden.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let python = write(&bin, "python3", "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'onnxruntime'\" >&2\nexit 1\n");
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fairpipe"))
+        .args(args)
+        .current_dir(root())
+        .env("ORT_DYLIB_PATH", hidden.join("no-onnxruntime/libonnxruntime.so"))
+        .env("PATH", path)
+        .output()
+        .expect("run fairpipe");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Without ONNX Runtime, `auto` runs the bundled XGBoost export natively (issue 57): the bias
+/// audit pipeline validates and runs, `reference_check` and `executor_reason` say that the check
+/// against ONNX Runtime was skipped, and the report says it too. The pipeline `init` writes for
+/// an XGBoost export ("ONNX Runtime is not needed") validates as well.
+#[test]
+fn without_onnx_runtime_auto_runs_the_bundled_xgboost_natively_and_says_the_check_was_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = "pipelines/adult-bias-audit.toml";
+    let (ok, stdout, stderr) = fairpipe_without_onnxruntime(dir.path(), &["validate", pipeline]);
+    assert!(ok, "{pipeline} does not validate without ONNX Runtime:\n{stdout}\n{stderr}");
+
+    let out = dir.path().join("out");
+    let (ok, stdout, stderr) = fairpipe_without_onnxruntime(dir.path(), &["run", pipeline, "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(ok, "{pipeline} does not run without ONNX Runtime:\n{stdout}\n{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let model = &summary["stages"]["model"];
+    assert!(model["executor"].as_str().unwrap_or_default().starts_with("native-trees"), "{model}");
+    let check = model["reference_check"].as_str().unwrap_or_default();
+    assert!(check.starts_with("skipped: ONNX Runtime is not available"), "{model}");
+    let reason = model["executor_reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("native tree executor covers") && reason.contains("the reference check against it was skipped"), "{model}");
+    assert!(model.get("reference_checked_rows").is_none() && model.get("onnxruntime_path").is_none(), "{model}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("the reference check against it was skipped"), "the report does not say the check was skipped");
+    assert!(report.contains("Check against ONNX Runtime: skipped: ONNX Runtime is not available"), "the report's check line");
+
+    let written = dir.path().join("init.toml");
+    let rows = root().join("tests/fixtures/exports/rows.csv");
+    let xgboost = root().join("tests/fixtures/exports/xgboost.onnx");
+    let args = ["init", rows.to_str().unwrap(), "--model", xgboost.to_str().unwrap(), "--out", written.to_str().unwrap()];
+    let (ok, stdout, stderr) = fairpipe_without_onnxruntime(dir.path(), &args);
+    assert!(ok && stdout.contains("wrote"), "init:\n{stdout}\n{stderr}");
+    assert!(std::fs::read_to_string(&written).unwrap().contains("ONNX Runtime is not needed"), "init's note");
+    let (ok, stdout, stderr) = fairpipe_without_onnxruntime(dir.path(), &["validate", written.to_str().unwrap()]);
+    assert!(ok, "init's pipeline for an XGBoost export does not validate without ONNX Runtime:\n{stdout}\n{stderr}");
+}

@@ -71,6 +71,30 @@ def applicants() -> pd.DataFrame:
     rows = [(i, y, s, "yes" if i + y >= 9 else "no") for i in range(10) for y in range(10) for s in ("Female", "Male")]
     return pd.DataFrame(rows, columns=["income", "years", "sex", "label"])
 
+def cli_pipeline(name: str, server: str, audits: tuple) -> str:
+    """A pipeline auditing the planted server on applicants.csv (beside it) with the stages
+    `audits` (group_metrics, check) over all rows."""
+    text = f"""[pipeline]
+name = "{name}"
+seed = 0
+
+[stages.data]
+kind = "load"
+path = "applicants.csv"
+label = "label"
+favourable = "yes"
+protected = ["sex"]
+
+[stages.model]
+kind = "load_model"
+data = "data"
+llm = {{ base_url = "{server}", model = "planted", prompt = "prompt.j2", cache = "", concurrency = 4, answers = {{ favourable = ["yes", "Yes"], unfavourable = ["no", "No"] }} }}
+"""
+    for audit in audits:
+        text += f'\n[stages.{audit}]\nkind = "{audit}"\nmodel = "model"\nsplit = "all"\n'
+    return text
+
+
 
 def test_the_python_audit_of_an_llm_equals_the_cli_and_the_planted_truth(server, tmp_path):
     (tmp_path / "prompt.j2").write_text(TEMPLATE)
@@ -94,35 +118,74 @@ def test_the_python_audit_of_an_llm_equals_the_cli_and_the_planted_truth(server,
 
     # The CLI on the same rows, template and server.
     frame.to_csv(tmp_path / "applicants.csv", index=False)
-    (tmp_path / "p.toml").write_text(f"""[pipeline]
-name = "llm-python"
-seed = 0
-
-[stages.data]
-kind = "load"
-path = "applicants.csv"
-label = "label"
-favourable = "yes"
-protected = ["sex"]
-
-[stages.model]
-kind = "load_model"
-data = "data"
-llm = {{ base_url = "{server}", model = "planted", prompt = "prompt.j2", cache = "", concurrency = 4, answers = {{ favourable = ["yes", "Yes"], unfavourable = ["no", "No"] }} }}
-
-[stages.group_metrics]
-kind = "group_metrics"
-model = "model"
-split = "all"
-
-[stages.check]
-kind = "check"
-model = "model"
-split = "all"
-""")
+    (tmp_path / "p.toml").write_text(cli_pipeline("llm-python", server, ("group_metrics", "check")))
     done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
     assert done.returncode == 0, done.stdout + done.stderr
     cli = json.loads((tmp_path / "out" / "summary.json").read_text())
     for stage in ("group_metrics", "check"):
         assert without_timings(run.figures(stage)) == without_timings(cli["stages"][stage]), stage
     assert run.figures("model")["remote"]["llm"]["prompts_sent"] == cli["stages"]["model"]["remote"]["llm"]["prompts_sent"]
+
+
+def constant_answers(plan: str, answer: str) -> str:
+    """A responses file answering every request of the plan `plan` (`fairpipe llm plan`'s lines)
+    with `answer` at P = 0.95, in the Batch API's output format."""
+    other = "No" if answer == "Yes" else "Yes"
+    top = [{"token": answer, "logprob": math.log(0.95)}, {"token": other, "logprob": math.log(0.05)}]
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
+                         "logprobs": {"content": [{"token": answer, "logprob": math.log(0.95), "top_logprobs": top}]}}]}
+    lines = [json.loads(line)["custom_id"] for line in plan.splitlines() if line.strip()]
+    assert lines, "the plan lists no request"
+    return "".join(json.dumps({"custom_id": i, "response": {"status_code": 200, "body": body}}) + "\n" for i in lines)
+
+
+def test_each_llm_audit_in_one_process_answers_from_its_own_source(server, tmp_path):
+    """Issue 57: a responses file is the run's, not the process's. In one Python process the CLI
+    runs an audit from a responses file (every answer "Yes"), then the Python API audits the same
+    model live (the planted server's answers), then the CLI runs from a second file (every answer
+    "No"), then live again through the CLI: each gets its own answers."""
+    (tmp_path / "prompt.j2").write_text(TEMPLATE)
+    frame = applicants()
+    frame.to_csv(tmp_path / "applicants.csv", index=False)
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(cli_pipeline("llm-sources", server, ("group_metrics",)))
+    # The plan, made by the binary (another process).
+    done = run_cli("llm", "plan", str(pipeline), "--out", str(tmp_path / "requests.jsonl"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = (tmp_path / "requests.jsonl").read_text()
+    (tmp_path / "yes.jsonl").write_text(constant_answers(plan, "Yes"))
+    (tmp_path / "no.jsonl").write_text(constant_answers(plan, "No"))
+    requests = len(plan.splitlines())
+
+    def cli_run(out: str, *extra: str) -> dict:
+        code = fairpipe_rs._native.cli(["fairpipe", "run", str(pipeline), "--out", str(tmp_path / out), "--quiet", *extra])
+        assert code == 0, f"fairpipe run {extra} exited {code}"
+        return json.loads((tmp_path / out / "summary.json").read_text())["stages"]
+
+    def selection(groups: list) -> dict:
+        return {g["group"]: g["selection_rate"] for g in groups}
+
+    planted = {
+        group: sum(1 for i in range(10) for y in range(10) if planted_p(i, y, female) > 0.5) / 100
+        for group, female in (("Female", True), ("Male", False))
+    }
+    assert set(planted.values()) - {0.0, 1.0}, "the planted rates differ from both files' answers"
+
+    yes = cli_run("yes", "--responses", str(tmp_path / "yes.jsonl"))
+    assert selection(yes["group_metrics"]["groups"]) == {"Female": 1.0, "Male": 1.0}
+    assert yes["model"]["remote"]["llm"]["from_responses"] == requests
+
+    asked = len(Planted.asked)
+    llm = fairpipe_rs.LLM(base_url=server, model="planted", prompt=tmp_path / "prompt.j2", cache="", concurrency=4)
+    live = fairpipe_rs.audit(frame, llm, label="label", protected="sex", favourable="yes", checks=["group_metrics"])
+    assert selection(live.figures("group_metrics")["groups"]) == pytest.approx(planted, abs=1e-12)
+    assert live.figures("model")["remote"]["llm"]["from_responses"] == 0
+    assert len(Planted.asked) > asked, "the live audit asked the server"
+
+    no = cli_run("no", "--responses", str(tmp_path / "no.jsonl"))
+    assert selection(no["group_metrics"]["groups"]) == {"Female": 0.0, "Male": 0.0}
+    assert no["model"]["remote"]["llm"]["from_responses"] == requests
+
+    again = cli_run("live")
+    assert selection(again["group_metrics"]["groups"]) == pytest.approx(planted, abs=1e-12)
+    assert again["model"]["remote"]["llm"]["from_responses"] == 0

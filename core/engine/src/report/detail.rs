@@ -15,6 +15,7 @@ use crate::stages::estimate::EstimateFigures;
 use crate::stages::group_metrics::GroupMetricsFigures;
 use crate::stages::group_score::{GroupScoreFigures, TopGroup};
 use crate::stages::load::LoadFigures;
+use crate::stages::load_model::LoadModelFigures;
 use crate::stages::model_output::ModelFigures;
 use crate::stages::retrain::RetrainFigures;
 use crate::stages::verify::VerifyFigures;
@@ -25,6 +26,17 @@ pub(super) fn detail(stages: &Stages<'_>, tables: &[(String, Table)], t: &crate:
     let mut problems = Vec::new();
     let loads = stages.of_kind::<LoadFigures>(&mut problems, &["load"]);
     let models = stages.of_kind::<ModelFigures>(&mut problems, &["train", "load_model", "retrain"]);
+    // What runs each loaded model, and how it was checked (a stage whose figures do not read is
+    // already named by `models`).
+    let executors: Vec<minijinja::Value> = stages
+        .of_kind::<LoadModelFigures>(&mut Vec::new(), &["load_model"])
+        .into_iter()
+        .filter_map(|(n, f)| {
+            let o = f.opened;
+            o.executor
+                .map(|executor| context! { name => n, executor => executor, reason => o.executor_reason, reference => o.reference_check })
+        })
+        .collect();
     let verifies = stages.of_kind::<VerifyFigures>(&mut problems, &["verify"]);
     let curves: Vec<(String, Vec<(f64, f64)>)> = verifies
         .iter()
@@ -73,6 +85,7 @@ pub(super) fn detail(stages: &Stages<'_>, tables: &[(String, Table)], t: &crate:
             problems => problems,
             loads => named(stages, &loads),
             models => named(stages, &models),
+            executors => executors,
             searches => named(stages, &verifies),
             idi_chart => idi_chart,
             estimates => named(stages, &estimates),

@@ -144,6 +144,7 @@ impl PipelineBuilder {
             stages,
             gate: Vec::new(),
             verdict: Default::default(),
+            llm_answers: Default::default(),
         })
     }
 }

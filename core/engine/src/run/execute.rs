@@ -104,6 +104,7 @@ impl Pipeline {
             let progress = crate::progress::stage(&planned.name, planned.kind.name, show);
             let mut ctx = StageContext::new(&planned.name, stage_seed(self.seed, &planned.name));
             ctx.progress = progress;
+            ctx.llm_answers = self.llm_answers.clone();
             if let Some(early) = early_warnings.remove(&planned.name) {
                 ctx.warnings = early;
             }

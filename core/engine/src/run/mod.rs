@@ -86,6 +86,10 @@ pub struct Pipeline {
     pub gate: Vec<crate::gate::Condition>,
     /// `[pipeline.verdict]`: the thresholds that grade the verdicts (`summary.json`'s `verdicts`).
     pub verdict: crate::verdict::Thresholds,
+    /// Where this run's language models answer from (a server unless the caller says otherwise:
+    /// `fairpipe llm plan` records, `fairpipe run --responses` reads a file). An option of this
+    /// run alone.
+    pub llm_answers: crate::models::llm::offline::AnswerSource,
 }
 
 /// What a run produced.

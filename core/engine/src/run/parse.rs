@@ -64,7 +64,19 @@ impl Pipeline {
         let stages = order.into_iter().filter_map(|i| slots[i].take()).collect();
         let gate = header.gate.into_iter().map(|(c, _)| c).collect();
         let Header { name, out, report, plugin_path, verdict, .. } = header;
-        Ok(Pipeline { file: file.to_path_buf(), text: text.to_string(), name, seed, out, report, plugin_path, stages, gate, verdict })
+        Ok(Pipeline {
+            file: file.to_path_buf(),
+            text: text.to_string(),
+            name,
+            seed,
+            out,
+            report,
+            plugin_path,
+            stages,
+            gate,
+            verdict,
+            llm_answers: Default::default(),
+        })
     }
 
     /// Add a gate condition (from `--gate`); an error when it reads a stage the pipeline lacks or

@@ -28,6 +28,7 @@ pub use artifact::{
 use crate::data::Dataset;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
+use crate::models::llm::offline::AnswerSource;
 use crate::output::Table;
 /// The serde helper stage figures use for numbers written as `null`.
 pub use crate::serde_nan::nan_if_null;
@@ -144,11 +145,14 @@ pub struct StageContext {
     pub files: std::sync::Mutex<Vec<(std::path::PathBuf, Vec<u8>)>>,
     /// What the stage warned of (printed at once, and kept for `summary.json`).
     pub warnings: crate::warnings::Warnings,
+    /// Where a language model opened by the stage answers from: the run's
+    /// [`crate::run::Pipeline::llm_answers`].
+    pub llm_answers: AnswerSource,
 }
 
 impl StageContext {
-    /// The context of stage `name` with its `seed`, no progress display, no files asked for and
-    /// no warnings yet (for running a stage from code).
+    /// The context of stage `name` with its `seed`, no progress display, no files asked for, no
+    /// warnings yet and language models answered live (for running a stage from code).
     pub fn new(name: &str, seed: u64) -> Self {
         StageContext {
             name: name.to_string(),
@@ -156,6 +160,7 @@ impl StageContext {
             progress: ProgressBar::hidden(),
             files: Default::default(),
             warnings: crate::warnings::Warnings::with_prefix(format!("stage `{name}`: ")),
+            llm_answers: AnswerSource::Live,
         }
     }
 

@@ -14,6 +14,7 @@ use super::train::DATA_INPUT;
 use crate::data::Dataset;
 use crate::error::{Error, ModelError, Result, StageError};
 use crate::models::agreement::{Agreement, Verdict};
+use crate::models::inputs::ElementType;
 use crate::models::llm::config::{LlmConfig, ScoreFrom};
 use crate::models::onnx::facts::{graph_facts, GraphFacts};
 use crate::models::onnx::runtime::{install_advice, runtime};
@@ -25,6 +26,7 @@ use crate::models::remote::http::{Http, HttpSettings};
 use crate::models::remote::mlflow::MlflowEndpoint;
 use crate::models::remote::v2::V2Endpoint;
 use crate::models::remote::Traffic;
+use crate::models::trees::Graph as TreeGraph;
 use crate::models::Model;
 use crate::models::{Complement, ModelFile};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
@@ -356,18 +358,29 @@ impl StageConfig for LoadModelConfig {
         let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let _ = self.labels_only.set(facts.labels_only(&file, self.output.as_deref()));
         let _ = self.graph_inputs.set(facts.inputs.iter().map(|i| i.name.clone()).collect());
-        let needs = match facts {
-            _ if self.executor == Executor::Onnxruntime => vec!["executor = \"onnxruntime\"".to_string()],
-            mut facts if self.executor == Executor::Auto => {
+        let mut needs = match self.executor {
+            Executor::Onnxruntime => vec!["executor = \"onnxruntime\"".to_string()],
+            Executor::Auto => {
+                let mut needs = facts.needs_onnxruntime.clone();
                 if !self.inputs.is_empty() {
-                    facts.needs_onnxruntime.push("the `inputs` map".into());
+                    needs.push("the `inputs` map".into());
                 }
-                facts.needs_onnxruntime
+                needs
             }
             _ => return,
         };
         if needs.is_empty() {
             return;
+        }
+        // `auto` runs a tree ensemble that the native tree executor covers without ONNX Runtime
+        // (read for the width its input declares; where it declares none, the data's width
+        // decides when the model is opened).
+        if self.executor == Executor::Auto && self.inputs.is_empty() && needs.iter().any(|n| n.contains("TreeEnsemble")) {
+            let Some(width) = declared_width(&facts) else { return };
+            match TreeGraph::read(&path, width) {
+                Ok(_) => return,
+                Err(uncovered) => needs.push(format!("(the native tree executor does not cover {uncovered})")),
+            }
         }
         if let Err(e) = runtime(self.onnxruntime.as_ref().map(|p| checks.dir().join(p)).as_deref()) {
             checks.problem(
@@ -610,12 +623,12 @@ impl Stage for LoadModel {
             }
             // A model handed over in code or a language model names itself in its errors.
             Place::Provided(_) | Place::Llm { .. } => {
-                let (model, opened) = self.request.open(&data)?;
+                let (model, opened) = self.request.open(&data, &ctx.llm_answers)?;
                 figures.opened = opened;
                 (model, None)
             }
             Place::File(_) | Place::Remote(_) => {
-                let (model, opened) = self.request.open(&data).map_err(|e| keyed(e.into()))?;
+                let (model, opened) = self.request.open(&data, &ctx.llm_answers).map_err(|e| keyed(e.into()))?;
                 figures.opened = opened;
                 (model, None)
             }
@@ -719,6 +732,19 @@ fn llm_labels_only(llm: Option<&LlmConfig>) -> Option<String> {
     llm.filter(|l| l.scores == ScoreFrom::Labels).map(|_| {
         "`llm.scores = \"labels\"` reads the first word of one answer as a label (set `llm.scores = \"logprobs\"` or \"samples\" for probabilities)".to_string()
     })
+}
+
+/// The row width the ONNX graph's input declares, for reading it as the native tree executor
+/// would: `None` for one float input whose width is left open (the data's width decides); 0 where
+/// the input is not one float tensor (the tree executor refuses it at any width).
+fn declared_width(facts: &GraphFacts) -> Option<usize> {
+    match facts.inputs.as_slice() {
+        [one] if one.ty == ElementType::Float32 => match one.shape.as_slice() {
+            [_, w] if *w >= 0 => Some(*w as usize),
+            _ => None,
+        },
+        _ => Some(0),
+    }
 }
 
 #[cfg(test)]

@@ -127,6 +127,9 @@ pub struct Sweep {
     combinations: Vec<Combination>,
     seed_override: Option<u64>,
     gates: Vec<crate::gate::Condition>,
+    /// Where every unit's language models answer from ([`Pipeline::llm_answers`]): a server
+    /// unless the caller sets it (`fairpipe run --responses`).
+    pub llm_answers: crate::models::llm::offline::AnswerSource,
 }
 
 /// What a sweep run (or a merge) produced.
@@ -190,6 +193,7 @@ impl Sweep {
             combinations,
             seed_override: seed,
             gates,
+            llm_answers: Default::default(),
         };
         let mut problems = Vec::new();
         for i in 0..sweep.combinations.len() {
@@ -266,6 +270,7 @@ impl Sweep {
                 problems: vec![crate::error::ConfigProblem { file: self.file.clone(), line: 1, col: 1, message }],
             })?;
         }
+        p.llm_answers = self.llm_answers.clone();
         Ok(p)
     }
 

@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use self::cache::{request_key, ResponseCache};
 use self::client::{AskError, Budgets, Client, Reply};
 use self::config::{Api, LlmConfig, ScoreFrom};
-use self::offline::{Recorder, Responses};
+use self::offline::{AnswerSource, Recorder, Responses};
 use self::prompt::Renderer;
 use self::score::{first_word_class, from_logprobs, from_samples, Class};
 use crate::error::ModelError;
@@ -88,9 +88,16 @@ struct Request {
 
 impl LlmModel {
     /// The model the `llm` block describes, for rows of `domain`; `dir` is the pipeline's folder
-    /// (the template and the cache are relative to it). The template is checked on `first_row`:
-    /// it must render, and say each protected value.
-    pub fn load(config: &LlmConfig, dir: &Path, domain: &Domain, first_row: Option<&[f64]>) -> Result<LlmModel, ModelError> {
+    /// (the template and the cache are relative to it); `answers`: where its answers come from
+    /// (the run's choice). The template is checked on `first_row`: it must render, and say each
+    /// protected value.
+    pub fn load(
+        config: &LlmConfig,
+        dir: &Path,
+        domain: &Domain,
+        first_row: Option<&[f64]>,
+        answers: &AnswerSource,
+    ) -> Result<LlmModel, ModelError> {
         let fail = |message: String| ModelError::Remote { url: config.base_url.clone(), message };
         let renderer =
             Renderer::load(&dir.join(&config.prompt), &config.prompt.display().to_string(), domain, &config.names).map_err(fail)?;
@@ -116,9 +123,11 @@ impl LlmModel {
             budgets,
         )
         .map_err(fail)?;
-        let recorder = offline::record_path().map(Recorder::create).transpose().map_err(fail)?;
-        let responses =
-            offline::responses_path().map(|p| Responses::read(p, config.scores == ScoreFrom::Logprobs)).transpose().map_err(fail)?;
+        let (recorder, responses) = match answers {
+            AnswerSource::Live => (None, None),
+            AnswerSource::Record(path) => (Some(Recorder::create(path).map_err(fail)?), None),
+            AnswerSource::Responses(path) => (None, Some(Responses::read(path, config.scores == ScoreFrom::Logprobs).map_err(fail)?)),
+        };
         // Neither a plan's placeholders nor a responses file's answers go into the cache.
         let cache = match config.cache.as_deref().filter(|p| !p.as_os_str().is_empty() && recorder.is_none() && responses.is_none()) {
             Some(path) => Some(ResponseCache::open(&dir.join(path)).map_err(fail)?),

@@ -5,41 +5,30 @@
 //! a file ([`Responses`]: lines `{"custom_id", "response": {"status_code", "body"}}`, the Batch
 //! API's output format, or `{"custom_id", "response": BODY}`), never from a server.
 //!
-//! The command line sets these for the whole process ([`set_record`], [`set_responses`]); an
-//! `llm` model loaded afterwards uses them.
+//! Which of these a model uses is the run's choice ([`AnswerSource`], handed to
+//! [`super::LlmModel::load`] by the run that opens the model), never the process's: two runs in
+//! one process (a Python session) each answer from their own source.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
 use super::client::{read_reply, Reply};
 
-static RECORD: OnceLock<PathBuf> = OnceLock::new();
-static RESPONSES: OnceLock<PathBuf> = OnceLock::new();
-
-/// Make every `llm` model of this process record its requests to `path` instead of sending them
-/// (`fairpipe llm plan`); a second call is ignored.
-pub fn set_record(path: PathBuf) {
-    let _ = RECORD.set(path);
-}
-
-/// Make every `llm` model of this process answer from the responses file `path` instead of a
-/// server (`fairpipe run --responses`); a second call is ignored.
-pub fn set_responses(path: PathBuf) {
-    let _ = RESPONSES.set(path);
-}
-
-/// The recording file, when set.
-pub fn record_path() -> Option<&'static Path> {
-    RECORD.get().map(PathBuf::as_path)
-}
-
-/// The responses file, when set.
-pub fn responses_path() -> Option<&'static Path> {
-    RESPONSES.get().map(PathBuf::as_path)
+/// Where an `llm` model's answers come from: an option of the run that opens the model.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum AnswerSource {
+    /// The model's server (and the response cache).
+    #[default]
+    Live,
+    /// Nowhere: each request is written to this file (created anew) instead of being sent, and
+    /// answered as undecided (`fairpipe llm plan`).
+    Record(PathBuf),
+    /// This responses file, never a server (`fairpipe run --responses`).
+    Responses(PathBuf),
 }
 
 /// A request's id in plan and responses files: its 128-bit key in hex.

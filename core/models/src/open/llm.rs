@@ -6,14 +6,22 @@ use std::sync::Arc;
 use super::Opened;
 use crate::error::ModelError;
 use crate::llm::config::{LlmConfig, ScoreFrom};
+use crate::llm::offline::AnswerSource;
 use crate::llm::LlmModel;
 use crate::model::Model;
 use fairpipe_data::Dataset;
 
-/// Open the language model of `llm` (its files relative to `dir`) for `data`'s rows.
-pub(super) fn open(llm: &LlmConfig, dir: &Path, data: &Dataset, opened: &mut Opened) -> Result<Arc<dyn Model>, ModelError> {
+/// Open the language model of `llm` (its files relative to `dir`), answered from `answers`, for
+/// `data`'s rows.
+pub(super) fn open(
+    llm: &LlmConfig,
+    dir: &Path,
+    answers: &AnswerSource,
+    data: &Dataset,
+    opened: &mut Opened,
+) -> Result<Arc<dyn Model>, ModelError> {
     let first: Vec<f64> = data.x.rows().into_iter().next().map(|r| r.to_vec()).unwrap_or_default();
-    let model = LlmModel::load(llm, dir, &data.domain, (!first.is_empty()).then_some(first.as_slice()))?;
+    let model = LlmModel::load(llm, dir, &data.domain, (!first.is_empty()).then_some(first.as_slice()), answers)?;
     opened.output_read = Some(match llm.scores {
         ScoreFrom::Logprobs => "P(favourable): the favourable answers' share of the first answer token's top_logprobs".to_string(),
         ScoreFrom::Samples => format!("P(favourable): the favourable share of {} sampled answers", llm.samples),

@@ -25,6 +25,7 @@ use crate::agreement::Agreement;
 use crate::error::ModelError;
 use crate::inputs::Feeding;
 use crate::llm::config::LlmConfig;
+use crate::llm::offline::AnswerSource;
 use crate::model::Model;
 use crate::outputs::{Favourable, OutputReader, OutputTransform};
 use crate::provided::ProvidedModel;
@@ -220,12 +221,13 @@ pub struct Opened {
 impl OpenRequest {
     /// Open the model for `data`'s rows, with what was learned about it. A model that does not
     /// read a protected column, an output it lacks, a class it does not have or an executor that
-    /// cannot run it is refused here.
-    pub fn open(&self, data: &Dataset) -> Result<(Arc<dyn Model>, Opened), ModelError> {
+    /// cannot run it is refused here. `answers`: where a language model's answers come from (the
+    /// run's choice; other models ignore it).
+    pub fn open(&self, data: &Dataset, answers: &AnswerSource) -> Result<(Arc<dyn Model>, Opened), ModelError> {
         let mut opened = Opened::default();
         let model = match &self.place {
             Place::File(path) => onnx::open(self, path, data, &mut opened)?,
-            Place::Llm { config, dir } => llm::open(config, dir, data, &mut opened)?,
+            Place::Llm { config, dir } => llm::open(config, dir, answers, data, &mut opened)?,
             Place::Provided(provided) => provided::open(provided, data, &mut opened)?,
             Place::Remote(remote) => remote::open(self, remote, data, &mut opened)?,
         };

@@ -24,6 +24,16 @@ const REFERENCE_CHECK_ROWS: usize = 20_000;
 /// Largest probability difference accepted between an executor and onnxruntime.
 const REFERENCE_TOLERANCE: f64 = 1e-5;
 
+/// What holding an executor against ONNX Runtime decided.
+enum Reference {
+    /// The executor stays: it reproduces ONNX Runtime, or ONNX Runtime cannot run the graph.
+    Kept,
+    /// The executor stays, unchecked: ONNX Runtime is not available.
+    NoRuntime,
+    /// ONNX Runtime runs the model instead: the executor differs from it.
+    Replaced(Arc<dyn Model>),
+}
+
 /// Open the ONNX file `path` with the executor `request` chooses (see [`Executor`]).
 pub(super) fn open(request: &OpenRequest, path: &Path, data: &Dataset, opened: &mut Opened) -> Result<Arc<dyn Model>, ModelError> {
     Onnx { request, path, data, opened }.load()
@@ -118,7 +128,7 @@ impl Onnx<'_> {
         self.opened.executor = Some(model.executor());
         if request.executor == Executor::Auto {
             let executor = model.executor();
-            if let Some(reference) =
+            if let Reference::Replaced(reference) =
                 self.check_against_onnxruntime(&model, model.output_name(), &executor, favourable, facts.classes, &rows)?
             {
                 return Ok(reference);
@@ -135,7 +145,8 @@ impl Onnx<'_> {
     /// Where ONNX Runtime is installed, hold tract's (or the native executor's) probabilities
     /// against it on the data's rows: a graph that tract runs differently (seen: `Sqrt` of a
     /// negative number, NaN in onnxruntime, a number in tract) is then run by ONNX Runtime, and
-    /// its NaN refused, instead of audited on tract's figures. `None` keeps `model`.
+    /// its NaN refused, instead of audited on tract's figures. Without ONNX Runtime the check is
+    /// skipped, and `reference_check` says so.
     fn check_against_onnxruntime(
         &mut self,
         model: &dyn Model,
@@ -144,11 +155,11 @@ impl Onnx<'_> {
         favourable: Favourable,
         classes: Vec<ClassKey>,
         rows: &[f64],
-    ) -> Result<Option<Arc<dyn Model>>, ModelError> {
+    ) -> Result<Reference, ModelError> {
         let (request, data) = (self.request, self.data);
         let Ok(runtime) = runtime(request.onnxruntime.as_deref()) else {
-            self.opened.reference_check = Some("not made: ONNX Runtime is not installed".into());
-            return Ok(None);
+            self.opened.reference_check = Some("skipped: ONNX Runtime is not available".into());
+            return Ok(Reference::NoRuntime);
         };
         let choice = OutputChoice { name: Some(output), transform: request.transform, favourable, classes };
         let reference = match OrtModel::load(self.path, runtime, &data.domain, &request.feeding(data), choice, rows) {
@@ -156,7 +167,7 @@ impl Onnx<'_> {
             Err(e @ ModelError::NotFinite { .. }) => return Err(e),
             Err(e) => {
                 self.opened.reference_check = Some(format!("not made: onnxruntime cannot run it ({e})"));
-                return Ok(None);
+                return Ok(Reference::Kept);
             }
         };
         let width = data.domain.width();
@@ -174,7 +185,7 @@ impl Onnx<'_> {
         opened.reference_max_abs_diff = Some(max_abs_diff);
         if flips == 0 && max_abs_diff <= REFERENCE_TOLERANCE {
             opened.reference_check = Some(format!("{executor} reproduces onnxruntime {}", reference.runtime().version));
-            return Ok(None);
+            return Ok(Reference::Kept);
         }
         opened.reference_check = Some(format!(
             "{executor} differs from onnxruntime {} ({flips} label flips, max |dp| {max_abs_diff:e}): onnxruntime runs it",
@@ -187,7 +198,7 @@ impl Onnx<'_> {
         opened.native_checked_rows = None;
         opened.native_max_abs_diff = None;
         opened.native_label_flips = None;
-        Ok(Some(Arc::new(reference)))
+        Ok(Reference::Replaced(Arc::new(reference)))
     }
 
     /// Load the model with ONNX Runtime, `reason` saying why it runs it.
@@ -231,7 +242,8 @@ impl Onnx<'_> {
 
     /// Load a tree ensemble the native tree executor covers, and hold it against ONNX Runtime on
     /// the data's rows when ONNX Runtime is installed: with `auto`, a difference hands the model
-    /// to ONNX Runtime; with `native`, it is an error.
+    /// to ONNX Runtime; with `native`, it is an error. Without ONNX Runtime the model runs
+    /// unchecked, and `executor_reason` says so.
     fn load_trees(
         &mut self,
         favourable: Favourable,
@@ -253,15 +265,21 @@ impl Onnx<'_> {
         self.opened.input_contract = Some(format!("one float32 input [N,{}] (encoded features)", self.data.domain.width()));
         let executor = model.executor();
         self.opened.executor = Some(executor.clone());
-        self.opened.executor_reason = Some(format!("the native tree executor covers every operator of the graph ({operators})"));
+        let covers = format!("the native tree executor covers every operator of the graph ({operators})");
+        self.opened.executor_reason = Some(covers.clone());
         let reference = self.check_against_onnxruntime(&model, model.output_name(), &executor, favourable, facts.classes.clone(), rows)?;
         match reference {
-            Some(_) if request.executor == Executor::Native => Err(self.refused(format!(
+            Reference::Replaced(_) if request.executor == Executor::Native => Err(self.refused(format!(
                 "executor = \"native\": {}; use executor = \"auto\" or \"onnxruntime\"",
                 self.opened.reference_check.clone().unwrap_or_default()
             ))),
-            Some(reference) => Ok(reference),
-            None => Ok(Arc::new(model)),
+            Reference::Replaced(reference) => Ok(reference),
+            Reference::NoRuntime => {
+                self.opened.executor_reason =
+                    Some(format!("{covers}; ONNX Runtime is not available, so the reference check against it was skipped"));
+                Ok(Arc::new(model))
+            }
+            Reference::Kept => Ok(Arc::new(model)),
         }
     }
 }
