@@ -715,3 +715,10 @@ fn mean_sd_text(xs: &[f64]) -> String {
     let sd = (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)).sqrt();
     format!("{} ± {}", thousands(m.round() as u64), thousands(sd.round() as u64))
 }
+
+/// A NaN among the values fails (a fold over `f64::min` would pass over it and print "1.0–2.0").
+#[test]
+#[should_panic(expected = "value 1 of 3 is not finite: NaN")]
+fn a_range_over_a_nan_fails() {
+    range(&[1.0, f64::NAN, 2.0], 1);
+}
