@@ -6,17 +6,9 @@
 //! same table.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use crate::common;
-
-/// A CSV file as rows of column → cell (no quoted commas in these files).
-fn read_csv(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(|s| s.trim_matches('"').to_string()).collect();
-    lines.map(|l| header.iter().cloned().zip(l.split(',').map(|s| s.trim_matches('"').to_string())).collect()).collect()
-}
+use common::read_csv;
 
 /// A number cell (`None` for an empty or NaN cell).
 fn number(cell: &str) -> Option<f64> {

@@ -488,7 +488,7 @@ fn the_docs_gate_passes_a_fair_model_and_fails_a_planted_biased_one() {
         // The figure from the test rows' selection rates, recomputed here.
         let groups = summary["stages"]["metrics_sex"]["groups"].as_array().unwrap();
         let rates: Vec<f64> = groups.iter().map(|g| g["selection_rate"].as_f64().unwrap()).collect();
-        let recomputed = rates.iter().copied().fold(f64::INFINITY, f64::min) / rates.iter().copied().fold(0.0, f64::max);
+        let recomputed = common::finite_min(&rates) / common::finite_max(&rates);
         assert!((ratio - recomputed).abs() < 1e-12, "{ratio} vs {recomputed} from {rates:?}");
         if biased {
             assert!(!ok && ratio < 0.5, "the biased model passed the gate ({ratio}):\n{stdout}\n{stderr}");

@@ -1,6 +1,6 @@
 //! Train once, audit many times: every algorithm of the zoo trains, saves to a file with its
-//! recipe, loads back with identical predictions, refuses data with other features, and a loaded
-//! model can still be retrained.
+//! recipe, loads back with identical predictions (every row's probability, as `predict` writes
+//! it), refuses data with other features, and a loaded model can still be retrained.
 
 use crate::common;
 
@@ -15,7 +15,7 @@ fn train_pipeline(algorithm: &str, save: &str) -> String {
         _ => "",
     };
     format!(
-        "[stages.data]\nkind = \"load\"\npath = {:?}\ncodes = {:?}\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"{algorithm}\"\n{own}save = {save:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
+        "[stages.data]\nkind = \"load\"\npath = {:?}\ncodes = {:?}\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [\"row\"]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"{algorithm}\"\n{own}save = {save:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n\n[stages.predictions]\nkind = \"predict\"\nmodel = \"model\"\n",
         bundled("data/census.csv"),
         bundled("data/census.codes.toml")
     )
@@ -23,7 +23,7 @@ fn train_pipeline(algorithm: &str, save: &str) -> String {
 
 fn load_pipeline(model: &str, drop: &str) -> String {
     format!(
-        "[stages.data]\nkind = \"load\"\npath = {:?}\ncodes = {:?}\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [{drop}]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = {model:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n",
+        "[stages.data]\nkind = \"load\"\npath = {:?}\ncodes = {:?}\nlabel = \"income\"\nfavourable = \">50K\"\nprotected = [\"gender\"]\ndrop = [{drop}]\nsplit_column = \"split\"\n\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = {model:?}\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 20\nsamples = 500\n\n[stages.predictions]\nkind = \"predict\"\nmodel = \"model\"\n",
         bundled("data/census.csv"),
         bundled("data/census.codes.toml")
     )
@@ -45,6 +45,11 @@ fn every_algorithm_saves_and_loads_with_identical_results() {
             assert_eq!(trained["stages"]["model"][key], loaded["stages"]["model"][key], "{algorithm}: {key}");
         }
         assert_eq!(loaded["stages"]["model"]["algorithm"], algorithm);
+        // Every row's probability and predicted label, as the `predict` stage writes them.
+        let predictions = |out: &str| std::fs::read_to_string(dir.path().join(out).join("predictions.csv")).unwrap();
+        let (before, after) = (predictions(&format!("out_{algorithm}")), predictions(&format!("loaded_{algorithm}")));
+        assert!(before.lines().count() > 1000 && before.lines().next().unwrap().contains("probability"), "{algorithm}: {before:.200}");
+        assert!(before == after, "{algorithm}: the loaded model's predictions differ from the trained model's");
         // Same seed, same model: the estimate is identical too.
         assert_eq!(trained["stages"]["estimate"]["rate"], loaded["stages"]["estimate"]["rate"], "{algorithm}");
     }
@@ -52,6 +57,25 @@ fn every_algorithm_saves_and_loads_with_identical_results() {
     let wrong = write(dir.path(), "wrong.toml", &load_pipeline(dir.path().join("tree.json").to_str().unwrap(), "\"row\", \"race\""));
     let stderr = run_failing(&wrong, &dir.path().join("w"));
     assert!(stderr.contains("tree.json: the model was trained on features"), "{stderr}");
+}
+
+#[test]
+fn a_saved_model_loaded_back_can_be_retrained() {
+    // The saved file keeps the recipe: `retrain` refits the loaded model as it was trained
+    // (tests/retrain.rs: a model loaded from ONNX, which has none, is refused).
+    let dir = tempfile::tempdir().unwrap();
+    let model_file = dir.path().join("logistic.json");
+    let train = write(dir.path(), "train.toml", &train_pipeline("logistic", model_file.to_str().unwrap()));
+    let trained = run_pipeline(&train, &dir.path().join("trained"), &[]);
+    let retrain = "\n[stages.search]\nkind = \"generate\"\nmodel = \"model\"\nplugin = \"aequitas\"\nparams = { global_iterations = 200, local_iterations = 200 }\n\n[stages.verified]\nkind = \"verify\"\ncases = \"search\"\n\n[stages.fairer]\nkind = \"retrain\"\nmodel = \"model\"\ncases = \"verified\"\ntrials = 20\nsamples = 500\n";
+    let load = write(dir.path(), "load.toml", &(load_pipeline(model_file.to_str().unwrap(), "\"row\"") + retrain));
+    let loaded = run_pipeline(&load, &dir.path().join("loaded"), &[]);
+    let f = &loaded["stages"]["fairer"];
+    assert!(f["added"].as_u64().unwrap() > 0, "{f}");
+    assert_eq!(f["algorithm"], "logistic", "{f}");
+    // Measured before retraining, the loaded model is the trained one.
+    assert_eq!(f["accuracy_before"], trained["stages"]["model"]["accuracy_test"], "{f}");
+    assert!(f["accuracy_after"].as_f64().unwrap() > 0.7, "{f}");
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! (issue 49 item 1). A published figure is marked in the Markdown as
 //! `<!-- figure: ID -->TEXT<!-- /figure -->` (the comments render as nothing); every marked ID must
 //! be one this file knows, every fixed ID it knows must be marked somewhere, and TEXT must equal what
-//! the figure's function computes from its raw results with the rounding the text uses.
+//! the figure's function computes from its raw results with the rounding the text uses. Every
+//! marker stands in docs/figures/markers.txt with its file: a marker deleted from a file, or
+//! mistyped, fails (issue 57), as does a comment that looks like a marker but is not written as one.
 //! docs/figures/INVENTORY.md lists every figure of README.md and docs/ with its producer.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,7 +12,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::root;
+use crate::common::{self, root};
 
 /// A published figure: its ID in the markers and the function that computes its text from raw results.
 struct Figure {
@@ -34,6 +36,8 @@ const FAMILIES: &[Family] = &[
     Family { prefix: "tree-pipeline-s", compute: tree_pipeline_seconds },
     Family { prefix: "maft-port", compute: maft_port },
     Family { prefix: "label-only", compute: label_only },
+    Family { prefix: "label-only-sds", compute: label_only_sds },
+    Family { prefix: "bias-audit", compute: bias_audit_ratio },
     Family { prefix: "llm", compute: llm_bench },
     Family { prefix: "wheel", compute: wheel_record },
 ];
@@ -104,6 +108,65 @@ fn markers(text: &str) -> Result<Vec<(String, String, usize)>, String> {
     Ok(found)
 }
 
+/// The list of every marker README.md and docs/ must hold, as (file, ID), from `MARKERS`.
+fn listed_markers(root: &Path) -> Vec<(String, String)> {
+    let path = root.join(MARKERS);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|(i, l)| {
+            let (file, id) = l.split_once(' ').unwrap_or_else(|| panic!("{MARKERS}:{}: `FILE ID` expected, found `{l}`", i + 1));
+            (file.to_string(), id.to_string())
+        })
+        .collect()
+}
+
+/// The differences between the markers `found` in the files, (file, ID, line), and those `listed`
+/// in `MARKERS`, (file, ID), each marker counted as often as it stands: a listed marker no file
+/// holds (deleted, or mistyped where it stands) and a marker the list lacks (new, or mistyped).
+fn marker_differences(found: &[(String, String, usize)], listed: &[(String, String)]) -> Vec<String> {
+    let mut wanted: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for (file, id) in listed {
+        *wanted.entry((file.as_str(), id.as_str())).or_default() += 1;
+    }
+    let mut out = Vec::new();
+    for (file, id, line) in found {
+        match wanted.get_mut(&(file.as_str(), id.as_str())) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => out.push(format!(
+                "{file}:{line}: figure `{id}` is not listed in {MARKERS} (a new marker is added there; a mistyped one is corrected)"
+            )),
+        }
+    }
+    for ((file, id), n) in wanted {
+        for _ in 0..n {
+            out.push(format!("{file}: figure `{id}` is listed in {MARKERS} but not marked in the file (deleted or mistyped)"));
+        }
+    }
+    out
+}
+
+/// Lines of `text` with an HTML comment that looks like a figure marker but is not written as one
+/// (`<!--figure: x-->`, `<!-- Figure: x -->`): [`markers`] would pass over it.
+fn loose_markers(text: &str) -> Vec<usize> {
+    let mut lines = Vec::new();
+    for (at, _) in text.match_indices("<!--") {
+        let comment = &text[at..];
+        let body = comment[4..comment.find("-->").unwrap_or(comment.len())].trim().to_lowercase();
+        let exact = comment.starts_with("<!-- figure: ") || comment.starts_with("<!-- /figure -->");
+        // `figure` as a word, after a `/` or not (`<!-- figures:start -->` is another marker).
+        let word = body.trim_start_matches(['/', ' ']).strip_prefix("figure");
+        if !exact && word.is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')) {
+            lines.push(text[..at].matches('\n').count() + 1);
+        }
+    }
+    lines
+}
+
+/// The list of every figure marker of README.md and docs/ (`FILE ID` a line).
+const MARKERS: &str = "docs/figures/markers.txt";
+
 #[test]
 fn every_marked_figure_matches_its_raw_results() {
     let root = root();
@@ -111,31 +174,79 @@ fn every_marked_figure_matches_its_raw_results() {
     let mut expected: BTreeMap<String, String> = BTreeMap::new();
     let mut seen = BTreeSet::new();
     let mut failures = Vec::new();
+    let mut found = Vec::new();
     for file in markdown_files(&root) {
         let text = std::fs::read_to_string(&file).unwrap();
         let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        for line in loose_markers(&text) {
+            failures.push(format!("{rel}:{line}: a figure marker not written `<!-- figure: ID -->TEXT<!-- /figure -->`"));
+        }
         for (id, published, line) in markers(&text).unwrap_or_else(|e| panic!("{rel}: {e}")) {
-            let want = if let Some(figure) = known.get(id.as_str()) {
-                seen.insert(figure.id);
-                expected.entry(id.clone()).or_insert_with(|| (figure.compute)(&root)).clone()
-            } else if let Some(family) = id.split_once(':').and_then(|(p, _)| FAMILIES.iter().find(|f| f.prefix == p)) {
-                let args = &id[family.prefix.len() + 1..];
-                expected.entry(id.clone()).or_insert_with(|| (family.compute)(&root, args)).clone()
-            } else {
-                failures.push(format!("{rel}:{line}: figure `{id}` has no producer in tests/published_figures.rs"));
-                continue;
-            };
-            if published != want {
-                failures.push(format!("{rel}:{line}: figure `{id}` reads `{published}`, its raw results give `{want}`"));
-            }
+            found.push((rel.clone(), id, line, published));
+        }
+    }
+    let places: Vec<(String, String, usize)> = found.iter().map(|(f, id, l, _)| (f.clone(), id.clone(), *l)).collect();
+    let listed = listed_markers(&root);
+    let differences = marker_differences(&places, &listed);
+    let listed: BTreeSet<(String, String)> = listed.into_iter().collect();
+    failures.extend(differences);
+    for (rel, id, line, published) in found {
+        // A marker the list lacks is a failure above; its producer may not even read its ID.
+        if !listed.contains(&(rel.clone(), id.clone())) {
+            continue;
+        }
+        let want = if let Some(figure) = known.get(id.as_str()) {
+            seen.insert(figure.id);
+            expected.entry(id.clone()).or_insert_with(|| (figure.compute)(&root)).clone()
+        } else if let Some(family) = id.split_once(':').and_then(|(p, _)| FAMILIES.iter().find(|f| f.prefix == p)) {
+            let args = &id[family.prefix.len() + 1..];
+            expected.entry(id.clone()).or_insert_with(|| (family.compute)(&root, args)).clone()
+        } else {
+            failures.push(format!("{rel}:{line}: figure `{id}` has no producer in tests/published_figures.rs"));
+            continue;
+        };
+        if published != want {
+            failures.push(format!("{rel}:{line}: figure `{id}` reads `{published}`, its raw results give `{want}`"));
         }
     }
     for id in FIGURES.iter().map(|f| f.id) {
         if !seen.contains(id) {
-            failures.push(format!("figure `{id}` is not marked in README.md or docs/"));
+            failures.push(format!("figure `{id}` is not marked in README.md or docs/ (its producer is unused)"));
         }
     }
-    assert!(failures.is_empty(), "{} published figure(s) differ from their raw results:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} published figure(s) differ from their raw results or the list:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn a_deleted_a_mistyped_and_a_loose_marker_are_found() {
+    let listed = vec![
+        ("README.md".to_string(), "a".to_string()),
+        ("README.md".to_string(), "b".to_string()),
+        ("docs/x.md".to_string(), "a".to_string()),
+    ];
+    let found =
+        |ids: &[(&str, &str)]| -> Vec<(String, String, usize)> { ids.iter().map(|(f, id)| (f.to_string(), id.to_string(), 1)).collect() };
+    assert!(marker_differences(&found(&[("README.md", "b"), ("README.md", "a"), ("docs/x.md", "a")]), &listed).is_empty());
+    // Deleted: `b` no longer in README.md.
+    let deleted = marker_differences(&found(&[("README.md", "a"), ("docs/x.md", "a")]), &listed);
+    assert_eq!(deleted, vec![format!("README.md: figure `b` is listed in {MARKERS} but not marked in the file (deleted or mistyped)")]);
+    // Mistyped: `b` written `bb`: both the stray ID and the missing one.
+    let mistyped = marker_differences(&found(&[("README.md", "a"), ("README.md", "bb"), ("docs/x.md", "a")]), &listed);
+    assert_eq!(mistyped.len(), 2, "{mistyped:?}");
+    assert!(mistyped[0].contains("`bb` is not listed") && mistyped[1].contains("`b` is listed"), "{mistyped:?}");
+    // Moved to another file, or marked twice where the list has it once.
+    assert_eq!(marker_differences(&found(&[("README.md", "a"), ("README.md", "b"), ("docs/y.md", "a")]), &listed).len(), 2);
+    assert_eq!(
+        marker_differences(&found(&[("README.md", "a"), ("README.md", "a"), ("README.md", "b"), ("docs/x.md", "a")]), &listed).len(),
+        1
+    );
+    let text = "ok <!-- figure: a -->1<!-- /figure -->\n<!--figure: b-->2<!-- /figure -->\n<!-- Figure: c -->3<!--/figure-->\n<!-- a note --><!-- figures:start -->";
+    assert_eq!(loose_markers(text), vec![2, 3, 3]);
 }
 
 #[test]
@@ -195,10 +306,7 @@ fn thousands(n: u64) -> String {
 
 /// "a–b" of the smallest and largest of `xs`, each with `decimals` decimals.
 fn range(xs: &[f64], decimals: usize) -> String {
-    assert!(!xs.is_empty(), "a range of no values");
-    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    assert!(lo.is_finite() && hi.is_finite(), "a range over a value that is not finite: {xs:?}");
+    let (lo, hi) = (common::finite_min(xs), common::finite_max(xs));
     format!("{lo:.decimals$}–{hi:.decimals$}")
 }
 
@@ -353,7 +461,7 @@ fn tree_exports(root: &Path) -> String {
 fn validate_best(root: &Path, stages: u64) -> String {
     let runs = jsonl(&root.join("docs/validate/validate.jsonl"));
     let run = runs.iter().find(|r| r["stages"].as_u64() == Some(stages)).unwrap_or_else(|| panic!("no run of {stages} stages"));
-    let best = run["wall_seconds"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).fold(f64::INFINITY, f64::min);
+    let best = common::finite_min(&run["wall_seconds"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>());
     format!("{best:.3}")
 }
 
@@ -439,7 +547,7 @@ fn trees_rows(root: &Path, args: &str) -> String {
     let (batch, export, executor) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().expect("trees-rows:BATCH:EXPORT:EXECUTOR"));
     let lines = trees_lines(root, export, batch.parse().unwrap());
     let rows: Vec<f64> = lines.iter().filter(|((e, _), _)| e == executor).map(|(_, v)| (v / 1000.0).round()).collect();
-    let (lo, hi) = (rows.iter().copied().fold(f64::INFINITY, f64::min), rows.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    let (lo, hi) = (common::finite_min(&rows), common::finite_max(&rows));
     collapse(format!("{}–{}", thousands(lo as u64), thousands(hi as u64)))
 }
 
@@ -516,11 +624,49 @@ fn maft_port(root: &Path, args: &str) -> String {
 
 // ---- the label-only searches against their reference code (benches/label-only: scripts/bench_label_only.py) ----
 
-/// `FILE_STEM`: the mean ± sample sd of `ids` over the runs of benches/label-only/FILE_STEM.jsonl,
-/// whole numbers.
-fn label_only(root: &Path, stem: &str) -> String {
+/// The `ids` of every run of benches/label-only/FILE_STEM.jsonl.
+fn label_only_ids(root: &Path, stem: &str) -> Vec<f64> {
     let ids: Vec<f64> = jsonl(&root.join(format!("benches/label-only/{stem}.jsonl"))).iter().map(|r| num(r, "ids")).collect();
-    mean_sd_text(&ids)
+    assert!(ids.len() > 1, "benches/label-only/{stem}.jsonl: {} runs", ids.len());
+    ids
+}
+
+/// `FILE_STEM`: the mean ± sample sd of `ids` over the runs of benches/label-only/FILE_STEM.jsonl,
+/// whole numbers; `FILE_STEM:mean`: the mean alone.
+fn label_only(root: &Path, args: &str) -> String {
+    match args.split_once(':') {
+        None => mean_sd_text(&label_only_ids(root, args)),
+        Some((stem, "mean")) => thousands(mean(&label_only_ids(root, stem)).round() as u64),
+        Some((_, other)) => panic!("label-only:{args}: unknown figure {other} (mean)"),
+    }
+}
+
+/// `PREFIX`: how many of the reference's sample standard deviations fairpipe's mean IDIs lie above
+/// the reference's mean (PREFIX-fairpipe.jsonl against PREFIX-reference.jsonl), one decimal.
+fn label_only_sds(root: &Path, prefix: &str) -> String {
+    let ours = label_only_ids(root, &format!("{prefix}-fairpipe"));
+    let theirs = label_only_ids(root, &format!("{prefix}-reference"));
+    let m = mean(&theirs);
+    let sd = (theirs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (theirs.len() as f64 - 1.0)).sqrt();
+    format!("{:.1}", (mean(&ours) - m) / sd)
+}
+
+// ---- the bias audit example (docs/bias-audit/: scripts/bias_audit_example.sh) ----
+
+/// `FILE:TABLE`: the lowest impact ratio of table TABLE (`sex`, `race`, `intersection`) of
+/// docs/bias-audit/FILE.csv over its categories in the ratios (not excluded, not unknown), three
+/// decimals.
+fn bias_audit_ratio(root: &Path, args: &str) -> String {
+    let (file, table) = args.split_once(':').expect("bias-audit:FILE:TABLE");
+    let path = root.join(format!("docs/bias-audit/{file}.csv"));
+    let ratios: Vec<f64> = common::read_csv(&path)
+        .iter()
+        .filter(|r| r["table"] == table && r["excluded"] != "yes" && r["unknown"] != "yes")
+        .map(|r| {
+            r["impact_ratio"].parse::<f64>().unwrap_or_else(|e| panic!("{}: impact_ratio `{}`: {e}", path.display(), r["impact_ratio"]))
+        })
+        .collect();
+    format!("{:.3}", common::finite_min(&ratios))
 }
 
 /// A line of an LLM benchmark's raw output (`scripts/bench-llm.sh`): ARGS is `FILE:KEY`, FILE a
@@ -568,4 +714,11 @@ fn mean_sd_text(xs: &[f64]) -> String {
     let m = mean(xs);
     let sd = (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)).sqrt();
     format!("{} ± {}", thousands(m.round() as u64), thousands(sd.round() as u64))
+}
+
+/// A NaN among the values fails (a fold over `f64::min` would pass over it and print "1.0–2.0").
+#[test]
+#[should_panic(expected = "value 1 of 3 is not finite: NaN")]
+fn a_range_over_a_nan_fails() {
+    range(&[1.0, f64::NAN, 2.0], 1);
 }

@@ -16,11 +16,20 @@ fn chromium() -> Option<String> {
         .map(|b| b.to_string())
 }
 
+/// The browser for test `test`, or `None` after recording the test as skipped (`common::skip`):
+/// every test of this file goes through here, so none counts as passed without a browser.
+fn browser_or_skip(test: &str) -> Option<String> {
+    let found = chromium();
+    if found.is_none() {
+        assert!(std::env::var("FAIRPIPE_REQUIRE_BROWSER").is_err(), "FAIRPIPE_REQUIRE_BROWSER is set but no chromium is installed");
+        common::skip(test, "no chromium on this machine (apt-get install chromium)");
+    }
+    found
+}
+
 #[test]
 fn the_report_renders_in_a_headless_browser_without_console_errors() {
-    let Some(browser) = chromium() else {
-        assert!(std::env::var("FAIRPIPE_REQUIRE_BROWSER").is_err(), "FAIRPIPE_REQUIRE_BROWSER is set but no chromium is installed");
-        common::skip("report_browser", "no chromium on this machine (apt-get install chromium)");
+    let Some(browser) = browser_or_skip("report_browser::the_report_renders_in_a_headless_browser_without_console_errors") else {
         return;
     };
     let out = tempfile::tempdir().unwrap();
@@ -77,9 +86,7 @@ const A4_PRINTABLE_PX: u32 = 703;
 /// browser by a script added to a copy of the page), and `--print-to-pdf` writes a PDF.
 #[test]
 fn the_bias_audit_page_prints_with_nothing_cut() {
-    let Some(browser) = chromium() else {
-        assert!(std::env::var("FAIRPIPE_REQUIRE_BROWSER").is_err(), "FAIRPIPE_REQUIRE_BROWSER is set but no chromium is installed");
-        eprintln!("SKIPPED: no chromium on this machine (apt-get install chromium)");
+    let Some(browser) = browser_or_skip("report_browser::the_bias_audit_page_prints_with_nothing_cut") else {
         return;
     };
     let out = tempfile::tempdir().unwrap();
@@ -130,4 +137,28 @@ fn the_bias_audit_page_prints_with_nothing_cut() {
     let text = String::from_utf8_lossy(&bytes);
     let pages = text.matches("/Type /Page").count() - text.matches("/Type /Pages").count();
     assert!((2..=8).contains(&pages), "{pages} pages");
+}
+
+/// Without a browser a test here must be counted as skipped, not passed: each finds the browser
+/// through `browser_or_skip`, and no test under tests/ prints its own skip line, which
+/// scripts/test.sh would not count (only `common::skip` writes `FAIRPIPE_SKIPPED_LOG`).
+#[test]
+fn a_test_that_cannot_run_here_is_recorded_as_skipped() {
+    let root = common::root();
+    let own = std::fs::read_to_string(root.join("tests/report_browser.rs")).unwrap();
+    let finds = own.matches(concat!("chromium", "()")).count();
+    assert_eq!(finds, 2, "the browser is looked for once, in browser_or_skip: {finds} occurrences of its finder");
+    let skip_line = concat!("\"SKIP", "PED");
+    let mut dirs = vec![root.join("tests")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("tests/common/mod.rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(!text.contains(skip_line), "{} prints its own skip line: call common::skip instead", path.display());
+            }
+        }
+    }
 }

@@ -227,8 +227,11 @@ def audit(
         The favourable label value as written in the data (default: 1 for 0/1 labels).
     test:
         The rows to measure on: a boolean mask (one value per row), the name of a boolean column
-        of ``data`` (then not a feature), or a second table with the same columns. Default: all
-        rows of ``data``.
+        of ``data`` (then not a feature), or a second table with the same columns. A second table
+        whose every row is also a row of ``data`` (``df.drop(train.index)``) marks those rows of
+        ``data``: they are measured and the other rows are the training rows (the model's train
+        accuracy); any other second table is measured after ``data``, whose rows are then the
+        training rows. Default: all rows of ``data``.
     seed:
         The run seed (the same seed gives the same figures).
     checks:

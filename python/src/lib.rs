@@ -24,7 +24,7 @@ use fairpipe_core::stages::generate::GenerateConfig;
 use fairpipe_core::stages::group_metrics::GroupMetricsConfig;
 use fairpipe_core::stages::load::{LabelValue, LoadConfig};
 use fairpipe_core::stages::load_model::LoadModelConfig;
-use polars::prelude::{Column, DataFrame, NamedFrom, Series};
+use polars::prelude::{AnyValue, Column, DataFrame, NamedFrom, Series};
 use pyo3::exceptions::PyImportError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -285,6 +285,58 @@ fn labelled(mut frame: DataFrame, split: &str) -> Result<DataFrame, ArgumentErro
     Ok(frame)
 }
 
+/// `data` with the rows of a second table `test` as its test split. When every row of `test` is
+/// also a row of `data` (a table cut from the data, `df.drop(train.index)`), those rows of `data`
+/// are the test split and the rest the train split, so no row is counted twice and no test row as
+/// a training row; otherwise `data` (split `train`) above `test` (split `test`).
+fn with_test_frame(data: DataFrame, test: DataFrame) -> Result<DataFrame, ArgumentError> {
+    if data.schema() == test.schema() && test.height() > 0 {
+        if let Some(mask) = rows_of(&data, &test)? {
+            return with_split(data, &mask);
+        }
+    }
+    stacked(data, test)
+}
+
+/// For each row of `data`, 1 where it stands for a row of `test`, each row of `data` standing for
+/// one row of `test` at most (the first of equal rows first); `None` when a row of `test` is not
+/// in `data` (as often as it stands in `test`).
+fn rows_of(data: &DataFrame, test: &DataFrame) -> Result<Option<Vec<u8>>, ArgumentError> {
+    let mut rows: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+    for (i, key) in row_keys(data)?.into_iter().enumerate().rev() {
+        rows.entry(key).or_default().push(i);
+    }
+    let mut mask = vec![0u8; data.height()];
+    for key in row_keys(test)? {
+        match rows.get_mut(&key).and_then(Vec::pop) {
+            Some(i) => mask[i] = 1,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(mask))
+}
+
+/// A text per row of `frame`, equal for rows whose cells are equal (a float by its bits, every NaN
+/// alike; text quoted, so no cell runs into the next).
+fn row_keys(frame: &DataFrame) -> Result<Vec<String>, ArgumentError> {
+    let mut keys = vec![String::new(); frame.height()];
+    for column in frame.columns() {
+        for (i, key) in keys.iter_mut().enumerate() {
+            let cell = column.get(i).map_err(|e| ArgumentError::new("test", e.to_string()))?;
+            let float = |f: f64| if f.is_nan() { "NaN".to_string() } else { f.to_bits().to_string() };
+            let text = match cell {
+                AnyValue::Null => "null".to_string(),
+                AnyValue::Float64(f) => float(f),
+                AnyValue::Float32(f) => float(f64::from(f)),
+                other => format!("{:?}", other.str_value()),
+            };
+            key.push_str(&text);
+            key.push(',');
+        }
+    }
+    Ok(keys)
+}
+
 /// `data` (split `train`) above `test` (split `test`).
 fn stacked(data: DataFrame, test: DataFrame) -> Result<DataFrame, ArgumentError> {
     let mut data = labelled(data, "train")?;
@@ -342,7 +394,7 @@ fn audit(
         let measured = mask.is_some() || test_frame.is_some();
         let frame = match (mask, test_frame) {
             (Some(mask), _) => with_split(frame, &mask)?,
-            (None, Some(test)) => stacked(frame, test)?,
+            (None, Some(test)) => with_test_frame(frame, test)?,
             (None, None) => frame,
         };
         let protected_refs: Vec<&str> = protected.iter().map(String::as_str).collect();

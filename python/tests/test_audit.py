@@ -20,6 +20,7 @@ from conftest import (
     assert_group_metrics_equal_fairlearn,
     brute_force_check,
     favourable_proba,
+    without_timings,
 )
 
 ADULT_FEATURES = ["age", "workclass", "education-num", "marital-status", "occupation", "relationship", "race", "sex",
@@ -141,6 +142,43 @@ def test_a_test_mask_a_column_and_a_second_frame_measure_the_same_rows(sklearn_p
         assert run.figures("check")["checked"] == len(rows)
     counts = {r.figures("check")["discriminatory"] for r in (by_mask, by_column, by_frame)}
     assert len(counts) == 1, counts
+
+
+def test_a_test_table_cut_from_the_data_is_not_counted_as_training_rows(sklearn_pipeline, adult_frames):
+    """The bundled example's pattern: `data` is every row and `test` a table cut from it
+    (`df.drop(train.index)`, its index kept). The test rows are measured once and are not training
+    rows: the model's train accuracy is that of `data` without them, its test figures and group
+    metrics those of the test rows, as with the same rows given as a mask."""
+    _, frame = adult_frames
+    train = frame.sample(frac=0.7, random_state=0)
+    test = frame.drop(train.index)
+    kw = dict(label="Y", favourable=">50K", protected=["sex", "race"], checks=("group_metrics", "check"))
+    by_frame = fairpipe_rs.audit(frame, sklearn_pipeline, test=test, **kw)
+    by_mask = fairpipe_rs.audit(frame, sklearn_pipeline, test=frame.index.isin(test.index), **kw)
+
+    def correct(rows):
+        y_pred = favourable_proba(sklearn_pipeline, rows[ADULT_FEATURES], ">50K") > 0.5
+        return int(np.sum(y_pred == (rows["Y"] == ">50K").to_numpy()))
+
+    model = by_frame.figures("model")
+    # The two readings differ on these rows, so the figure tells them apart.
+    assert correct(train) / len(train) != correct(frame) / len(frame)
+    assert_close("train accuracy (data without the test rows)", model["accuracy_train"], correct(train) / len(train), 1e-12)
+    assert (model["total_test"], model["correct_test"]) == (len(test), correct(test))
+    assert without_timings(model) == without_timings(by_mask.figures("model"))
+    rows = test.reset_index(drop=True)
+    y_pred = favourable_proba(sklearn_pipeline, rows[ADULT_FEATURES], ">50K") > 0.5
+    y_true = (rows["Y"] == ">50K").to_numpy()
+    assert_group_metrics_equal_fairlearn(by_frame.figures("group_metrics"), rows, y_true, y_pred, ["sex", "race"])
+    # Equal rows are told apart by nothing but their place, so the counts are compared, not the rows.
+    check, check_by_mask = by_frame.figures("check"), by_mask.figures("check")
+    assert (check["checked"], check["discriminatory"]) == (len(test), check_by_mask["discriminatory"])
+    # A second table that is not cut from the data is measured after it: the data's rows are the
+    # training rows.
+    other = frame.iloc[:1000].reset_index(drop=True)
+    apart = fairpipe_rs.audit(other, sklearn_pipeline, test=test, **kw).figures("model")
+    assert_close("train accuracy (data apart from the test rows)", apart["accuracy_train"], correct(other) / len(other), 1e-12)
+    assert apart["total_test"] == len(test)
 
 
 def test_the_favourable_column_is_found_through_classes(adult_frames, sklearn_pipeline):

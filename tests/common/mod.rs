@@ -18,6 +18,42 @@ pub fn skip(test: &str, why: &str) {
     }
 }
 
+/// A CSV file without quoted commas as rows of column → cell (quotes around a cell dropped); a row
+/// whose number of cells is not the header's fails, naming its line.
+pub fn read_csv(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let cells = |l: &str| -> Vec<String> { l.split(',').map(|s| s.trim_matches('"').to_string()).collect() };
+    let header = cells(lines.next().unwrap_or_else(|| panic!("{}: empty", path.display())));
+    lines
+        .enumerate()
+        .map(|(i, l)| {
+            let row = cells(l);
+            assert_eq!(row.len(), header.len(), "{}:{}: {} cells under a header of {}", path.display(), i + 2, row.len(), header.len());
+            header.iter().cloned().zip(row).collect()
+        })
+        .collect()
+}
+
+/// The smallest of `xs`, failing on an empty list or on a value that is not finite (NaN or
+/// infinite), which `f64::min` in a fold would pass over silently.
+pub fn finite_min(xs: &[f64]) -> f64 {
+    finite(xs).fold(f64::INFINITY, f64::min)
+}
+
+/// The largest of `xs`, failing as [`finite_min`] does.
+pub fn finite_max(xs: &[f64]) -> f64 {
+    finite(xs).fold(f64::NEG_INFINITY, f64::max)
+}
+
+fn finite(xs: &[f64]) -> impl Iterator<Item = f64> + '_ {
+    assert!(!xs.is_empty(), "the smallest or largest of no values");
+    xs.iter().enumerate().map(move |(i, &x)| {
+        assert!(x.is_finite(), "value {i} of {} is not finite: {x}", xs.len());
+        x
+    })
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

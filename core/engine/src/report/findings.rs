@@ -90,6 +90,16 @@ fn significance(p: f64, significant: bool) -> String {
     }
 }
 
+/// [`significance`], naming the group tested against when it is not the one the ratio divides by:
+/// "significant against race = White (p = 1.7e-16, Holm-corrected)".
+pub(super) fn significance_against(p: f64, significant: bool, against: Option<&str>) -> String {
+    let text = significance(p, significant);
+    match against {
+        Some(group) if !p.is_nan() => text.replacen(" (", &format!(" against {group} ("), 1),
+        _ => text,
+    }
+}
+
 /// A relative reduction in words: "21.09% lower", "40.08% higher".
 fn change(reduction: f64) -> String {
     if reduction < 0.0 {
@@ -143,6 +153,10 @@ fn group_metrics_lines(out: &mut Vec<Finding>, n: &str, f: &GroupMetricsFigures)
     for set in sets {
         let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == set).collect();
         let reference = groups.iter().find(|g| g.reference).map(|g| g.group.as_str()).unwrap_or("?");
+        // The impact ratio divides by the most favoured group's rate; where the stage's tests
+        // compared with another group, a line's significance names that group.
+        let highest = crate::verdict::most_favoured(f, &groups).map(|g| g.group.as_str());
+        let against = (highest != Some(reference)).then(|| format!("{set} = {reference}"));
         let mut failing: Vec<Failing<'_>> = groups
             .iter()
             .filter(|g| !g.reference)
@@ -178,7 +192,7 @@ fn group_metrics_lines(out: &mut Vec<Finding>, n: &str, f: &GroupMetricsFigures)
                         g.impact_ratio,
                         pctf(highest),
                         f.threshold,
-                        significance(g.p_adjusted, g.significant)
+                        significance_against(g.p_adjusted, g.significant, against.as_deref())
                     )
                 } else {
                     format!("{set} = {} ({} rows) against {set} = {reference}:", g.group, thousands(g.n))

@@ -6,6 +6,8 @@
 //! divides by, [`crate::verdict::most_favoured`]). Bars are coloured by the verdict's grade of the
 //! group ([`crate::verdict::grade_group`]); a difference is marked significant only where the
 //! stage's test compared the group with that same reference (its `reference` key chose it).
+//! Where it compared them with another group, the section says which groups its tests found
+//! significant against that group (as the findings do), marking none in the chart or table.
 
 use polars::prelude::*;
 use serde::Serialize;
@@ -98,6 +100,11 @@ struct SetView<'a> {
     tested_against_reference: bool,
     /// The group the stage's tests compared with (its `reference` key's choice).
     tested_against: String,
+    /// When that is not `reference`: the groups whose selection rate differs significantly from
+    /// `tested_against`'s, each with its adjusted p ("Black (p = 1.7e-16)"), as the findings read
+    /// them, and how many groups were tested.
+    significant_elsewhere: Vec<String>,
+    tested_elsewhere: usize,
     /// The readable table (none when there are too many groups).
     table: Option<GroupTable<'a>>,
     /// Fairlearn's parity summaries of the set (with the table).
@@ -280,6 +287,19 @@ fn metrics_view<'a>(t: &Thresholds, n: &'a str, f: &'a GroupMetricsFigures, tabl
             references.push((set, reference));
             let tested_against = groups.iter().find(|g| g.reference).map_or_else(|| "?".to_string(), |g| g.group.clone());
             let tested = tested_against == reference.group;
+            let elsewhere: Vec<&GroupFigure> = if tested {
+                Vec::new()
+            } else {
+                groups.iter().copied().filter(|g| g.group != tested_against && !g.too_small && !g.p_adjusted.is_nan()).collect()
+            };
+            let significant_elsewhere = elsewhere
+                .iter()
+                .filter(|g| g.significant)
+                .map(|g| {
+                    let p = super::pvalue(g.p_adjusted);
+                    format!("{} (p {})", g.group, p.strip_prefix('<').map_or_else(|| format!("= {p}"), |small| format!("< {small}")))
+                })
+                .collect();
             let tabled = groups.len() <= MAX_TABLED_GROUPS;
             let (chart, caption) = set_chart(t, f, set, &groups, reference, tested);
             Some(SetView {
@@ -288,6 +308,8 @@ fn metrics_view<'a>(t: &Thresholds, n: &'a str, f: &'a GroupMetricsFigures, tabl
                 reference: reference.group.clone(),
                 tested_against_reference: tested,
                 tested_against,
+                significant_elsewhere,
+                tested_elsewhere: elsewhere.len(),
                 table: tabled.then(|| group_table(f, &groups, reference, tested)),
                 parity: if tabled { f.parity.get(set) } else { None },
                 chart,

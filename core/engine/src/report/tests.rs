@@ -110,7 +110,32 @@ fn the_report_escapes_text_and_draws_what_the_summary_has() {
     assert!(html.contains("10.00%"), "the estimate's rate");
     assert!(html.contains("<polyline"), "the IDI curve");
     assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
-    assert!(!html.contains("<script") && !html.contains("http://") || html.contains("xmlns=\"http://www.w3.org/2000/svg\""));
+    assert_eq!(self_contained(&html), Ok(()));
+}
+
+/// Whether `html` runs no script and loads nothing from outside: no `<script`, and no `http://`
+/// or `https://` but the SVG namespace (a name, never fetched).
+fn self_contained(html: &str) -> Result<(), String> {
+    if html.contains("<script") {
+        return Err("a <script".into());
+    }
+    let rest = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    match rest.find("http://").or_else(|| rest.find("https://")) {
+        Some(at) => Err(format!("an address: {}", &rest[at..rest.len().min(at + 40)])),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn a_planted_script_or_address_is_not_self_contained() {
+    let summary = json!({"pipeline": "p", "seed": 1, "stage_order": ["est"], "stages": {"est": entry("estimate", json!({"model": "m"}), &estimate(0.1))}});
+    let html = render(&summary, &[]);
+    assert!(html.contains("xmlns=\"http://www.w3.org/2000/svg\""), "the page draws an SVG, so the namespace must not excuse anything else");
+    assert_eq!(self_contained(&html), Ok(()));
+    let planted = html.replacen("</body>", "<script>alert(1)</script></body>", 1);
+    assert_eq!(self_contained(&planted), Err("a <script".to_string()));
+    let fetched = html.replacen("</body>", "<img src=\"https://example.org/x.png\"></body>", 1);
+    assert!(self_contained(&fetched).is_err_and(|e| e.contains("https://example.org")));
 }
 
 #[test]
@@ -389,6 +414,60 @@ fn every_group_chart_has_one_reference_said_and_claims_no_test_that_was_not_run(
     // The census data has a set whose largest group (the stage's reference) is not its most
     // selected one, so the rule above was exercised.
     assert!(tested_elsewhere > 0);
+}
+
+#[test]
+fn a_set_tested_against_another_group_says_which_groups_its_tests_found_significant() {
+    // Issue 57: the section said "nothing here is marked significant" while the findings named a
+    // group of the same set significant (p = 1.7e-16) against the stage's reference group.
+    let run = census_run();
+    let html = super::render(&run.summary, &run.tables);
+    let f: GroupMetricsFigures = run.figures("metrics").unwrap();
+    assert!(!html.contains("nothing here is marked significant"));
+    let mut sets: Vec<&str> = f.groups.iter().map(|g| g.attributes.as_str()).collect();
+    sets.dedup();
+    let mut named = 0;
+    for set in sets {
+        let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == set).collect();
+        let favoured = crate::verdict::most_favoured(&f, &groups).unwrap();
+        let tested_against = groups.iter().find(|g| g.reference).unwrap();
+        if tested_against.group == favoured.group {
+            continue;
+        }
+        let heading = format!("<h3>{} <span class=\"muted\">(reference: {})</span></h3>", esc(set), esc(&favoured.group));
+        let section = &html[html.find(&heading).expect(&heading)..];
+        let start = format!("The stage's significance tests compared each group with {} (its", esc(&tested_against.group));
+        let sentence = &section[section.find(&start).unwrap_or_else(|| panic!("{set}: {start}"))..];
+        let sentence = &sentence[..sentence.find("</p>").unwrap()];
+        let tested: Vec<&&GroupFigure> =
+            groups.iter().filter(|g| g.group != tested_against.group && !g.too_small && !g.p_adjusted.is_nan()).collect();
+        let significant: Vec<&&&GroupFigure> = tested.iter().filter(|g| g.significant).collect();
+        if significant.is_empty() {
+            assert!(sentence.contains(&format!("none of the {} groups tested differs significantly", tested.len())), "{set}: {sentence}");
+        } else {
+            assert!(
+                sentence.contains(&format!("{} of the {} groups tested differ significantly", significant.len(), tested.len())),
+                "{set}: {sentence}"
+            );
+            for g in &significant {
+                let p = pvalue(g.p_adjusted);
+                let p = p.strip_prefix('<').map_or_else(|| format!("= {p}"), |small| format!("&lt; {small}"));
+                assert!(sentence.contains(&format!("{} (p {p})", esc(&g.group))), "{set}: {} not named in: {sentence}", g.group);
+            }
+            named += 1;
+        }
+        // A group the tests did not find significant is not named.
+        for g in tested.iter().filter(|g| !g.significant) {
+            assert!(!sentence.contains(&format!("{} (p ", esc(&g.group))), "{set}: {} named: {sentence}", g.group);
+        }
+    }
+    assert!(named > 0, "the census run has a set tested against another group with a significant difference");
+    // The findings' one-group line names the group its significance was tested against.
+    assert_eq!(
+        super::findings::significance_against(1.7e-16, true, Some("race = White")),
+        "significant against race = White (p = 1.7e-16, Holm-corrected)"
+    );
+    assert_eq!(super::findings::significance_against(0.2, false, None), "not significant (p = 0.200, Holm-corrected)");
 }
 
 /// The bars (`<rect class="bar …">`) of the chart after `marker` in `html`: (label, width).
