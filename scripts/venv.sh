@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # (sourced: the variables it sets are read by the sourcing script)
 # Sourced by scripts/test.sh, scripts/build-wheel.sh and scripts/check-wheel.sh (bash): the tool
 # venvs kept in FAIRPIPE_CACHE (default ~/.cache/fairpipe). The sourcing script defines `say`.
 #

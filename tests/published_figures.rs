@@ -36,6 +36,7 @@ const FAMILIES: &[Family] = &[
     Family { prefix: "label-only", compute: label_only },
     Family { prefix: "llm", compute: llm_bench },
     Family { prefix: "wheel", compute: wheel_record },
+    Family { prefix: "ci-steps", compute: ci_steps },
 ];
 
 /// Every figure this test recomputes.
@@ -568,4 +569,21 @@ fn mean_sd_text(xs: &[f64]) -> String {
     let m = mean(xs);
     let sd = (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)).sqrt();
     format!("{} ± {}", thousands(m.round() as u64), thousands(sd.round() as u64))
+}
+
+/// `ci-steps:KEY[:FORMAT]`: KEY of the newest record of docs/ci/steps.jsonl (its last line, appended
+/// by scripts/record_ci_steps.py from `.ci/run`'s `ci-steps:` line): a number as whole seconds with
+/// thousands separated (FORMAT `min`: whole minutes), a text as it is (FORMAT `short`: its first 7
+/// characters, for the commit).
+fn ci_steps(root: &Path, args: &str) -> String {
+    let records = jsonl(&root.join("docs/ci/steps.jsonl"));
+    let newest = records.last().unwrap_or_else(|| panic!("docs/ci/steps.jsonl holds no record"));
+    let (key, format) = args.split_once(':').unwrap_or((args, ""));
+    match (&newest[key], format) {
+        (Value::Number(n), "") => thousands(n.as_f64().unwrap().round() as u64),
+        (Value::Number(n), "min") => format!("{:.0}", n.as_f64().unwrap() / 60.0),
+        (Value::String(s), "") => s.clone(),
+        (Value::String(s), "short") => s.chars().take(7).collect(),
+        (value, _) => panic!("docs/ci/steps.jsonl: `{key}` is {value} in the newest record (format `{format}`)"),
+    }
 }
