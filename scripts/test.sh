@@ -22,7 +22,7 @@
 #     FAIRPIPE_MLFLOW. FAIRPIPE_MLFLOW_VENV moves the venv.
 #   - llama.cpp's llama-server (the LLM tests' real OpenAI-compatible endpoint): PyPI's prebuilt
 #     manylinux wheel xllamacpp 2026.10.11549 (llama.cpp's server compiled into a Python extension,
-#     about 1 s to install, no compiler) in llama-venv (about 110 MB), behind
+#     about 6 s to download and install, no compiler) in llama-venv (about 130 MB), behind
 #     scripts/llama_server.py, which takes llama-server's command line and is installed as
 #     llama-venv/bin/llama-server: FAIRPIPE_LLAMA_SERVER. FAIRPIPE_LLAMA_VENV moves the venv.
 #     scripts/llama_smoke.py checks it against the tiny model in tests/fixtures/llm/.
