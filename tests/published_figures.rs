@@ -40,6 +40,7 @@ const FAMILIES: &[Family] = &[
     Family { prefix: "bias-audit", compute: bias_audit_ratio },
     Family { prefix: "llm", compute: llm_bench },
     Family { prefix: "wheel", compute: wheel_record },
+    Family { prefix: "ci-steps", compute: ci_steps },
 ];
 
 /// Every figure this test recomputes.
@@ -721,4 +722,21 @@ fn mean_sd_text(xs: &[f64]) -> String {
 #[should_panic(expected = "value 1 of 3 is not finite: NaN")]
 fn a_range_over_a_nan_fails() {
     range(&[1.0, f64::NAN, 2.0], 1);
+}
+
+/// `ci-steps:KEY[:FORMAT]`: KEY of the newest record of docs/ci/steps.jsonl (its last line, appended
+/// by scripts/record_ci_steps.py from `.ci/run`'s `ci-steps:` line): a number as whole seconds with
+/// thousands separated (FORMAT `min`: whole minutes), a text as it is (FORMAT `short`: its first 7
+/// characters, for the commit).
+fn ci_steps(root: &Path, args: &str) -> String {
+    let records = jsonl(&root.join("docs/ci/steps.jsonl"));
+    let newest = records.last().unwrap_or_else(|| panic!("docs/ci/steps.jsonl holds no record"));
+    let (key, format) = args.split_once(':').unwrap_or((args, ""));
+    match (&newest[key], format) {
+        (Value::Number(n), "") => thousands(n.as_f64().unwrap().round() as u64),
+        (Value::Number(n), "min") => format!("{:.0}", n.as_f64().unwrap() / 60.0),
+        (Value::String(s), "") => s.clone(),
+        (Value::String(s), "short") => s.chars().take(7).collect(),
+        (value, _) => panic!("docs/ci/steps.jsonl: `{key}` is {value} in the newest record (format `{format}`)"),
+    }
 }
