@@ -228,3 +228,144 @@ fn verify_run_names_the_input_whose_byte_changed() {
     assert!(bad.iter().all(|l| l.contains("applicants.csv")), "{stdout}");
     assert!(stderr.contains("2 of 4 inputs differ"), "{stderr}");
 }
+
+/// One applicant of the messy export: (sex, the original 0/1 decision, withdrawn, written in lower
+/// case).
+type Applicant = (String, bool, bool, bool);
+
+/// applicants.csv with its 0/1 `selected` column written as a vendor exports it: "Yes"/"No", every
+/// fifth applicant in lower case, every 37th "Withdrawn". Returns the folder's CSV and, per row,
+/// (sex, the original 0/1 decision, withdrawn, written in lower case).
+fn messy_decisions(dir: &std::path::Path) -> Vec<Applicant> {
+    let csv = std::fs::read_to_string(common::root().join("tests/fixtures/bias_audit/applicants.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let (id, sex, selected) = (at("id"), at("sex"), at("selected"));
+    let mut lines = vec![csv.lines().next().unwrap().to_string()];
+    let mut truth = Vec::new();
+    for line in csv.lines().skip(1) {
+        let mut cells: Vec<String> = line.split(',').map(String::from).collect();
+        let n: usize = cells[id].parse().unwrap();
+        let chosen = cells[selected] == "1";
+        let withdrawn = n % 37 == 0;
+        cells[selected] = match (withdrawn, chosen, n % 5 == 0) {
+            (true, _, _) => "Withdrawn",
+            (false, true, false) => "Yes",
+            (false, false, false) => "No",
+            (false, true, true) => "yes",
+            (false, false, true) => "no",
+        }
+        .to_string();
+        truth.push((cells[sex].clone(), chosen, withdrawn, !withdrawn && n % 5 == 0));
+        lines.push(cells.join(","));
+    }
+    common::write(dir, "export.csv", &(lines.join("\n") + "\n"));
+    truth
+}
+
+fn decisions_pipeline(dir: &std::path::Path, name: &str, keys: &str) -> std::path::PathBuf {
+    common::write(
+        dir,
+        &format!("{name}.toml"),
+        &format!(
+            "[pipeline]\nname = \"{name}\"\n\n[stages.data]\nkind = \"load\"\npath = \"export.csv\"\nlabel = \"qualified\"\n\
+             protected = [\"sex\", \"race\"]\ndrop = [\"id\"]\n\n[stages.audit]\nkind = \"bias_audit\"\ndata = \"data\"\n\
+             sex = \"sex\"\ncolumn = \"selected\"\nunknown = [\"Unknown\", \"Declined\"]\n{keys}\n"
+        ),
+    )
+}
+
+/// Every decision value is accounted for: a value that `selected` and `not_selected` do not name is
+/// refused with its count (it once counted as "not selected", and the published rate halved), and
+/// `ignore_case` with `exclude` reads the export as the 0/1 column it came from, without the
+/// withdrawn applicants, whose number the page and summary.json give.
+#[test]
+fn every_decision_value_is_named_counted_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = messy_decisions(dir.path());
+    let count = |f: &dyn Fn(&Applicant) -> bool| truth.iter().filter(|t| f(t)).count();
+    let withdrawn = count(&|t| t.2);
+    assert!(withdrawn > 10, "the export has {withdrawn} withdrawn applicants");
+
+    // `selected` alone over five values: refused, each other value named with its number of rows.
+    let pipeline = decisions_pipeline(dir.path(), "alone", "selected = \"Yes\"");
+    let err = common::run_failing(&pipeline, &dir.path().join("out-alone"));
+    let lower_no = count(&|t| !t.2 && !t.1 && t.3);
+    let upper_no = count(&|t| !t.2 && !t.1 && !t.3);
+    let lower_yes = count(&|t| !t.2 && t.1 && t.3);
+    for (value, n) in [("No", upper_no), ("no", lower_no), ("yes", lower_yes), ("Withdrawn", withdrawn)] {
+        let rows = if n == 1 { "row" } else { "rows" };
+        let said = format!("\"{value}\" {} {rows}", fmt_thousands(n));
+        assert!(err.contains(&said), "the refusal does not say {said}: {err}");
+    }
+    assert!(err.contains("exclude") && err.contains("ignore_case"), "the refusal does not name the fixes: {err}");
+    assert!(!dir.path().join("out-alone").exists(), "no partial result");
+
+    // Named as written, one value left over: refused naming it alone.
+    let pipeline = decisions_pipeline(dir.path(), "cased", "selected = [\"Yes\", \"yes\"]\nnot_selected = [\"No\", \"no\"]");
+    let err = common::run_failing(&pipeline, &dir.path().join("out-cased"));
+    assert!(err.contains(&format!("\"Withdrawn\" {} rows", fmt_thousands(withdrawn))) && !err.contains("\"no\" "), "{err}");
+
+    // ignore_case and exclude: the 0/1 column's figures over the applicants who did not withdraw.
+    let pipeline =
+        decisions_pipeline(dir.path(), "read", "selected = \"Yes\"\nnot_selected = \"No\"\nignore_case = true\nexclude = [\"Withdrawn\"]");
+    let out = dir.path().join("out-read");
+    let summary = common::run_pipeline(&pipeline, &out, &[]);
+    let audit = &summary["stages"]["audit"];
+    let kept: Vec<_> = truth.iter().filter(|t| !t.2).collect();
+    assert_eq!(audit["rows"].as_u64(), Some(kept.len() as u64), "{audit}");
+    assert_eq!(audit["excluded_decisions"].as_u64(), Some(withdrawn as u64));
+    let rate = kept.iter().filter(|t| t.1).count() as f64 / kept.len() as f64;
+    assert!((audit["rate"].as_f64().unwrap() - rate).abs() < 1e-12, "rate {} against {rate}", audit["rate"]);
+    let sex_rate = |s: &str| {
+        let of: Vec<_> = kept.iter().filter(|t| t.0 == s).collect();
+        of.iter().filter(|t| t.1).count() as f64 / of.len() as f64
+    };
+    let (f, m) = (sex_rate("F"), sex_rate("M"));
+    let ratio = f.min(m) / f.max(m);
+    assert!(
+        (audit["min_impact_ratio_sex"].as_f64().unwrap() - ratio).abs() < 1e-12,
+        "sex ratio {} against {ratio}",
+        audit["min_impact_ratio_sex"]
+    );
+    let values: Vec<(String, u64, String)> = audit["decision_values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["value"].as_str().unwrap().to_string(), v["count"].as_u64().unwrap(), v["read_as"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(values.iter().map(|v| v.1).sum::<u64>(), truth.len() as u64, "every row's value is counted: {values:?}");
+    assert!(values.contains(&("Withdrawn".into(), withdrawn as u64, "excluded".into())), "{values:?}");
+    assert!(values.contains(&("yes".into(), lower_yes as u64, "selected".into())), "{values:?}");
+    let page = std::fs::read_to_string(out.join("audit.html")).unwrap();
+    assert!(
+        page.contains(&format!("People left out for their decision</th><td>{}:", fmt_thousands(withdrawn))),
+        "the page does not say who was excluded"
+    );
+    assert!(page.contains("<td>Withdrawn</td>"), "the page does not list the decision values");
+
+    // A clean export, "Yes" and "No" only: `selected` alone reads the other value as not selected.
+    let clean = std::fs::read_to_string(dir.path().join("export.csv")).unwrap();
+    let clean: String = clean
+        .lines()
+        .map(|l| l.replace(",yes,", ",Yes,").replace(",no,", ",No,").replace(",Withdrawn,", ",No,"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    common::write(dir.path(), "export.csv", &(clean + "\n"));
+    let pipeline = decisions_pipeline(dir.path(), "clean", "selected = \"Yes\"");
+    let summary = common::run_pipeline(&pipeline, &dir.path().join("out-clean"), &[]);
+    let source = summary["stages"]["audit"]["source"].as_str().unwrap().to_string();
+    assert!(source.contains("not selected: \"No\""), "{source}");
+}
+
+/// 2000 as 2,000.
+fn fmt_thousands(n: usize) -> String {
+    let s = n.to_string();
+    s.chars().enumerate().fold(String::new(), |mut out, (i, d)| {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(d);
+        out
+    })
+}

@@ -194,18 +194,7 @@ fn pct(v: f64) -> String {
     format!("{:.2}%", 100.0 * v)
 }
 
-/// A count with thousands separated by commas ("16,281").
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(crate) use crate::numbers::thousands;
 
 /// "sex" or "sex and race together".
 fn changed(attributes: &[String]) -> String {

@@ -102,6 +102,12 @@ pub(crate) fn render(stage: &str, f: &BiasAuditFigures, summary: &Summary) -> St
         source => f.source,
         rows => super::thousands(f.rows),
         left_out => (f.left_out_at_load > 0).then(|| super::thousands(f.left_out_at_load)),
+        excluded_decisions => (f.excluded_decisions > 0).then(|| super::thousands(f.excluded_decisions)),
+        decision_values => f
+            .decision_values
+            .iter()
+            .map(|v| context! { value => v.value, count => super::thousands(v.count), read_as => v.read_as })
+            .collect::<Vec<_>>(),
         median => f.median_score.map(|m| format!("{m}")),
         exclude_below => f.exclude_below.map(|s| format!("{}%", s * 100.0)),
         justification => f.exclusion_justification,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::label_value::LabelValue;
+use super::label_value::LabelValues;
 use super::options::Rows;
 use crate::data::Dataset;
 use crate::domain::{AttributeKind, Domain};
@@ -112,9 +112,20 @@ pub struct BiasAuditConfig {
     /// `model`, whose labels or P(favourable) are audited.
     #[key(default = "the label (selection); required for score")]
     pub column: Option<String>,
-    /// The value of `column` that means selected.
+    /// The value (or values) of `column` that mean selected, e.g. "Yes" or ["Yes", "Advanced"].
     #[key(default = "1 (a 0/1 column)")]
-    pub selected: Option<LabelValue>,
+    pub selected: Option<LabelValues>,
+    /// The value (or values) of `column` that mean not selected. Every value of the column must be
+    /// named in `selected`, `not_selected` or `exclude`; without `not_selected`, a column with
+    /// one value besides the selected ones reads it as not selected, and more are refused.
+    #[key(default = "0 with the default `selected`; else the one other value")]
+    pub not_selected: Option<LabelValues>,
+    /// Values of `column` whose rows are left out of the audit (e.g. "Withdrawn"): counted, with
+    /// their number, on the page and in summary.json (`decision_values`), in no table.
+    pub exclude: Vec<String>,
+    /// Match `selected`, `not_selected` and `exclude` to the column's values ignoring case
+    /// ("yes" is "Yes").
+    pub ignore_case: bool,
     /// Rows audited.
     pub split: Rows,
     /// Data values meaning an unknown category: counted, not in any ratio.
@@ -146,6 +157,9 @@ impl Default for BiasAuditConfig {
             outcome: Outcome::Selection,
             column: None,
             selected: None,
+            not_selected: None,
+            exclude: Vec::new(),
+            ignore_case: false,
             split: Rows::All,
             unknown: vec![UNKNOWN.to_string()],
             categories: BTreeMap::new(),
@@ -178,8 +192,28 @@ impl StageConfig for BiasAuditConfig {
         if self.sex.is_some() && self.sex == self.race {
             c.problem("race", "`sex` and `race` name the same column");
         }
-        if self.outcome == Outcome::Score && self.selected.is_some() {
-            c.problem("selected", "`selected` names the selected value of a column of decisions; with outcome = \"score\" the rate is the share above the median score");
+        if self.outcome == Outcome::Score {
+            for (key, given) in [
+                ("selected", self.selected.is_some()),
+                ("not_selected", self.not_selected.is_some()),
+                ("exclude", !self.exclude.is_empty()),
+            ] {
+                if given {
+                    c.problem(key, format!("`{key}` names values of a column of decisions; with outcome = \"score\" the rate is the share above the median score"));
+                }
+            }
+        }
+        let fold = |v: &str| if self.ignore_case { v.to_lowercase() } else { v.to_string() };
+        let selected: Vec<String> = self.selected.iter().flat_map(|v| v.texts()).map(|v| fold(&v)).collect();
+        let not_selected: Vec<String> = self.not_selected.iter().flat_map(|v| v.texts()).map(|v| fold(&v)).collect();
+        if let Some(both) = not_selected.iter().find(|v| selected.contains(v)) {
+            c.problem("not_selected", format!("{both:?} is named in both `selected` and `not_selected`"));
+        }
+        if let Some(both) = self.exclude.iter().find(|v| selected.contains(&fold(v)) || not_selected.contains(&fold(v))) {
+            c.problem(
+                "exclude",
+                format!("{both:?} is excluded and also named in `selected` or `not_selected`: a value is one of the three"),
+            );
         }
         if let Some(share) = self.exclude_below {
             if !(share > 0.0 && share < 1.0) {
@@ -264,6 +298,17 @@ pub struct AuditRow {
     pub below_four_fifths: bool,
     /// The category with the highest rate (the ratios' denominator).
     pub highest: bool,
+}
+
+/// One value of a decisions column: how many rows hold it and how it was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionValue {
+    /// The value as written in the data.
+    pub value: String,
+    /// Rows holding it (of the rows audited before any was excluded).
+    pub count: usize,
+    /// `selected`, `not selected` or `excluded` (left out of the audit).
+    pub read_as: String,
 }
 
 /// People of an unknown category in one table: counted, in no ratio.
@@ -354,6 +399,14 @@ pub struct BiasAuditFigures {
     /// even as unknown (the page says so).
     #[serde(default)]
     pub left_out_at_load: usize,
+    /// Each value of the decisions column (a `column` of decisions), its number of rows and how it
+    /// was read: selected, not selected, or excluded (`exclude`: left out, in no table). Empty for
+    /// scores, the label and a model.
+    #[serde(default)]
+    pub decision_values: Vec<DecisionValue>,
+    /// Rows left out of the audit for their decision value (`exclude`).
+    #[serde(default)]
+    pub excluded_decisions: usize,
 }
 
 /// One axis of the audit read from the rows: each row's category (`None`: unknown) and the
@@ -363,9 +416,64 @@ struct Axis {
     names: Vec<String>,
 }
 
-/// The decisions audited: the dataset, the row indices, the outcome per row (0/1 or a score) and
-/// where the outcomes came from.
-type Outcomes = (Arc<Dataset>, Vec<usize>, Vec<f64>, String);
+/// The decisions audited.
+struct Outcomes {
+    /// The dataset the rows are of.
+    dataset: Arc<Dataset>,
+    /// The rows audited (rows whose decision is excluded left out).
+    rows: Vec<usize>,
+    /// Each audited row's outcome: 0/1 or a score.
+    outcome: Vec<f64>,
+    /// Where the outcomes came from, as the page says it.
+    source: String,
+    /// Each value of a decisions column, its count and how it was read (empty otherwise).
+    decision_values: Vec<DecisionValue>,
+}
+
+/// A row's decision, read from its value in the decisions column.
+enum Decision {
+    Selected,
+    NotSelected,
+    Excluded,
+}
+
+/// How a decisions column's values are read (every value checked to be named).
+struct Decisions {
+    /// Values are matched ignoring case.
+    fold: bool,
+    /// The selected values (lowercase when `fold`).
+    selected: Vec<String>,
+    /// The excluded values (lowercase when `fold`).
+    excluded: Vec<String>,
+    /// Every value of the column with its count and reading.
+    values: Vec<DecisionValue>,
+}
+
+impl Decisions {
+    /// The decision of a row whose value is `text` (a value of the column: named, as checked).
+    fn of(&self, text: &str) -> Decision {
+        let t = if self.fold { text.to_lowercase() } else { text.to_string() };
+        if self.selected.contains(&t) {
+            Decision::Selected
+        } else if self.excluded.contains(&t) {
+            Decision::Excluded
+        } else {
+            Decision::NotSelected
+        }
+    }
+
+    /// The values read as each decision, for the page's source line.
+    fn describe(&self) -> String {
+        ["selected", "not selected", "excluded"]
+            .iter()
+            .filter_map(|read_as| {
+                let v: Vec<String> = self.values.iter().filter(|v| v.read_as == *read_as).map(|v| format!("{:?}", v.value)).collect();
+                (!v.is_empty()).then(|| format!("{read_as}: {}", v.join(", ")))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
 
 impl BiasAuditConfig {
     /// The decisions and the rows audited: (dataset, row indices, outcome per row as 0/1 or a
@@ -414,7 +522,8 @@ impl BiasAuditConfig {
                 Outcome::Selection => "labels (P(favourable) > 0.5)",
                 Outcome::Score => "scores (P(favourable))",
             };
-            return Ok((dataset, rows, out, format!("the model's {what}: {}", model.oracle.model().describe())));
+            let source = format!("the model's {what}: {}", model.oracle.model().describe());
+            return Ok(Outcomes { dataset, rows, outcome: out, source, decision_values: Vec::new() });
         }
         let Some(column) = &self.column else {
             if self.outcome == Outcome::Score {
@@ -423,15 +532,21 @@ impl BiasAuditConfig {
                     "outcome = \"score\" reads the scores from a column of the data: name it in `column`",
                 ));
             }
-            if self.selected.is_some() {
-                return Err(StageError::cannot(
-                    "selected",
-                    "`selected` applies to `column`; the label's selected value is the load stage's `favourable`",
-                ));
+            for (key, given) in [
+                ("selected", self.selected.is_some()),
+                ("not_selected", self.not_selected.is_some()),
+                ("exclude", !self.exclude.is_empty()),
+            ] {
+                if given {
+                    return Err(StageError::cannot(
+                        key,
+                        format!("`{key}` applies to `column`; the label's selected value is the load stage's `favourable`"),
+                    ));
+                }
             }
             let out = rows.iter().map(|&r| f64::from(dataset.y[r])).collect();
             let source = format!("the data's label `{}` (selected: {:?})", dataset.label_name, dataset.label_values[1]);
-            return Ok((dataset, rows, out, source));
+            return Ok(Outcomes { dataset, rows, outcome: out, source, decision_values: Vec::new() });
         };
         let j = feature_index(&dataset.domain, column, "column")?;
         let attr = &dataset.domain.attributes[j];
@@ -448,41 +563,115 @@ impl BiasAuditConfig {
             }
             Outcome::Selection => {
                 let texts: Vec<String> = cells.iter().map(|&v| attr.decode(v)).collect();
-                match &self.selected {
-                    Some(value) => {
-                        let want = value.text();
-                        if !texts.contains(&want) {
-                            let mut present = texts.clone();
-                            present.sort();
-                            present.dedup();
-                            return Err(StageError::NotInData { key: "selected", column: column.clone(), value: want, present }.into());
-                        }
-                        texts.iter().map(|t| f64::from(u8::from(*t == want))).collect()
-                    }
-                    None => {
-                        if let Some(bad) = texts.iter().find(|t| *t != "0" && *t != "1") {
-                            return Err(StageError::cannot(
-                                "selected",
-                                format!(
-                                    "column `{column}` holds {bad:?}, not only 0 and 1: name the value that means selected in `selected`"
-                                ),
-                            ));
-                        }
-                        texts.iter().map(|t| f64::from(u8::from(t == "1"))).collect()
-                    }
+                let decisions = self.decisions(column, &texts)?;
+                let (rows, out) = rows
+                    .iter()
+                    .zip(&texts)
+                    .filter_map(|(&r, text)| match decisions.of(text) {
+                        Decision::Selected => Some((r, 1.0)),
+                        Decision::NotSelected => Some((r, 0.0)),
+                        Decision::Excluded => None,
+                    })
+                    .unzip::<_, _, Vec<usize>, Vec<f64>>();
+                if rows.is_empty() {
+                    return Err(StageError::cannot(
+                        "exclude",
+                        format!("every row audited has a value of `{column}` listed in `exclude`: no one is left to audit"),
+                    ));
                 }
+                let source = format!("the data's decisions in column `{column}` ({})", decisions.describe());
+                return Ok(Outcomes { dataset, rows, outcome: out, source, decision_values: decisions.values });
             }
         };
-        let source = match self.outcome {
-            Outcome::Score => format!("the data's scores in column `{column}`"),
-            Outcome::Selection => {
+        let source = format!("the data's scores in column `{column}`");
+        Ok(Outcomes { dataset, rows, outcome: out, source, decision_values: Vec::new() })
+    }
+
+    /// How each value of the decisions column `column` (its rows' `texts`) is read: every value
+    /// named in `selected`, `not_selected` or `exclude` (matched as written, or ignoring case),
+    /// else refused with each unnamed value and its count.
+    fn decisions(&self, column: &str, texts: &[String]) -> Result<Decisions> {
+        let fold = |v: &str| if self.ignore_case { v.to_lowercase() } else { v.to_string() };
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for t in texts {
+            *counts.entry(t.as_str()).or_default() += 1;
+        }
+        let named = |values: &Option<LabelValues>, default: &str| -> Vec<String> {
+            match values {
+                Some(v) => v.texts().iter().map(|t| fold(t)).collect(),
+                None => vec![default.to_string()],
+            }
+        };
+        let selected = named(&self.selected, "1");
+        let excluded: Vec<String> = self.exclude.iter().map(|v| fold(v)).collect();
+        let mut not_selected = match (&self.selected, &self.not_selected) {
+            (_, Some(_)) | (None, None) => named(&self.not_selected, "0"),
+            (Some(_), None) => Vec::new(),
+        };
+        let unnamed = |not_selected: &[String]| -> Vec<(&str, usize)> {
+            counts
+                .iter()
+                .filter(|(v, _)| {
+                    let v = fold(v);
+                    !selected.contains(&v) && !not_selected.contains(&v) && !excluded.contains(&v)
+                })
+                .map(|(v, n)| (*v, *n))
+                .collect()
+        };
+        let inferred = self.selected.is_some() && self.not_selected.is_none();
+        if inferred {
+            // `selected` alone: the one other value is the not-selected one.
+            if let [(only, _)] = unnamed(&[])[..] {
+                not_selected.push(fold(only));
+            }
+        }
+        let rest = unnamed(&not_selected);
+        if !rest.is_empty() {
+            let listed = rest
+                .iter()
+                .map(|(v, n)| format!("{v:?} {} {}", crate::numbers::thousands(*n as u64), if *n == 1 { "row" } else { "rows" }))
+                .collect::<Vec<_>>();
+            let named =
+                |key: &str, v: &[String]| format!("`{key}` = [{}]", v.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", "));
+            let mut read = vec![named("selected", &selected)];
+            if !inferred {
+                read.push(named("not_selected", &not_selected));
+            }
+            if !excluded.is_empty() {
+                read.push(named("exclude", &excluded));
+            }
+            let case = if self.ignore_case { "" } else { " (matched as written: `ignore_case = true` matches \"yes\" to \"Yes\")" };
+            return Err(StageError::cannot(
+                if inferred { "not_selected" } else { "selected" },
                 format!(
-                    "the data's decisions in column `{column}` (selected: {:?})",
-                    self.selected.as_ref().map_or("1".to_string(), |v| v.text())
-                )
-            }
-        };
-        Ok((dataset, rows, out, source))
+                    "column `{column}` holds values that {} does not name: {}. Every decision must be counted: name them in `selected` / `not_selected`, or leave their rows out with `exclude`{case}",
+                    read.join(", "),
+                    listed.join(", ")
+                ),
+            ));
+        }
+        let mut values: Vec<DecisionValue> = counts
+            .iter()
+            .map(|(v, n)| {
+                let f = fold(v);
+                let read_as = if selected.contains(&f) {
+                    "selected"
+                } else if excluded.contains(&f) {
+                    "excluded"
+                } else {
+                    "not selected"
+                };
+                DecisionValue { value: v.to_string(), count: *n, read_as: read_as.to_string() }
+            })
+            .collect();
+        if !values.iter().any(|v| v.read_as == "selected") {
+            let mut present: Vec<String> = counts.keys().map(|v| v.to_string()).collect();
+            present.dedup();
+            let value = self.selected.as_ref().map_or("1".to_string(), |v| v.texts().join(", "));
+            return Err(StageError::NotInData { key: "selected", column: column.to_string(), value, present }.into());
+        }
+        values.sort_by_key(|v| ["selected", "not selected", "excluded"].iter().position(|r| *r == v.read_as));
+        Ok(Decisions { fold: self.ignore_case, selected, excluded, values })
     }
 
     /// Read axis `axis` (`sex` or `race`) from `column` over `rows`.
@@ -723,6 +912,8 @@ impl BiasAuditConfig {
             sex_column: self.sex.clone(),
             race_column: self.race.clone(),
             left_out_at_load: 0,
+            decision_values: Vec::new(),
+            excluded_decisions: 0,
         }
     }
 }
@@ -817,7 +1008,7 @@ impl Stage for BiasAuditConfig {
 
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let before = inputs.by_role.get("model").map(|_| inputs.model("model")).transpose()?.map(|m| m.oracle.rows());
-        let (data, rows, outcome, source) = self.outcomes(inputs)?;
+        let Outcomes { dataset: data, rows, outcome, source, decision_values } = self.outcomes(inputs)?;
         if data.dropped_rows > 0 {
             let keep = if inputs.by_role.contains_key("model") {
                 "a missing value in another feature is a row the model cannot score"
@@ -840,6 +1031,8 @@ impl Stage for BiasAuditConfig {
         let race = self.race.as_ref().map(|c| self.axis("race", c, &data, &rows)).transpose()?;
         let mut figures = self.audit(sex.as_ref(), race.as_ref(), &outcome, source);
         figures.left_out_at_load = data.dropped_rows;
+        figures.excluded_decisions = decision_values.iter().filter(|v| v.read_as == "excluded").map(|v| v.count).sum();
+        figures.decision_values = decision_values;
         let tables = vec![audit_table(&figures)?];
         let model_queries = match before {
             Some(b) => inputs.model("model")?.oracle.rows() - b,

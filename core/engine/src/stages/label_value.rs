@@ -30,3 +30,30 @@ impl LabelValue {
         }
     }
 }
+
+/// One value or a list of them as a pipeline writes it (`selected = "Yes"` or
+/// `selected = ["Yes", "Advanced"]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum LabelValues {
+    /// One value.
+    One(LabelValue),
+    /// A list of values.
+    Many(Vec<LabelValue>),
+}
+
+impl crate::stage::keys::KeyType for LabelValues {
+    fn text() -> String {
+        "string|int|bool, or a list of them".into()
+    }
+}
+
+impl LabelValues {
+    /// The values as text, in the order written.
+    pub(crate) fn texts(&self) -> Vec<String> {
+        match self {
+            LabelValues::One(v) => vec![v.text()],
+            LabelValues::Many(v) => v.iter().map(LabelValue::text).collect(),
+        }
+    }
+}
