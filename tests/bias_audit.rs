@@ -295,7 +295,7 @@ fn every_decision_value_is_named_counted_or_refused() {
     let lower_yes = count(&|t| !t.2 && t.1 && t.3);
     for (value, n) in [("No", upper_no), ("no", lower_no), ("yes", lower_yes), ("Withdrawn", withdrawn)] {
         let rows = if n == 1 { "row" } else { "rows" };
-        let said = format!("\"{value}\" {} {rows}", fmt_thousands(n));
+        let said = format!("\"{value}\" {} {rows}", common::thousands(n as u64));
         assert!(err.contains(&said), "the refusal does not say {said}: {err}");
     }
     assert!(err.contains("exclude") && err.contains("ignore_case"), "the refusal does not name the fixes: {err}");
@@ -304,7 +304,7 @@ fn every_decision_value_is_named_counted_or_refused() {
     // Named as written, one value left over: refused naming it alone.
     let pipeline = decisions_pipeline(dir.path(), "cased", "selected = [\"Yes\", \"yes\"]\nnot_selected = [\"No\", \"no\"]");
     let err = common::run_failing(&pipeline, &dir.path().join("out-cased"));
-    assert!(err.contains(&format!("\"Withdrawn\" {} rows", fmt_thousands(withdrawn))) && !err.contains("\"no\" "), "{err}");
+    assert!(err.contains(&format!("\"Withdrawn\" {} rows", common::thousands(withdrawn as u64))) && !err.contains("\"no\" "), "{err}");
 
     // ignore_case and exclude: the 0/1 column's figures over the applicants who did not withdraw.
     let pipeline =
@@ -339,7 +339,7 @@ fn every_decision_value_is_named_counted_or_refused() {
     assert!(values.contains(&("yes".into(), lower_yes as u64, "selected".into())), "{values:?}");
     let page = std::fs::read_to_string(out.join("audit.html")).unwrap();
     assert!(
-        page.contains(&format!("People left out for their decision</th><td>{}:", fmt_thousands(withdrawn))),
+        page.contains(&format!("People left out for their decision</th><td>{}:", common::thousands(withdrawn as u64))),
         "the page does not say who was excluded"
     );
     assert!(page.contains("<td>Withdrawn</td>"), "the page does not list the decision values");
@@ -356,16 +356,4 @@ fn every_decision_value_is_named_counted_or_refused() {
     let summary = common::run_pipeline(&pipeline, &dir.path().join("out-clean"), &[]);
     let source = summary["stages"]["audit"]["source"].as_str().unwrap().to_string();
     assert!(source.contains("not selected: \"No\""), "{source}");
-}
-
-/// 2000 as 2,000.
-fn fmt_thousands(n: usize) -> String {
-    let s = n.to_string();
-    s.chars().enumerate().fold(String::new(), |mut out, (i, d)| {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(d);
-        out
-    })
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{self, root};
+use crate::common::{self, root, thousands};
 
 /// A published figure: its ID in the markers and the function that computes its text from raw results.
 struct Figure {
@@ -290,19 +290,6 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 
 fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
-}
-
-/// `n` with a comma between thousands, as the docs write counts.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// "a–b" of the smallest and largest of `xs`, each with `decimals` decimals.

@@ -169,3 +169,16 @@ pub fn census_data() -> fairpipe_core::data::Dataset {
     spec.split = SplitSpec::Column("split".into());
     load(&spec).unwrap()
 }
+
+/// `n` with a comma between thousands, as the docs write counts.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

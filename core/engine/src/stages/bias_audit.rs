@@ -193,14 +193,8 @@ impl StageConfig for BiasAuditConfig {
             c.problem("race", "`sex` and `race` name the same column");
         }
         if self.outcome == Outcome::Score {
-            for (key, given) in [
-                ("selected", self.selected.is_some()),
-                ("not_selected", self.not_selected.is_some()),
-                ("exclude", !self.exclude.is_empty()),
-            ] {
-                if given {
-                    c.problem(key, format!("`{key}` names values of a column of decisions; with outcome = \"score\" the rate is the share above the median score"));
-                }
+            for key in self.decision_keys_given() {
+                c.problem(key, format!("`{key}` names values of a column of decisions; with outcome = \"score\" the rate is the share above the median score"));
             }
         }
         let fold = |v: &str| if self.ignore_case { v.to_lowercase() } else { v.to_string() };
@@ -300,6 +294,31 @@ pub struct AuditRow {
     pub highest: bool,
 }
 
+/// How a value of a decisions column is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Decision {
+    /// Selected (moved forward).
+    #[serde(rename = "selected")]
+    Selected,
+    /// Not selected.
+    #[serde(rename = "not selected")]
+    NotSelected,
+    /// Left out of the audit (`exclude`).
+    #[serde(rename = "excluded")]
+    Excluded,
+}
+
+impl Decision {
+    /// As summary.json and the page write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Selected => "selected",
+            Decision::NotSelected => "not selected",
+            Decision::Excluded => "excluded",
+        }
+    }
+}
+
 /// One value of a decisions column: how many rows hold it and how it was read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionValue {
@@ -308,7 +327,7 @@ pub struct DecisionValue {
     /// Rows holding it (of the rows audited before any was excluded).
     pub count: usize,
     /// `selected`, `not selected` or `excluded` (left out of the audit).
-    pub read_as: String,
+    pub read_as: Decision,
 }
 
 /// People of an unknown category in one table: counted, in no ratio.
@@ -430,45 +449,25 @@ struct Outcomes {
     decision_values: Vec<DecisionValue>,
 }
 
-/// A row's decision, read from its value in the decisions column.
-enum Decision {
-    Selected,
-    NotSelected,
-    Excluded,
-}
-
 /// How a decisions column's values are read (every value checked to be named).
 struct Decisions {
-    /// Values are matched ignoring case.
-    fold: bool,
-    /// The selected values (lowercase when `fold`).
-    selected: Vec<String>,
-    /// The excluded values (lowercase when `fold`).
-    excluded: Vec<String>,
-    /// Every value of the column with its count and reading.
+    /// Every value of the column with its count and reading, selected ones first.
     values: Vec<DecisionValue>,
 }
 
 impl Decisions {
-    /// The decision of a row whose value is `text` (a value of the column: named, as checked).
+    /// The decision of a row whose value is `text` (a value of the column: read, as checked).
     fn of(&self, text: &str) -> Decision {
-        let t = if self.fold { text.to_lowercase() } else { text.to_string() };
-        if self.selected.contains(&t) {
-            Decision::Selected
-        } else if self.excluded.contains(&t) {
-            Decision::Excluded
-        } else {
-            Decision::NotSelected
-        }
+        self.values.iter().find(|v| v.value == text).map_or(Decision::NotSelected, |v| v.read_as)
     }
 
     /// The values read as each decision, for the page's source line.
     fn describe(&self) -> String {
-        ["selected", "not selected", "excluded"]
+        [Decision::Selected, Decision::NotSelected, Decision::Excluded]
             .iter()
             .filter_map(|read_as| {
                 let v: Vec<String> = self.values.iter().filter(|v| v.read_as == *read_as).map(|v| format!("{:?}", v.value)).collect();
-                (!v.is_empty()).then(|| format!("{read_as}: {}", v.join(", ")))
+                (!v.is_empty()).then(|| format!("{}: {}", read_as.name(), v.join(", ")))
             })
             .collect::<Vec<_>>()
             .join("; ")
@@ -476,6 +475,14 @@ impl Decisions {
 }
 
 impl BiasAuditConfig {
+    /// The keys naming values of a decisions column (`selected`, `not_selected`, `exclude`) that
+    /// the stage gives.
+    fn decision_keys_given(&self) -> impl Iterator<Item = &'static str> + '_ {
+        [("selected", self.selected.is_some()), ("not_selected", self.not_selected.is_some()), ("exclude", !self.exclude.is_empty())]
+            .into_iter()
+            .filter_map(|(key, given)| given.then_some(key))
+    }
+
     /// The decisions and the rows audited: (dataset, row indices, outcome per row as 0/1 or a
     /// score, source description).
     fn outcomes(&self, inputs: &Inputs) -> Result<Outcomes> {
@@ -532,17 +539,11 @@ impl BiasAuditConfig {
                     "outcome = \"score\" reads the scores from a column of the data: name it in `column`",
                 ));
             }
-            for (key, given) in [
-                ("selected", self.selected.is_some()),
-                ("not_selected", self.not_selected.is_some()),
-                ("exclude", !self.exclude.is_empty()),
-            ] {
-                if given {
-                    return Err(StageError::cannot(
-                        key,
-                        format!("`{key}` applies to `column`; the label's selected value is the load stage's `favourable`"),
-                    ));
-                }
+            if let Some(key) = self.decision_keys_given().next() {
+                return Err(StageError::cannot(
+                    key,
+                    format!("`{key}` applies to `column`; the label's selected value is the load stage's `favourable`"),
+                ));
             }
             let out = rows.iter().map(|&r| f64::from(dataset.y[r])).collect();
             let source = format!("the data's label `{}` (selected: {:?})", dataset.label_name, dataset.label_values[1]);
@@ -655,23 +656,22 @@ impl BiasAuditConfig {
             .map(|(v, n)| {
                 let f = fold(v);
                 let read_as = if selected.contains(&f) {
-                    "selected"
+                    Decision::Selected
                 } else if excluded.contains(&f) {
-                    "excluded"
+                    Decision::Excluded
                 } else {
-                    "not selected"
+                    Decision::NotSelected
                 };
-                DecisionValue { value: v.to_string(), count: *n, read_as: read_as.to_string() }
+                DecisionValue { value: v.to_string(), count: *n, read_as }
             })
             .collect();
-        if !values.iter().any(|v| v.read_as == "selected") {
-            let mut present: Vec<String> = counts.keys().map(|v| v.to_string()).collect();
-            present.dedup();
+        if !values.iter().any(|v| v.read_as == Decision::Selected) {
+            let present: Vec<String> = counts.keys().map(|v| v.to_string()).collect();
             let value = self.selected.as_ref().map_or("1".to_string(), |v| v.texts().join(", "));
             return Err(StageError::NotInData { key: "selected", column: column.to_string(), value, present }.into());
         }
-        values.sort_by_key(|v| ["selected", "not selected", "excluded"].iter().position(|r| *r == v.read_as));
-        Ok(Decisions { fold: self.ignore_case, selected, excluded, values })
+        values.sort_by_key(|v| v.read_as);
+        Ok(Decisions { values })
     }
 
     /// Read axis `axis` (`sex` or `race`) from `column` over `rows`.
@@ -1031,7 +1031,7 @@ impl Stage for BiasAuditConfig {
         let race = self.race.as_ref().map(|c| self.axis("race", c, &data, &rows)).transpose()?;
         let mut figures = self.audit(sex.as_ref(), race.as_ref(), &outcome, source);
         figures.left_out_at_load = data.dropped_rows;
-        figures.excluded_decisions = decision_values.iter().filter(|v| v.read_as == "excluded").map(|v| v.count).sum();
+        figures.excluded_decisions = decision_values.iter().filter(|v| v.read_as == Decision::Excluded).map(|v| v.count).sum();
         figures.decision_values = decision_values;
         let tables = vec![audit_table(&figures)?];
         let model_queries = match before {
