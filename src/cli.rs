@@ -553,6 +553,8 @@ fn print_summary(summary: &serde_json::Value) {
         "accuracy_after",
     ];
     let order = summary["stage_order"].as_array().cloned().unwrap_or_default();
+    // The lines each stage's kind adds are read from the typed summary.
+    let typed = fairpipe_core::run::Summary::from_json(summary).ok();
     let width = order.iter().filter_map(|n| n.as_str()).map(str::len).max().unwrap_or(10);
     let kind_width = stages.values().filter_map(|f| f["kind"].as_str()).map(str::len).max().unwrap_or(10);
     say!("stages:");
@@ -579,7 +581,7 @@ fn print_summary(summary: &serde_json::Value) {
             figures["elapsed_s"].as_f64().unwrap_or(0.0),
             parts.join(", ")
         );
-        if let Some(line) = crate::summary_lines::model_line(summary, figures) {
+        if let Some(line) = typed.as_ref().and_then(|run| fairpipe_core::stage_lines::model_line(run, name)) {
             say!("  {:<width$} {:<kind_width$}           {line}", "", "");
         }
     }

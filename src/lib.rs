@@ -11,7 +11,6 @@ pub mod init;
 pub mod json;
 pub mod llm;
 pub mod scaffold;
-pub mod summary_lines;
 
 pub use fairpipe_builtins::{builtin_reference, file_plugins_reference, register_builtins, BUILTINS};
 

@@ -12,7 +12,7 @@ use fairpipe_core::models::llm::config::LlmConfig;
 use fairpipe_core::models::llm::offline::AnswerSource;
 use fairpipe_core::models::llm::prompt::Renderer;
 use fairpipe_core::run::Artifact;
-use fairpipe_core::run::Pipeline;
+use fairpipe_core::run::{OfflinePlan, Pipeline};
 
 /// The system message (if any) and the prompt of data row `row` (counted from 0 over the rows the
 /// load stage keeps) for the `load_model` stage `stage` (default: the only one with an `llm` block).
@@ -80,15 +80,15 @@ fn stages_of<'a>(pipeline: &Path, doc: &'a toml::Table) -> anyhow::Result<&'a to
     doc.get("stages").and_then(|s| s.as_table()).ok_or_else(|| anyhow!("{} has no [stages]", pipeline.display()))
 }
 
-/// Stage kinds whose prompts do not depend on the model's answers.
-const PLANNED: [&str; 5] = ["load", "load_model", "group_metrics", "check", "estimate"];
-
-/// Stage kinds that search adaptively: their prompts depend on the answers.
-const ADAPTIVE: [&str; 2] = ["generate", "group_score"];
-
 /// Each stage's name and kind.
 fn kinds(stages: &toml::Table) -> Vec<(String, String)> {
     stages.iter().map(|(name, s)| (name.clone(), s.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string())).collect()
+}
+
+/// What the plan does with a stage of kind `kind`, as the kind says (an unknown kind is left out:
+/// the run names it).
+fn offline_plan(kind: &str) -> OfflinePlan {
+    fairpipe_core::run::registry::find(kind).map_or(OfflinePlan::LeftOut, |k| k.offline_plan)
 }
 
 /// Write to `out` every request the pipeline's load_model, group_metrics, check and estimate
@@ -103,7 +103,7 @@ pub fn plan(pipeline: &Path, out: &Path, seed: Option<u64>) -> anyhow::Result<(u
     let mut kept = toml::Table::new();
     let mut left_out = Vec::new();
     for (name, kind) in kinds(stages) {
-        if PLANNED.contains(&kind.as_str()) {
+        if offline_plan(&kind) == OfflinePlan::Runs {
             kept.insert(name.clone(), stages[&name].clone());
         } else {
             left_out.push(format!("{name} ({kind})"));
@@ -127,7 +127,7 @@ pub fn check_offline(pipeline: &Path) -> anyhow::Result<()> {
     let doc = read_doc(pipeline)?;
     let adaptive: Vec<String> = kinds(stages_of(pipeline, &doc)?)
         .into_iter()
-        .filter(|(_, kind)| ADAPTIVE.contains(&kind.as_str()))
+        .filter(|(_, kind)| offline_plan(kind) == OfflinePlan::Adaptive)
         .map(|(name, kind)| format!("{name} ({kind})"))
         .collect();
     if !adaptive.is_empty() {

@@ -162,6 +162,71 @@ fn rows_the_load_drops_are_counted_as_left_out_on_the_page() {
     assert!(summary["warnings"].to_string().contains("dropped 3 rows"), "{}", summary["warnings"]);
 }
 
+/// A blank sex is the unknown category, never a dropped row: with `missing_values = []` (the
+/// empty text no longer marks a missing value) every applicant is audited, the blanks are counted
+/// as unknown and in no ratio, and each written category's rate is that of the applicants whose
+/// sex is written. With the default `missing_values` the same blanks are dropped, and counted.
+#[test]
+fn a_blank_category_is_counted_as_unknown_when_missing_values_is_empty() {
+    let csv = std::fs::read_to_string(common::root().join("tests/fixtures/bias_audit/applicants.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let (sex, selected) = (at("sex"), at("selected"));
+    let mut lines = vec![csv.lines().next().unwrap().to_string()];
+    let mut truth: Vec<(String, bool)> = Vec::new();
+    for (i, line) in csv.lines().skip(1).enumerate() {
+        let mut cells: Vec<String> = line.split(',').map(String::from).collect();
+        if i % 11 == 0 {
+            cells[sex] = String::new();
+        }
+        truth.push((cells[sex].clone(), cells[selected] == "1"));
+        lines.push(cells.join(","));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    common::write(dir.path(), "export.csv", &(lines.join("\n") + "\n"));
+    let blanks = truth.iter().filter(|t| t.0.is_empty()).count();
+    // Unknown: a blank, or a value `unknown` lists.
+    let is_unknown = |sex: &str| ["", "Unknown", "Declined"].contains(&sex);
+    let pipeline = |name: &str, load_keys: &str| {
+        common::write(
+            dir.path(),
+            &format!("{name}.toml"),
+            &format!(
+                "[pipeline]\nname = \"{name}\"\n\n[stages.data]\nkind = \"load\"\npath = \"export.csv\"\nlabel = \"qualified\"\n\
+                 protected = [\"sex\", \"race\"]\ndrop = [\"id\"]\n{load_keys}\n\n[stages.audit]\nkind = \"bias_audit\"\ndata = \"data\"\n\
+                 sex = \"sex\"\nrace = \"race\"\ncolumn = \"selected\"\nunknown = [\"Unknown\", \"Declined\"]\n"
+            ),
+        )
+    };
+
+    let summary = common::run_pipeline(&pipeline("kept", "missing_values = []"), &dir.path().join("kept"), &[]);
+    let audit = &summary["stages"]["audit"];
+    assert_eq!((audit["rows"].as_u64(), audit["left_out_at_load"].as_u64()), (Some(truth.len() as u64), Some(0)), "{audit}");
+    let table = audit["tables"].as_array().unwrap().iter().find(|t| t["table"] == "sex").expect("a sex table");
+    let unknown = truth.iter().filter(|t| is_unknown(&t.0)).count();
+    let unknown_selected = truth.iter().filter(|t| is_unknown(&t.0) && t.1).count();
+    assert!(blanks > 50 && unknown >= blanks, "{blanks} blanks, {unknown} unknown");
+    assert_eq!(
+        (table["unknown"]["count"].as_u64(), table["unknown"]["selected"].as_u64()),
+        (Some(unknown as u64), Some(unknown_selected as u64)),
+        "{table}"
+    );
+    for row in table["rows"].as_array().unwrap() {
+        let category = row["category"].as_str().unwrap();
+        assert!(!category.is_empty(), "a blank is a category of its own: {table}");
+        let of: Vec<_> = truth.iter().filter(|t| t.0 == category).collect();
+        let rate = of.iter().filter(|t| t.1).count() as f64 / of.len() as f64;
+        assert_eq!(row["count"].as_u64(), Some(of.len() as u64), "{category}: {row}");
+        assert!((row["rate"].as_f64().unwrap() - rate).abs() < 1e-12, "{category}: rate {} against {rate}", row["rate"]);
+    }
+
+    // The default markers read a blank as missing: those rows are dropped, and said to be.
+    let summary = common::run_pipeline(&pipeline("dropped", "missing = \"drop\""), &dir.path().join("dropped"), &[]);
+    let audit = &summary["stages"]["audit"];
+    assert_eq!(audit["left_out_at_load"].as_u64(), Some(blanks as u64), "{audit}");
+    assert!(summary["warnings"].to_string().contains("missing_values = []"), "{}", summary["warnings"]);
+}
+
 #[test]
 fn a_value_the_mapping_misses_is_named() {
     let fixtures = common::root().join("tests/fixtures/bias_audit");

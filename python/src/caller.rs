@@ -4,6 +4,7 @@
 //! `search`), and the column `audit` adds for `test=` is never named.
 
 use fairpipe_core::error::Error;
+use fairpipe_core::preset::stage_names::{CHECK, GROUP_METRICS, SEARCH, VERIFY};
 
 /// A refusal of one of `audit`'s arguments, made by the binding before the engine runs: the
 /// argument as the caller wrote it (`test`, `search["max_queries"]`, `options["estimate"]`) and
@@ -42,12 +43,12 @@ pub fn argument(stage: &str, key: Option<&str>) -> String {
     match (stage, key) {
         ("data", Some(k @ ("label" | "protected" | "favourable" | "features" | "drop"))) => k.to_string(),
         // `audit` sets the measured rows' split from `test=`.
-        ("data", Some("split_column")) | ("group_metrics" | "check", Some("split")) => "test".into(),
+        ("data", Some("split_column")) | (GROUP_METRICS | CHECK, Some("split")) => "test".into(),
         ("data", Some(k)) => option("data", k),
         ("data", None) => "data".into(),
         ("model", _) => "model".into(),
-        ("search" | "verify", Some(k)) if k != "params" => format!("search[\"{k}\"]"),
-        ("search" | "verify", _) => "search".into(),
+        (SEARCH | VERIFY, Some(k)) if k != "params" => format!("search[\"{k}\"]"),
+        (SEARCH | VERIFY, _) => "search".into(),
         (check, Some(k)) => option(check, k),
         (check, None) => format!("checks (\"{check}\") or options[\"{check}\"]"),
     }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use fairpipe_core::error::{ConfigError, ConfigProblem, Error};
 use fairpipe_core::models::provided::ProvidedModel;
 use fairpipe_core::output::Table;
+use fairpipe_core::preset::stage_names::{CHECK, ESTIMATE, GROUP_METRICS};
 use fairpipe_core::preset::{standard_estimate, standard_generate, ModelStage, Search, Seeds, StandardAudit, SEARCH_METHOD};
 use fairpipe_core::run::{Pipeline, Replacement};
 use fairpipe_core::stages::check::CheckConfig;
@@ -93,13 +94,7 @@ struct Located {
 
 /// The keys of the stage `audit` names `stage` (its kind's documented keys).
 fn stage_keys(stage: &str) -> Vec<&'static str> {
-    let kind = match stage {
-        "data" => "load",
-        "model" => "load_model",
-        "search" => "generate",
-        other => other,
-    };
-    fairpipe_core::run::registry::STAGE_KINDS.iter().find(|k| k.name == kind).map(|k| k.all_keys()).unwrap_or_default()
+    fairpipe_core::preset::stage_kind(stage).map(|k| k.all_keys()).unwrap_or_default()
 }
 
 /// A problem of the pipeline `audit` built in code (located at `<code>:1:1`, or a `<gate>`
@@ -431,15 +426,15 @@ fn audit(
         audit.check = None;
         for check in &checks {
             match check.as_str() {
-                "group_metrics" => {
+                GROUP_METRICS => {
                     let defaults = with_split(serde_json::to_value(GroupMetricsConfig::default()).unwrap_or_default());
-                    audit.group_metrics.push(("group_metrics".into(), config_from(check, defaults, option(check))?));
+                    audit.group_metrics.push((GROUP_METRICS.into(), config_from(check, defaults, option(check))?));
                 }
-                "estimate" => {
+                ESTIMATE => {
                     let defaults = serde_json::to_value(standard_estimate()).unwrap_or_default();
                     audit.estimate = Some(config_from(check, defaults, option(check))?);
                 }
-                "check" => {
+                CHECK => {
                     let defaults = with_split(serde_json::to_value(CheckConfig::default()).unwrap_or_default());
                     audit.check = Some(config_from(check, defaults, option(check))?);
                 }

@@ -210,7 +210,7 @@ pub const PROFILE_LEVELS: usize = 50;
 /// [`load`], or Parquet): the number of rows and each column's [`ColumnProfile`], cells equal to
 /// one of `missing_markers` counted as missing.
 pub fn profile(path: &Path, separator: u8, missing_markers: &[String]) -> Result<(usize, Vec<ColumnProfile>), DataError> {
-    let df = read_frame(path, separator, None)?;
+    let df = read_frame_as(path, separator, None, missing_markers.iter().any(String::is_empty))?;
     if df.height() == 0 {
         return Err(DataError::Empty { path: path.to_path_buf() });
     }
@@ -244,8 +244,15 @@ pub fn profile(path: &Path, separator: u8, missing_markers: &[String]) -> Result
     Ok((df.height(), out))
 }
 
-/// Read a file's columns as text cells (`None` for nulls).
+/// Read a file's columns as text cells (`None` for nulls; an empty CSV field is one).
 pub fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<DataFrame, DataError> {
+    read_frame_as(path, separator, n_rows, true)
+}
+
+/// Read a file's columns as text cells as [`read_frame`] does, an empty CSV field read as a null
+/// only when `blank_is_null` (else as the empty text: a load whose `missing_values` leaves the
+/// empty text out keeps it as a value).
+pub fn read_frame_as(path: &Path, separator: u8, n_rows: Option<usize>, blank_is_null: bool) -> Result<DataFrame, DataError> {
     let err = |e: PolarsError| DataError::Read { path: path.to_path_buf(), message: e.to_string() };
     if !path.exists() {
         return Err(DataError::Read { path: path.to_path_buf(), message: "no such file".into() });
@@ -271,7 +278,7 @@ pub fn read_frame(path: &Path, separator: u8, n_rows: Option<usize>) -> Result<D
             .with_has_header(true)
             .with_infer_schema_length(Some(0))
             .with_n_rows(n_rows)
-            .map_parse_options(|o| o.with_separator(separator))
+            .map_parse_options(|o| o.with_separator(separator).with_missing_is_null(blank_is_null))
             .try_into_reader_with_file_path(Some(path.to_path_buf()))
             .map_err(err)?
             .finish()
@@ -333,7 +340,8 @@ fn line_of(path: &Path, row: usize) -> usize {
 
 /// Read and encode a dataset as `spec` says.
 pub fn load(spec: &LoadSpec) -> Result<Dataset, DataError> {
-    let df = read_frame(&spec.path, spec.separator, None)?;
+    // `missing_values` as written: an empty field is missing only when it lists the empty text.
+    let df = read_frame_as(&spec.path, spec.separator, None, spec.missing_markers.iter().any(String::is_empty))?;
     load_frame(df, spec)
 }
 

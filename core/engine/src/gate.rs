@@ -146,27 +146,19 @@ impl FromStr for Condition {
 /// validate instead of failing the gate after the run.
 pub use crate::stage::kind::Shape;
 
-/// Where the numbers inside a figure that is not one are, for the figures whose form is known
-/// before the run.
-fn numbers_inside(kind: &str, figure: &str) -> Option<&'static str> {
-    Some(match (kind, figure) {
-        ("group_metrics", "min_impact_ratio") => {
-            "one number per set of protected attributes measured, named by them (`min_impact_ratio.ATTRIBUTE`: `min_impact_ratio.sex`, `min_impact_ratio.\"sex × race\"`, …)"
-        }
-        ("group_metrics", "parity" | "parity_min_count") => {
-            "the parity figures per set of protected attributes (`parity.ATTRIBUTE.FIGURE`: `parity.sex.demographic_parity_ratio`, …; the worst over the sets is `demographic_parity_ratio`)"
-        }
-        (_, "ci95" | "ci95_wilson" | "ratio_band") => "its bounds, `.0` (lower) and `.1` (upper)",
-        ("check" | "estimate", "discriminatory_alone" | "rate_alone") => {
-            "one number per protected attribute changed alone, named by it (`rate_alone.sex`, …)"
-        }
-        _ => return None,
-    })
+/// Where the numbers inside a figure that is not one are, and a key of the example, for the
+/// figures whose form is known before the run: an interval's bounds for every kind, the rest as
+/// the figure's kind says ([`StageFigures::numbers_inside`](crate::stage::meaning::StageFigures::numbers_inside)).
+fn numbers_inside(kind: &StageKind, figure: &str) -> Option<(&'static str, &'static str)> {
+    match figure {
+        "ci95" | "ci95_wilson" | "ratio_band" => Some(("its bounds, `.0` (lower) and `.1` (upper)", "0")),
+        _ => (kind.figures.meaning.numbers_inside)(figure),
+    }
 }
 
 /// Refuse a condition that ends at a top-level figure of `kind` (whose figures are `names`) that
 /// is not a number, saying what the figure holds and where its numbers are.
-fn refuse_non_number(condition: &Condition, kind: &str, names: &[FigureName]) -> Result<(), String> {
+fn refuse_non_number(condition: &Condition, kind: &StageKind, names: &[FigureName]) -> Result<(), String> {
     let [stage, field] = condition.path.as_slice() else { return Ok(()) };
     let Some(shape) = names.iter().find(|f| f.name == field).map(|f| f.shape) else { return Ok(()) };
     let what = match shape {
@@ -176,8 +168,8 @@ fn refuse_non_number(condition: &Condition, kind: &str, names: &[FigureName]) ->
         Shape::Object => "an object",
     };
     let op = Op::ALL.iter().find(|(_, o)| *o == condition.op).map_or("", |(sym, _)| *sym);
-    Err(match (numbers_inside(kind, field), example_key(kind, field)) {
-        (Some(inside), Some(key)) => {
+    Err(match numbers_inside(kind, field) {
+        Some((inside, key)) => {
             format!("`{stage}.{field}` is {what}, not a number: it holds {inside}; e.g. `{stage}.{field}.{key} {op} {}`", condition.value)
         }
         _ if shape == Shape::List => {
@@ -186,17 +178,6 @@ fn refuse_non_number(condition: &Condition, kind: &str, names: &[FigureName]) ->
         _ => {
             format!("`{stage}.{field}` is {what}, not a number: name one of its fields, `{stage}.{field}.NAME…` (summary.json shows them)")
         }
-    })
-}
-
-/// The key of the example [`refuse_non_number`] gives, where the form is known.
-fn example_key(kind: &str, field: &str) -> Option<&'static str> {
-    Some(match (kind, field) {
-        ("group_metrics", "min_impact_ratio") => "sex",
-        ("group_metrics", "parity" | "parity_min_count") => "sex.demographic_parity_ratio",
-        (_, "ci95" | "ci95_wilson" | "ratio_band") => "0",
-        ("check" | "estimate", "discriminatory_alone" | "rate_alone") => "sex",
-        _ => return None,
     })
 }
 
@@ -209,13 +190,14 @@ pub fn check_names(condition: &Condition, stages: &[(&str, &StageKind)]) -> Resu
     let Some((stage, kind)) = stages.iter().find(|(n, _)| *n == condition.stage()) else {
         return Err(format!("no stage `{}`{}", condition.stage(), crate::suggest::hint(condition.stage(), &names)));
     };
-    let (figures, kind) = (&kind.figures, kind.name);
+    let (figures, kind_name) = (&kind.figures, kind.name);
     let field = condition.path[1].as_str();
     let names = (figures.names)();
     let known: Vec<&str> = RUNNER_FIGURES.iter().copied().chain(names.iter().map(|f| f.name)).collect();
     if known.contains(&field) || figures.open {
         return refuse_non_number(condition, kind, &names);
     }
+    let kind = kind_name;
     let hint = crate::suggest::hint(field, &known);
     Err(format!(
         "stage `{stage}` ({kind}) has no figure `{field}`{hint}; a {kind} stage writes {}",

@@ -76,6 +76,7 @@ pub mod report;
 pub mod run;
 pub mod serde_nan;
 pub mod stage;
+pub mod stage_lines;
 pub mod stages;
 pub mod staging;
 pub mod stats;

@@ -1,5 +1,5 @@
-//! Counts written for people: thousands separated by commas, as the page, the report, the verdict
-//! and the stages' messages print them.
+//! Counts and shares written for people: thousands separated by commas, shares as percentages, as
+//! the page, the report, the verdict and the stages' messages print them.
 
 /// A count with thousands separated by commas ("16,281").
 pub(crate) fn thousands(n: u64) -> String {
@@ -12,6 +12,33 @@ pub(crate) fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// A share as a percentage with two decimals ("15.00%").
+pub(crate) fn percent(v: f64) -> String {
+    format!("{:.2}%", 100.0 * v)
+}
+
+/// A share as a percentage with two decimals, "—" when it is not a number (a figure written as
+/// `null`).
+pub(crate) fn percent_or_dash(v: f64) -> String {
+    if v.is_finite() {
+        percent(v)
+    } else {
+        "—".into()
+    }
+}
+
+/// A figure for display: a whole number or one of at least 1,000 without decimals, else four
+/// decimals; "—" when it is not a number.
+pub(crate) fn figure(f: f64) -> String {
+    if !f.is_finite() {
+        "—".into()
+    } else if f.abs() >= 1000.0 || f == f.trunc() {
+        format!("{f:.0}")
+    } else {
+        format!("{f:.4}")
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use crate::stage::config::StageConfig;
 /// The TOML writers, with the stage keys' defaults (which are written with them).
 use crate::stage::keys::bare_or_quoted;
 pub use crate::stage::keys::{quote, toml_value};
+use crate::stage::kind::StageKind;
 use crate::stages::bias_audit::BiasAuditConfig;
 use crate::stages::check::CheckConfig;
 use crate::stages::cluster::ClusterConfig;
@@ -130,6 +131,48 @@ pub struct StandardAudit {
     pub search: Option<Search>,
 }
 
+/// The names of the standard audit's stages: Python's `audit` names its checks, its options and
+/// the arguments its errors point at by them.
+pub mod stage_names {
+    /// The data (a `load` stage).
+    pub const DATA: &str = "data";
+    /// The model under test (`load_model`, or `train`).
+    pub const MODEL: &str = "model";
+    /// The group rates (`group_metrics`), when one stage measures them.
+    pub const GROUP_METRICS: &str = "group_metrics";
+    /// The Local Law 144 tables (`bias_audit`).
+    pub const BIAS_AUDIT: &str = "bias_audit";
+    /// The rate over the domain (`estimate`).
+    pub const ESTIMATE: &str = "estimate";
+    /// The real rows checked (`check`).
+    pub const CHECK: &str = "check";
+    /// The search's seeds (`cluster`).
+    pub const SEEDS: &str = "seeds";
+    /// The search (`generate`).
+    pub const SEARCH: &str = "search";
+    /// The host's re-check of the search's cases (`verify`).
+    pub const VERIFY: &str = "verify";
+}
+
+/// The kind of the standard audit's stage called `stage` (a model it is given is loaded); a name
+/// it does not use is read as a kind's own name.
+pub fn stage_kind(stage: &str) -> Option<&'static StageKind> {
+    use crate::stages as k;
+    use stage_names::*;
+    Some(match stage {
+        DATA => &k::load::KIND,
+        MODEL => &k::load_model::KIND,
+        GROUP_METRICS => &k::group_metrics::KIND,
+        BIAS_AUDIT => &k::bias_audit::KIND,
+        ESTIMATE => &k::estimate::KIND,
+        CHECK => &k::check::KIND,
+        SEEDS => &k::cluster::KIND,
+        SEARCH => &k::generate::KIND,
+        VERIFY => &k::verify::KIND,
+        other => return k::kind(other),
+    })
+}
+
 /// One stage's config, whatever its kind (a short-lived list: the sizes of its variants do not
 /// matter).
 #[allow(clippy::large_enum_variant)]
@@ -203,33 +246,34 @@ impl StandardAudit {
     /// The stages in order, with their inputs.
     fn stages(self) -> Vec<Planned> {
         // (Consumes the audit: `tables` clones it first; the frame and a provided model are shared.)
-        let on_model = || vec![("model", "model".to_string())];
-        let mut out = vec![("data".to_string(), Config::Load(self.data), Vec::new())];
+        use stage_names::*;
+        let on_model = || vec![("model", MODEL.to_string())];
+        let mut out = vec![(DATA.to_string(), Config::Load(self.data), Vec::new())];
         let model = match self.model {
             ModelStage::Load(c) => Config::LoadModel(c),
             ModelStage::Train(c) => Config::Train(c),
         };
-        out.push(("model".into(), model, vec![("data", "data".into())]));
+        out.push((MODEL.into(), model, vec![("data", DATA.into())]));
         for (name, c) in self.group_metrics {
             out.push((name, Config::GroupMetrics(c), on_model()));
         }
         if let Some(c) = self.bias_audit {
-            out.push(("bias_audit".into(), Config::BiasAudit(c), on_model()));
+            out.push((BIAS_AUDIT.into(), Config::BiasAudit(c), on_model()));
         }
         if let Some(c) = self.estimate {
-            out.push(("estimate".into(), Config::Estimate(c), on_model()));
+            out.push((ESTIMATE.into(), Config::Estimate(c), on_model()));
         }
         if let Some(c) = self.check {
-            out.push(("check".into(), Config::Check(c), on_model()));
+            out.push((CHECK.into(), Config::Check(c), on_model()));
         }
         if let Some(search) = self.search {
             let mut inputs = on_model();
             if let Seeds::Clusters(c) = search.seeds {
-                out.push(("seeds".into(), Config::Cluster(c), vec![("data", "data".into())]));
-                inputs.push(("seeds", "seeds".into()));
+                out.push((SEEDS.into(), Config::Cluster(c), vec![("data", DATA.into())]));
+                inputs.push(("seeds", SEEDS.into()));
             }
-            out.push(("search".into(), Config::Generate(search.generate), inputs));
-            out.push(("verify".into(), Config::Verify(VerifyConfig {}), vec![("cases", "search".into())]));
+            out.push((SEARCH.into(), Config::Generate(search.generate), inputs));
+            out.push((VERIFY.into(), Config::Verify(VerifyConfig {}), vec![("cases", SEARCH.into())]));
         }
         out
     }

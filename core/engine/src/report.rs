@@ -22,7 +22,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::output::Table;
+use crate::stage::kind::StageKind;
+use crate::stage::meaning::StageFigures;
 use crate::stage::summary::{Figures, StageSummary, Summary};
+use crate::stage::ArtifactKind;
 
 pub(crate) mod bias_audit;
 mod charts;
@@ -37,7 +40,7 @@ mod text;
 
 use detail::ranked_bars;
 pub(crate) use format::esc;
-use format::{count, numf, or0, pctf, pvalue, thousands};
+use format::{numf, or0, pctf, pvalue, thousands};
 use pairs::cell;
 
 /// The report's templates, built into the binary so that the page needs no file at run time.
@@ -108,6 +111,7 @@ struct Head {
 
 /// The summary's stages, in run order, with their kind and inputs.
 struct Stages<'a> {
+    summary: &'a Summary,
     entries: Vec<(String, Head, &'a StageSummary)>,
 }
 
@@ -115,15 +119,32 @@ impl<'a> Stages<'a> {
     fn new(summary: &'a Summary) -> Self {
         let entries =
             summary.in_order().map(|(n, f)| (n.to_string(), Head { kind: f.kind.clone(), inputs: f.inputs.clone() }, f)).collect();
-        Stages { entries }
+        Stages { summary, entries }
     }
 
-    /// The stages of one of `kinds`, their figures read as `F`; a stage whose figures do not read
-    /// is reported on the page (in `problems`) instead of being drawn with gaps.
-    fn of_kind<F: Figures + DeserializeOwned + Clone>(&self, problems: &mut Vec<Problem>, kinds: &[&str]) -> Vec<(String, F)> {
+    /// The stages of the kinds whose figures struct is `F`, their figures read as it; a stage
+    /// whose figures do not read is reported on the page (in `problems`) instead of being drawn
+    /// with gaps.
+    fn of<F: StageFigures>(&self, problems: &mut Vec<Problem>) -> Vec<(String, F)> {
+        self.read_where(problems, |kind| (kind.figures.struct_type)() == std::any::TypeId::of::<F>())
+    }
+
+    /// The stages that make or load the `output` they pass on (a model, a text model), their
+    /// figures read as `F`, a part every such kind's figures hold (a model's accuracy); a stage
+    /// whose figures do not read goes to `problems`.
+    fn giving<F: Figures + DeserializeOwned + Clone>(&self, problems: &mut Vec<Problem>, output: ArtifactKind) -> Vec<(String, F)> {
+        self.read_where(problems, |kind| kind.output == output && kind.figures.meaning.model_stage)
+    }
+
+    /// The stages whose kind is `wanted`, their figures read as `F` (or the problem).
+    fn read_where<F: Figures + DeserializeOwned + Clone>(
+        &self,
+        problems: &mut Vec<Problem>,
+        wanted: impl Fn(&StageKind) -> bool,
+    ) -> Vec<(String, F)> {
         let mut out = Vec::new();
         for (n, head, f) in &self.entries {
-            if !kinds.contains(&head.kind.as_str()) {
+            if !crate::stages::kind(&head.kind).is_some_and(&wanted) {
                 continue;
             }
             match f.figures::<F>() {
@@ -132,6 +153,21 @@ impl<'a> Stages<'a> {
             }
         }
         out
+    }
+
+    /// Every stage of the run, in order, read in it.
+    fn in_run(&self) -> impl Iterator<Item = crate::stage::meaning::InRun<'_>> + '_ {
+        self.entries.iter().map(move |(n, _, f)| crate::stage::meaning::InRun {
+            summary: self.summary,
+            name: n.as_str(),
+            entry: f,
+            meaning_of: crate::stages::meaning,
+        })
+    }
+
+    /// What the figures of the stage whose head is `head` mean.
+    fn meaning(head: &Head) -> crate::stage::meaning::Meaning {
+        crate::stages::meaning(&head.kind)
     }
 
     fn get(&self, name: &str) -> Option<&(String, Head, &'a StageSummary)> {

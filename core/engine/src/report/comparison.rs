@@ -3,48 +3,9 @@
 
 use serde::Serialize;
 
-use super::{count, numf, pctf, Head, Stages};
-use crate::stage::summary::StageSummary;
-use crate::stages::estimate::EstimateFigures;
-use crate::stages::generate::GenerateFigures;
-use crate::stages::group_score::GroupScoreFigures;
+use super::Stages;
+use crate::stage::meaning::Measurement;
 use crate::stages::model_output::ModelFigures;
-use crate::stages::verify::VerifyFigures;
-
-/// One measurement of a model: the model, the family it belongs to (the same measurement taken of
-/// another model has the same family) and its value.
-pub(super) fn measurement(stages: &Stages<'_>, head: &Head, f: &StageSummary) -> Option<(String, String, String)> {
-    let model = |head: &Head| head.inputs.get("model").cloned();
-    match head.kind.as_str() {
-        "estimate" => {
-            let e = f.figures::<EstimateFigures>().ok()?;
-            Some((
-                model(head)?,
-                format!("estimated rate ({} inputs)", count(e.samples as u64)),
-                format!("{} [{}, {}]", pctf(e.rate), pctf(e.ci95[0]), pctf(e.ci95[1])),
-            ))
-        }
-        "verify" => {
-            let v = f.figures::<VerifyFigures>().ok()?;
-            let (_, source_head, source) = stages.get(head.inputs.get("cases")?)?;
-            // The cases come from a generate stage (or a check stage, which has no plugin).
-            let g = source.figures::<GenerateFigures>().ok();
-            let plugin = g.as_ref().map(|g| g.plugin.as_str()).unwrap_or("?").split(' ').next().unwrap_or("?").to_string();
-            let seed_source = g.as_ref().map_or_else(|| "—".to_string(), |g| g.seed_source.clone());
-            let params = g.as_ref().map(|g| g.params.to_string()).unwrap_or_else(|| "null".into());
-            Some((
-                model(source_head)?,
-                format!("cases found by {plugin} from {seed_source}, params {params}"),
-                format!("{} of {} inputs", count(v.discriminatory as u64), count(v.generated)),
-            ))
-        }
-        "group_score" => {
-            let g = f.figures::<GroupScoreFigures>().ok()?;
-            Some((model(head)?, "worst group score".into(), g.worst_score.map(numf).unwrap_or_else(|| "—".into())))
-        }
-        _ => None,
-    }
-}
 
 /// The "Each model, measured the same way" table: a column per measurement, a row per model.
 #[derive(Serialize)]
@@ -62,13 +23,14 @@ pub(super) struct ComparedModel {
 }
 
 /// Each model (trained, loaded, retrained) beside the others, measured the same way: the same
-/// estimate, the same generator from the same seeds, the same group scoring. None when no
+/// estimate, the same generator from the same seeds, the same group scoring (each stage's kind
+/// says what it measured, `StageFigures::measurement`). None when no
 /// measurement was taken of more than one model.
 pub(super) fn comparison(models: &[(String, ModelFigures)], stages: &Stages<'_>) -> Option<Comparison> {
     let mut families: Vec<String> = Vec::new();
     let mut cells: Vec<(String, String, String)> = Vec::new();
-    for (_, head, f) in &stages.entries {
-        if let Some((model, family, value)) = measurement(stages, head, f) {
+    for at in stages.in_run() {
+        if let Some(Measurement { model, family, value }) = (at.meaning().measurement)(&at) {
             if !families.contains(&family) {
                 families.push(family.clone());
             }

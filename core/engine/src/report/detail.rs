@@ -9,6 +9,7 @@ use super::comparison::comparison;
 use super::pairs::pairs;
 use super::{metrics, named, or0, pctf, render_template, section_id, text, Stages};
 use crate::output::Table;
+use crate::stage::ArtifactKind;
 use crate::stages::bias_audit::BiasAuditFigures;
 use crate::stages::check::CheckFigures;
 use crate::stages::estimate::EstimateFigures;
@@ -24,12 +25,12 @@ use crate::stages::verify::VerifyFigures;
 /// verdicts' thresholds `t`.
 pub(super) fn detail(stages: &Stages<'_>, tables: &[(String, Table)], t: &crate::verdict::Thresholds) -> Result<String, minijinja::Error> {
     let mut problems = Vec::new();
-    let loads = stages.of_kind::<LoadFigures>(&mut problems, &["load"]);
-    let models = stages.of_kind::<ModelFigures>(&mut problems, &["train", "load_model", "retrain"]);
+    let loads = stages.of::<LoadFigures>(&mut problems);
+    let models = stages.giving::<ModelFigures>(&mut problems, ArtifactKind::Model);
     // What runs each loaded model, and how it was checked (a stage whose figures do not read is
     // already named by `models`).
     let executors: Vec<minijinja::Value> = stages
-        .of_kind::<LoadModelFigures>(&mut Vec::new(), &["load_model"])
+        .of::<LoadModelFigures>(&mut Vec::new())
         .into_iter()
         .filter_map(|(n, f)| {
             let o = f.opened;
@@ -37,7 +38,7 @@ pub(super) fn detail(stages: &Stages<'_>, tables: &[(String, Table)], t: &crate:
                 .map(|executor| context! { name => n, executor => executor, reason => o.executor_reason, reference => o.reference_check })
         })
         .collect();
-    let verifies = stages.of_kind::<VerifyFigures>(&mut problems, &["verify"]);
+    let verifies = stages.of::<VerifyFigures>(&mut problems);
     let curves: Vec<(String, Vec<(f64, f64)>)> = verifies
         .iter()
         .filter(|(_, f)| !f.idis_over_time_s.is_empty())
@@ -51,14 +52,14 @@ pub(super) fn detail(stages: &Stages<'_>, tables: &[(String, Table)], t: &crate:
             ("cases found", Scale::Auto, None),
         )
     });
-    let estimates = stages.of_kind::<EstimateFigures>(&mut problems, &["estimate"]);
+    let estimates = stages.of::<EstimateFigures>(&mut problems);
     let bars: Vec<(String, f64, [f64; 2])> = estimates.iter().map(|(n, f)| (n.clone(), f.rate, f.ci95)).collect();
     let estimate_chart =
         flip_bars("Estimated discrimination rate", &bars, t, "share of inputs drawn from the domain that flip (whisker: 95% interval)");
-    let checks = stages.of_kind::<CheckFigures>(&mut problems, &["check"]);
+    let checks = stages.of::<CheckFigures>(&mut problems);
     let bars: Vec<(String, f64, [f64; 2])> = checks.iter().map(|(n, f)| (n.clone(), f.rate, f.ci95)).collect();
     let check_chart = flip_bars("Real rows flipped", &bars, t, "share of real rows flipped (whisker: 95% interval)");
-    let groups = stages.of_kind::<GroupScoreFigures>(&mut problems, &["group_score"]);
+    let groups = stages.of::<GroupScoreFigures>(&mut problems);
     let group_scores: Vec<minijinja::Value> = groups
         .iter()
         .map(|(n, f)| {
@@ -73,12 +74,12 @@ pub(super) fn detail(stages: &Stages<'_>, tables: &[(String, Table)], t: &crate:
             }
         })
         .collect();
-    let metrics = stages.of_kind::<GroupMetricsFigures>(&mut problems, &["group_metrics"]);
-    let bias_audits = stages.of_kind::<BiasAuditFigures>(&mut problems, &["bias_audit"]);
-    let retrains = stages.of_kind::<RetrainFigures>(&mut problems, &["retrain"]);
+    let metrics = stages.of::<GroupMetricsFigures>(&mut problems);
+    let bias_audits = stages.of::<BiasAuditFigures>(&mut problems);
+    let retrains = stages.of::<RetrainFigures>(&mut problems);
     let text = text::text_sections(&mut problems, stages, tables);
     let pair_sources: Vec<&str> =
-        stages.entries.iter().filter(|(_, head, _)| head.kind == "verify" || head.kind == "check").map(|(n, ..)| n.as_str()).collect();
+        stages.entries.iter().filter(|(_, head, _)| Stages::meaning(head).writes_pairs).map(|(n, ..)| n.as_str()).collect();
     render_template(
         "detail.html",
         context! {

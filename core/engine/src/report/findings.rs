@@ -45,7 +45,7 @@ const TESTED: [(&str, &str); 3] = [("selection_rate", "selection rate"), ("tpr",
 /// Whether the stage measures a model made by retraining (its findings are the mitigation's).
 fn of_retrained(stages: &Stages<'_>, name: &str) -> bool {
     let Some((_, head, _)) = stages.get(name) else { return false };
-    head.inputs.get("model").and_then(|m| stages.get(m)).is_some_and(|(_, h, _)| h.kind == "retrain" || h.kind == "retrain_text")
+    head.inputs.get("model").and_then(|m| stages.get(m)).is_some_and(|(_, h, _)| !Stages::meaning(h).audits_its_model)
 }
 
 /// The model a stage measures, for the text ("of model `model`").
@@ -266,12 +266,12 @@ fn alone_sentence(alone: &std::collections::BTreeMap<String, usize>, together: u
 pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut ignored = Vec::new();
-    for (n, f) in stages.of_kind::<GroupMetricsFigures>(&mut ignored, &["group_metrics"]) {
+    for (n, f) in stages.of::<GroupMetricsFigures>(&mut ignored) {
         if !of_retrained(stages, &n) {
             group_metrics_lines(&mut out, &n, &f);
         }
     }
-    for (n, f) in stages.of_kind::<EstimateFigures>(&mut ignored, &["estimate"]) {
+    for (n, f) in stages.of::<EstimateFigures>(&mut ignored) {
         if of_retrained(stages, &n) {
             continue;
         }
@@ -293,7 +293,7 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
         ));
         logit_shift_line(&mut out, &n, &f.logit_shift);
     }
-    for (n, f) in stages.of_kind::<CheckFigures>(&mut ignored, &["check"]) {
+    for (n, f) in stages.of::<CheckFigures>(&mut ignored) {
         if of_retrained(stages, &n) {
             continue;
         }
@@ -316,7 +316,7 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
         logit_shift_line(&mut out, &n, &f.logit_shift);
     }
     searches_line(&mut out, stages);
-    for (n, f) in stages.of_kind::<GroupScoreFigures>(&mut ignored, &["group_score"]) {
+    for (n, f) in stages.of::<GroupScoreFigures>(&mut ignored) {
         if of_retrained(stages, &n) {
             continue;
         }
@@ -342,7 +342,7 @@ pub(crate) fn findings(stages: &Stages<'_>) -> Vec<Finding> {
             &n,
         ));
     }
-    let retrains = stages.of_kind::<RetrainFigures>(&mut ignored, &["retrain"]);
+    let retrains = stages.of::<RetrainFigures>(&mut ignored);
     if let Some((first, _)) = retrains.first() {
         let each: Vec<String> = retrains
             .iter()
@@ -372,7 +372,7 @@ fn searches_line(out: &mut Vec<Finding>, stages: &Stages<'_>) {
     let mut parts = Vec::new();
     let mut first = None;
     let mut found = 0;
-    for (n, f) in stages.of_kind::<VerifyFigures>(&mut ignored, &["verify"]) {
+    for (n, f) in stages.of::<VerifyFigures>(&mut ignored) {
         // The cases come from a generate stage of a model.
         let source = stages.get(&n).and_then(|(_, h, _)| h.inputs.get("cases").cloned()).unwrap_or_default();
         if of_retrained(stages, &source) {
@@ -399,7 +399,7 @@ fn searches_line(out: &mut Vec<Finding>, stages: &Stages<'_>) {
 /// mitigation.
 fn text_lines(out: &mut Vec<Finding>, stages: &Stages<'_>) {
     let mut ignored = Vec::new();
-    for (n, f) in stages.of_kind::<CheckTextFigures>(&mut ignored, &["check_text"]) {
+    for (n, f) in stages.of::<CheckTextFigures>(&mut ignored) {
         out.push(Finding::new(
             if f.discriminatory > 0 { Verdict::Warn } else { Verdict::Pass },
             if f.discriminatory > 0 { "found" } else { "none found" },
@@ -413,7 +413,7 @@ fn text_lines(out: &mut Vec<Finding>, stages: &Stages<'_>) {
             &n,
         ));
     }
-    for (n, f) in stages.of_kind::<GroupScoreTextFigures>(&mut ignored, &["group_score_text"]) {
+    for (n, f) in stages.of::<GroupScoreTextFigures>(&mut ignored) {
         let Some(g) = f.top.first() else { continue };
         let significant = g.significant;
         out.push(Finding::new(
@@ -432,7 +432,7 @@ fn text_lines(out: &mut Vec<Finding>, stages: &Stages<'_>) {
             &n,
         ));
     }
-    for (n, f) in stages.of_kind::<RetrainTextFigures>(&mut ignored, &["retrain_text"]) {
+    for (n, f) in stages.of::<RetrainTextFigures>(&mut ignored) {
         out.push(Finding::new(
             Verdict::Plain,
             "measured",

@@ -2,8 +2,6 @@
 //! display ("—" for a figure that is not there), and HTML escaping for text written outside the
 //! templates.
 
-use serde_json::Value;
-
 /// A count with thousands separated by commas ("16,281").
 pub(super) fn thousands(n: usize) -> String {
     crate::verdict::thousands(n as u64)
@@ -14,31 +12,9 @@ pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// A number for display.
-fn num(v: &Value) -> String {
-    match v {
-        Value::Number(n) if n.is_f64() => {
-            let f = n.as_f64().unwrap_or(0.0);
-            if f.abs() >= 1000.0 || f == f.trunc() {
-                format!("{f:.0}")
-            } else {
-                format!("{f:.4}")
-            }
-        }
-        Value::Null => "—".into(),
-        Value::String(s) => esc(s),
-        other => esc(&other.to_string()),
-    }
-}
-
-/// A share (a JSON number) as a percentage with two decimals ("—" when it is not a number).
-fn pct(v: &Value) -> String {
-    v.as_f64().map(|f| format!("{:.2}%", 100.0 * f)).unwrap_or_else(|| "—".into())
-}
-
 /// A figure for display (a non-finite one was written as `null`: "—").
 pub(super) fn numf(f: f64) -> String {
-    num(&Value::from(f))
+    crate::numbers::figure(f)
 }
 
 /// A p-value for display: small ones in scientific notation ("—" when there is none).
@@ -54,14 +30,9 @@ pub(super) fn pvalue(p: f64) -> String {
     }
 }
 
-/// A count for display.
-pub(super) fn count(n: impl Into<u64>) -> String {
-    n.into().to_string()
-}
-
 /// A share as a percentage (a non-finite one: "—").
 pub(super) fn pctf(f: f64) -> String {
-    pct(&Value::from(f))
+    crate::numbers::percent_or_dash(f)
 }
 
 /// A figure drawn on a chart: a non-finite one (written as `null`) counts as 0.

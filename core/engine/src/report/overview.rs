@@ -105,7 +105,8 @@ pub(crate) fn overview(summary: &Summary) -> Overview {
 /// the data (no model), "the decisions audited by `decisions`".
 pub(crate) fn model_label(summary: &Summary, model: &str) -> String {
     match summary.stages.get(model) {
-        Some(e) if e.kind == "bias_audit" => format!("the decisions audited by `{model}`"),
+        // Not a stage giving a model: decisions recorded in the data, audited by that stage.
+        Some(e) if !crate::stages::meaning(&e.kind).model_stage => format!("the decisions audited by `{model}`"),
         _ => format!("model `{model}`"),
     }
 }
@@ -219,9 +220,9 @@ fn grid(summary: &Summary, section: &VerdictSection, several_models: bool) -> Op
             model: several_models.then(|| model_label(summary, &a.model)),
             class: class(a.severity),
             cells: vec![
-                flip_cell(&a.flips, "check"),
-                flip_cell(&a.flips, "estimate"),
-                flip_cell(&a.flips, "search"),
+                flip_cell(&a.flips, crate::stages::check::KIND.name),
+                flip_cell(&a.flips, crate::stages::estimate::KIND.name),
+                flip_cell(&a.flips, crate::stages::verify::SEARCH_MEASURE),
                 impact_cell(a.impact.as_ref()),
                 rate("tpr", "true positive rate"),
                 rate("fpr", "false positive rate"),

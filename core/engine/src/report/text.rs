@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::charts::BarChart;
 use super::{named, ranked_bars, section_id, Problem, Stages};
 use crate::output::Table;
+use crate::stage::ArtifactKind;
 use crate::stages::check_text::CheckTextFigures;
 use crate::stages::group_score_text::GroupScoreTextFigures;
 use crate::stages::load_text::LoadTextFigures;
@@ -31,18 +32,19 @@ pub(super) struct TextView {
 
 /// Every text section's view; a stage whose figures do not read goes to `problems`.
 pub(super) fn text_sections(problems: &mut Vec<Problem>, stages: &Stages<'_>, tables: &[(String, Table)]) -> TextView {
-    let loads = stages.of_kind::<LoadTextFigures>(problems, &["load_text"]);
-    let models = stages.of_kind::<TextModelView>(problems, &["train_text", "load_text_model", "retrain_text"]);
-    let checks = stages.of_kind::<CheckTextFigures>(problems, &["check_text"]);
-    let groups = stages.of_kind::<GroupScoreTextFigures>(problems, &["group_score_text"]);
-    let retrains = stages.of_kind::<RetrainTextFigures>(problems, &["retrain_text"]);
+    let loads = stages.of::<LoadTextFigures>(problems);
+    let models = stages.giving::<TextModelView>(problems, ArtifactKind::TextModel);
+    let checks = stages.of::<CheckTextFigures>(problems);
+    let groups = stages.of::<GroupScoreTextFigures>(problems);
+    let retrains = stages.of::<RetrainTextFigures>(problems);
     TextView {
         loads: named(stages, &loads),
         models: models
             .into_iter()
             .map(|(name, f)| TextModelRow {
                 name,
-                accuracy_test: if f.kind == "retrain_text" { f.accuracy_after } else { f.accuracy_test },
+                // A retrained model (measured to be compared, not audited) is read after retraining.
+                accuracy_test: if crate::stages::meaning(&f.kind).audits_its_model { f.accuracy_test } else { f.accuracy_after },
                 model: f.model,
                 accuracy_train: f.accuracy_train,
             })
@@ -95,8 +97,8 @@ fn excerpt(text: &str, term: &str) -> Excerpt {
     }
 }
 
-/// What the text-model table shows of a `train_text`, `load_text_model` or `retrain_text` stage
-/// (the figures all three write).
+/// What the text-model table shows of a stage giving a text model (`train_text`,
+/// `load_text_model`, `retrain_text`: the figures all three write).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 struct TextModelView {
     kind: String,

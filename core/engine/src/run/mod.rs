@@ -21,7 +21,7 @@ use crate::stage::Stage;
 
 // What the CLI and the Python package read of the stage contract, named through the runner (they
 // never reach into `crate::stage`; `tests/architecture.rs` checks it).
-pub use crate::stage::kind::StageKind;
+pub use crate::stage::kind::{OfflinePlan, StageKind};
 pub use crate::stage::summary::Summary;
 pub use crate::stage::{Artifact, ArtifactKind};
 

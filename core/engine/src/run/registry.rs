@@ -1,36 +1,16 @@
-//! The one explicit list of stage kinds. Each kind describes itself in its own file under
-//! [`crate::stages`] (name, doc, inputs, keys, example, config); a new kind is one file plus one
-//! line here.
+//! The registry of stage kinds the runner reads: the one explicit list is
+//! [`crate::stages::KINDS`] (each kind describes itself in its own file under [`crate::stages`]:
+//! name, doc, inputs, keys, example, config, figures and what they mean; a new kind is one file
+//! plus one line there); here, the references `fairpipe list` and the docs print from it.
 
 use crate::stage::kind::StageKind;
-use crate::stages;
 
-/// Every stage kind, in pipeline order.
-pub const STAGE_KINDS: &[StageKind] = &[
-    stages::load::KIND,
-    stages::train::KIND,
-    stages::load_model::KIND,
-    stages::cluster::KIND,
-    stages::estimate::KIND,
-    stages::check::KIND,
-    stages::predict::KIND,
-    stages::generate::KIND,
-    stages::verify::KIND,
-    stages::group_score::KIND,
-    stages::group_metrics::KIND,
-    stages::bias_audit::KIND,
-    stages::retrain::KIND,
-    stages::load_text::KIND,
-    stages::train_text::KIND,
-    stages::load_text_model::KIND,
-    stages::check_text::KIND,
-    stages::group_score_text::KIND,
-    stages::retrain_text::KIND,
-];
+/// Every stage kind, in pipeline order ([`crate::stages::KINDS`]).
+pub const STAGE_KINDS: &[StageKind] = crate::stages::KINDS;
 
 /// The kind called `name`.
 pub fn find(name: &str) -> Option<&'static StageKind> {
-    STAGE_KINDS.iter().find(|k| k.name == name)
+    crate::stages::kind(name)
 }
 
 /// The stage reference: every kind with its inputs and keys, as `fairpipe list` prints it and the

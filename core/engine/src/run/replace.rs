@@ -30,8 +30,8 @@ impl Replacement {
     /// The kind of stage it replaces the input of, and how a caller names the replacement.
     fn wanted(&self) -> (&'static str, &'static str) {
         match self {
-            Replacement::Frame(_) => ("load", "data"),
-            Replacement::Model(_) => ("load_model", "a model"),
+            Replacement::Frame(_) => (crate::stages::load::KIND.name, "data"),
+            Replacement::Model(_) => (crate::stages::load_model::KIND.name, "a model"),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::path::PathBuf;
 
+use crate::stage::meaning::{Meaning, StageFigures};
 use crate::stage::problems::Problems;
 use crate::stage::summary::StageSummary;
 use crate::stage::{ArtifactKind, Stage};
@@ -120,13 +121,25 @@ pub struct FigureDoc {
     /// Reads the `compared` figures, in that order, from one of the kind's entries (`null` for
     /// one the entry lacks).
     pub compare: fn(&StageSummary) -> Vec<serde_json::Value>,
+    /// What the figures mean to the verdict: the struct's [`StageFigures`].
+    pub meaning: Meaning,
+    /// The figures struct's type, so that a reader asks for a kind's stages by the type of their
+    /// figures (the report's `stages.of::<VerifyFigures>()`), not by the kind's name.
+    pub struct_type: fn() -> std::any::TypeId,
 }
 
 impl FigureDoc {
     /// The figures of a kind whose figures struct is `F`, which a sweep does not compare (set
     /// `compared` and `compare` over this for one it does).
-    pub const fn of<F: FigureNames>() -> FigureDoc {
-        FigureDoc { names: F::figure_names, open: F::OPEN, compared: &[], compare: compare_none }
+    pub const fn of<F: FigureNames + StageFigures>() -> FigureDoc {
+        FigureDoc {
+            names: F::figure_names,
+            open: F::OPEN,
+            compared: &[],
+            compare: compare_none,
+            meaning: Meaning::of::<F>(),
+            struct_type: std::any::TypeId::of::<F>,
+        }
     }
 
     /// The shape of the kind's top-level figure `name`; `None` when its struct writes no such name.
@@ -148,6 +161,20 @@ pub fn compare_as<F: crate::stage::summary::Figures + serde::de::DeserializeOwne
     read: impl Fn(&F) -> Vec<serde_json::Value>,
 ) -> Vec<serde_json::Value> {
     entry.figures::<F>().map(|f| read(&f)).unwrap_or_else(|_| vec![serde_json::Value::Null; n])
+}
+
+/// What `fairpipe llm plan` (the requests of an LLM audit written ahead, for a provider's batch
+/// interface) does with a stage of a kind, and whether a run from a responses file can hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfflinePlan {
+    /// It runs in the plan: it asks the model nothing, or only about rows fixed before the run
+    /// (the data's, or drawn with the seed).
+    Runs,
+    /// It searches adaptively: its questions depend on the answers, so no plan can list them and
+    /// a run from a responses file is refused.
+    Adaptive,
+    /// The plan leaves it out.
+    LeftOut,
 }
 
 /// A stage kind.
@@ -173,6 +200,8 @@ pub struct StageKind {
     pub fields: FieldsFn,
     /// Its config as read from a table, written out.
     pub read: ReadFn,
+    /// What an LLM audit's offline plan does with it.
+    pub offline_plan: OfflinePlan,
     /// The figures it writes into `summary.json`.
     pub figures: FigureDoc,
 }

@@ -10,6 +10,7 @@ pub mod config_de;
 pub mod config_fields;
 pub mod keys;
 pub mod kind;
+pub mod meaning;
 pub mod problems;
 pub mod summary;
 pub mod verdict;

@@ -22,6 +22,8 @@ use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::{KeyType, StageKeys};
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::{Impact, InRun, StageFigures};
+use crate::stage::verdict::{ImpactMeasure, Thresholds};
 use crate::stage::{
     Artifact, ArtifactKind, ColumnProblem, GroupMetricRow, GroupMetricsArtifact, Inputs, ScoreNeed, Stage, StageContext, StageOutput,
 };
@@ -74,6 +76,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<BiasAuditConfig>,
     fields: fields_of::<BiasAuditConfig>,
     read: read_debug::<BiasAuditConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc {
         compared: &["min_impact_ratio"],
         compare: compare_figures,
@@ -128,7 +131,8 @@ pub struct BiasAuditConfig {
     pub ignore_case: bool,
     /// Rows audited.
     pub split: Rows,
-    /// Data values meaning an unknown category: counted, not in any ratio.
+    /// Data values meaning an unknown category (a blank cell, kept by a load with missing_values =
+    /// [], always is one): counted, not in any ratio.
     pub unknown: Vec<String>,
     /// Map data values to the rules' EEO-1 categories, e.g. { sex = { M = "Male", F = "Female" },
     /// race = { H = "Hispanic or Latino" } }; rows then follow the rules' order; "Unknown" marks
@@ -686,7 +690,8 @@ impl BiasAuditConfig {
         let mut names: Vec<String> = Vec::new();
         let mut index_of_value: BTreeMap<u64, Option<usize>> = BTreeMap::new();
         let category_of = |text: &str| -> Result<Option<String>> {
-            if self.unknown.iter().any(|u| u == text) {
+            // A blank cell (kept by a load with `missing_values = []`) is an unknown category.
+            if text.trim().is_empty() || self.unknown.iter().any(|u| u == text) {
                 return Ok(None);
             }
             match mapping {
@@ -974,6 +979,60 @@ fn audit_table(f: &BiasAuditFigures) -> Result<Table> {
         .build("")?)
 }
 
+/// A bias audit's sex and race tables measure those attributes' selection rates: the worst impact
+/// ratio of each grades its verdict. Decisions recorded in the data audit no model: they stand for
+/// themselves, under the stage's own name.
+impl StageFigures for BiasAuditFigures {
+    fn impacts(&self, at: &InRun<'_>, t: &Thresholds) -> Vec<Impact> {
+        let model = if at.entry.inputs.contains_key("model") { at.audited_model().map(|m| m.name) } else { Some(at.name) };
+        let Some(model) = model else { return Vec::new() };
+        let mut out = Vec::new();
+        for (table, column) in [("sex", &self.sex_column), ("race", &self.race_column)] {
+            let (Some(column), Some(table)) = (column, self.tables.iter().find(|x| x.table == table)) else { continue };
+            out.push(Impact { model: model.to_string(), attribute: column.clone(), measure: bias_audit_impact(t, at.name, table) });
+        }
+        out
+    }
+
+    fn impact_next_step(m: &ImpactMeasure, attribute: &str) -> Option<String> {
+        Some(format!(
+            "Read the audit page `{}.html` (what the law asks to publish: every category's rate and impact ratio) and, beside it, whether the gap is significant; then find what in the tool's inputs or threshold selects {attribute} categories unequally, change it, and audit again.",
+            m.stage
+        ))
+    }
+}
+
+/// The impact ratios of one table (`sex`, `race`) of a `bias_audit` stage: its worst category
+/// among those in the ratios (the lowest ratio, the larger category on a tie) against the most
+/// selected one, graded as [`grade_group`] grades a group: below the failing line (the four-fifths
+/// line unless `[pipeline.verdict]` sets `impact_fail`) is severe, held to notable when Fisher's
+/// test after Holm's correction finds the difference not significant.
+pub fn bias_audit_impact(t: &Thresholds, stage: &str, table: &AuditTable) -> Option<ImpactMeasure> {
+    let reference = table.rows.iter().find(|r| r.highest && !r.excluded)?;
+    let worst = table
+        .rows
+        .iter()
+        .filter(|r| !r.excluded && !r.highest)
+        .filter_map(|r| Some((r, r.impact_ratio.filter(|v| v.is_finite())?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(b.0.count.cmp(&a.0.count)))?;
+    let fail_below = t.impact_fail.unwrap_or(FOUR_FIFTHS);
+    let significant = worst.0.p_adjusted.filter(|p| p.is_finite()).map(|_| worst.0.significant);
+    let severity = t.grade_impact_tested(worst.1, fail_below, significant);
+    Some(ImpactMeasure {
+        stage: stage.to_string(),
+        measure: KIND.name.to_string(),
+        group: worst.0.category.clone(),
+        n: worst.0.count,
+        selection_rate: worst.0.rate,
+        reference: reference.category.clone(),
+        reference_rate: reference.rate,
+        impact_ratio: worst.1,
+        fail_below,
+        significant,
+        severity,
+    })
+}
+
 impl Stage for BiasAuditConfig {
     /// Scores of a model are its probabilities.
     fn score_needs(&self) -> Vec<ScoreNeed> {
@@ -1013,10 +1072,10 @@ impl Stage for BiasAuditConfig {
             let keep = if inputs.by_role.contains_key("model") {
                 "a missing value in another feature is a row the model cannot score"
             } else {
-                "decisions recorded in the data need no other feature: load the data with `missing_values = []` to keep everyone"
+                "decisions recorded in the data need no other feature, so no one need be dropped"
             };
             ctx.warn(format!(
-                "the load stage dropped {} rows with a missing value: those people are in no table, not even as unknown (the page says how many). A missing sex or race belongs to the unknown category: write it as a value (e.g. \"{UNKNOWN}\") and list it in `unknown`; {keep}",
+                "the load stage dropped {} rows with a missing value: those people are in no table, not even as unknown (the page says how many). A missing sex or race belongs to the unknown category: load the data with `missing_values = []` (a blank sex or race is then unknown here) or write it as a value listed in `unknown`; {keep}",
                 data.dropped_rows
             ));
         }

@@ -9,10 +9,13 @@ use super::estimate::MODEL_INPUT;
 use super::options::{check_gamma, check_protected, Rows};
 use crate::check::Checker;
 use crate::error::Result;
+use crate::numbers::{percent, thousands};
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, StageEnv, StageKind};
+use crate::stage::meaning::{share_flips, Flips, InRun, StageFigures};
+use crate::stage::verdict::{FlipMeasure, Thresholds};
 use crate::stage::{audited_rows, nan_if_null, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 use crate::stats::wilson;
 
@@ -28,6 +31,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<CheckConfig>,
     fields: fields_of::<CheckConfig>,
     read: read_debug::<CheckConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::Runs,
     figures: FigureDoc {
         compared: &["discriminatory"],
         compare: compare_figures,
@@ -104,6 +108,31 @@ pub struct CheckFigures {
     /// for a labels-only model and in a summary written before this was recorded.
     #[serde(default)]
     pub logit_shift: Vec<crate::logit_shift::LogitShift>,
+}
+
+/// A check measures the share of real rows whose decision flips: it grades the verdict, first among
+/// measures of the same grade.
+impl StageFigures for CheckFigures {
+    const WRITES_PAIRS: bool = true;
+    const FLIP_RANK: u8 = 0;
+
+    fn flips(&self, at: &InRun<'_>, t: &Thresholds) -> Option<Flips> {
+        share_flips(at, KIND.name, &self.protected, (self.rate, self.ci95), (self.discriminatory as u64, self.checked as u64), t)
+    }
+
+    fn numbers_inside(figure: &str) -> Option<(&'static str, &'static str)> {
+        super::options::alone_numbers_inside(figure)
+    }
+
+    fn flip_words(m: &FlipMeasure, what: &str) -> String {
+        format!(
+            "{} of real rows ({} of {}) get a different decision when {what} (check `{}`)",
+            percent(m.rate.unwrap_or(f64::NAN)),
+            thousands(m.flipped),
+            thousands(m.of),
+            m.stage
+        )
+    }
 }
 
 impl Stage for CheckConfig {

@@ -13,6 +13,7 @@ use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::text::counterfactual::{check_swaps, check_twins};
 
@@ -37,6 +38,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<CheckTextConfig>,
     fields: fields_of::<CheckTextConfig>,
     read: read_debug::<CheckTextConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc::of::<CheckTextFigures>(),
 };
 
@@ -92,6 +94,9 @@ pub struct CheckTextFigures {
     /// Model texts scored (texts and swaps).
     pub texts_scored: usize,
 }
+
+/// Figures the verdict does not read.
+impl StageFigures for CheckTextFigures {}
 
 impl Stage for CheckTextConfig {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {

@@ -11,6 +11,7 @@ use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::{KeyType, StageKeys};
 use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{Artifact, ArtifactKind, Inputs, SeedsArtifact, Stage, StageContext, StageOutput};
 
 /// The `cluster` stage kind.
@@ -25,6 +26,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<ClusterConfig>,
     fields: fields_of::<ClusterConfig>,
     read: read_debug::<ClusterConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc::of::<ClusterFigures>(),
 };
 
@@ -88,6 +90,9 @@ pub struct ClusterFigures {
     /// Seeds emitted.
     pub seeds: usize,
 }
+
+/// Figures the verdict does not read.
+impl StageFigures for ClusterFigures {}
 
 impl Stage for ClusterConfig {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {

@@ -12,11 +12,14 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::estimate::{trial_outcomes, Estimate};
 use crate::logit_shift::{LogitShift, Pairing, ShiftSums};
+use crate::numbers::{percent, percent_or_dash};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::{share_flips, Flips, InRun, Measurement, StageFigures};
+use crate::stage::verdict::{FlipMeasure, Thresholds};
 use crate::stage::{nan_if_null, with_protected, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::warnings::Warnings;
 
@@ -36,6 +39,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<EstimateConfig>,
     fields: fields_of::<EstimateConfig>,
     read: read_debug::<EstimateConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::Runs,
     figures: FigureDoc {
         compared: &["rate", "ci95_low", "ci95_high"],
         compare: compare_figures,
@@ -171,6 +175,38 @@ impl EstimateConfig {
         )
         .map_err(|e| crate::error::StageError::contradicts("trials", e))?;
         Ok(domain)
+    }
+}
+
+/// An estimate measures the share of inputs drawn from the domain whose decision flips: it grades
+/// the verdict, after a check of real rows of the same grade.
+impl StageFigures for EstimateFigures {
+    const FLIP_RANK: u8 = 1;
+
+    fn flips(&self, at: &InRun<'_>, t: &Thresholds) -> Option<Flips> {
+        share_flips(at, KIND.name, &self.protected, (self.rate, self.ci95), (self.discriminatory as u64, self.samples as u64), t)
+    }
+
+    fn numbers_inside(figure: &str) -> Option<(&'static str, &'static str)> {
+        super::options::alone_numbers_inside(figure)
+    }
+
+    fn measurement(&self, at: &InRun<'_>) -> Option<Measurement> {
+        Some(Measurement {
+            model: at.entry.inputs.get("model")?.clone(),
+            family: format!("estimated rate ({} inputs)", self.samples),
+            value: format!("{} [{}, {}]", percent_or_dash(self.rate), percent_or_dash(self.ci95[0]), percent_or_dash(self.ci95[1])),
+        })
+    }
+
+    fn flip_words(m: &FlipMeasure, what: &str) -> String {
+        format!(
+            "{} of inputs drawn from the data's domain (95% interval {} – {}) get a different decision when {what} (estimate `{}`)",
+            percent(m.rate.unwrap_or(f64::NAN)),
+            percent(m.ci95.map_or(f64::NAN, |c| c[0])),
+            percent(m.ci95.map_or(f64::NAN, |c| c[1])),
+            m.stage
+        )
     }
 }
 

@@ -16,6 +16,7 @@ use crate::plugin::{Plugin, RunSpec};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{figures_map, with_protected, Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `generate` stage kind.
@@ -33,6 +34,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<GenerateConfig>,
     fields: fields_of::<GenerateConfig>,
     read: read_debug::<GenerateConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::Adaptive,
     figures: FigureDoc::of::<GenerateFigures>(),
 };
 
@@ -225,6 +227,15 @@ struct Generate {
     plugin: &'static Plugin,
     params: Value,
     config: GenerateConfig,
+}
+
+/// A generate stage's cases are a search's, on the protected attributes it changed.
+impl StageFigures for GenerateFigures {
+    const SEARCH: bool = true;
+
+    fn protected(&self) -> Vec<String> {
+        self.protected.clone()
+    }
 }
 
 impl Stage for Generate {

@@ -22,6 +22,8 @@ use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, StageEnv, StageKind};
+use crate::stage::meaning::{Impact, InRun, StageFigures};
+use crate::stage::verdict::{ImpactMeasure, Severity, Thresholds};
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
@@ -40,6 +42,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<GroupMetricsConfig>,
     fields: fields_of::<GroupMetricsConfig>,
     read: read_debug::<GroupMetricsConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::Runs,
     figures: FigureDoc {
         compared: &["min_impact_ratio"],
         compare: compare_figures,
@@ -336,6 +339,88 @@ fn reference_of(set: &[Measured], reference: &Reference, min_count: usize) -> Re
             largest(&mut matching.into_iter()).ok_or_else(|| Error::Internal("group_metrics measured no group".into()))
         }
     }
+}
+
+/// A group_metrics stage measures each protected attribute's group rates: its worst impact ratio
+/// grades the attribute's verdict (the intersections are shown, not graded).
+impl StageFigures for GroupMetricsFigures {
+    fn numbers_inside(figure: &str) -> Option<(&'static str, &'static str)> {
+        Some(match figure {
+            "min_impact_ratio" => (
+                "one number per set of protected attributes measured, named by them (`min_impact_ratio.ATTRIBUTE`: `min_impact_ratio.sex`, `min_impact_ratio.\"sex × race\"`, …)",
+                "sex",
+            ),
+            "parity" | "parity_min_count" => (
+                "the parity figures per set of protected attributes (`parity.ATTRIBUTE.FIGURE`: `parity.sex.demographic_parity_ratio`, …; the worst over the sets is `demographic_parity_ratio`)",
+                "sex.demographic_parity_ratio",
+            ),
+            _ => return None,
+        })
+    }
+
+    fn impacts(&self, at: &InRun<'_>, t: &Thresholds) -> Vec<Impact> {
+        let Some(model) = at.audited_model() else { return Vec::new() };
+        let mut sets: Vec<&str> = self.groups.iter().map(|g| g.attributes.as_str()).filter(|s| !s.contains(" × ")).collect();
+        sets.dedup();
+        sets.into_iter()
+            .map(|set| Impact { model: model.name.to_string(), attribute: set.to_string(), measure: impact(t, at.name, self, set) })
+            .collect()
+    }
+}
+
+/// How the four-fifths rule judges group `g` of a set whose impact ratios divide by `reference`'s
+/// rate, under thresholds `t` for stage `f`: its grade and whether its difference was tested
+/// against that same group (`Some(significant)`). A group under `min_share` of the rows, the
+/// reference itself or one without a ratio is not judged (`NotMeasured`).
+pub fn grade_group(
+    t: &Thresholds,
+    f: &GroupMetricsFigures,
+    g: &GroupFigure,
+    reference: &GroupFigure,
+    tested_against_reference: bool,
+) -> (Severity, Option<bool>) {
+    let min_share_n = (f.min_share * f.rows as f64).ceil() as usize;
+    if g.n < min_share_n || !g.impact_ratio.is_finite() || (g.group == reference.group && g.attributes == reference.attributes) {
+        return (Severity::NotMeasured, None);
+    }
+    let significant = (tested_against_reference && !g.too_small && !g.p_adjusted.is_nan()).then_some(g.significant);
+    (t.grade_impact_tested(g.impact_ratio, t.impact_fail.unwrap_or(f.threshold), significant), significant)
+}
+
+/// The group rates of attribute set `set` measured by a `group_metrics` stage: its worst group
+/// (the lowest impact ratio among the groups the rule judges).
+pub fn impact(t: &Thresholds, stage: &str, f: &GroupMetricsFigures, set: &str) -> Option<ImpactMeasure> {
+    let groups: Vec<&GroupFigure> = f.groups.iter().filter(|g| g.attributes == set).collect();
+    let reference = most_favoured(f, &groups)?;
+    let tested = groups.iter().any(|g| g.reference && g.group == reference.group);
+    let (worst, (severity, significant)) = groups
+        .iter()
+        .map(|g| (*g, grade_group(t, f, g, reference, tested)))
+        .filter(|(_, (s, _))| *s != Severity::NotMeasured)
+        .min_by(|a, b| a.0.impact_ratio.total_cmp(&b.0.impact_ratio).then(b.0.n.cmp(&a.0.n)))?;
+    Some(ImpactMeasure {
+        stage: stage.to_string(),
+        measure: KIND.name.to_string(),
+        group: worst.group.clone(),
+        n: worst.n,
+        selection_rate: worst.selection_rate,
+        reference: reference.group.clone(),
+        reference_rate: reference.selection_rate,
+        impact_ratio: worst.impact_ratio,
+        fail_below: t.impact_fail.unwrap_or(f.threshold),
+        significant,
+        severity,
+    })
+}
+
+/// The group an attribute set's impact ratios divide by: the most selected group of at least
+/// `min_share` of the rows (its impact ratio is 1), else the most selected group.
+pub fn most_favoured<'g>(f: &GroupMetricsFigures, groups: &[&'g GroupFigure]) -> Option<&'g GroupFigure> {
+    let min_share_n = (f.min_share * f.rows as f64).ceil() as usize;
+    let best = |pool: &mut dyn Iterator<Item = &'g GroupFigure>| {
+        pool.max_by(|a, b| a.selection_rate.total_cmp(&b.selection_rate).then(a.n.cmp(&b.n)).then(b.group.cmp(&a.group)))
+    };
+    best(&mut groups.iter().copied().filter(|g| g.n >= min_share_n)).or_else(|| best(&mut groups.iter().copied()))
 }
 
 impl Stage for GroupMetricsConfig {

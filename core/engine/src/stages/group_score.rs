@@ -19,6 +19,7 @@ use crate::plugin::{Plugin, RunSpec};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::{InRun, Measurement, StageFigures};
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupScoreRow, GroupsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
@@ -40,6 +41,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<GroupScoreConfig>,
     fields: fields_of::<GroupScoreConfig>,
     read: read_debug::<GroupScoreConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::Adaptive,
     figures: FigureDoc {
         compared: &["worst_score"],
         compare: compare_figures,
@@ -213,6 +215,17 @@ pub struct GroupScoreFigures {
     /// `confidence`).
     #[serde(flatten)]
     pub plugin_figures: Map<String, Value>,
+}
+
+/// A group score measures its model's worst group (for comparing models scored the same way).
+impl StageFigures for GroupScoreFigures {
+    fn measurement(&self, at: &InRun<'_>) -> Option<Measurement> {
+        Some(Measurement {
+            model: at.entry.inputs.get("model")?.clone(),
+            family: "worst group score".into(),
+            value: self.worst_score.map(crate::numbers::figure).unwrap_or_else(|| "—".into()),
+        })
+    }
 }
 
 /// Family-wise significance level of the rule sets' tests.

@@ -18,6 +18,7 @@ use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextGroupsArtifact};
 use crate::stats::{holm, proportions_test};
 use crate::text::groups::{frequent_text_rule_sets, score_text_rule_sets, TextGroupScore, TextRuleSet, TextScoreSettings};
@@ -37,6 +38,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<GroupScoreTextConfig>,
     fields: fields_of::<GroupScoreTextConfig>,
     read: read_debug::<GroupScoreTextConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc::of::<GroupScoreTextFigures>(),
 };
 
@@ -124,6 +126,9 @@ pub struct GroupScoreTextFigures {
     /// The `top_k` rule sets.
     pub top: Vec<TopTextGroup>,
 }
+
+/// Figures the verdict does not read.
+impl StageFigures for GroupScoreTextFigures {}
 
 /// One of a `group_score_text` stage's ranked identity-term rule sets (`top` in `summary.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

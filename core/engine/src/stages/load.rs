@@ -14,6 +14,7 @@ use crate::error::{DataError, Result, StageError};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::{KeyType, StageKeys};
 use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
@@ -29,6 +30,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadConfig>,
     fields: fields_of::<LoadConfig>,
     read: read_debug::<LoadConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::Runs,
     figures: FigureDoc::of::<LoadFigures>(),
 };
 
@@ -103,7 +105,8 @@ pub struct LoadConfig {
     /// Stop at a missing value, or drop rows that have one.
     #[serde(default)]
     pub missing: Missing,
-    /// Cell texts that mean missing.
+    /// Cell texts that mean missing, as written: without "" an empty CSV field is a value (a blank
+    /// sex or race is then an unknown category to bias_audit)
     #[key(default = "[\"\", \"?\", \"NA\"]")]
     pub missing_values: Option<Vec<String>>,
     /// CSV field separator (one character, or `\t`).
@@ -568,6 +571,18 @@ pub struct LoadFigures {
     /// ([`crate::association::strong`]); empty in a summary written before this was recorded.
     #[serde(default)]
     pub proxies: Vec<crate::association::Association>,
+}
+
+/// A load stage's figures name its data's protected attributes (the verdicts' attributes when a
+/// measure recorded none) and its favourable label (the model line's).
+impl StageFigures for LoadFigures {
+    fn protected(&self) -> Vec<String> {
+        self.protected.clone()
+    }
+
+    fn favourable_label(&self) -> Option<String> {
+        Some(self.label.favourable.clone())
+    }
 }
 
 /// The label column of a `load` stage.

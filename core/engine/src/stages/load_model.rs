@@ -32,6 +32,7 @@ use crate::models::{Complement, ModelFile};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::{KeyType, StageKeys};
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, StageEnv, StageKind};
+use crate::stage::meaning::{InRun, StageFigures};
 use crate::stage::{Artifact, ArtifactKind, ColumnProblem, Inputs, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
@@ -51,6 +52,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadModelConfig>,
     fields: fields_of::<LoadModelConfig>,
     read: read_debug::<LoadModelConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::Runs,
     figures: FigureDoc {
         compared: &["accuracy_test"],
         compare: compare_figures,
@@ -541,6 +543,31 @@ pub struct LoadModelFigures {
     /// The model's accuracy.
     #[serde(flatten)]
     pub model: ModelFigures,
+}
+
+/// A model stage's line under its figures: what runs the model (the ONNX executor chosen, or the
+/// model itself: a server, a program, a model in process) and which of its classes was taken as
+/// the data's favourable label, and how: `runs on: native dense …; favourable: ">50K", read as
+/// column 1`, with a note when the favourable class was assumed (numbered classes, no class named
+/// like the label).
+impl StageFigures for LoadModelFigures {
+    const MODEL_STAGE: bool = true;
+
+    fn model_line(&self, at: &InRun<'_>) -> Option<String> {
+        let runs_on = self.opened.executor.as_deref().unwrap_or(&self.model.model);
+        let favourable = at.in_order().find_map(|stage| (stage.meaning().favourable_label)(stage.entry));
+        let mut line = format!("runs on: {runs_on}");
+        match (favourable, self.opened.output_read.as_deref()) {
+            (Some(label), Some(read)) => line.push_str(&format!("; favourable: {label:?}, read as {read}")),
+            (Some(label), None) => line.push_str(&format!("; favourable: {label:?}")),
+            (None, Some(read)) => line.push_str(&format!("; P(favourable) read as {read}")),
+            (None, None) => {}
+        }
+        if self.opened.favourable_class_assumed == Some(true) {
+            line.push_str(" (assumed: no class of the model is named like the label; `favourable_class` chooses another)");
+        }
+        Some(line)
+    }
 }
 
 struct LoadModel {

@@ -14,6 +14,7 @@ use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextsArtifact};
 use crate::text::counterfactual::term_counts;
 use crate::text::data::TextData;
@@ -31,6 +32,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadTextConfig>,
     fields: fields_of::<LoadTextConfig>,
     read: read_debug::<LoadTextConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc::of::<LoadTextFigures>(),
 };
 
@@ -118,6 +120,9 @@ pub struct LoadTextFigures {
     /// Texts mentioning any identity term.
     pub texts_with_terms: usize,
 }
+
+/// Figures the verdict does not read.
+impl StageFigures for LoadTextFigures {}
 
 impl Stage for LoadTextConfig {
     fn run(&self, _ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {

@@ -15,6 +15,7 @@ use crate::models::outputs::{Favourable, OutputChoice, OutputTransform};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::TextClassifier;
 use crate::text::onnx_text::OrtTextModel;
@@ -31,6 +32,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<LoadTextModelConfig>,
     fields: fields_of::<LoadTextModelConfig>,
     read: read_debug::<LoadTextModelConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc::of::<LoadTextModelFigures>(),
 };
 
@@ -86,6 +88,11 @@ pub struct LoadTextModelFigures {
     pub correct_test: usize,
     /// Test texts.
     pub total_test: usize,
+}
+
+/// The stage makes the model it passes on; the verdict reads nothing else of its figures.
+impl StageFigures for LoadTextModelFigures {
+    const MODEL_STAGE: bool = true;
 }
 
 impl Stage for LoadTextModelConfig {

@@ -152,3 +152,10 @@ impl PluginChoice {
         }
     }
 }
+
+/// Where the numbers of a flip-measuring kind's per-attribute figures are (`discriminatory_alone`,
+/// `rate_alone`), for a gate condition ending at one (`StageFigures::numbers_inside`).
+pub(crate) fn alone_numbers_inside(figure: &str) -> Option<(&'static str, &'static str)> {
+    matches!(figure, "discriminatory_alone" | "rate_alone")
+        .then_some(("one number per protected attribute changed alone, named by it (`rate_alone.sex`, …)", "sex"))
+}

@@ -13,6 +13,7 @@ use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The `predict` stage kind.
@@ -27,6 +28,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<PredictConfig>,
     fields: fields_of::<PredictConfig>,
     read: read_debug::<PredictConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc::of::<PredictFigures>(),
 };
 
@@ -71,6 +73,9 @@ pub struct PredictFigures {
     /// Mean probability of the favourable label.
     pub mean_probability: f64,
 }
+
+/// Figures the verdict does not read.
+impl StageFigures for PredictFigures {}
 
 impl Stage for PredictConfig {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {

@@ -48,6 +48,7 @@ use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::{KeyType, StageKeys};
 use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, GroupsArtifact, Inputs, ModelArtifact, Stage, StageContext, StageOutput};
 
 /// The `retrain` stage kind.
@@ -71,6 +72,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<RetrainConfig>,
     fields: fields_of::<RetrainConfig>,
     read: read_debug::<RetrainConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc::of::<RetrainFigures>(),
 };
 
@@ -353,6 +355,13 @@ pub struct RetrainFigures {
     /// The kept model's accuracy.
     #[serde(flatten)]
     pub model: ModelFigures,
+}
+
+/// A retrained model is measured to be compared with the audited one, not audited itself.
+impl StageFigures for RetrainFigures {
+    const MODEL_STAGE: bool = true;
+
+    const AUDITS_ITS_MODEL: bool = false;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -20,6 +20,7 @@ use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{nan_if_null, Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact};
 use crate::text::classifier::{TextClassifier, TfidfLogistic};
 use crate::text::mitigate::{fixed_score, mitigation_texts};
@@ -42,6 +43,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<RetrainTextConfig>,
     fields: fields_of::<RetrainTextConfig>,
     read: read_debug::<RetrainTextConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc::of::<RetrainTextFigures>(),
 };
 
@@ -114,6 +116,13 @@ pub struct RetrainTextFigures {
     pub accuracy_train: f64,
     /// Texts scored by the models (generation, measures, accuracy).
     pub texts_scored: u64,
+}
+
+/// A retrained text model is measured to be compared with the audited one, not audited itself.
+impl StageFigures for RetrainTextFigures {
+    const MODEL_STAGE: bool = true;
+
+    const AUDITS_ITS_MODEL: bool = false;
 }
 
 /// A model with its measure: the rule set's score and rates, and the test accuracy.

@@ -14,6 +14,7 @@ use crate::models::{MlpConfig, ModelFile, Recipe, SvmConfig, SvmKernel};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::{KeyType, StageKeys};
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
 
 /// The input of the model stages: the dataset.
@@ -32,6 +33,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<TrainConfig>,
     fields: fields_of::<TrainConfig>,
     read: read_debug::<TrainConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc {
         compared: &["accuracy_test"],
         compare: compare_figures,
@@ -268,6 +270,11 @@ pub struct TrainFigures {
     /// The trained model's accuracy.
     #[serde(flatten)]
     pub model: ModelFigures,
+}
+
+/// The stage makes the model it passes on; the verdict reads nothing else of its figures.
+impl StageFigures for TrainFigures {
+    const MODEL_STAGE: bool = true;
 }
 
 struct Train {

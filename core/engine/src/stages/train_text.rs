@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
 use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput, TextModelArtifact, TextsArtifact};
 use crate::text::classifier::{TextClassifier, TextLogisticConfig, TfidfLogistic};
 
@@ -42,6 +43,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<TrainTextConfig>,
     fields: fields_of::<TrainTextConfig>,
     read: read_debug::<TrainTextConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc::of::<TrainTextFigures>(),
 };
 
@@ -99,6 +101,11 @@ pub struct TrainTextFigures {
     pub correct_test: usize,
     /// Test texts.
     pub total_test: usize,
+}
+
+/// The stage makes the model it passes on; the verdict reads nothing else of its figures.
+impl StageFigures for TrainTextFigures {
+    const MODEL_STAGE: bool = true;
 }
 
 /// Accuracy of `model` on the texts of `split`: (share correct, correct, total).

@@ -8,10 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::Checker;
 use crate::error::Result;
+use crate::numbers::thousands;
 use crate::output::TableBuilder;
 use crate::stage::config::{configure, fields_of, read_debug, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
+use crate::stage::meaning::{flip_measure, Flips, InRun, Measurement, StageFigures};
+use crate::stage::verdict::{FlipMeasure, Severity, Thresholds};
 use crate::stage::{Artifact, ArtifactKind, CasesArtifact, Inputs, Stage, StageContext, StageOutput};
 
 /// The `verify` stage kind.
@@ -26,6 +29,7 @@ pub const KIND: StageKind = StageKind {
     configure: configure::<VerifyConfig>,
     fields: fields_of::<VerifyConfig>,
     read: read_debug::<VerifyConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::LeftOut,
     figures: FigureDoc {
         compared: &["idis", "idis_full"],
         compare: compare_figures,
@@ -88,6 +92,54 @@ pub struct VerifyFigures {
 
 fn bits(row: &[f64]) -> Vec<u64> {
     row.iter().map(|v| v.to_bits()).collect()
+}
+
+/// The verdicts' name of a search's flip measure (`FlipMeasure::measure`).
+pub const SEARCH_MEASURE: &str = "search";
+
+/// Verifying a search's cases proves that some inputs flip; it does not measure how many do, so
+/// it grades a verdict only where no check or estimate measured a share.
+impl StageFigures for VerifyFigures {
+    const WRITES_PAIRS: bool = true;
+    const FLIP_RANK: u8 = 2;
+
+    fn flips(&self, at: &InRun<'_>, _t: &Thresholds) -> Option<Flips> {
+        let source = at.input("cases")?;
+        let meaning = source.meaning();
+        if !meaning.search {
+            return None;
+        }
+        let model = source.audited_model()?;
+        let severity = if self.discriminatory_full > 0 { Severity::Notable } else { Severity::Ok };
+        let measure = flip_measure(at, SEARCH_MEASURE, None, None, self.discriminatory_full as u64, self.generated, severity);
+        Some(Flips::new(&model, (meaning.protected)(source.entry), measure))
+    }
+
+    fn measurement(&self, at: &InRun<'_>) -> Option<Measurement> {
+        let source = at.input("cases")?;
+        // The cases come from a generate stage (or a check stage, which has no plugin).
+        let g = source.figures::<super::generate::GenerateFigures>();
+        let plugin = g.as_ref().map(|g| g.plugin.as_str()).unwrap_or("?").split(' ').next().unwrap_or("?").to_string();
+        let seed_source = g.as_ref().map_or_else(|| "—".to_string(), |g| g.seed_source.clone());
+        let params = g.as_ref().map(|g| g.params.to_string()).unwrap_or_else(|| "null".into());
+        Some(Measurement {
+            model: source.entry.inputs.get("model")?.clone(),
+            family: format!("cases found by {plugin} from {seed_source}, params {params}"),
+            value: format!("{} of {} inputs", self.discriminatory, self.generated),
+        })
+    }
+
+    fn flip_words(m: &FlipMeasure, what: &str) -> String {
+        if m.flipped > 0 {
+            format!(
+                "the search `{}` found {} inputs whose decision changes when {what} (how common they are is not measured)",
+                m.stage,
+                thousands(m.flipped)
+            )
+        } else {
+            format!("the search `{}` found no input whose decision changes when {what}", m.stage)
+        }
+    }
 }
 
 impl Stage for VerifyConfig {

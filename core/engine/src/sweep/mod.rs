@@ -127,6 +127,9 @@ pub struct Sweep {
     combinations: Vec<Combination>,
     seed_override: Option<u64>,
     gates: Vec<crate::gate::Condition>,
+    /// Each unit's pipeline as [`Sweep::parse`] validated it, until [`Sweep::pipeline`] hands it
+    /// out: a pipeline is validated once per run, so a served model's readiness is asked once.
+    validated: Vec<Mutex<Option<Pipeline>>>,
     /// Where every unit's language models answer from ([`Pipeline::llm_answers`]): a server
     /// unless the caller sets it (`fairpipe run --responses`).
     pub llm_answers: crate::models::llm::offline::AnswerSource,
@@ -193,17 +196,19 @@ impl Sweep {
             combinations,
             seed_override: seed,
             gates,
+            validated: Vec::new(),
             llm_answers: Default::default(),
         };
         let mut problems = Vec::new();
         for i in 0..sweep.combinations.len() {
-            match sweep.pipeline(i) {
+            match sweep.validate(i) {
                 Ok(p) => {
                     if i == 0 {
                         sweep.info.pipeline = p.name.clone();
                         sweep.info.report = p.report;
                         sweep.out = p.out.clone();
                     }
+                    sweep.validated.push(Mutex::new(Some(p)));
                 }
                 Err(e) => problems.extend(e.problems),
             }
@@ -213,11 +218,13 @@ impl Sweep {
         }
         // A matrix's combinations were validated above; its base need not be whole on its own (a
         // group axis may bring the data's favourable label or codes), so only its seed is read.
-        // A plain pipeline is its one combination, and its split stages are its units.
+        // A plain pipeline is its one combination (the file as written, validated above), and its
+        // split stages are its units.
         let (base_seed, split) = if sweep.info.matrix {
             (seed.unwrap_or_else(|| written_seed(file, &sweep.root)), Vec::new())
         } else {
-            let base = Pipeline::from_root(file, &sweep.text, &sweep.root, seed, true)?;
+            let slot = sweep.validated[0].lock().unwrap_or_else(|e| e.into_inner());
+            let base = slot.as_ref().expect("validated above");
             (base.seed, base.split_stages())
         };
         sweep.info.seed = base_seed;
@@ -259,8 +266,22 @@ impl Sweep {
         Ok(sweep)
     }
 
-    /// The pipeline of unit `index` (its combination applied), validated.
+    /// The pipeline of unit `index` (its combination applied), validated: the one [`Sweep::load`]
+    /// validated the first time it is asked for (nothing is read or asked of a server again),
+    /// validated anew after that.
     pub fn pipeline(&self, index: usize) -> Result<Pipeline, ConfigError> {
+        let kept = self.validated.get(index).and_then(|slot| slot.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let mut p = match kept {
+            Some(p) => p,
+            None => self.validate(index)?,
+        };
+        p.llm_answers = self.llm_answers.clone();
+        Ok(p)
+    }
+
+    /// Validate the pipeline of unit `index` (its combination applied, the `--gate` conditions
+    /// added).
+    fn validate(&self, index: usize) -> Result<Pipeline, ConfigError> {
         let combination = &self.combinations[index];
         let doc = self.matrix.apply(&self.root, combination);
         let seed_swept = self.matrix.sweeps_seed();
@@ -270,13 +291,17 @@ impl Sweep {
                 problems: vec![crate::error::ConfigProblem { file: self.file.clone(), line: 1, col: 1, message }],
             })?;
         }
-        p.llm_answers = self.llm_answers.clone();
         Ok(p)
     }
 
-    /// Number of stages of the first combination (for `validate`'s one-line answer).
+    /// The first combination's stages as `name (kind)` (for `validate`'s one-line answer), read
+    /// from the pipeline validated at load (validated again only if it was handed out).
     pub fn stage_names(&self) -> Vec<String> {
-        self.pipeline(0).map(|p| p.stages.iter().map(|s| format!("{} ({})", s.name, s.kind.name)).collect()).unwrap_or_default()
+        let names = |p: &Pipeline| p.stages.iter().map(|s| format!("{} ({})", s.name, s.kind.name)).collect();
+        if let Some(p) = self.validated.first().and_then(|slot| slot.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(names)) {
+            return p;
+        }
+        self.validate(0).map(|p| names(&p)).unwrap_or_default()
     }
 
     /// Run every unit into `out` (all or nothing, under its lock): a plain pipeline writes its
