@@ -35,6 +35,30 @@ fn no_crate_has_an_import_circle() {
     assert!(out.status.success() && text.trim_end().ends_with("0 circle(s)"), "{text}{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A kind's name is written where the kind is (its file, the registry's list, the pipeline
+/// builders), not in the code that reads a run: the verdict, the gate, the report, the CLI and
+/// Python read what a kind's figures mean through its `StageFigures` (issue 59).
+/// `scripts/count_kind_literals.py` counts the string literals equal to a kind's name anywhere
+/// else; the 5 left are not kinds there (the split name "train" three times, the stage names of
+/// an old summary's default and of `audit`'s cost line), and a sixth fails this test.
+#[test]
+fn kind_names_are_written_only_where_the_kinds_are() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("python3")
+        .arg(root.join("scripts/count_kind_literals.py"))
+        .arg("--list")
+        .output()
+        .expect("python3 runs scripts/count_kind_literals.py");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let count: usize = text
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("kind-name literals: "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {text}{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(count <= 5, "{count} kind names written outside the kinds' files; read the kind's StageFigures instead:\n{text}");
+}
+
 /// The floors of ARCHITECTURE.md's crate table, bottom first: a crate may depend (normal
 /// dependencies, not dev-dependencies) only on crates of lower floors.
 const FLOORS: &[(&str, &str)] = &[
