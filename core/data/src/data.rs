@@ -210,7 +210,7 @@ pub const PROFILE_LEVELS: usize = 50;
 /// [`load`], or Parquet): the number of rows and each column's [`ColumnProfile`], cells equal to
 /// one of `missing_markers` counted as missing.
 pub fn profile(path: &Path, separator: u8, missing_markers: &[String]) -> Result<(usize, Vec<ColumnProfile>), DataError> {
-    let df = read_frame_as(path, separator, None, missing_markers.iter().any(String::is_empty))?;
+    let df = read_frame_as(path, separator, None, blank_is_missing(missing_markers))?;
     if df.height() == 0 {
         return Err(DataError::Empty { path: path.to_path_buf() });
     }
@@ -242,6 +242,12 @@ pub fn profile(path: &Path, separator: u8, missing_markers: &[String]) -> Result
         out.push(ColumnProfile { name, distinct, levels, numeric, integer, range: if numeric { range } else { None }, missing });
     }
     Ok((df.height(), out))
+}
+
+/// Whether an empty CSV field is a missing value under `missing_markers` (`missing_values` as
+/// written: only when it lists the empty text).
+fn blank_is_missing(missing_markers: &[String]) -> bool {
+    missing_markers.iter().any(String::is_empty)
 }
 
 /// Read a file's columns as text cells (`None` for nulls; an empty CSV field is one).
@@ -340,8 +346,7 @@ fn line_of(path: &Path, row: usize) -> usize {
 
 /// Read and encode a dataset as `spec` says.
 pub fn load(spec: &LoadSpec) -> Result<Dataset, DataError> {
-    // `missing_values` as written: an empty field is missing only when it lists the empty text.
-    let df = read_frame_as(&spec.path, spec.separator, None, spec.missing_markers.iter().any(String::is_empty))?;
+    let df = read_frame_as(&spec.path, spec.separator, None, blank_is_missing(&spec.missing_markers))?;
     load_frame(df, spec)
 }
 

@@ -190,14 +190,14 @@ pub fn check_names(condition: &Condition, stages: &[(&str, &StageKind)]) -> Resu
     let Some((stage, kind)) = stages.iter().find(|(n, _)| *n == condition.stage()) else {
         return Err(format!("no stage `{}`{}", condition.stage(), crate::suggest::hint(condition.stage(), &names)));
     };
-    let (figures, kind_name) = (&kind.figures, kind.name);
+    let figures = &kind.figures;
     let field = condition.path[1].as_str();
     let names = (figures.names)();
     let known: Vec<&str> = RUNNER_FIGURES.iter().copied().chain(names.iter().map(|f| f.name)).collect();
     if known.contains(&field) || figures.open {
         return refuse_non_number(condition, kind, &names);
     }
-    let kind = kind_name;
+    let kind = kind.name;
     let hint = crate::suggest::hint(field, &known);
     Err(format!(
         "stage `{stage}` ({kind}) has no figure `{field}`{hint}; a {kind} stage writes {}",

@@ -156,13 +156,8 @@ impl<'a> Stages<'a> {
     }
 
     /// Every stage of the run, in order, read in it.
-    fn in_run(&self) -> impl Iterator<Item = crate::stage::meaning::InRun<'_>> + '_ {
-        self.entries.iter().map(move |(n, _, f)| crate::stage::meaning::InRun {
-            summary: self.summary,
-            name: n.as_str(),
-            entry: f,
-            meaning_of: crate::stages::meaning,
-        })
+    fn in_run(&self) -> impl Iterator<Item = crate::stage::meaning::InRun<'a>> + 'a {
+        crate::stage::meaning::InRun::all(self.summary, crate::stages::meaning)
     }
 
     /// What the figures of the stage whose head is `head` mean.

@@ -7,8 +7,7 @@ use crate::stage::summary::Summary;
 
 /// The line printed under stage `stage` of `summary`, if its kind has one.
 pub fn model_line(summary: &Summary, stage: &str) -> Option<String> {
-    let (name, entry) = summary.stages.get_key_value(stage)?;
-    let at = InRun { summary, name, entry, meaning_of: crate::stages::meaning };
+    let at = InRun::named(summary, stage, crate::stages::meaning)?;
     (at.meaning().model_line)(&at)
 }
 

@@ -25,11 +25,6 @@ pub use crate::stages::group_metrics::{grade_group, impact, most_favoured};
 /// test's kinds beside them).
 type MeaningOf = fn(&str) -> Meaning;
 
-/// Every stage of `summary` read in its run, in order, with what each kind means.
-fn in_run(summary: &Summary, meaning_of: MeaningOf) -> impl Iterator<Item = InRun<'_>> {
-    summary.in_order().map(move |(name, entry)| InRun { summary, name, entry, meaning_of })
-}
-
 pub(crate) use crate::numbers::thousands;
 
 /// "sex" or "sex and race together".
@@ -189,16 +184,15 @@ pub fn verdicts(summary: &Summary, t: &Thresholds) -> VerdictSection {
 /// [`verdicts`], the kinds' meanings looked up by `meaning_of`: each kind's figures reach the
 /// verdict through its [`StageFigures`](crate::stage::meaning::StageFigures) alone.
 pub fn verdicts_with(summary: &Summary, t: &Thresholds, meaning_of: MeaningOf) -> VerdictSection {
-    let all_flips: Vec<Flips> = in_run(summary, meaning_of).filter_map(|at| (at.meaning().flips)(&at, t)).collect();
-    let impacts: Vec<Impact> = in_run(summary, meaning_of).flat_map(|at| (at.meaning().impacts)(&at, t)).collect();
+    let all_flips: Vec<Flips> = InRun::all(summary, meaning_of).filter_map(|at| (at.meaning().flips)(&at, t)).collect();
+    let impacts: Vec<Impact> = InRun::all(summary, meaning_of).flat_map(|at| (at.meaning().impacts)(&at, t)).collect();
     // Each audited model's attributes and sets changed together, in order.
     let mut models: Vec<ModelAttributes> = Vec::new();
     let mut entry = |model: &str| -> usize {
         match models.iter().position(|(m, ..)| m == model) {
             Some(at) => at,
             None => {
-                let protected =
-                    in_run(summary, meaning_of).find(|at| at.name == model).map(|at| InRun::data_protected(&at)).unwrap_or_default();
+                let protected = InRun::named(summary, model, meaning_of).map(|at| at.data_protected()).unwrap_or_default();
                 models.push((model.to_string(), protected, Vec::new()));
                 models.len() - 1
             }

@@ -25,6 +25,17 @@ pub struct InRun<'a> {
 }
 
 impl<'a> InRun<'a> {
+    /// Every stage of `summary`, in order, read in it with the kinds' meanings `meaning_of`.
+    pub fn all(summary: &'a Summary, meaning_of: fn(&str) -> Meaning) -> impl Iterator<Item = InRun<'a>> + 'a {
+        summary.in_order().map(move |(name, entry)| InRun { summary, name, entry, meaning_of })
+    }
+
+    /// Stage `stage` of `summary`, read in it with the kinds' meanings `meaning_of`.
+    pub fn named(summary: &'a Summary, stage: &str, meaning_of: fn(&str) -> Meaning) -> Option<InRun<'a>> {
+        let (name, entry) = summary.stages.get_key_value(stage)?;
+        Some(InRun { summary, name, entry, meaning_of })
+    }
+
     /// The entry of the stage this one read under `role` (`data`, `model`, `cases`), read in the
     /// same run.
     pub fn input(&self, role: &str) -> Option<InRun<'a>> {
@@ -43,15 +54,14 @@ impl<'a> InRun<'a> {
         self.input("model").filter(|m| m.meaning().audits_its_model)
     }
 
-    /// The protected attributes of the data the model stage `model` read.
-    pub fn data_protected(model: &InRun<'_>) -> Vec<String> {
-        model.input("data").map(|d| (d.meaning().protected)(d.entry)).unwrap_or_default()
+    /// The protected attributes of the data this (model) stage read.
+    pub fn data_protected(&self) -> Vec<String> {
+        self.input("data").map(|d| (d.meaning().protected)(d.entry)).unwrap_or_default()
     }
 
     /// Every stage of the run, in order, read in it.
     pub fn in_order(&self) -> impl Iterator<Item = InRun<'a>> + 'a {
-        let (summary, meaning_of) = (self.summary, self.meaning_of);
-        summary.in_order().map(move |(name, entry)| InRun { summary, name, entry, meaning_of })
+        InRun::all(self.summary, self.meaning_of)
     }
 
     /// The entry's figures as `F`, if they read as it.
@@ -76,7 +86,7 @@ impl Flips {
     /// The flips `measure` of audited model `model`, on the attributes the stage recorded changing
     /// (`protected`), or, when it recorded none, on its data's protected attributes.
     pub fn new(model: &InRun<'_>, protected: Vec<String>, measure: FlipMeasure) -> Flips {
-        let attributes = if protected.is_empty() { InRun::data_protected(model) } else { protected };
+        let attributes = if protected.is_empty() { model.data_protected() } else { protected };
         Flips { model: model.name.to_string(), attributes, measure }
     }
 }
