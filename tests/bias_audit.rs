@@ -220,6 +220,17 @@ fn a_blank_category_is_counted_as_unknown_when_missing_values_is_empty() {
         assert!((row["rate"].as_f64().unwrap() - rate).abs() < 1e-12, "{category}: rate {} against {rate}", row["rate"]);
     }
 
+    // A blank number with `missing_values = []` is refused at its line and column, naming the fix.
+    let score = header.iter().position(|c| *c == "score").unwrap();
+    let mut holed = lines.clone();
+    let mut cells: Vec<String> = holed[5].split(',').map(String::from).collect();
+    cells[score] = String::new();
+    holed[5] = cells.join(",");
+    common::write(dir.path(), "export.csv", &(holed.join("\n") + "\n"));
+    let err = common::run_failing(&pipeline("holed", "missing_values = []"), &dir.path().join("holed"));
+    assert!(err.contains("export.csv: line 6, column `score`: expected a number, found \"\"") && err.contains("add \"\" to it"), "{err}");
+    common::write(dir.path(), "export.csv", &(lines.join("\n") + "\n"));
+
     // The default markers read a blank as missing: those rows are dropped, and said to be.
     let summary = common::run_pipeline(&pipeline("dropped", "missing = \"drop\""), &dir.path().join("dropped"), &[]);
     let audit = &summary["stages"]["audit"];

@@ -90,7 +90,7 @@ pub enum DataError {
         hint: String,
     },
     /// A cell in a numeric column is not a number; fix the cell or declare the column categorical.
-    #[error("{path}: line {line}, column `{column}`: expected a number, found {value:?}")]
+    #[error("{path}: line {line}, column `{column}`: expected a number, found {value:?}{}", blank_hint(.value))]
     NotNumeric {
         /// The data file.
         path: PathBuf,
@@ -122,4 +122,14 @@ pub enum DataError {
         /// What was expected.
         message: String,
     },
+}
+
+/// What to do about an empty cell that was read as a value (a load whose `missing_values` does not
+/// list the empty text): nothing for any other cell.
+fn blank_hint(value: &str) -> &'static str {
+    if value.is_empty() {
+        "; an empty field is a value here because `missing_values` does not list \"\": add \"\" to it (with `missing = \"drop\"` to leave such rows out)"
+    } else {
+        ""
+    }
 }
