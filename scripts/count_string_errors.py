@@ -5,7 +5,7 @@ errors where callers branch or users read; the target is at most 30).
   scripts/count_string_errors.py [--by-file] [--list]
 
 Searched: every crate's `src/` (core/*, plugins/*, templates/*, python/src, src). Not counted: a
-file's test code (from its first `#[cfg(test)]` line on), `tests.rs` and `testing.rs` files,
+file's test code (from its first `#[cfg(test)]` line on, a one-line `#[cfg(test)] mod x;` aside), `tests.rs` and `testing.rs` files,
 `tests/`, `benches/` and `examples/` folders, and comments. A signature may span lines: it is read
 from `fn` to its body's `{` or a `;`. Prints the total; --by-file one line per file; --list each
 signature's file and line.
@@ -26,6 +26,8 @@ def code(path):
     for number, line in enumerate(path.read_text().splitlines(), 1):
         stripped = line.strip()
         if stripped.startswith("#[cfg(test)]"):
+            if stripped.endswith(";"):
+                continue  # `#[cfg(test)] mod name;`: a test module in its own file, skipped there
             return
         if stripped.startswith("//"):
             continue

@@ -19,6 +19,8 @@ macro_rules! say {
 }
 use fairpipe_core::models::llm::offline::AnswerSource;
 use fairpipe_core::run::registry::stage_reference;
+use fairpipe_core::run::Summary;
+use fairpipe_core::sweep::summary::{MatrixSummary, SweepSummary};
 use fairpipe_core::sweep::Sweep;
 
 /// Test machine-learning classifiers for discrimination with TOML audit pipelines.
@@ -336,7 +338,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
                 if quiet {
                     say!("{}", out.display());
                 } else {
-                    print_sweep(&report.summary);
+                    print_report(&report.summary);
                     say!("\nresults: {} (matrix.csv, matrix.json, report.html, one folder per combination)", out.display());
                 }
                 return Ok(gate_outcome(report.gate_passed, quiet));
@@ -346,7 +348,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
             if quiet {
                 say!("{}", out.display());
             } else {
-                print_summary(&report.summary.to_json());
+                print_summary(&report.summary);
                 say!("\nresults: {}", out.display());
                 for f in &report.files {
                     say!("  {}", f.display());
@@ -371,11 +373,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
             if quiet {
                 say!("{}", out.display());
             } else {
-                if report.summary.get("matrix").is_some_and(|m| m.is_object()) {
-                    print_sweep(&report.summary);
-                } else {
-                    print_summary(&report.summary);
-                }
+                print_report(&report.summary);
                 say!("\nmerged {} parts into {}", parts.len(), out.display());
             }
             return Ok(gate_outcome(report.gate_passed, quiet));
@@ -486,38 +484,40 @@ fn gate_outcome(passed: Option<bool>, quiet: bool) -> Outcome {
 }
 
 /// One line per combination of a sweep with its key figures, and the best one.
-fn print_sweep(summary: &serde_json::Value) {
-    say!(
-        "sweep {} (seed {}): {} combinations",
-        summary["pipeline"].as_str().unwrap_or("?"),
-        summary["seed"],
-        summary["matrix"]["combinations"]
-    );
-    for c in summary["combinations"].as_array().into_iter().flatten() {
-        let figures: Vec<String> = c["figures"]
-            .as_object()
-            .into_iter()
-            .flatten()
+fn print_sweep(summary: &MatrixSummary) {
+    say!("sweep {} (seed {}): {} combinations", summary.pipeline, summary.seed, summary.matrix.combinations);
+    for c in &summary.combinations {
+        let figures: Vec<String> = c
+            .figures
+            .iter()
             .map(|(k, v)| match v.as_f64() {
                 Some(f) if v.is_f64() => format!("{k} {f:.4}"),
                 _ => format!("{k} {v}"),
             })
             .collect();
-        say!("  {}  {}", c["name"].as_str().unwrap_or("?"), figures.join(", "));
+        say!("  {}  {}", c.name, figures.join(", "));
     }
-    if let Some(best) = summary["matrix"]["best"].as_str() {
-        say!("best by {best}: {}", summary["matrix"]["best_combination"].as_str().unwrap_or("— (no combination has this figure)"));
+    if let Some(best) = &summary.matrix.best {
+        say!("best by {best}: {}", summary.matrix.best_combination.as_deref().unwrap_or("— (no combination has this figure)"));
+    }
+}
+
+/// What a run or a merge produced: a sweep's lines, or a run's.
+fn print_report(summary: &SweepSummary) {
+    match summary {
+        SweepSummary::Run(run) => print_summary(run),
+        SweepSummary::Matrix(sweep) => print_sweep(sweep),
     }
 }
 
 /// The verdict per protected attribute (`summary.json`'s `verdicts`), with the thresholds and
 /// what to do next, before the stages.
-fn print_verdicts(summary: &serde_json::Value) {
-    let Ok(section) = serde_json::from_value::<fairpipe_core::verdict::VerdictSection>(summary["verdicts"].clone()) else { return };
+fn print_verdicts(summary: &Summary) {
+    let Some(section) = &summary.verdicts else { return };
     if section.attributes.is_empty() {
         return;
     }
-    say!("verdict ({}):", fairpipe_core::verdict::thresholds_words(&section));
+    say!("verdict ({}):", fairpipe_core::verdict::thresholds_words(section));
     let several = section.attributes.iter().any(|a| a.model != section.attributes[0].model);
     for a in &section.attributes {
         let model = if several { format!("[{}] ", a.model) } else { String::new() };
@@ -526,62 +526,23 @@ fn print_verdicts(summary: &serde_json::Value) {
     }
 }
 
-/// The verdicts, then one line per stage with its headline figures.
-fn print_summary(summary: &serde_json::Value) {
-    say!("pipeline {} (seed {})", summary["pipeline"].as_str().unwrap_or("?"), summary["seed"]);
+/// The verdicts, then one line per stage with the figures its kind shows
+/// ([`fairpipe_core::stage_lines::headline`]) and, under a model stage, what runs the model.
+fn print_summary(summary: &Summary) {
+    say!("pipeline {} (seed {})", summary.pipeline, summary.seed);
     print_verdicts(summary);
-    let Some(stages) = summary["stages"].as_object() else { return };
-    let headline = [
-        "rows",
-        "accuracy_train",
-        "accuracy_test",
-        "seeds",
-        "rate",
-        "ci95",
-        "generated",
-        "emitted",
-        "checked",
-        "discriminatory",
-        "rejected",
-        "samples",
-        "rule_sets_kept",
-        "worst_score",
-        "selection_rate",
-        "rate_before",
-        "rate_after",
-        "accuracy_before",
-        "accuracy_after",
-    ];
-    let order = summary["stage_order"].as_array().cloned().unwrap_or_default();
-    // The lines each stage's kind adds are read from the typed summary.
-    let typed = fairpipe_core::run::Summary::from_json(summary).ok();
-    let width = order.iter().filter_map(|n| n.as_str()).map(str::len).max().unwrap_or(10);
-    let kind_width = stages.values().filter_map(|f| f["kind"].as_str()).map(str::len).max().unwrap_or(10);
+    let width = summary.stage_order.iter().map(String::len).max().unwrap_or(10);
+    let kind_width = summary.stages.values().map(|entry| entry.kind.len()).max().unwrap_or(10);
     say!("stages:");
-    for name in order.iter().filter_map(|n| n.as_str()) {
-        let Some(figures) = stages.get(name) else { continue };
-        let mut parts = Vec::new();
-        for key in headline {
-            if let Some(v) = figures.get(key) {
-                let shown = match v {
-                    serde_json::Value::Number(n) if n.is_f64() => format!("{:.4}", n.as_f64().unwrap_or(0.0)),
-                    serde_json::Value::Array(a) => format!(
-                        "[{}]",
-                        a.iter().map(|x| x.as_f64().map(|f| format!("{f:.4}")).unwrap_or_default()).collect::<Vec<_>>().join(", ")
-                    ),
-                    other => other.to_string(),
-                };
-                parts.push(format!("{key} {shown}"));
-            }
-        }
+    for (name, entry) in summary.in_order() {
         say!(
             "  {:<width$} {:<kind_width$} {:>7.2}s  {}",
             name,
-            figures["kind"].as_str().unwrap_or(""),
-            figures["elapsed_s"].as_f64().unwrap_or(0.0),
-            parts.join(", ")
+            entry.kind,
+            entry.elapsed_s,
+            fairpipe_core::stage_lines::headline(entry).join(", ")
         );
-        if let Some(line) = typed.as_ref().and_then(|run| fairpipe_core::stage_lines::model_line(run, name)) {
+        if let Some(line) = fairpipe_core::stage_lines::model_line(summary, name) {
             say!("  {:<width$} {:<kind_width$}           {line}", "", "");
         }
     }

@@ -104,11 +104,11 @@ fn the_token_reaches_the_server_as_a_bearer_header_and_appears_nowhere_else() {
     let infer: Vec<&str> = log.lines().filter(|l| l.starts_with("POST /v2/models/census-lr/infer")).collect();
     assert!(!infer.is_empty(), "{log}");
     assert!(log.lines().filter(|l| l.starts_with("GET") || l.starts_with("POST")).all(|l| l.ends_with("200 auth=ok")), "{log}");
-    // The pipeline is validated once per run (it was three times): the server is asked whether
-    // the model is ready once at validation and once as the stage opens the model, then for its
-    // metadata once.
+    // The served model is probed once per run: validation asks whether the model is ready and
+    // for its metadata, and opening the model asks neither again (it was validated three times,
+    // then asked twice whether it was ready).
     let asked = |request: &str| log.lines().filter(|l| l.starts_with(request)).count();
-    assert_eq!(asked("GET /v2/models/census-lr/ready "), 2, "{log}");
+    assert_eq!(asked("GET /v2/models/census-lr/ready "), 1, "{log}");
     assert_eq!(asked("GET /v2/models/census-lr "), 1, "{log}");
 
     // A wrong token: refused by the server (401, not retried); the message names the URL and the

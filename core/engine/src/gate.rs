@@ -25,6 +25,116 @@ use crate::stage::kind::{FigureName, StageKind};
 pub use crate::stage::summary::Outcome;
 use crate::stage::summary::{Summary, RUNNER_FIGURES};
 
+/// What a gate condition's text should look like, said after each syntax problem.
+const USAGE: &str = "a gate condition is `STAGE.FIELD OP NUMBER`, e.g. `metrics.demographic_parity_ratio >= 0.8`";
+
+/// Why the text of a gate condition is not one (`--gate`, `[gate]`, a merge's recorded gates).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("`{text}`: {problem}; {USAGE}")]
+pub struct ConditionSyntaxError {
+    /// The text as written.
+    pub text: String,
+    /// What is wrong with it.
+    pub problem: SyntaxProblem,
+}
+
+/// What is wrong with a gate condition's text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SyntaxProblem {
+    /// None of `<`, `<=`, `>`, `>=`, `==`, `!=` outside quotes.
+    #[error("no comparison operator (<, <=, >, >=, ==, !=)")]
+    NoOperator,
+    /// A `"` opened in the figure's path is not closed.
+    #[error("an unclosed `\"` in the figure's path")]
+    UnclosedQuote,
+    /// Two dots in a row, or a dot at an end.
+    #[error("an empty field in the figure's path (two dots, or a dot at an end)")]
+    EmptyField,
+    /// Only a stage before the operator.
+    #[error("`{0}` names no field of a stage")]
+    NoField(String),
+    /// The right-hand side is not a finite number, `true` or `false`.
+    #[error("`{0}` is not a number")]
+    NotANumber(String),
+}
+
+/// Why a condition cannot be checked against a pipeline's stages (found at validate, before any
+/// stage runs).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GateNameError {
+    /// The pipeline has no stage of that name.
+    #[error("no stage `{stage}`{hint}")]
+    NoStage {
+        /// The stage named.
+        stage: String,
+        /// " (did you mean …?)" or "".
+        hint: String,
+    },
+    /// The stage's kind writes no figure of that name.
+    #[error("stage `{stage}` ({kind}) has no figure `{field}`{hint}; a {kind} stage writes {written}")]
+    NoFigure {
+        /// The stage.
+        stage: String,
+        /// Its kind.
+        kind: String,
+        /// The figure named.
+        field: String,
+        /// " (did you mean …?)" or "".
+        hint: String,
+        /// The kind's figures, as `` `a`, `b` ``.
+        written: String,
+    },
+    /// The condition ends at a figure that is not a number; what it holds and where its numbers
+    /// are.
+    #[error("{0}")]
+    NotANumber(String),
+}
+
+/// Why a `--gate` condition cannot be added to a pipeline.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AddGateError {
+    /// The pipeline has no stage of the name the condition reads.
+    #[error("--gate `{condition}`: no stage `{stage}` in {file}{hint}")]
+    NoStage {
+        /// The condition as written.
+        condition: String,
+        /// The stage it reads.
+        stage: String,
+        /// The pipeline file, as shown.
+        file: String,
+        /// " (did you mean …?)" or "".
+        hint: String,
+    },
+    /// The stage is there, but its figure is not (or is not a number).
+    #[error("--gate `{condition}`: {problem}")]
+    Names {
+        /// The condition as written.
+        condition: String,
+        /// What does not read.
+        problem: Box<GateNameError>,
+    },
+}
+
+/// Why a condition's figure could not be read from a run as a number (the outcome's note).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FigureReadError {
+    /// The run has no such stage.
+    #[error("no stage `{0}` in the run")]
+    NoStage(String),
+    /// The stage has no figure at that path.
+    #[error("stage `{stage}` has no figure `{path}`")]
+    NoFigure {
+        /// The stage.
+        stage: String,
+        /// The figure's path inside it, as far as it was found.
+        path: String,
+    },
+    /// The figure is there but is not a number: null, text, or a list or object (with the paths
+    /// of the numbers inside).
+    #[error("{0}")]
+    NotANumber(String),
+}
+
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
@@ -84,7 +194,7 @@ impl fmt::Display for Condition {
 }
 
 /// Split `path` on dots outside double quotes.
-fn segments(path: &str) -> Result<Vec<String>, String> {
+fn segments(path: &str) -> Result<Vec<String>, SyntaxProblem> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut quoted = false;
@@ -96,20 +206,20 @@ fn segments(path: &str) -> Result<Vec<String>, String> {
         }
     }
     if quoted {
-        return Err("an unclosed `\"` in the figure's path".into());
+        return Err(SyntaxProblem::UnclosedQuote);
     }
     out.push(current);
     if out.iter().any(|s| s.trim().is_empty()) {
-        return Err("an empty field in the figure's path (two dots, or a dot at an end)".into());
+        return Err(SyntaxProblem::EmptyField);
     }
     Ok(out.into_iter().map(|s| s.trim().to_string()).collect())
 }
 
 impl FromStr for Condition {
-    type Err = String;
+    type Err = ConditionSyntaxError;
 
-    fn from_str(text: &str) -> Result<Self, String> {
-        let usage = "a gate condition is `STAGE.FIELD OP NUMBER`, e.g. `metrics.demographic_parity_ratio >= 0.8`";
+    fn from_str(text: &str) -> Result<Self, ConditionSyntaxError> {
+        let refuse = |problem: SyntaxProblem| ConditionSyntaxError { text: text.to_string(), problem };
         // The operator: the first one found outside quotes.
         let mut quoted = false;
         let mut found = None;
@@ -126,16 +236,16 @@ impl FromStr for Condition {
                 break;
             }
         }
-        let Some((at, sym, op)) = found else { return Err(format!("`{text}`: no comparison operator (<, <=, >, >=, ==, !=); {usage}")) };
+        let Some((at, sym, op)) = found else { return Err(refuse(SyntaxProblem::NoOperator)) };
         let (lhs, rhs) = (text[..at].trim(), text[at + sym.len()..].trim());
-        let path = segments(lhs).map_err(|e| format!("`{text}`: {e}; {usage}"))?;
+        let path = segments(lhs).map_err(refuse)?;
         if path.len() < 2 {
-            return Err(format!("`{text}`: `{lhs}` names no field of a stage; {usage}"));
+            return Err(refuse(SyntaxProblem::NoField(lhs.to_string())));
         }
         let value = match rhs {
             "true" => 1.0,
             "false" => 0.0,
-            r => r.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| format!("`{text}`: `{r}` is not a number; {usage}"))?,
+            r => r.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| refuse(SyntaxProblem::NotANumber(r.to_string())))?,
         };
         Ok(Condition { text: text.trim().to_string(), path, op, value })
     }
@@ -158,17 +268,17 @@ fn numbers_inside(kind: &StageKind, figure: &str) -> Option<(&'static str, &'sta
 
 /// Refuse a condition that ends at a top-level figure of `kind` (whose figures are `names`) that
 /// is not a number, saying what the figure holds and where its numbers are.
-fn refuse_non_number(condition: &Condition, kind: &StageKind, names: &[FigureName]) -> Result<(), String> {
+fn refuse_non_number(condition: &Condition, kind: &StageKind, names: &[FigureName]) -> Result<(), GateNameError> {
     let [stage, field] = condition.path.as_slice() else { return Ok(()) };
     let Some(shape) = names.iter().find(|f| f.name == field).map(|f| f.shape) else { return Ok(()) };
     let what = match shape {
         Shape::Number => return Ok(()),
-        Shape::Text => return Err(format!("`{stage}.{field}` is text, not a number: a gate compares numbers")),
+        Shape::Text => return Err(GateNameError::NotANumber(format!("`{stage}.{field}` is text, not a number: a gate compares numbers"))),
         Shape::List => "a list",
         Shape::Object => "an object",
     };
     let op = Op::ALL.iter().find(|(_, o)| *o == condition.op).map_or("", |(sym, _)| *sym);
-    Err(match numbers_inside(kind, field) {
+    Err(GateNameError::NotANumber(match numbers_inside(kind, field) {
         Some((inside, key)) => {
             format!("`{stage}.{field}` is {what}, not a number: it holds {inside}; e.g. `{stage}.{field}.{key} {op} {}`", condition.value)
         }
@@ -178,17 +288,17 @@ fn refuse_non_number(condition: &Condition, kind: &StageKind, names: &[FigureNam
         _ => {
             format!("`{stage}.{field}` is {what}, not a number: name one of its fields, `{stage}.{field}.NAME…` (summary.json shows them)")
         }
-    })
+    }))
 }
 
 /// Check the names `condition` reads against the pipeline's `stages` (name, kind): the stage must
 /// exist, and its first field must be one of the kind's figures (or, for a kind whose plugin adds
 /// figures, any name), and a number when the condition ends there. The problem, with a "did you
 /// mean", otherwise (to follow "`CONDITION`: ").
-pub fn check_names(condition: &Condition, stages: &[(&str, &StageKind)]) -> Result<(), String> {
+pub fn check_names(condition: &Condition, stages: &[(&str, &StageKind)]) -> Result<(), GateNameError> {
     let names: Vec<&str> = stages.iter().map(|(n, _)| *n).collect();
     let Some((stage, kind)) = stages.iter().find(|(n, _)| *n == condition.stage()) else {
-        return Err(format!("no stage `{}`{}", condition.stage(), crate::suggest::hint(condition.stage(), &names)));
+        return Err(GateNameError::NoStage { stage: condition.stage().to_string(), hint: crate::suggest::hint(condition.stage(), &names) });
     };
     let figures = &kind.figures;
     let field = condition.path[1].as_str();
@@ -197,17 +307,18 @@ pub fn check_names(condition: &Condition, stages: &[(&str, &StageKind)]) -> Resu
     if known.contains(&field) || figures.open {
         return refuse_non_number(condition, kind, &names);
     }
-    let kind = kind.name;
-    let hint = crate::suggest::hint(field, &known);
-    Err(format!(
-        "stage `{stage}` ({kind}) has no figure `{field}`{hint}; a {kind} stage writes {}",
-        names.iter().map(|n| format!("`{}`", n.name)).collect::<Vec<_>>().join(", ")
-    ))
+    Err(GateNameError::NoFigure {
+        stage: stage.to_string(),
+        kind: kind.name.to_string(),
+        field: field.to_string(),
+        hint: crate::suggest::hint(field, &known),
+        written: names.iter().map(|n| format!("`{}`", n.name)).collect::<Vec<_>>().join(", "),
+    })
 }
 
 /// Read the figure at `path` (stage first) in `summary`.
-fn figure(summary: &Summary, path: &[String]) -> Result<f64, String> {
-    let entry = summary.stages.get(&path[0]).ok_or_else(|| format!("no stage `{}` in the run", path[0]))?;
+fn figure(summary: &Summary, path: &[String]) -> Result<f64, FigureReadError> {
+    let entry = summary.stages.get(&path[0]).ok_or_else(|| FigureReadError::NoStage(path[0].clone()))?;
     let entry = Value::Object(entry.to_map());
     let mut v = &entry;
     for (k, seg) in path[1..].iter().enumerate() {
@@ -215,13 +326,14 @@ fn figure(summary: &Summary, path: &[String]) -> Result<f64, String> {
             Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
             _ => v.get(seg),
         };
-        v = next.ok_or_else(|| format!("stage `{}` has no figure `{}`", path[0], path[1..=k + 1].join(".")))?;
+        v = next.ok_or_else(|| FigureReadError::NoFigure { stage: path[0].clone(), path: path[1..=k + 1].join(".") })?;
     }
+    let not_a_number = |what: &str| FigureReadError::NotANumber(what.to_string());
     match v {
-        Value::Number(n) => n.as_f64().ok_or_else(|| "not a number".into()),
+        Value::Number(n) => n.as_f64().ok_or_else(|| not_a_number("not a number")),
         Value::Bool(b) => Ok(f64::from(u8::from(*b))),
-        Value::Null => Err("null (undefined for this run)".into()),
-        Value::String(_) => Err("not a number but text".into()),
+        Value::Null => Err(not_a_number("null (undefined for this run)")),
+        Value::String(_) => Err(not_a_number("not a number but text")),
         other => {
             let mut numbers = Vec::new();
             let shown: Vec<String> = path
@@ -230,11 +342,11 @@ fn figure(summary: &Summary, path: &[String]) -> Result<f64, String> {
                 .collect();
             numbers_in(other, &shown.join("."), &mut numbers);
             let what = if other.is_object() { "an object" } else { "a list" };
-            Err(match numbers.len() {
+            Err(FigureReadError::NotANumber(match numbers.len() {
                 0 => format!("not a number but {what} holding no number"),
                 n if n > 8 => format!("not a number but {what}; its numbers: {}, … ({n} in all)", numbers[..8].join(", ")),
                 _ => format!("not a number but {what}; its numbers: {}", numbers.join(", ")),
-            })
+            }))
         }
     }
 }
@@ -260,7 +372,7 @@ pub fn evaluate(conditions: &[Condition], summary: &Summary) -> Vec<Outcome> {
         .iter()
         .map(|c| match figure(summary, &c.path) {
             Ok(v) => Outcome { condition: c.text.clone(), value: Some(v), passed: c.op.holds(v, c.value), note: None },
-            Err(note) => Outcome { condition: c.text.clone(), value: None, passed: false, note: Some(note) },
+            Err(note) => Outcome { condition: c.text.clone(), value: None, passed: false, note: Some(note.to_string()) },
         })
         .collect()
 }
@@ -325,7 +437,7 @@ mod tests {
             ("metrics.ratio >= high", "`high` is not a number"),
             ("metrics..ratio >= 1", "empty field"),
         ] {
-            let e = bad.parse::<Condition>().unwrap_err();
+            let e = bad.parse::<Condition>().unwrap_err().to_string();
             assert!(e.contains(says) && e.contains("STAGE.FIELD OP NUMBER"), "{bad}: {e}");
         }
     }
@@ -334,7 +446,7 @@ mod tests {
     fn names_are_checked_against_the_stages_and_their_kinds_figures() {
         use crate::stages;
         let stages = [("metrics", &stages::group_metrics::KIND), ("search", &stages::generate::KIND), ("model", &stages::load_model::KIND)];
-        let check = |text: &str| check_names(&text.parse().unwrap(), &stages);
+        let check = |text: &str| check_names(&text.parse().unwrap(), &stages).map_err(|e| e.to_string());
         assert!(check("metrics.demographic_parity_ratio >= 0.8").is_ok());
         assert!(check("metrics.parity.\"sex × race\".equalized_odds_difference <= 0.1").is_ok());
         assert!(check("metrics.elapsed_s < 60").is_ok(), "the runner's figures");
@@ -356,7 +468,7 @@ mod tests {
         use crate::stages;
         let stages =
             [("metrics", &stages::group_metrics::KIND), ("estimate", &stages::estimate::KIND), ("model", &stages::load_model::KIND)];
-        let check = |text: &str| check_names(&text.parse().unwrap(), &stages);
+        let check = |text: &str| check_names(&text.parse().unwrap(), &stages).map_err(|e| e.to_string());
         let e = check("metrics.min_impact_ratio >= 0.8").unwrap_err();
         assert!(
             e.starts_with("`metrics.min_impact_ratio` is an object, not a number: it holds one number per set of protected attributes"),

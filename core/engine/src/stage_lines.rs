@@ -1,9 +1,29 @@
-//! The lines the terminal prints under a run's stages beside their figures, as each stage's kind
-//! says them ([`StageFigures::model_line`](crate::stage::meaning::StageFigures::model_line)): a
-//! model stage's executor and favourable class.
+//! What the terminal prints of a run's stages, as each stage's kind says it: the figures on a
+//! stage's line ([`StageFigures::HEADLINE`](crate::stage::meaning::StageFigures::HEADLINE)) and
+//! the line under it ([`StageFigures::model_line`](crate::stage::meaning::StageFigures::model_line)):
+//! a model stage's executor and favourable class.
+
+use serde_json::Value;
 
 use crate::stage::meaning::InRun;
-use crate::stage::summary::Summary;
+use crate::stage::summary::{StageSummary, Summary};
+
+/// The figures of `entry` its kind shows on the stage's line, as `name value` (a fraction to 4
+/// decimals, an interval as `[lo, hi]`), those the run does not have left out.
+pub fn headline(entry: &StageSummary) -> Vec<String> {
+    let figures = entry.figures.to_map();
+    let shown = |v: &Value| match v {
+        Value::Number(n) if n.is_f64() => format!("{:.4}", n.as_f64().unwrap_or(0.0)),
+        Value::Array(a) => {
+            format!("[{}]", a.iter().map(|x| x.as_f64().map(|f| format!("{f:.4}")).unwrap_or_default()).collect::<Vec<_>>().join(", "))
+        }
+        other => other.to_string(),
+    };
+    (crate::stages::meaning(&entry.kind).headline)
+        .iter()
+        .filter_map(|name| figures.get(*name).map(|v| format!("{name} {}", shown(v))))
+        .collect()
+}
 
 /// The line printed under stage `stage` of `summary`, if its kind has one.
 pub fn model_line(summary: &Summary, stage: &str) -> Option<String> {

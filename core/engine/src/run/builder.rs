@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::ConfigError;
 use crate::run::{stage_seed, topological_order, Pipeline, PlannedStage};
-use crate::stage::config::{Checks, StageConfig};
+use crate::stage::config::{validate_and_build, Checks, StageConfig};
 use crate::stage::kind::{StageEnv, StageKind, StageTable};
 use crate::stage::problems::Problems;
 use crate::stage::Stage;
@@ -68,12 +68,7 @@ impl PipelineBuilder {
     pub fn stage<C: StageConfig + 'static>(mut self, name: &str, config: C, inputs: &[(&str, &str)]) -> Self {
         let make: Make = Box::new(move |name, env, problems| {
             let table = StageTable { name, header: 0..0, entries: Vec::new() };
-            let before = problems.len();
-            config.validate(&mut Checks::new(problems, &table, env));
-            if problems.len() > before {
-                return None;
-            }
-            match config.instantiate(env) {
+            match validate_and_build(config, Checks::new(problems, &table, env))? {
                 Ok(stage) => Some(stage),
                 Err(e) => {
                     problems.at(&(0..0), format!("stage `{name}`: {e}"));

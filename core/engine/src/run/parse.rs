@@ -81,18 +81,19 @@ impl Pipeline {
 
     /// Add a gate condition (from `--gate`); an error when it reads a stage the pipeline lacks or
     /// a figure its stage's kind does not write.
-    pub fn add_gate(&mut self, condition: crate::gate::Condition) -> std::result::Result<(), String> {
+    pub fn add_gate(&mut self, condition: crate::gate::Condition) -> std::result::Result<(), crate::gate::AddGateError> {
         let names: Vec<&str> = self.stages.iter().map(|s| s.name.as_str()).collect();
         if !names.contains(&condition.stage()) {
-            return Err(format!(
-                "--gate `{condition}`: no stage `{}` in {}{}",
-                condition.stage(),
-                self.file.display(),
-                hint(condition.stage(), &names)
-            ));
+            return Err(crate::gate::AddGateError::NoStage {
+                condition: condition.to_string(),
+                stage: condition.stage().to_string(),
+                file: self.file.display().to_string(),
+                hint: hint(condition.stage(), &names),
+            });
         }
         let stage_kinds: Vec<(&str, &StageKind)> = self.stages.iter().map(|s| (s.name.as_str(), s.kind)).collect();
-        crate::gate::check_names(&condition, &stage_kinds).map_err(|problem| format!("--gate `{condition}`: {problem}"))?;
+        crate::gate::check_names(&condition, &stage_kinds)
+            .map_err(|problem| crate::gate::AddGateError::Names { condition: condition.to_string(), problem: Box::new(problem) })?;
         self.gate.push(condition);
         Ok(())
     }
@@ -234,11 +235,11 @@ fn verdict_thresholds(keys: &[(Sp<String>, Sp<Val>)], span: &std::ops::Range<usi
         };
         if let Err(problem) = t.set(&k.v, value) {
             let at = if crate::verdict::THRESHOLD_KEYS.contains(&k.v.as_str()) { &v.span } else { &k.span };
-            p.at(at, problem);
+            p.at(at, problem.to_string());
         }
     }
     if let Err(problem) = t.check() {
-        p.at(span, problem);
+        p.at(span, problem.to_string());
     }
     t
 }

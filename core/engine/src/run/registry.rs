@@ -228,4 +228,17 @@ mod tests {
             assert!(read.iter().all(serde_json::Value::is_null), "{}: {read:?} from an entry without figures", kind.name);
         }
     }
+
+    /// The figures a kind shows on its stage's line in the terminal are its own: a name of its
+    /// figures struct, or (a kind whose plugin adds figures) possibly the plugin's.
+    #[test]
+    fn every_headline_figure_is_a_figure_of_its_kind() {
+        for kind in STAGE_KINDS {
+            let names: Vec<&str> = (kind.figures.names)().iter().map(|n| n.name).collect();
+            assert!(!kind.figures.meaning.headline.is_empty(), "{}: nothing on its stage line", kind.name);
+            for figure in kind.figures.meaning.headline {
+                assert!(names.contains(figure) || kind.figures.open, "{}: headline figure `{figure}` is none of its figures", kind.name);
+            }
+        }
+    }
 }

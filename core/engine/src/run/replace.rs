@@ -12,7 +12,7 @@ use polars::prelude::DataFrame;
 use super::{parse_root, stage_seed, Pipeline};
 use crate::error::ConfigError;
 use crate::models::provided::ProvidedModel;
-use crate::stage::config::{read_config, Checks, StageConfig};
+use crate::stage::config::{read_config, validate_and_build, Checks};
 use crate::stage::kind::{StageEnv, StageTable};
 use crate::stage::problems::Problems;
 use crate::stages::load::LoadConfig;
@@ -76,16 +76,12 @@ impl Pipeline {
                 config.and_then(|mut config| {
                     config.path = None;
                     config.frame = Some(frame);
-                    let before = problems.len();
-                    config.validate(&mut Checks::new(&mut problems, &table, &env));
-                    (problems.len() == before).then(|| config.instantiate(&env))
+                    validate_and_build(config, Checks::new(&mut problems, &table, &env))
                 })
             }
             Replacement::Model(model) => {
                 let config = LoadModelConfig::provided(model);
-                let before = problems.len();
-                config.validate(&mut Checks::new(&mut problems, &table, &env));
-                (problems.len() == before).then(|| config.instantiate(&env))
+                validate_and_build(config, Checks::new(&mut problems, &table, &env))
             }
         };
         match built {

@@ -157,14 +157,33 @@ impl<'p, 'a> Checks<'p, 'a> {
 /// One stage kind's typed config: read by serde from the stage's table, checked, then turned into
 /// the stage that runs.
 pub trait StageConfig: DeserializeOwned {
+    /// What validation learned that building the stage needs, handed to
+    /// [`instantiate`](Self::instantiate) so nothing is read twice: an ONNX graph's facts, a model
+    /// server found ready with its metadata. `()` for a kind that learns nothing; the default
+    /// value means "not validated" (a stage built without validation finds it out itself).
+    type Facts: Default;
+
     /// The kind this is the config of.
     fn kind() -> &'static StageKind;
 
-    /// Check what needs no model run (ranges, files, columns, plugins), recording problems.
-    fn validate(&self, _checks: &mut Checks<'_, '_>) {}
+    /// Check what needs no model run (ranges, files, columns, plugins, a server's readiness),
+    /// recording problems, and return what was learned on the way.
+    fn validate(&self, _checks: &mut Checks<'_, '_>) -> Self::Facts {
+        Self::Facts::default()
+    }
 
-    /// Build the stage; called only on a config [`validate`](Self::validate) found no problem in.
-    fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>>;
+    /// Build the stage from what [`validate`](Self::validate) learned; called only on a config
+    /// it found no problem in.
+    fn instantiate(self, facts: Self::Facts, env: &StageEnv) -> Result<Box<dyn Stage>>;
+}
+
+/// Validate `config` (problems recorded in `checks`) and, when it adds none, build its stage from
+/// what validation learned: `None` when validation found a problem.
+pub fn validate_and_build<C: StageConfig>(config: C, mut checks: Checks<'_, '_>) -> Option<Result<Box<dyn Stage>>> {
+    let before = checks.problems.len();
+    let facts = config.validate(&mut checks);
+    let env = checks.env;
+    (checks.problems.len() == before).then(|| config.instantiate(facts, env))
 }
 
 /// " (a key of `load_text`)" when up to three other stage kinds take `key` (a text column given to
@@ -237,11 +256,11 @@ pub fn configure<C: StageConfig>(
     // Check what could be read even when some keys could not, so every problem shows at once.
     let config = config?;
     let before = problems.len();
-    config.validate(&mut Checks::new(problems, table, env));
+    let facts = config.validate(&mut Checks::new(problems, table, env));
     if problems.len() > before || !errors.is_empty() {
         return None;
     }
-    match config.instantiate(env) {
+    match config.instantiate(facts, env) {
         Ok(stage) => Some(stage),
         Err(e) => {
             problems.at(&table.header, format!("stage `{}`: {e}", table.name));

@@ -168,6 +168,10 @@ pub trait StageFigures: Figures + DeserializeOwned + Clone {
     /// for a retrained model, measured to be compared with the audited one).
     const AUDITS_ITS_MODEL: bool = true;
 
+    /// The figures the terminal shows on the stage's line after `fairpipe run`, in order, each
+    /// as `name value` when the run has it (a unit test holds each to a figure of the kind).
+    const HEADLINE: &'static [&'static str] = &[];
+
     /// Whether the stage makes or loads the model it passes on (its figures then hold the model's
     /// description and accuracy), as opposed to passing on the model it read.
     const MODEL_STAGE: bool = false;
@@ -229,6 +233,8 @@ pub struct Meaning {
     pub favourable_label: fn(&StageSummary) -> Option<String>,
     /// [`StageFigures::model_line`] of an entry.
     pub model_line: fn(&InRun<'_>) -> Option<String>,
+    /// [`StageFigures::HEADLINE`].
+    pub headline: &'static [&'static str],
     /// [`StageFigures::AUDITS_ITS_MODEL`].
     pub audits_its_model: bool,
     /// [`StageFigures::SEARCH`].
@@ -259,6 +265,7 @@ impl Meaning {
         protected: |_| Vec::new(),
         favourable_label: |_| None,
         model_line: |_| None,
+        headline: &[],
         audits_its_model: true,
         search: false,
         writes_pairs: false,
@@ -278,6 +285,7 @@ impl Meaning {
             protected: protected_of::<F>,
             favourable_label: favourable_label_of::<F>,
             model_line: model_line_of::<F>,
+            headline: F::HEADLINE,
             audits_its_model: F::AUDITS_ITS_MODEL,
             search: F::SEARCH,
             writes_pairs: F::WRITES_PAIRS,

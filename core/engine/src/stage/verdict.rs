@@ -28,43 +28,68 @@ impl Default for Thresholds {
 /// The keys of `[pipeline.verdict]`.
 pub const THRESHOLD_KEYS: [&str; 4] = ["flip_severe", "flip_notable", "impact_fail", "impact_notable"];
 
+/// Why a `[pipeline.verdict]` threshold is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ThresholdError {
+    /// The value is not a share in (0, 1].
+    #[error("[pipeline.verdict] `{key}` must be a share in (0, 1], found {value}")]
+    NotAShare {
+        /// The key.
+        key: String,
+        /// The value given.
+        value: f64,
+    },
+    /// No such key.
+    #[error("[pipeline.verdict]: unknown key `{key}`{hint}; accepted: {}", THRESHOLD_KEYS.join(", "))]
+    UnknownKey {
+        /// The key given.
+        key: String,
+        /// " (did you mean …?)" or "".
+        hint: String,
+    },
+    /// `flip_notable` above `flip_severe`.
+    #[error("[pipeline.verdict] `flip_notable` ({notable}) is above `flip_severe` ({severe}); a notable rate is the smaller one")]
+    FlipsOutOfOrder {
+        /// `flip_notable`.
+        notable: f64,
+        /// `flip_severe`.
+        severe: f64,
+    },
+    /// `impact_fail` above `impact_notable`.
+    #[error("[pipeline.verdict] `impact_fail` ({fail}) is above `impact_notable` ({notable}); the failing ratio is the smaller one")]
+    ImpactsOutOfOrder {
+        /// `impact_fail`.
+        fail: f64,
+        /// `impact_notable`.
+        notable: f64,
+    },
+}
+
 impl Thresholds {
-    /// Set threshold `key` to `value`; an error in words when the key is unknown or the value is
-    /// not a share in (0, 1].
-    pub fn set(&mut self, key: &str, value: f64) -> Result<(), String> {
+    /// Set threshold `key` to `value`; refused when the key is unknown or the value is not a
+    /// share in (0, 1].
+    pub fn set(&mut self, key: &str, value: f64) -> Result<(), ThresholdError> {
         if !(value > 0.0 && value <= 1.0) {
-            return Err(format!("[pipeline.verdict] `{key}` must be a share in (0, 1], found {value}"));
+            return Err(ThresholdError::NotAShare { key: key.to_string(), value });
         }
         match key {
             "flip_severe" => self.flip_severe = value,
             "flip_notable" => self.flip_notable = value,
             "impact_fail" => self.impact_fail = Some(value),
             "impact_notable" => self.impact_notable = value,
-            other => {
-                return Err(format!(
-                    "[pipeline.verdict]: unknown key `{other}`{}; accepted: {}",
-                    crate::suggest::hint(other, &THRESHOLD_KEYS),
-                    THRESHOLD_KEYS.join(", ")
-                ))
-            }
+            other => return Err(ThresholdError::UnknownKey { key: other.to_string(), hint: crate::suggest::hint(other, &THRESHOLD_KEYS) }),
         }
         Ok(())
     }
 
     /// The thresholds' order, checked once all are set: `flip_notable ≤ flip_severe` and
     /// `impact_fail ≤ impact_notable`.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ThresholdError> {
         if self.flip_notable > self.flip_severe {
-            return Err(format!(
-                "[pipeline.verdict] `flip_notable` ({}) is above `flip_severe` ({}); a notable rate is the smaller one",
-                self.flip_notable, self.flip_severe
-            ));
+            return Err(ThresholdError::FlipsOutOfOrder { notable: self.flip_notable, severe: self.flip_severe });
         }
         if let Some(fail) = self.impact_fail.filter(|f| *f > self.impact_notable) {
-            return Err(format!(
-                "[pipeline.verdict] `impact_fail` ({fail}) is above `impact_notable` ({}); the failing ratio is the smaller one",
-                self.impact_notable
-            ));
+            return Err(ThresholdError::ImpactsOutOfOrder { fail, notable: self.impact_notable });
         }
         Ok(())
     }

@@ -185,6 +185,8 @@ fn rules_categories(axis: &str) -> Option<&'static [&'static str]> {
 }
 
 impl StageConfig for BiasAuditConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -254,7 +256,7 @@ impl StageConfig for BiasAuditConfig {
         }
     }
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(self))
     }
 }
@@ -983,6 +985,8 @@ fn audit_table(f: &BiasAuditFigures) -> Result<Table> {
 /// ratio of each grades its verdict. Decisions recorded in the data audit no model: they stand for
 /// themselves, under the stage's own name.
 impl StageFigures for BiasAuditFigures {
+    const HEADLINE: &'static [&'static str] = &["rows", "rate"];
+
     fn impacts(&self, at: &InRun<'_>, t: &Thresholds) -> Vec<Impact> {
         let model = if at.entry.inputs.contains_key("model") { at.audited_model().map(|m| m.name) } else { Some(at.name) };
         let Some(model) = model else { return Vec::new() };

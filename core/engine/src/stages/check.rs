@@ -66,6 +66,8 @@ impl Default for CheckConfig {
 }
 
 impl StageConfig for CheckConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -75,7 +77,7 @@ impl StageConfig for CheckConfig {
         check_protected(c, &self.protected);
     }
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(self))
     }
 }
@@ -113,6 +115,8 @@ pub struct CheckFigures {
 /// A check measures the share of real rows whose decision flips: it grades the verdict, first among
 /// measures of the same grade.
 impl StageFigures for CheckFigures {
+    const HEADLINE: &'static [&'static str] = &["rate", "ci95", "checked", "discriminatory"];
+
     const WRITES_PAIRS: bool = true;
     const FLIP_RANK: u8 = 0;
 

@@ -59,13 +59,15 @@ impl Default for CheckTextConfig {
 }
 
 impl StageConfig for CheckTextConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
 
     fn validate(&self, _c: &mut Checks<'_, '_>) {}
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(self))
     }
 }
@@ -96,7 +98,9 @@ pub struct CheckTextFigures {
 }
 
 /// Figures the verdict does not read.
-impl StageFigures for CheckTextFigures {}
+impl StageFigures for CheckTextFigures {
+    const HEADLINE: &'static [&'static str] = &["rate", "checked", "discriminatory"];
+}
 
 impl Stage for CheckTextConfig {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {

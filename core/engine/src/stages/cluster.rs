@@ -62,6 +62,8 @@ impl Default for ClusterConfig {
 }
 
 impl StageConfig for ClusterConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -75,7 +77,7 @@ impl StageConfig for ClusterConfig {
         c.at_most("max_iterations", u128::from(self.max_iterations), u128::from(crate::limits::MAX_ITERATIONS));
     }
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(self))
     }
 }
@@ -92,7 +94,9 @@ pub struct ClusterFigures {
 }
 
 /// Figures the verdict does not read.
-impl StageFigures for ClusterFigures {}
+impl StageFigures for ClusterFigures {
+    const HEADLINE: &'static [&'static str] = &["seeds"];
+}
 
 impl Stage for ClusterConfig {
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {

@@ -83,6 +83,8 @@ impl Default for EstimateConfig {
 }
 
 impl StageConfig for EstimateConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -100,7 +102,7 @@ impl StageConfig for EstimateConfig {
         }
     }
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(self))
     }
 }
@@ -181,6 +183,8 @@ impl EstimateConfig {
 /// An estimate measures the share of inputs drawn from the domain whose decision flips: it grades
 /// the verdict, after a check of real rows of the same grade.
 impl StageFigures for EstimateFigures {
+    const HEADLINE: &'static [&'static str] = &["rate", "ci95", "discriminatory", "samples"];
+
     const FLIP_RANK: u8 = 1;
 
     fn flips(&self, at: &InRun<'_>, t: &Thresholds) -> Option<Flips> {

@@ -115,6 +115,8 @@ impl GenerateConfig {
 }
 
 impl StageConfig for GenerateConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -134,7 +136,7 @@ impl StageConfig for GenerateConfig {
         c.at_most("units", self.units as u128, crate::limits::MAX_SEEDS as u128);
     }
 
-    fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
         let plugin = self.choice().load(&env.dir, &env.plugin_path, None)?;
         let params = self.choice().params();
         Ok(Box::new(Generate { plugin, params, config: self }))
@@ -231,6 +233,8 @@ struct Generate {
 
 /// A generate stage's cases are a search's, on the protected attributes it changed.
 impl StageFigures for GenerateFigures {
+    const HEADLINE: &'static [&'static str] = &["generated", "emitted"];
+
     const SEARCH: bool = true;
 
     fn protected(&self) -> Vec<String> {

@@ -145,6 +145,8 @@ impl Reference {
 }
 
 impl StageConfig for GroupMetricsConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -175,7 +177,7 @@ impl StageConfig for GroupMetricsConfig {
         check_protected(c, &self.protected);
     }
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(self))
     }
 }
@@ -344,6 +346,8 @@ fn reference_of(set: &[Measured], reference: &Reference, min_count: usize) -> Re
 /// A group_metrics stage measures each protected attribute's group rates: its worst impact ratio
 /// grades the attribute's verdict (the intersections are shown, not graded).
 impl StageFigures for GroupMetricsFigures {
+    const HEADLINE: &'static [&'static str] = &["rows", "selection_rate"];
+
     fn numbers_inside(figure: &str) -> Option<(&'static str, &'static str)> {
         Some(match figure {
             "min_impact_ratio" => (

@@ -95,6 +95,8 @@ impl GroupScoreConfig {
 }
 
 impl StageConfig for GroupScoreConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -105,7 +107,7 @@ impl StageConfig for GroupScoreConfig {
         check_protected(c, &self.protected);
     }
 
-    fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
         let plugin = self.choice().load(&env.dir, &env.plugin_path, Some(DEFAULT_AUDITOR))?;
         let params = self.choice().params();
         Ok(Box::new(GroupScore { plugin, params, config: self }))
@@ -219,6 +221,8 @@ pub struct GroupScoreFigures {
 
 /// A group score measures its model's worst group (for comparing models scored the same way).
 impl StageFigures for GroupScoreFigures {
+    const HEADLINE: &'static [&'static str] = &["samples", "worst_score"];
+
     fn measurement(&self, at: &InRun<'_>) -> Option<Measurement> {
         Some(Measurement {
             model: at.entry.inputs.get("model")?.clone(),

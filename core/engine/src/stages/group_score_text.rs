@@ -87,6 +87,8 @@ impl Default for GroupScoreTextConfig {
 }
 
 impl StageConfig for GroupScoreTextConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -100,7 +102,7 @@ impl StageConfig for GroupScoreTextConfig {
         c.at_least("max_samples", self.max_samples, self.sample_thr.max(1));
     }
 
-    fn instantiate(mut self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(mut self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
         self.seed = env.seed;
         Ok(Box::new(self))
     }
@@ -128,7 +130,9 @@ pub struct GroupScoreTextFigures {
 }
 
 /// Figures the verdict does not read.
-impl StageFigures for GroupScoreTextFigures {}
+impl StageFigures for GroupScoreTextFigures {
+    const HEADLINE: &'static [&'static str] = &["rule_sets_kept", "worst_score"];
+}
 
 /// One of a `group_score_text` stage's ranked identity-term rule sets (`top` in `summary.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -398,6 +398,8 @@ impl LoadConfig {
 }
 
 impl StageConfig for LoadConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -515,7 +517,7 @@ impl StageConfig for LoadConfig {
         }
     }
 
-    fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
         let path = match (&self.frame, &self.path) {
             (None, Some(p)) => env.dir.join(p),
             _ => PathBuf::from("<data frame>"),
@@ -576,6 +578,8 @@ pub struct LoadFigures {
 /// A load stage's figures name its data's protected attributes (the verdicts' attributes when a
 /// measure recorded none) and its favourable label (the model line's).
 impl StageFigures for LoadFigures {
+    const HEADLINE: &'static [&'static str] = &["rows"];
+
     fn protected(&self) -> Vec<String> {
         self.protected.clone()
     }

@@ -24,7 +24,7 @@ use crate::models::provided::ProvidedModel;
 use crate::models::remote::grpc::GrpcBackend;
 use crate::models::remote::http::{Http, HttpSettings};
 use crate::models::remote::mlflow::MlflowEndpoint;
-use crate::models::remote::v2::V2Endpoint;
+use crate::models::remote::v2::{V2Endpoint, V2Metadata};
 use crate::models::remote::Traffic;
 use crate::models::trees::Graph as TreeGraph;
 use crate::models::Model;
@@ -219,14 +219,55 @@ pub struct LoadModelConfig {
     /// Python object's `predict_proba`; not in TOML): bound to the dataset when the stage runs.
     #[serde(skip)]
     pub provided: Option<ProvidedModel>,
-    /// What validation read of an ONNX file's graph about its outputs: `Some(why)` when it gives
-    /// labels only (kept for [`Stage::labels_only_before_run`]).
-    #[serde(skip)]
-    labels_only: std::sync::OnceLock<Option<String>>,
-    /// The ONNX graph's input names as validation read them (kept for
-    /// [`Stage::check_features`]).
-    #[serde(skip)]
-    graph_inputs: std::sync::OnceLock<Vec<String>>,
+}
+
+/// Why a model server's HTTP settings cannot be made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum HttpSettingsError {
+    /// A time that is not a positive number of seconds.
+    #[error("`{key}` must be a positive number of seconds, not {value}")]
+    NotPositive {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// `token_env` names a variable that is not set.
+    #[error("`token_env`: the environment variable {0} is not set")]
+    TokenUnset(String),
+}
+
+impl HttpSettingsError {
+    /// The key the problem is shown at: the variable's at `token_env`, a time's at the server's
+    /// `url` (as before).
+    fn key(&self) -> &'static str {
+        match self {
+            HttpSettingsError::TokenUnset(_) => "token_env",
+            HttpSettingsError::NotPositive { .. } => "url",
+        }
+    }
+}
+
+/// What validating a `load_model` stage learned, handed to the stage it builds so nothing is read
+/// or asked twice.
+#[derive(Debug, Default)]
+pub struct LoadModelFacts {
+    /// What the ONNX file's graph says of its outputs: `Some(why)` when it gives labels only
+    /// (for [`Stage::labels_only_before_run`]).
+    labels_only: Option<String>,
+    /// The ONNX graph's input names (for [`Stage::check_features`]).
+    graph_inputs: Option<Vec<String>>,
+    /// The model server as validation found it, ready: opening the model asks it nothing more.
+    server: Option<ServerSeen>,
+}
+
+/// A model server validation found ready.
+#[derive(Debug)]
+enum ServerSeen {
+    /// A KServe V2 model (HTTP or gRPC) and the metadata it gave.
+    V2(V2Metadata),
+    /// An MLflow scoring server with its model loaded.
+    MlflowReady,
 }
 
 impl LoadModelConfig {
@@ -254,8 +295,6 @@ impl LoadModelConfig {
             onnxruntime: None,
             llm: None,
             provided: None,
-            labels_only: std::sync::OnceLock::new(),
-            graph_inputs: std::sync::OnceLock::new(),
         }
     }
 
@@ -266,11 +305,69 @@ impl LoadModelConfig {
 }
 
 impl StageConfig for LoadModelConfig {
+    type Facts = LoadModelFacts;
+
     fn kind() -> &'static StageKind {
         &KIND
     }
 
-    fn validate(&self, checks: &mut Checks<'_, '_>) {
+    fn validate(&self, checks: &mut Checks<'_, '_>) -> LoadModelFacts {
+        let mut facts = LoadModelFacts::default();
+        self.check(checks, &mut facts);
+        facts
+    }
+
+    fn instantiate(self, facts: LoadModelFacts, env: &StageEnv) -> Result<Box<dyn Stage>> {
+        let labels_only = facts.labels_only.or_else(|| llm_labels_only(self.llm.as_ref()));
+        let place = if let Some(provided) = self.provided {
+            Place::Provided(provided)
+        } else if let Some(config) = self.llm {
+            Place::Llm { config, dir: env.dir.clone() }
+        } else if let Some(url) = &self.url {
+            let fail = |message: String| ModelError::Remote { url: url.clone(), message };
+            let settings = self.http_settings().map_err(|e| fail(e.to_string()))?;
+            Place::Remote(match self.protocol {
+                Protocol::V2 | Protocol::GrpcV2 => Remote::Server {
+                    endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(fail)?,
+                    settings,
+                    outputs: self.outputs.clone(),
+                    grpc: self.protocol == Protocol::GrpcV2,
+                    seen: match &facts.server {
+                        Some(ServerSeen::V2(metadata)) => Some(metadata.clone()),
+                        _ => None,
+                    },
+                },
+                Protocol::Mlflow => Remote::Mlflow {
+                    endpoint: MlflowEndpoint::parse(url).map_err(fail)?,
+                    settings,
+                    seen_ready: matches!(facts.server, Some(ServerSeen::MlflowReady)),
+                },
+            })
+        } else if let Some(argv) = self.command {
+            Place::Remote(Remote::Program { argv, dir: env.dir.clone() })
+        } else {
+            Place::File(env.dir.join(self.path.as_deref().unwrap_or(Path::new(""))))
+        };
+        Ok(Box::new(LoadModel {
+            request: OpenRequest {
+                place,
+                output: self.output,
+                transform: self.output_transform,
+                favourable_class: self.favourable_class,
+                inputs: self.inputs,
+                executor: self.executor,
+                onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
+                traffic: Traffic { batch_size: self.batch_size, concurrency: self.concurrency, max_rows: self.max_queries },
+            },
+            labels_only,
+            graph_inputs: facts.graph_inputs,
+        }))
+    }
+}
+
+impl LoadModelConfig {
+    /// Every check of [`StageConfig::validate`], what was learned on the way put in `learned`.
+    fn check(&self, checks: &mut Checks<'_, '_>, learned: &mut LoadModelFacts) {
         let mut resolved = None;
         if self.provided.is_some() {
             if self.path.is_some() || self.url.is_some() || self.command.is_some() {
@@ -295,7 +392,7 @@ impl StageConfig for LoadModelConfig {
         } else if let Some(path) = &self.path {
             resolved = Some(checks.existing_file("path", path));
         } else if let Some(url) = &self.url {
-            self.validate_remote(url, checks);
+            learned.server = self.validate_remote(url, checks);
         } else if let Some(llm) = &self.llm {
             validate_llm(llm, checks);
         } else if let Some(argv) = &self.command {
@@ -358,8 +455,8 @@ impl StageConfig for LoadModelConfig {
         self.check_input_names(checks, &facts);
         self.check_output_name(checks, &facts);
         let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        let _ = self.labels_only.set(facts.labels_only(&file, self.output.as_deref()));
-        let _ = self.graph_inputs.set(facts.inputs.iter().map(|i| i.name.clone()).collect());
+        learned.labels_only = facts.labels_only(&file, self.output.as_deref());
+        learned.graph_inputs = Some(facts.inputs.iter().map(|i| i.name.clone()).collect());
         let mut needs = match self.executor {
             Executor::Onnxruntime => vec!["executor = \"onnxruntime\"".to_string()],
             Executor::Auto => {
@@ -392,47 +489,6 @@ impl StageConfig for LoadModelConfig {
         }
     }
 
-    fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
-        let labels_only = self.labels_only.get().cloned().flatten().or_else(|| llm_labels_only(self.llm.as_ref()));
-        let place = if let Some(provided) = self.provided {
-            Place::Provided(provided)
-        } else if let Some(config) = self.llm {
-            Place::Llm { config, dir: env.dir.clone() }
-        } else if let Some(url) = &self.url {
-            let fail = |message: String| ModelError::Remote { url: url.clone(), message };
-            let settings = self.http_settings().map_err(fail)?;
-            Place::Remote(match self.protocol {
-                Protocol::V2 | Protocol::GrpcV2 => Remote::Server {
-                    endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(fail)?,
-                    settings,
-                    outputs: self.outputs.clone(),
-                    grpc: self.protocol == Protocol::GrpcV2,
-                },
-                Protocol::Mlflow => Remote::Mlflow { endpoint: MlflowEndpoint::parse(url).map_err(fail)?, settings },
-            })
-        } else if let Some(argv) = self.command {
-            Place::Remote(Remote::Program { argv, dir: env.dir.clone() })
-        } else {
-            Place::File(env.dir.join(self.path.as_deref().unwrap_or(Path::new(""))))
-        };
-        Ok(Box::new(LoadModel {
-            request: OpenRequest {
-                place,
-                output: self.output,
-                transform: self.output_transform,
-                favourable_class: self.favourable_class,
-                inputs: self.inputs,
-                executor: self.executor,
-                onnxruntime: self.onnxruntime.map(|p| env.dir.join(p)),
-                traffic: Traffic { batch_size: self.batch_size, concurrency: self.concurrency, max_rows: self.max_queries },
-            },
-            labels_only,
-            graph_inputs: self.graph_inputs.into_inner(),
-        }))
-    }
-}
-
-impl LoadModelConfig {
     /// The `inputs` map's keys against the ONNX model's inputs (did-you-mean), each at its own
     /// `inputs.NAME`; a column named twice.
     fn check_input_names(&self, checks: &mut Checks<'_, '_>, facts: &GraphFacts) {
@@ -459,16 +515,16 @@ impl LoadModelConfig {
 
     /// The HTTP settings, the token read from `token_env` (an error names the variable, never a
     /// value).
-    fn http_settings(&self) -> std::result::Result<HttpSettings, String> {
-        let seconds = |key: &str, s: f64| {
+    fn http_settings(&self) -> std::result::Result<HttpSettings, HttpSettingsError> {
+        let seconds = |key: &'static str, s: f64| {
             if s.is_finite() && s > 0.0 {
                 Ok(Duration::from_secs_f64(s))
             } else {
-                Err(format!("`{key}` must be a positive number of seconds, not {s}"))
+                Err(HttpSettingsError::NotPositive { key, value: s })
             }
         };
         let token = match &self.token_env {
-            Some(var) => Some(std::env::var(var).map_err(|_| format!("`token_env`: the environment variable {var} is not set"))?),
+            Some(var) => Some(std::env::var(var).map_err(|_| HttpSettingsError::TokenUnset(var.clone()))?),
             None => None,
         };
         Ok(HttpSettings {
@@ -481,8 +537,9 @@ impl LoadModelConfig {
     }
 
     /// The keys of a model server, and the server itself: an unreachable server or a model that is
-    /// not ready is found here, before any search.
-    fn validate_remote(&self, url: &str, checks: &mut Checks<'_, '_>) {
+    /// not ready is found here, before any search. A V2 model's metadata is read here too, so the
+    /// run asks the server once: what is returned is handed to the stage as it opens the model.
+    fn validate_remote(&self, url: &str, checks: &mut Checks<'_, '_>) -> Option<ServerSeen> {
         if self.batch_size == 0 {
             checks.problem("batch_size", "`batch_size` must be at least 1");
         }
@@ -506,24 +563,36 @@ impl LoadModelConfig {
         }
         let settings = match self.http_settings() {
             Ok(settings) => settings,
-            Err(message) => return checks.problem(if message.starts_with("`token_env`") { "token_env" } else { "url" }, message),
+            Err(e) => {
+                checks.problem(e.key(), e);
+                return None;
+            }
         };
         // One try: validation says whether the server is there, without waiting through retries.
         let one_try = HttpSettings { retries: 0, ..settings };
         let ready = match self.protocol {
             Protocol::V2 | Protocol::GrpcV2 => match V2Endpoint::parse(url, self.model.as_deref()) {
-                Ok(endpoint) if self.protocol == Protocol::GrpcV2 => GrpcBackend::connect(endpoint, one_try, Vec::new()).map(|_| ()),
-                Ok(endpoint) => Http::new(one_try, &endpoint.base).and_then(|http| endpoint.ready(&http)),
-                Err(message) => return checks.problem("url", message),
+                Ok(endpoint) if self.protocol == Protocol::GrpcV2 => {
+                    GrpcBackend::connect(endpoint, one_try, Vec::new(), None).map(|(_, metadata)| ServerSeen::V2(metadata))
+                }
+                Ok(endpoint) => Http::new(one_try, &endpoint.base).and_then(|http| {
+                    endpoint.ready(&http)?;
+                    endpoint.metadata(&http).map(ServerSeen::V2)
+                }),
+                Err(message) => {
+                    checks.problem("url", message);
+                    return None;
+                }
             },
             Protocol::Mlflow => match MlflowEndpoint::parse(url) {
-                Ok(endpoint) => Http::new(one_try, &endpoint.base).and_then(|http| endpoint.ready(&http)),
-                Err(message) => return checks.problem("url", message),
+                Ok(endpoint) => Http::new(one_try, &endpoint.base).and_then(|http| endpoint.ready(&http)).map(|()| ServerSeen::MlflowReady),
+                Err(message) => {
+                    checks.problem("url", message);
+                    return None;
+                }
             },
         };
-        if let Err(e) = ready {
-            checks.problem("url", format!("the model server does not answer as ready: {e}"));
-        }
+        ready.map_err(|e| checks.problem("url", format!("the model server does not answer as ready: {e}"))).ok()
     }
 }
 
@@ -551,6 +620,8 @@ pub struct LoadModelFigures {
 /// column 1`, with a note when the favourable class was assumed (numbered classes, no class named
 /// like the label).
 impl StageFigures for LoadModelFigures {
+    const HEADLINE: &'static [&'static str] = &["accuracy_train", "accuracy_test"];
+
     const MODEL_STAGE: bool = true;
 
     fn model_line(&self, at: &InRun<'_>) -> Option<String> {

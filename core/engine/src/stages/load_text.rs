@@ -70,6 +70,8 @@ fn default_test_fraction() -> f64 {
 }
 
 impl StageConfig for LoadTextConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -87,7 +89,7 @@ impl StageConfig for LoadTextConfig {
         }
     }
 
-    fn instantiate(mut self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(mut self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
         self.path = env.dir.join(&self.path);
         self.seed = env.seed;
         Ok(Box::new(self))
@@ -122,7 +124,9 @@ pub struct LoadTextFigures {
 }
 
 /// Figures the verdict does not read.
-impl StageFigures for LoadTextFigures {}
+impl StageFigures for LoadTextFigures {
+    const HEADLINE: &'static [&'static str] = &["rows"];
+}
 
 impl Stage for LoadTextConfig {
     fn run(&self, _ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {

@@ -51,6 +51,8 @@ pub struct LoadTextModelConfig {
 }
 
 impl StageConfig for LoadTextModelConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -64,7 +66,7 @@ impl StageConfig for LoadTextModelConfig {
         }
     }
 
-    fn instantiate(mut self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(mut self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
         self.path = env.dir.join(&self.path);
         self.onnxruntime = self.onnxruntime.map(|p| env.dir.join(p));
         Ok(Box::new(self))
@@ -92,6 +94,8 @@ pub struct LoadTextModelFigures {
 
 /// The stage makes the model it passes on; the verdict reads nothing else of its figures.
 impl StageFigures for LoadTextModelFigures {
+    const HEADLINE: &'static [&'static str] = &["accuracy_train", "accuracy_test"];
+
     const MODEL_STAGE: bool = true;
 }
 

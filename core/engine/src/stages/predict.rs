@@ -50,6 +50,8 @@ impl Default for PredictConfig {
 }
 
 impl StageConfig for PredictConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -58,7 +60,7 @@ impl StageConfig for PredictConfig {
         c.within("threshold", self.threshold, 0.0, 1.0);
     }
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(self))
     }
 }
@@ -75,7 +77,9 @@ pub struct PredictFigures {
 }
 
 /// Figures the verdict does not read.
-impl StageFigures for PredictFigures {}
+impl StageFigures for PredictFigures {
+    const HEADLINE: &'static [&'static str] = &["rows"];
+}
 
 impl Stage for PredictConfig {
     fn run(&self, _ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {

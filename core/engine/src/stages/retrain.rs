@@ -188,6 +188,8 @@ pub enum SampleSelection {
 }
 
 impl StageConfig for RetrainConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -210,7 +212,7 @@ impl StageConfig for RetrainConfig {
         }
     }
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         let (a, t) = (AequitasParams::default(), TestSgdParams::default());
         let mut r = Retrain {
             strategy: Strategy::Aequitas,
@@ -359,6 +361,9 @@ pub struct RetrainFigures {
 
 /// A retrained model is measured to be compared with the audited one, not audited itself.
 impl StageFigures for RetrainFigures {
+    const HEADLINE: &'static [&'static str] =
+        &["accuracy_train", "accuracy_test", "rate_before", "rate_after", "accuracy_before", "accuracy_after"];
+
     const MODEL_STAGE: bool = true;
 
     const AUDITS_ITS_MODEL: bool = false;

@@ -67,6 +67,8 @@ impl Default for RetrainTextConfig {
 }
 
 impl StageConfig for RetrainTextConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -76,7 +78,7 @@ impl StageConfig for RetrainTextConfig {
         c.at_least("group_samples", self.group_samples, 100);
     }
 
-    fn instantiate(mut self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(mut self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
         self.seed = env.seed;
         Ok(Box::new(self))
     }
@@ -120,6 +122,8 @@ pub struct RetrainTextFigures {
 
 /// A retrained text model is measured to be compared with the audited one, not audited itself.
 impl StageFigures for RetrainTextFigures {
+    const HEADLINE: &'static [&'static str] = &["accuracy_train", "rate_before", "rate_after", "accuracy_before", "accuracy_after"];
+
     const MODEL_STAGE: bool = true;
 
     const AUDITS_ITS_MODEL: bool = false;

@@ -213,6 +213,8 @@ impl TrainConfig {
 }
 
 impl StageConfig for TrainConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -254,7 +256,7 @@ impl StageConfig for TrainConfig {
         }
     }
 
-    fn instantiate(self, env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(Train { recipe: self.recipe(env.seed), save: self.save.map(|s| env.dir.join(s)) }))
     }
 }
@@ -274,6 +276,8 @@ pub struct TrainFigures {
 
 /// The stage makes the model it passes on; the verdict reads nothing else of its figures.
 impl StageFigures for TrainFigures {
+    const HEADLINE: &'static [&'static str] = &["accuracy_train", "accuracy_test"];
+
     const MODEL_STAGE: bool = true;
 }
 

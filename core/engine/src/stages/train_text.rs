@@ -65,6 +65,8 @@ impl Default for TrainTextConfig {
 }
 
 impl StageConfig for TrainTextConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
@@ -74,7 +76,7 @@ impl StageConfig for TrainTextConfig {
         c.at_least("max_iterations", self.max_iterations, 1);
     }
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(self))
     }
 }
@@ -105,6 +107,8 @@ pub struct TrainTextFigures {
 
 /// The stage makes the model it passes on; the verdict reads nothing else of its figures.
 impl StageFigures for TrainTextFigures {
+    const HEADLINE: &'static [&'static str] = &["accuracy_train", "accuracy_test"];
+
     const MODEL_STAGE: bool = true;
 }
 

@@ -49,11 +49,13 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
 pub struct VerifyConfig {}
 
 impl StageConfig for VerifyConfig {
+    type Facts = ();
+
     fn kind() -> &'static StageKind {
         &KIND
     }
 
-    fn instantiate(self, _env: &StageEnv) -> Result<Box<dyn Stage>> {
+    fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
         Ok(Box::new(self))
     }
 }
@@ -100,6 +102,8 @@ pub const SEARCH_MEASURE: &str = "search";
 /// Verifying a search's cases proves that some inputs flip; it does not measure how many do, so
 /// it grades a verdict only where no check or estimate measured a share.
 impl StageFigures for VerifyFigures {
+    const HEADLINE: &'static [&'static str] = &["generated", "checked", "discriminatory", "rejected"];
+
     const WRITES_PAIRS: bool = true;
     const FLIP_RANK: u8 = 2;
 

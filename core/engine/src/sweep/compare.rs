@@ -3,7 +3,7 @@
 //! worst group score, gate verdict — as `matrix.csv`, `matrix.json`, a section of the sweep's
 //! `report.html`, and the best combination by a chosen figure.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::stage::summary::Summary;
 
@@ -16,19 +16,24 @@ pub struct Best {
     pub column: String,
 }
 
+/// A `best` that is not `min STAGE.FIGURE` or `max STAGE.FIGURE`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: expected `min STAGE.FIGURE` or `max STAGE.FIGURE`, e.g. \"min estimate.rate\"")]
+pub struct BestError(pub String);
+
 impl std::str::FromStr for Best {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BestError;
+    fn from_str(s: &str) -> Result<Self, BestError> {
         let mut words = s.split_whitespace();
         let (order, column) = (words.next(), words.next());
         let highest = match order {
             Some("max") => true,
             Some("min") => false,
-            _ => return Err(format!("`{s}`: expected `min STAGE.FIGURE` or `max STAGE.FIGURE`, e.g. \"min estimate.rate\"")),
+            _ => return Err(BestError(s.to_string())),
         };
         match (column, words.next()) {
             (Some(c), None) if c.contains('.') => Ok(Best { highest, column: c.to_string() }),
-            _ => Err(format!("`{s}`: expected `min STAGE.FIGURE` or `max STAGE.FIGURE`, e.g. \"min estimate.rate\"")),
+            _ => Err(BestError(s.to_string())),
         }
     }
 }
@@ -118,19 +123,6 @@ impl Comparison {
                 .map(|(r, _)| r.name.clone())
         });
         Comparison { keys, columns, rows, best, best_row }
-    }
-
-    /// `matrix.json` / the sweep summary's `combinations`: one object per row.
-    pub fn to_json(&self) -> Value {
-        Value::Array(
-            self.rows
-                .iter()
-                .map(|r| {
-                    let figures: Map<String, Value> = r.figures.iter().cloned().collect();
-                    json!({"name": r.name, "values": r.values, "seed": r.seed, "figures": figures})
-                })
-                .collect(),
-        )
     }
 
     /// `matrix.csv`: `combination`, `seed`, one column per matrix key (values as JSON text), then

@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod matrix;
 pub mod shard;
+pub mod summary;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{ConfigError, Error, Result};
 use crate::output::{write_atomic, write_json};
@@ -28,6 +29,7 @@ use compare::Best;
 use compare::{Comparison, Row};
 use fairpipe_data::toml_spans::{Sp, Val};
 use matrix::{Combination, Matrix};
+use summary::{MatrixSummary, SweepSummary};
 
 /// The unit id of a plain pipeline (no `[matrix]`): its one unit.
 pub const PLAIN_UNIT: &str = "run";
@@ -138,8 +140,8 @@ pub struct Sweep {
 /// What a sweep run (or a merge) produced.
 #[derive(Debug, Clone)]
 pub struct SweepReport {
-    /// The top-level `summary.json`.
-    pub summary: Value,
+    /// The top-level `summary.json`, typed.
+    pub summary: SweepSummary,
     /// Whether every gate passed (`None`: no gate).
     pub gate_passed: Option<bool>,
 }
@@ -287,8 +289,8 @@ impl Sweep {
         let seed_swept = self.matrix.sweeps_seed();
         let mut p = Pipeline::from_root(&self.file, &self.text, &doc, if seed_swept { None } else { self.seed_override }, true)?;
         for g in &self.gates {
-            p.add_gate(g.clone()).map_err(|message| ConfigError {
-                problems: vec![crate::error::ConfigProblem { file: self.file.clone(), line: 1, col: 1, message }],
+            p.add_gate(g.clone()).map_err(|e| ConfigError {
+                problems: vec![crate::error::ConfigProblem { file: self.file.clone(), line: 1, col: 1, message: e.to_string() }],
             })?;
         }
         Ok(p)
@@ -313,7 +315,7 @@ impl Sweep {
         if !self.info.matrix {
             let run = self.pipeline(0)?.execute(show)?;
             run.write_unlocked(out, self.info.report)?;
-            return Ok(SweepReport { gate_passed: gate_passed(&run.summary), summary: run.summary.to_json() });
+            return Ok(SweepReport { gate_passed: gate_passed(&run.summary), summary: SweepSummary::Run(Box::new(run.summary)) });
         }
         let staging = crate::staging::Staging::begin(out)?;
         let all: Vec<usize> = (0..self.info.units.len()).collect();
@@ -385,47 +387,18 @@ pub fn finish(info: &SweepInfo, dir: &Path, summaries: &BTreeMap<String, Summary
     let comparison = Comparison::new(info.keys.clone(), rows, info.best.clone());
     let gates: Vec<bool> = info.units.iter().filter_map(|u| summaries.get(&u.id).and_then(gate_passed)).collect();
     let gate_passed = (!gates.is_empty()).then(|| gates.iter().all(|&g| g));
-    let mut values = Map::new();
-    for key in &info.keys {
-        let mut seen: Vec<Value> = Vec::new();
-        for u in &info.units {
-            if let Some(v) = u.values.get(key) {
-                if !seen.contains(v) {
-                    seen.push(v.clone());
-                }
-            }
-        }
-        values.insert(key.clone(), Value::Array(seen));
-    }
-    let mut summary = json!({
-        "pipeline": info.pipeline,
-        "file": info.file,
-        "seed": info.seed,
-        "fairpipe_version": info.fairpipe_version,
-        "pipeline_hash": info.pipeline_hash,
-        "matrix": {
-            "keys": info.keys,
-            "values": values,
-            "combinations": info.units.len(),
-            "best": info.best.as_ref().map(|b| b.to_string()),
-            "best_combination": comparison.best_row,
-        },
-        "combinations": comparison.to_json(),
-    });
-    if let Some(passed) = gate_passed {
-        let failed: Vec<&str> =
-            info.units.iter().filter(|u| summaries.get(&u.id).and_then(gate_passed_of) == Some(false)).map(|u| u.id.as_str()).collect();
-        summary["gate"] = json!({"passed": passed, "failed_combinations": failed});
-    }
+    let failed: Vec<String> =
+        info.units.iter().filter(|u| summaries.get(&u.id).and_then(gate_passed_of) == Some(false)).map(|u| u.id.clone()).collect();
+    let summary = MatrixSummary::new(info, &comparison, gate_passed, failed);
     let csv = dir.join("matrix.csv");
     write_atomic(&csv, |f| std::io::Write::write_all(f, comparison.to_csv().as_bytes()).map_err(|e| e.to_string()))?;
-    write_json(&dir.join("matrix.json"), &comparison.to_json())?;
+    write_json(&dir.join("matrix.json"), &serde_json::to_value(&summary.combinations).map_err(|e| Error::Internal(e.to_string()))?)?;
     if info.report {
         let html = report(info, &comparison, gate_passed);
         write_atomic(&dir.join("report.html"), |f| std::io::Write::write_all(f, html.as_bytes()).map_err(|e| e.to_string()))?;
     }
-    write_json(&dir.join("summary.json"), &summary)?;
-    Ok(SweepReport { summary, gate_passed })
+    write_json(&dir.join("summary.json"), &summary.to_json())?;
+    Ok(SweepReport { summary: SweepSummary::Matrix(Box::new(summary)), gate_passed })
 }
 
 /// Whether a run's gate passed (`None`: it has no gate).

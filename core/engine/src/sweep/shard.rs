@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use serde_json::Map;
 
+use super::summary::SweepSummary;
 use super::{finish, PipelineSource, Sweep, SweepInfo, SweepReport};
 use crate::error::{Error, MergeError, OutputError, Result};
 use crate::output::write_json;
@@ -40,32 +41,73 @@ pub struct ShardSpec {
     pub count: usize,
 }
 
+/// Why a `--shard` value is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardSpecError {
+    /// Not `K/N` or `env`.
+    #[error("`{0}`: expected K/N (shard K of N, K from 0), e.g. 0/4, or `env`")]
+    Form(String),
+    /// `env`, and a variable it reads is not set.
+    #[error("--shard env: the environment variable {0} is not set")]
+    Unset(&'static str),
+    /// `env`, and the variables' values do not make a shard.
+    #[error("--shard env ({INDEX_ENV}, {COUNT_ENV}): {0}")]
+    FromEnv(ShardNumbers),
+    /// `K/N` whose numbers do not make a shard.
+    #[error("`{text}`: {problem}")]
+    Numbers {
+        /// The value as written.
+        text: String,
+        /// What is wrong with its numbers.
+        problem: ShardNumbers,
+    },
+}
+
+/// What is wrong with a shard's index and count.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardNumbers {
+    /// The index is not a whole number.
+    #[error("the shard index `{0}` is not a whole number")]
+    Index(String),
+    /// The count is not a whole number.
+    #[error("the shard count `{0}` is not a whole number")]
+    Count(String),
+    /// The count is 0.
+    #[error("the shard count must be at least 1")]
+    NoShards,
+    /// The index is not below the count.
+    #[error("shard index {index} is not below the count {count} (indices run from 0 to {})", count - 1)]
+    Beyond {
+        /// The index.
+        index: usize,
+        /// The count.
+        count: usize,
+    },
+}
+
 impl std::str::FromStr for ShardSpec {
-    type Err = String;
+    type Err = ShardSpecError;
     /// `K/N`, or `env`: K from `JOB_COMPLETION_INDEX`, N from `FAIRPIPE_SHARD_COUNT`.
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    fn from_str(s: &str) -> std::result::Result<Self, ShardSpecError> {
         if s == "env" {
-            let read = |name: &str| -> std::result::Result<String, String> {
-                std::env::var(name).map_err(|_| format!("--shard env: the environment variable {name} is not set"))
-            };
-            return ShardSpec::new(&read(INDEX_ENV)?, &read(COUNT_ENV)?)
-                .map_err(|e| format!("--shard env ({INDEX_ENV}, {COUNT_ENV}): {e}"));
+            let read = |name: &'static str| std::env::var(name).map_err(|_| ShardSpecError::Unset(name));
+            return ShardSpec::new(&read(INDEX_ENV)?, &read(COUNT_ENV)?).map_err(ShardSpecError::FromEnv);
         }
-        let (k, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: expected K/N (shard K of N, K from 0), e.g. 0/4, or `env`"))?;
-        ShardSpec::new(k, n).map_err(|e| format!("`{s}`: {e}"))
+        let (k, n) = s.split_once('/').ok_or_else(|| ShardSpecError::Form(s.to_string()))?;
+        ShardSpec::new(k, n).map_err(|problem| ShardSpecError::Numbers { text: s.to_string(), problem })
     }
 }
 
 impl ShardSpec {
     /// Shard `k` of `n` from their texts.
-    fn new(k: &str, n: &str) -> std::result::Result<ShardSpec, String> {
-        let index: usize = k.trim().parse().map_err(|_| format!("the shard index `{k}` is not a whole number"))?;
-        let count: usize = n.trim().parse().map_err(|_| format!("the shard count `{n}` is not a whole number"))?;
+    fn new(k: &str, n: &str) -> std::result::Result<ShardSpec, ShardNumbers> {
+        let index: usize = k.trim().parse().map_err(|_| ShardNumbers::Index(k.to_string()))?;
+        let count: usize = n.trim().parse().map_err(|_| ShardNumbers::Count(n.to_string()))?;
         if count == 0 {
-            return Err("the shard count must be at least 1".into());
+            return Err(ShardNumbers::NoShards);
         }
         if index >= count {
-            return Err(format!("shard index {index} is not below the count {count} (indices run from 0 to {})", count - 1));
+            return Err(ShardNumbers::Beyond { index, count });
         }
         Ok(ShardSpec { index, count })
     }
@@ -306,11 +348,10 @@ pub fn merge(parts: &[PathBuf], out: &Path) -> Result<SweepReport> {
     let report = if info.matrix {
         finish(&info, staging.dir(), &summaries)?
     } else {
-        let summary = summaries.remove(super::PLAIN_UNIT);
-        SweepReport {
-            gate_passed: summary.as_ref().and_then(super::gate_passed),
-            summary: summary.map(|s| s.to_json()).unwrap_or(Value::Null),
-        }
+        let summary = summaries
+            .remove(super::PLAIN_UNIT)
+            .ok_or_else(|| Error::Internal(format!("the parts hold no unit `{}`", super::PLAIN_UNIT)))?;
+        SweepReport { gate_passed: super::gate_passed(&summary), summary: SweepSummary::Run(Box::new(summary)) }
     };
     staging.commit()?;
     Ok(report)
@@ -330,7 +371,10 @@ fn merge_pieces(
     let gates: Vec<crate::gate::Condition> = source
         .gates
         .iter()
-        .map(|g| g.parse().map_err(|message: String| MergeError::Gate { condition: g.clone(), message }.into()))
+        .map(|g| {
+            g.parse()
+                .map_err(|e: crate::gate::ConditionSyntaxError| MergeError::Gate { condition: g.clone(), message: e.to_string() }.into())
+        })
         .collect::<Result<_>>()?;
     let sweep = Sweep::parse(&source.path, source.text.clone(), source.seed_override, gates, info.best.clone())?;
     if sweep.info.units != info.units || sweep.info.pipeline_hash != info.pipeline_hash {
@@ -358,7 +402,7 @@ fn merge_pieces(
         check_same_upstream(upstream, path, &here)?;
     }
     run.write_unlocked(out, info.report)?;
-    Ok(SweepReport { gate_passed: super::gate_passed(&run.summary), summary: run.summary.to_json() })
+    Ok(SweepReport { gate_passed: super::gate_passed(&run.summary), summary: SweepSummary::Run(Box::new(run.summary)) })
 }
 
 /// Refuse pieces computed from other upstream results than the merge's own run (`here`): name
@@ -410,9 +454,9 @@ mod tests {
     fn shard_specs_are_checked_and_deal_units_round_robin() {
         let s: ShardSpec = "1/3".parse().unwrap();
         assert_eq!((0..7).filter(|&i| s.holds(i)).collect::<Vec<_>>(), [1, 4]);
-        assert!("3/3".parse::<ShardSpec>().unwrap_err().contains("not below the count 3"));
-        assert!("0/0".parse::<ShardSpec>().unwrap_err().contains("at least 1"));
-        assert!("a/2".parse::<ShardSpec>().unwrap_err().contains("`a` is not a whole number"));
-        assert!("2".parse::<ShardSpec>().unwrap_err().contains("expected K/N"));
+        assert!("3/3".parse::<ShardSpec>().unwrap_err().to_string().contains("not below the count 3"));
+        assert!("0/0".parse::<ShardSpec>().unwrap_err().to_string().contains("at least 1"));
+        assert!("a/2".parse::<ShardSpec>().unwrap_err().to_string().contains("`a` is not a whole number"));
+        assert!("2".parse::<ShardSpec>().unwrap_err().to_string().contains("expected K/N"));
     }
 }

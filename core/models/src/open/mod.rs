@@ -31,7 +31,7 @@ use crate::outputs::{Favourable, OutputReader, OutputTransform};
 use crate::provided::ProvidedModel;
 use crate::remote::http::HttpSettings;
 use crate::remote::mlflow::MlflowEndpoint;
-use crate::remote::v2::V2Endpoint;
+use crate::remote::v2::{V2Endpoint, V2Metadata};
 use crate::remote::Traffic;
 use fairpipe_data::figures::FigureNames;
 use fairpipe_data::Dataset;
@@ -94,6 +94,9 @@ pub enum Remote {
         outputs: Vec<String>,
         /// Whether over gRPC.
         grpc: bool,
+        /// The model's metadata, when validation found it ready and read it (opening then asks
+        /// the server nothing more); `None`: opening asks.
+        seen: Option<V2Metadata>,
     },
     /// An MLflow scoring server.
     Mlflow {
@@ -101,6 +104,8 @@ pub enum Remote {
         endpoint: MlflowEndpoint,
         /// Timeouts, retries, token.
         settings: HttpSettings,
+        /// Whether validation found the model loaded (opening then does not ask again).
+        seen_ready: bool,
     },
     /// A program started in the pipeline's folder.
     Program {

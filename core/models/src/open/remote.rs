@@ -21,16 +21,16 @@ pub(super) fn open(request: &OpenRequest, remote: &Remote, data: &Dataset, opene
     let rows: Vec<f64> = data.x.iter().take(256 * data.domain.width()).copied().collect();
     let choice = OutputChoice { name: request.output.as_deref(), transform: request.transform, favourable, classes: Vec::new() };
     let (backend, declared): (Box<dyn Backend>, _) = match remote {
-        Remote::Server { endpoint, settings, outputs, grpc: false } => {
-            let (backend, metadata) = V2Backend::connect(endpoint.clone(), settings.clone(), outputs.clone())?;
+        Remote::Server { endpoint, settings, outputs, grpc: false, seen } => {
+            let (backend, metadata) = V2Backend::connect(endpoint.clone(), settings.clone(), outputs.clone(), seen.clone())?;
             (Box::new(backend) as Box<dyn Backend>, metadata.inputs)
         }
-        Remote::Server { endpoint, settings, outputs, grpc: true } => {
-            let (backend, metadata) = GrpcBackend::connect(endpoint.clone(), settings.clone(), outputs.clone())?;
+        Remote::Server { endpoint, settings, outputs, grpc: true, seen } => {
+            let (backend, metadata) = GrpcBackend::connect(endpoint.clone(), settings.clone(), outputs.clone(), seen.clone())?;
             (Box::new(backend) as Box<dyn Backend>, metadata.inputs)
         }
-        Remote::Mlflow { endpoint, settings } => {
-            let backend = MlflowBackend::connect(endpoint.clone(), settings.clone())?;
+        Remote::Mlflow { endpoint, settings, seen_ready } => {
+            let backend = MlflowBackend::connect(endpoint.clone(), settings.clone(), *seen_ready)?;
             (Box::new(backend) as Box<dyn Backend>, declared_inputs(&data.domain, &data.coded))
         }
         Remote::Program { argv, dir } => {

@@ -172,14 +172,23 @@ pub struct GrpcBackend {
 
 impl GrpcBackend {
     /// Connect: check that the model is ready (an error naming the server and the model
-    /// otherwise) and read its metadata. `outputs` are the outputs every request asks for (empty:
-    /// the server's default).
-    pub fn connect(endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String>) -> Result<(Self, V2Metadata), ModelError> {
+    /// otherwise) and read its metadata, unless they were `seen` already (when the pipeline was
+    /// validated: the server is not asked twice). `outputs` are the outputs every request asks
+    /// for (empty: the server's default).
+    pub fn connect(
+        endpoint: V2Endpoint,
+        settings: HttpSettings,
+        outputs: Vec<String>,
+        seen: Option<V2Metadata>,
+    ) -> Result<(Self, V2Metadata), ModelError> {
         let http = Http::new_http2(settings, &endpoint.base)?;
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
         headers.insert(TE, HeaderValue::from_static("trailers"));
         let backend = GrpcBackend { endpoint, http, outputs, headers };
+        if let Some(metadata) = seen {
+            return Ok((backend, metadata));
+        }
         let ready: proto::ModelReadyResponse = backend
             .call("ModelReady", &proto::ModelReadyRequest { name: backend.endpoint.model.clone(), version: String::new() })
             .map_err(|e| match e {

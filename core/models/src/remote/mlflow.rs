@@ -68,13 +68,16 @@ pub struct MlflowBackend {
 }
 
 impl MlflowBackend {
-    /// Connect: check that the server has its model loaded (an error naming the URL otherwise).
-    pub fn connect(endpoint: MlflowEndpoint, settings: HttpSettings) -> Result<Self, ModelError> {
+    /// Connect: check that the server has its model loaded (an error naming the URL otherwise),
+    /// unless that was `seen_ready` already (when the pipeline was validated).
+    pub fn connect(endpoint: MlflowEndpoint, settings: HttpSettings, seen_ready: bool) -> Result<Self, ModelError> {
         let http = Http::new(settings, &endpoint.base)?;
-        endpoint.ready(&http).map_err(|e| match e {
-            ModelError::Remote { url, message } => ModelError::Remote { url, message: format!("the model is not ready: {message}") },
-            other => other,
-        })?;
+        if !seen_ready {
+            endpoint.ready(&http).map_err(|e| match e {
+                ModelError::Remote { url, message } => ModelError::Remote { url, message: format!("the model is not ready: {message}") },
+                other => other,
+            })?;
+        }
         Ok(MlflowBackend { endpoint, http })
     }
 }

@@ -87,14 +87,28 @@ pub struct V2Backend {
 
 impl V2Backend {
     /// Connect: check that the model is ready (an error naming the URL otherwise) and read its
-    /// metadata. `outputs` are the outputs every request asks for (empty: the server's default).
-    pub fn connect(endpoint: V2Endpoint, settings: HttpSettings, outputs: Vec<String>) -> Result<(Self, V2Metadata), ModelError> {
+    /// metadata, unless they were `seen` already (when the pipeline was validated: the server is
+    /// not asked twice). `outputs` are the outputs every request asks for (empty: the server's
+    /// default).
+    pub fn connect(
+        endpoint: V2Endpoint,
+        settings: HttpSettings,
+        outputs: Vec<String>,
+        seen: Option<V2Metadata>,
+    ) -> Result<(Self, V2Metadata), ModelError> {
         let http = Http::new(settings, &endpoint.base)?;
-        endpoint.ready(&http).map_err(|e| match e {
-            ModelError::Remote { url, message } => ModelError::Remote { url, message: format!("the model is not ready: {message}") },
-            other => other,
-        })?;
-        let metadata = endpoint.metadata(&http)?;
+        let metadata = match seen {
+            Some(metadata) => metadata,
+            None => {
+                endpoint.ready(&http).map_err(|e| match e {
+                    ModelError::Remote { url, message } => {
+                        ModelError::Remote { url, message: format!("the model is not ready: {message}") }
+                    }
+                    other => other,
+                })?;
+                endpoint.metadata(&http)?
+            }
+        };
         Ok((V2Backend { endpoint, http, outputs }, metadata))
     }
 }
