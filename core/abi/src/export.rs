@@ -19,7 +19,7 @@ use crate::ffi::{
     ValidateFn,
 };
 use crate::host::{Backend, Host, RunInput};
-use crate::sdk::{Method, PluginError};
+use crate::sdk::{HostCallError, Method, ParamError, PluginError};
 
 /// Run `f` as a boundary call: a panic becomes [`status::PANIC`] with its message, an error its
 /// status and message; [`PluginError::Stopped`] is a normal end ([`status::OK`]).
@@ -40,7 +40,7 @@ fn error_status(e: &PluginError) -> i32 {
     match e {
         PluginError::InvalidParams(_) => status::INVALID_PARAMS,
         PluginError::InvalidInput(_) => status::INVALID_INPUT,
-        PluginError::Compute(_) => status::COMPUTE,
+        PluginError::Compute(_) | PluginError::Host { .. } => status::COMPUTE,
         PluginError::Stopped => status::OK,
     }
 }
@@ -84,7 +84,7 @@ unsafe fn parse_json(json: *const c_char) -> Result<Value, PluginError> {
     }
     // SAFETY: non-null and NUL-terminated (the caller's contract).
     let text = unsafe { CStr::from_ptr(json) }.to_string_lossy();
-    serde_json::from_str(&text).map_err(|e| PluginError::InvalidParams(format!("parameters are not valid JSON: {e}")))
+    serde_json::from_str(&text).map_err(|e| PluginError::InvalidParams(ParamError::NotJson { reason: e.to_string() }))
 }
 
 /// The body of `describe` ([`DescribeFn`]): `M`'s description at `version` as JSON in `*out`.
@@ -272,17 +272,18 @@ impl FfiBackend<'_> {
         }
     }
 
-    fn status(&self, code: i32) -> Result<(), String> {
+    /// `Ok` for [`status::OK`], else the host's refusal with its message.
+    fn status(&self, code: i32) -> Result<(), HostCallError> {
         if code == status::OK {
             Ok(())
         } else {
-            Err(self.message(code))
+            Err(HostCallError::Refused(self.message(code)))
         }
     }
 }
 
 impl Backend for FfiBackend<'_> {
-    fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), String> {
+    fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), HostCallError> {
         debug_assert_eq!(x.len(), out.len() * cols);
         // SAFETY: `x` holds `out.len() * cols` values and `out` room for `out.len()`; the host's
         // context and callbacks are valid for the run (`'a`).
@@ -298,8 +299,8 @@ impl Backend for FfiBackend<'_> {
         self.gradient_cost
     }
 
-    fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), String> {
-        let Some(gradient) = self.gradient else { return Err("the host has no gradient callback (ABI older than 1.3)".into()) };
+    fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), HostCallError> {
+        let Some(gradient) = self.gradient else { return Err(HostCallError::NoGradient) };
         debug_assert_eq!(x.len(), p.len() * cols);
         debug_assert_eq!(x.len(), grad.len());
         // SAFETY: `x` holds `p.len() * cols` values, `p` room for `p.len()` and `grad` for
@@ -308,7 +309,7 @@ impl Backend for FfiBackend<'_> {
         self.status(code)
     }
 
-    fn emit(&mut self, instance: &[f64], counterpart: &[f64], p: f64, p_counterpart: f64, origin: u32) -> Result<(), String> {
+    fn emit(&mut self, instance: &[f64], counterpart: &[f64], p: f64, p_counterpart: f64, origin: u32) -> Result<(), HostCallError> {
         debug_assert_eq!(instance.len(), counterpart.len());
         // SAFETY: both rows hold `instance.len()` values; context and callbacks valid for the run.
         let code = unsafe {
@@ -317,8 +318,8 @@ impl Backend for FfiBackend<'_> {
         self.status(code)
     }
 
-    fn report(&mut self, json: &str) -> Result<(), String> {
-        let json = CString::new(json).map_err(|_| "the report contains a NUL byte".to_string())?;
+    fn report(&mut self, json: &str) -> Result<(), HostCallError> {
+        let json = CString::new(json).map_err(|_| HostCallError::NulInReport)?;
         // SAFETY: `json` is NUL-terminated and outlives the call; context and callbacks valid.
         let code = unsafe { (self.callbacks.report)(self.callbacks.ctx, json.as_ptr()) };
         self.status(code)
@@ -485,7 +486,7 @@ mod tests {
             ("fail", "fail with a compute error"),
             ("gradient", "ask for the gradients of the samples and emit those whose first component exceeds 0.5"),
         ];
-        fn check(&self) -> Result<(), String> {
+        fn check(&self) -> Result<(), ParamError> {
             at_least("samples", self.samples, 1)
         }
     }

@@ -9,14 +9,14 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::Value;
 
 use crate::domain::Domain;
-use crate::error::PluginError;
+use crate::error::{HostCall, HostCallError, PluginError};
 use crate::ffi::FfiBudget;
 use crate::variants::{RowCheck, Variants};
 
-/// What a [`Host`] calls: the host's side of a run. Errors carry the host's message.
+/// What a [`Host`] calls: the host's side of a run. A refusal carries the host's message.
 pub(crate) trait Backend {
     /// Score the rows of `x` (`cols` wide) into `out`, one P(class 1) per row.
-    fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), String>;
+    fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), HostCallError>;
     /// Whether the host has the `gradient` callback (ABI ≥ 1.3).
     fn has_gradient(&self) -> bool;
     /// Model rows the host evaluates for each row of a [`Backend::gradient`] call over rows of
@@ -25,11 +25,11 @@ pub(crate) trait Backend {
     fn gradient_cost(&self, cols: usize) -> u64;
     /// P(class 1) of the rows of `x` into `p` and its gradient into `grad` (as `x`); only called
     /// when [`Backend::has_gradient`].
-    fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), String>;
+    fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), HostCallError>;
     /// Take one case.
-    fn emit(&mut self, instance: &[f64], counterpart: &[f64], p: f64, p_counterpart: f64, origin: u32) -> Result<(), String>;
+    fn emit(&mut self, instance: &[f64], counterpart: &[f64], p: f64, p_counterpart: f64, origin: u32) -> Result<(), HostCallError>;
     /// Take an auditor's report (a JSON document).
-    fn report(&mut self, json: &str) -> Result<(), String>;
+    fn report(&mut self, json: &str) -> Result<(), HostCallError>;
     /// Progress: `done` inputs generated so far.
     fn progress(&mut self, done: u64);
     /// Whether the host asks the plugin to stop.
@@ -118,15 +118,13 @@ impl<'a> Host<'a> {
     }
 
     /// P(class 1) for each row of `x`; [`PluginError::Stopped`] once the query budget is spent,
-    /// [`PluginError::Compute`] with the host's message when the model fails.
+    /// [`PluginError::Host`] with the host's message when the model fails.
     pub fn predict(&mut self, x: &[f64]) -> Result<Vec<f64>, PluginError> {
         let cols = self.domain.width();
         let rows = x.len() / cols;
         self.admit_queries(rows)?;
         let mut out = vec![0.0; rows];
-        self.backend
-            .predict(&x[..rows * cols], cols, &mut out)
-            .map_err(|m| PluginError::Compute(format!("the host's predict failed: {m}")))?;
+        self.backend.predict(&x[..rows * cols], cols, &mut out).map_err(|error| PluginError::Host { call: HostCall::Predict, error })?;
         self.queries += rows as u64;
         Ok(out)
     }
@@ -156,7 +154,7 @@ impl<'a> Host<'a> {
         }
         let cost = (rows as u64).saturating_mul(self.backend.gradient_cost(cols));
         self.admit(cost)?;
-        self.backend.gradient(x, cols, &mut p, &mut grad).map_err(|m| PluginError::Compute(format!("the host's gradient failed: {m}")))?;
+        self.backend.gradient(x, cols, &mut p, &mut grad).map_err(|error| PluginError::Host { call: HostCall::Gradient, error })?;
         self.queries += cost;
         Ok((p, grad))
     }
@@ -205,12 +203,12 @@ impl<'a> Host<'a> {
         let counterpart = self.variants.variant(row, verdict.counterpart);
         self.backend
             .emit(row, &counterpart, verdict.p, verdict.p_counterpart, origin)
-            .map_err(|m| PluginError::Compute(format!("the host's emit failed: {m}")))
+            .map_err(|error| PluginError::Host { call: HostCall::Emit, error })
     }
 
     /// Send an auditor's report to the host.
     pub fn report(&mut self, report: &Value) -> Result<(), PluginError> {
-        self.backend.report(&report.to_string()).map_err(|m| PluginError::Compute(format!("the host's report failed: {m}")))
+        self.backend.report(&report.to_string()).map_err(|error| PluginError::Host { call: HostCall::Report, error })
     }
 
     /// Count `n` generated test inputs (reported to the host as progress).
@@ -273,7 +271,7 @@ mod tests {
 
     use crate::domain::Domain;
     use crate::ffi::FfiBudget;
-    use crate::sdk::{origin, PluginError};
+    use crate::sdk::{origin, HostCall, HostCallError, PluginError};
     use crate::testing::{planted_domain, MockHost};
 
     fn domain() -> Domain {
@@ -306,7 +304,9 @@ mod tests {
     fn a_failed_predict_carries_the_hosts_message() {
         let mock = MockHost::new(domain(), planted).failing_predict("the model server is down");
         let mut host = mock.host().unwrap();
-        assert_eq!(host.predict(&[1.0, 1.0]), Err(PluginError::Compute("the host's predict failed: the model server is down".into())));
+        let err = host.predict(&[1.0, 1.0]).unwrap_err();
+        assert_eq!(err, PluginError::Host { call: HostCall::Predict, error: HostCallError::Refused("the model server is down".into()) });
+        assert_eq!(err.to_string(), "the host's predict failed: the model server is down");
         assert_eq!(host.queries(), 0);
     }
 

@@ -10,7 +10,7 @@
 //! [`testing::MockHost`], no engine needed.
 //!
 //! ```
-//! use fairpipe_abi::sdk::{at_least, origin, Generator, Host, PluginError, PluginParams};
+//! use fairpipe_abi::sdk::{at_least, origin, Generator, Host, ParamError, PluginError, PluginParams};
 //! use serde::{Deserialize, Serialize};
 //!
 //! /// Parameters of `mine`.
@@ -27,7 +27,7 @@
 //! }
 //! impl PluginParams for Params {
 //!     const DOCS: &'static [(&'static str, &'static str)] = &[("samples", "inputs to draw")];
-//!     fn check(&self) -> Result<(), String> {
+//!     fn check(&self) -> Result<(), ParamError> {
 //!         at_least("samples", self.samples, 1)
 //!     }
 //! }

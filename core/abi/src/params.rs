@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::error::PluginError;
+use crate::error::ParamError;
 
 /// Key every plugin accepts, for the conformance suite: `true` makes the run panic inside the
 /// plugin (validation accepts it and ignores it).
@@ -26,28 +26,28 @@ pub trait PluginParams: Serialize + DeserializeOwned + Default {
     /// [`crate::testing::check_params`]).
     const DOCS: &'static [(&'static str, &'static str)];
 
-    /// Ranges and other checks beyond the types, with a message naming the key (see
-    /// [`at_least`] and [`in_range`]).
-    fn check(&self) -> Result<(), String> {
+    /// Ranges and other checks beyond the types, each refusal naming the key (see [`at_least`]
+    /// and [`in_range`]; [`ParamError::Other`] for a check of your own).
+    fn check(&self) -> Result<(), ParamError> {
         Ok(())
     }
 }
 
-/// `Ok` when `value ≥ min`, else a message naming `key`.
-pub fn at_least<T: PartialOrd + Display>(key: &str, value: T, min: T) -> Result<(), String> {
+/// `Ok` when `value ≥ min`, else [`ParamError::TooSmall`] naming `key`.
+pub fn at_least<T: PartialOrd + Display>(key: &str, value: T, min: T) -> Result<(), ParamError> {
     if value >= min {
         Ok(())
     } else {
-        Err(format!("parameter `{key}` must be ≥ {min}, found {value}"))
+        Err(ParamError::TooSmall { key: key.into(), min: min.to_string(), found: value.to_string() })
     }
 }
 
-/// `Ok` when `min ≤ value ≤ max`, else a message naming `key`.
-pub fn in_range<T: PartialOrd + Display>(key: &str, value: T, min: T, max: T) -> Result<(), String> {
+/// `Ok` when `min ≤ value ≤ max`, else [`ParamError::OutOfRange`] naming `key`.
+pub fn in_range<T: PartialOrd + Display>(key: &str, value: T, min: T, max: T) -> Result<(), ParamError> {
     if value >= min && value <= max {
         Ok(())
     } else {
-        Err(format!("parameter `{key}` must be in [{min}, {max}], found {value}"))
+        Err(ParamError::OutOfRange { key: key.into(), min: min.to_string(), max: max.to_string(), found: value.to_string() })
     }
 }
 
@@ -86,11 +86,11 @@ fn defaults<P: PluginParams>() -> Map<String, Value> {
 }
 
 /// The given parameters as an object, `_inject_panic` removed; whether it was `true`.
-fn given_object(params: &Value) -> Result<(Map<String, Value>, bool), PluginError> {
+fn given_object(params: &Value) -> Result<(Map<String, Value>, bool), ParamError> {
     let mut given = match params {
         Value::Object(m) => m.clone(),
         Value::Null => Map::new(),
-        other => return Err(PluginError::InvalidParams(format!("parameters must be a table, found {other}"))),
+        other => return Err(ParamError::NotATable { found: other.to_string() }),
     };
     let inject = given.remove(INJECT_PANIC_KEY).and_then(|v| v.as_bool()) == Some(true);
     Ok((given, inject))
@@ -99,50 +99,40 @@ fn given_object(params: &Value) -> Result<(Map<String, Value>, bool), PluginErro
 /// Parse the host's parameter object into `P`: missing keys take their defaults; an unknown key,
 /// a value of the wrong type and a failed [`PluginParams::check`] are refused with the key named.
 /// Also returns whether `_inject_panic = true` was given.
-pub(crate) fn parse<P: PluginParams>(params: &Value) -> Result<(P, bool), PluginError> {
+pub(crate) fn parse<P: PluginParams>(params: &Value) -> Result<(P, bool), ParamError> {
     let (given, inject) = given_object(params)?;
     let defaults = defaults::<P>();
     let names: Vec<&str> = P::DOCS.iter().map(|(name, _)| *name).collect();
     for key in given.keys() {
         if !defaults.contains_key(key) {
-            let hint = did_you_mean(key, names.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
-            return Err(PluginError::InvalidParams(format!("unknown parameter `{key}`{hint}; parameters: {}", names.join(", "))));
+            let suggestion = did_you_mean(key, names.iter().copied()).map(String::from);
+            return Err(ParamError::Unknown { key: key.clone(), suggestion, known: names.iter().map(|n| n.to_string()).collect() });
         }
     }
     let parsed: P = match serde_json::from_value(Value::Object(given.clone())) {
         Ok(p) => p,
-        Err(e) => return Err(PluginError::InvalidParams(type_error::<P>(&given, &defaults, &e.to_string()))),
+        Err(e) => return Err(type_error::<P>(&given, &defaults, &e.to_string())),
     };
-    parsed.check().map_err(PluginError::InvalidParams)?;
+    parsed.check()?;
     Ok((parsed, inject))
 }
 
-/// The message for a value serde refused: find the key by trying each given value alone.
-fn type_error<P: PluginParams>(given: &Map<String, Value>, defaults: &Map<String, Value>, whole: &str) -> String {
+/// The error for a value serde refused: find the key by trying each given value alone.
+fn type_error<P: PluginParams>(given: &Map<String, Value>, defaults: &Map<String, Value>, whole: &str) -> ParamError {
     for (key, value) in given {
         let alone = Map::from_iter([(key.clone(), value.clone())]);
         let Err(e) = serde_json::from_value::<P>(Value::Object(alone)) else { continue };
-        let expected = defaults.get(key).map(json_type).unwrap_or("");
-        return if json_type(value) != expected {
-            let article = match expected {
-                "int" => "an integer",
-                "float" => "a number",
-                "bool" => "true or false",
-                "string" => "a string",
-                "list" => "a list",
-                _ => "a table",
-            };
-            // An integer is a valid number.
-            if expected == "float" && json_type(value) == "int" {
-                format!("parameter `{key}` = {value}: {e}")
-            } else {
-                format!("parameter `{key}` must be {article}, found {value}")
-            }
+        let (key, found) = (key.clone(), value.to_string());
+        let expected = defaults.get(&key).map(json_type).unwrap_or("");
+        // An integer is a valid number.
+        let number_for_float = expected == "float" && json_type(value) == "int";
+        return if json_type(value) != expected && !number_for_float {
+            ParamError::WrongType { key, expected, found }
         } else {
-            format!("parameter `{key}` = {value}: {e}")
+            ParamError::Refused { key, value: found, reason: e.to_string() }
         };
     }
-    format!("invalid parameters: {whole}")
+    ParamError::Invalid { reason: whole.to_string() }
 }
 
 /// The schema type name of a JSON value.
@@ -158,33 +148,65 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
+/// Where a parameter struct's docs and fields differ: a plugin author's mistake, which `describe`
+/// and [`crate::testing::check_params`] refuse.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DocsMismatch(Vec<DocProblem>);
+
+/// One difference between a parameter struct's docs and its fields.
+#[derive(Debug, Clone, PartialEq)]
+enum DocProblem {
+    /// A field without a doc.
+    Undocumented(String),
+    /// A doc without a field.
+    NotAField(String),
+    /// A field whose doc is blank.
+    EmptyDoc(String),
+}
+
+impl Display for DocsMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, problem) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            match problem {
+                DocProblem::Undocumented(key) => write!(f, "parameter `{key}` has no doc")?,
+                DocProblem::NotAField(name) => write!(f, "doc for `{name}`, which is not a parameter")?,
+                DocProblem::EmptyDoc(name) => write!(f, "parameter `{name}` has an empty doc")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Whether every field of `P` has a doc and every doc a field; the problems otherwise.
-pub(crate) fn docs_match<P: PluginParams>() -> Result<(), String> {
+pub(crate) fn docs_match<P: PluginParams>() -> Result<(), DocsMismatch> {
     let defaults = defaults::<P>();
     let mut problems = Vec::new();
     for key in defaults.keys() {
         if !P::DOCS.iter().any(|(name, _)| name == key) {
-            problems.push(format!("parameter `{key}` has no doc"));
+            problems.push(DocProblem::Undocumented(key.clone()));
         }
     }
     for (name, doc) in P::DOCS {
         if !defaults.contains_key(*name) {
-            problems.push(format!("doc for `{name}`, which is not a parameter"));
+            problems.push(DocProblem::NotAField(name.to_string()));
         } else if doc.trim().is_empty() {
-            problems.push(format!("parameter `{name}` has an empty doc"));
+            problems.push(DocProblem::EmptyDoc(name.to_string()));
         }
     }
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(problems.join("; "))
+        Err(DocsMismatch(problems))
     }
 }
 
 /// The `describe` document: `{"name", "version", "doc", "params": [{"name", "schema", "default",
 /// "doc"}]}`, with each schema the JSON type of the default (`{"type": "int"}`, `"float"`,
 /// `"bool"`, `"string"`). Fails when the docs and the fields differ.
-pub(crate) fn describe_json<P: PluginParams>(name: &str, version: &str, doc: &str) -> Result<Value, String> {
+pub(crate) fn describe_json<P: PluginParams>(name: &str, version: &str, doc: &str) -> Result<Value, DocsMismatch> {
     docs_match::<P>()?;
     let defaults = defaults::<P>();
     let params: Vec<Value> = P::DOCS
@@ -228,7 +250,7 @@ mod tests {
     impl PluginParams for Demo {
         const DOCS: &'static [(&'static str, &'static str)] =
             &[("samples", "inputs to draw"), ("rate", "a share"), ("verbose", "say more"), ("mode", "fast or exact")];
-        fn check(&self) -> Result<(), String> {
+        fn check(&self) -> Result<(), ParamError> {
             at_least("samples", self.samples, 1)?;
             in_range("rate", self.rate, 0.0, 1.0)
         }
@@ -236,7 +258,7 @@ mod tests {
 
     fn err(v: Value) -> String {
         match parse::<Demo>(&v) {
-            Err(PluginError::InvalidParams(m)) => m,
+            Err(e) => e.to_string(),
             other => panic!("expected invalid params, got {other:?}"),
         }
     }
@@ -268,6 +290,18 @@ mod tests {
         let m = err(json!({"mode": "slow", "samples": 2}));
         assert!(m.starts_with("parameter `mode` = \"slow\": unknown variant `slow`, expected"), "{m}");
         assert_eq!(err(json!([1])), "parameters must be a table, found [1]");
+    }
+
+    #[test]
+    fn refusals_are_typed_and_name_their_key() {
+        let e = parse::<Demo>(&json!({"samples": 0})).unwrap_err();
+        assert_eq!(e, ParamError::TooSmall { key: "samples".into(), min: "1".into(), found: "0".into() });
+        assert_eq!(e.key(), Some("samples"));
+        let e = parse::<Demo>(&json!({"verbose": 1})).unwrap_err();
+        assert!(matches!(&e, ParamError::WrongType { key, expected: "bool", .. } if key == "verbose"), "{e:?}");
+        let e = parse::<Demo>(&json!({"sample": 3})).unwrap_err();
+        assert!(matches!(&e, ParamError::Unknown { suggestion: Some(s), .. } if s == "samples"), "{e:?}");
+        assert_eq!(parse::<Demo>(&json!([1])).unwrap_err().key(), None);
     }
 
     #[test]
@@ -310,7 +344,7 @@ mod tests {
     #[test]
     fn describe_fails_when_docs_and_fields_differ() {
         let e = describe_json::<Undocumented>("x", "0", "doc").unwrap_err();
-        assert_eq!(e, "parameter `b` has no doc; doc for `c`, which is not a parameter");
+        assert_eq!(e.to_string(), "parameter `b` has no doc; doc for `c`, which is not a parameter");
     }
 
     #[test]

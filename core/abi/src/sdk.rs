@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 
 use serde_json::Value;
 
-pub use crate::error::PluginError;
+pub use crate::error::{HostCall, HostCallError, ParamError, PluginError};
 pub use crate::host::Host;
 pub use crate::params::{at_least, did_you_mean, in_range, PluginParams, INJECT_PANIC_KEY};
 pub use crate::sink::{row_key, CaseSink, RowKey};
@@ -117,14 +117,15 @@ pub(crate) fn prepare<M: Method>(params: &Value) -> Result<M::Params, PluginErro
 
 /// Check `params` for `M` without running (the `validate` entry).
 pub(crate) fn validate<M: Method>(params: &Value) -> Result<(), PluginError> {
-    crate::params::parse::<M::Params>(params).map(|_| ())
+    crate::params::parse::<M::Params>(params).map(|_| ()).map_err(PluginError::from)
 }
 
 /// The `describe` document of `M` at `version`: name, version, doc, parameters, and
 /// `needs_scores` ([`Method::NEEDS_SCORES`]; a host reads its absence, from a plugin built before
 /// it existed, as false).
 pub fn describe<M: Method>(version: &str) -> Result<Value, PluginError> {
-    let mut document = crate::params::describe_json::<M::Params>(M::NAME, version, M::DOC).map_err(PluginError::InvalidInput)?;
+    let mut document =
+        crate::params::describe_json::<M::Params>(M::NAME, version, M::DOC).map_err(|e| PluginError::InvalidInput(e.to_string()))?;
     if let Value::Object(map) = &mut document {
         map.insert("needs_scores".into(), Value::Bool(M::NEEDS_SCORES));
     }

@@ -35,7 +35,7 @@ use serde_json::Value;
 use crate::domain::{Attribute, Domain};
 use crate::ffi::FfiBudget;
 use crate::host::{Backend, Host, RunInput};
-use crate::sdk::{AsAuditor, AsGenerator, Auditor, Generator, Method, PluginError, PluginParams};
+use crate::sdk::{AsAuditor, AsGenerator, Auditor, Generator, HostCallError, Method, PluginError, PluginParams};
 
 /// One emitted case, as the host received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -278,11 +278,11 @@ struct MockBackend<'a> {
 }
 
 impl Backend for MockBackend<'_> {
-    fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), String> {
+    fn predict(&mut self, x: &[f64], cols: usize, out: &mut [f64]) -> Result<(), HostCallError> {
         let mut run = self.mock.recorded.borrow_mut();
         run.calls += 1;
         if let Some(m) = &self.mock.fail_predict {
-            return Err(m.clone());
+            return Err(HostCallError::Refused(m.clone()));
         }
         for (o, row) in out.iter_mut().zip(x.chunks_exact(cols)) {
             *o = (self.mock.model)(row);
@@ -303,9 +303,9 @@ impl Backend for MockBackend<'_> {
         }
     }
 
-    fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), String> {
+    fn gradient(&mut self, x: &[f64], cols: usize, p: &mut [f64], grad: &mut [f64]) -> Result<(), HostCallError> {
         if let Some(m) = &self.mock.fail_predict {
-            return Err(m.clone());
+            return Err(HostCallError::Refused(m.clone()));
         }
         match &self.mock.exact_gradient {
             Some(exact) => {
@@ -325,17 +325,17 @@ impl Backend for MockBackend<'_> {
         Ok(())
     }
 
-    fn emit(&mut self, instance: &[f64], counterpart: &[f64], p: f64, p_counterpart: f64, origin: u32) -> Result<(), String> {
+    fn emit(&mut self, instance: &[f64], counterpart: &[f64], p: f64, p_counterpart: f64, origin: u32) -> Result<(), HostCallError> {
         if instance.len() != self.mock.domain.width() || counterpart.len() != instance.len() {
-            return Err(format!("a case of {} values for {} attributes", instance.len(), self.mock.domain.width()));
+            return Err(HostCallError::Refused(format!("a case of {} values for {} attributes", instance.len(), self.mock.domain.width())));
         }
         let case = Case { instance: instance.to_vec(), counterpart: counterpart.to_vec(), p, p_counterpart, origin };
         self.mock.recorded.borrow_mut().cases.push(case);
         Ok(())
     }
 
-    fn report(&mut self, json: &str) -> Result<(), String> {
-        let report = serde_json::from_str(json).map_err(|e| format!("the report is not JSON: {e}"))?;
+    fn report(&mut self, json: &str) -> Result<(), HostCallError> {
+        let report = serde_json::from_str(json).map_err(|e| HostCallError::Refused(format!("the report is not JSON: {e}")))?;
         self.mock.recorded.borrow_mut().report = Some(report);
         Ok(())
     }

@@ -29,6 +29,7 @@
 
 #![deny(missing_docs)]
 
+mod error;
 mod host;
 mod planted;
 #[cfg(test)]
@@ -40,6 +41,7 @@ use std::path::Path;
 use fairpipe_ffi::{self as ffi, status, EntryFn, FfiBudget, FfiPluginDescriptor, PluginEntry};
 use serde_json::{json, Value};
 
+pub use error::SubjectError;
 pub use host::{RunResult, StopPolicy, PREDICT_FAILURE};
 pub use planted::Case;
 pub use planted::{AttributeSpec, ModelFn, Setup};
@@ -53,18 +55,20 @@ pub struct Subject {
 impl Subject {
     /// A plugin linked into this program, by its entry (as the plugin's rlib exports it:
     /// `my_plugin::FAIRPIPE_PLUGIN`).
-    pub fn from_entry(entry: PluginEntry) -> Result<Subject, String> {
-        let descriptor = entry.descriptor().map_err(|e| e.to_string())?;
+    pub fn from_entry(entry: PluginEntry) -> Result<Subject, SubjectError> {
+        let descriptor = entry.descriptor()?;
         Ok(Subject { descriptor })
     }
 
     /// A plugin library file (loaded once and never unloaded), found by its per-crate entry
     /// symbol (`fairpipe_plugin_entry_<file stem>`) or the plain one.
-    pub fn from_library(path: &Path) -> Result<Subject, String> {
+    pub fn from_library(path: &Path) -> Result<Subject, SubjectError> {
         // SAFETY: loading a plugin library runs its initialisers; the caller names a fairpipe
         // plugin. The library is leaked so every pointer taken from it stays valid.
-        let library: &'static libloading::Library =
-            Box::leak(Box::new(unsafe { libloading::Library::new(path) }.map_err(|e| format!("{}: {e}", path.display()))?));
+        let library: &'static libloading::Library = Box::leak(Box::new(
+            unsafe { libloading::Library::new(path) }
+                .map_err(|e| SubjectError::Load { path: path.to_path_buf(), reason: e.to_string() })?,
+        ));
         let file_name = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
         for symbol in ffi::entry_symbols(file_name) {
             // SAFETY: fairpipe entry symbols have the ABI's `EntryFn` type.
@@ -74,7 +78,7 @@ impl Subject {
                 return Subject::from_entry(unsafe { PluginEntry::new(*entry) });
             }
         }
-        Err(format!("{}: no fairpipe entry symbol", path.display()))
+        Err(SubjectError::NoEntrySymbol { path: path.to_path_buf() })
     }
 
     /// The plugin's name.
@@ -92,15 +96,15 @@ impl Subject {
     }
 
     /// The plugin's `describe` JSON.
-    pub fn describe(&self) -> Result<Value, String> {
+    pub fn describe(&self) -> Result<Value, SubjectError> {
         let mut out: *mut c_char = std::ptr::null_mut();
         // SAFETY: the plugin's own function with a valid out-pointer.
         let code = unsafe { (self.descriptor.describe)(&mut out) };
         let text = self.take(out);
         if code != status::OK {
-            return Err(format!("describe failed with status {code}: {text}"));
+            return Err(SubjectError::DescribeFailed { status: code, message: text });
         }
-        serde_json::from_str(&text).map_err(|e| format!("describe returned invalid JSON: {e}"))
+        serde_json::from_str(&text).map_err(|e| SubjectError::DescribeNotJson { reason: e.to_string() })
     }
 
     /// Validate `params`: the status and the plugin's message.
@@ -156,7 +160,7 @@ pub fn check(subject: &Subject, setup: &Setup) -> Vec<String> {
             d["params"].as_array().cloned().unwrap_or_default()
         }
         Err(e) => {
-            fail(e);
+            fail(e.to_string());
             Vec::new()
         }
     };

@@ -20,7 +20,7 @@
 //!   walk) is followed here.
 //! * `Test` is a set: an input is emitted once; `generated` counts distinct inputs tried.
 
-use fairpipe_abi::sdk::{at_least, in_range, origin, CaseSink, Generator, Host, PluginError, PluginParams};
+use fairpipe_abi::sdk::{at_least, in_range, origin, CaseSink, Generator, Host, ParamError, PluginError, PluginParams};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -137,7 +137,7 @@ impl PluginParams for AequitasParams {
         ("parallel_walks", "local walks advanced in lockstep, one model call per step (1 = sequential)"),
     ];
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ParamError> {
         at_least("global_iterations", self.global_iterations, 1)?;
         in_range("delta_v", self.delta_v, 0.0, 1.0)?;
         in_range("delta_pr", self.delta_pr, 0.0, 1.0)?;
@@ -234,8 +234,9 @@ mod tests {
     #[test]
     fn unknown_strategies_are_refused_naming_the_choices() {
         let run = planted().generate::<Aequitas>(json!({"strategy": "fully_directd"}));
-        let Err(PluginError::InvalidParams(m)) = run else { panic!("{run:?}") };
-        assert!(m.contains("parameter `strategy`") && m.contains("semi_directed"), "{m}");
+        let Err(PluginError::InvalidParams(e)) = run else { panic!("{run:?}") };
+        let m = e.to_string();
+        assert!(e.key() == Some("strategy") && m.contains("parameter `strategy`") && m.contains("semi_directed"), "{m}");
     }
 
     #[test]

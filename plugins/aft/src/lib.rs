@@ -60,7 +60,7 @@
 pub mod tree;
 
 use fairpipe_abi::domain::{Attribute, AttributeKind, Domain};
-use fairpipe_abi::sdk::{at_least, origin, CaseSink, Generator, Host, PluginError, PluginParams};
+use fairpipe_abi::sdk::{at_least, origin, CaseSink, Generator, Host, ParamError, PluginError, PluginParams};
 use fairpipe_abi::variants::RowCheck;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -124,7 +124,7 @@ impl PluginParams for AftParams {
         ("max_idis", "stop after this many distinct IDIs (0: no limit)"),
     ];
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ParamError> {
         at_least("train_samples", self.train_samples, 2)?;
         at_least("max_leaf_nodes", self.max_leaf_nodes, 2)?;
         at_least("max_try", self.max_try, 1)?;

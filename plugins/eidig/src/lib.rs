@@ -74,7 +74,7 @@
 //! pipeline seeds 11–40 give 43.5 ± 2.1 global IDIs and 19,768 ± 1,091 IDIs — the benchmark's ten
 //! seeds (19,078, 41.8 global IDIs) were a low draw, and over 40 seeds the mean is about 19,600.
 
-use fairpipe_abi::sdk::{at_least, in_range, CaseSink, Generator, Host, PluginError, PluginParams};
+use fairpipe_abi::sdk::{at_least, in_range, CaseSink, Generator, Host, ParamError, PluginError, PluginParams};
 use fairpipe_search::gradient::GradientSource;
 use fairpipe_search::{global, local, SearchSettings};
 use serde::{Deserialize, Serialize};
@@ -143,7 +143,7 @@ impl PluginParams for EidigParams {
         ("max_idis", "stop after this many distinct IDIs (0: no limit)"),
     ];
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ParamError> {
         at_least("global_num", self.global_num, 1)?;
         at_least("max_iter", self.max_iter, 1)?;
         at_least("global_step", self.global_step, 1e-9)?;

@@ -62,7 +62,7 @@
 
 use std::collections::HashSet;
 
-use fairpipe_abi::sdk::{at_least, in_range, origin, row_key, CaseSink, Generator, Host, PluginError, PluginParams, RowKey};
+use fairpipe_abi::sdk::{at_least, in_range, origin, row_key, CaseSink, Generator, Host, ParamError, PluginError, PluginParams, RowKey};
 use fairpipe_search::scored::{affordable_without_own, scores_without_own};
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
@@ -145,7 +145,7 @@ impl PluginParams for GrftParams {
         ("max_idis", "stop after this many distinct IDIs (0: no limit)"),
     ];
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ParamError> {
         at_least("num_seeds", self.num_seeds, 1)?;
         at_least("pop_num", self.pop_num, 2)?;
         at_least("max_iter", self.max_iter, 1)?;
@@ -416,8 +416,9 @@ mod tests {
     #[test]
     fn a_parameter_out_of_range_is_refused_by_name() {
         let run = planted().generate::<Grft>(json!({"tournament_pool": 2}));
-        let Err(PluginError::InvalidParams(m)) = run else { panic!("{run:?}") };
-        assert!(m.contains("tournament_pool"), "{m}");
+        let Err(PluginError::InvalidParams(e)) = run else { panic!("{run:?}") };
+        assert!(matches!(&e, ParamError::TooSmall { key, .. } if key == "tournament_pool"), "{e:?}");
+        assert!(e.to_string().contains("tournament_pool"), "{e}");
     }
 
     #[test]

@@ -77,7 +77,7 @@
 //! make, the paper's behaviour is kept as it is and no option beyond the paper was added.
 //!
 
-use fairpipe_abi::sdk::{at_least, in_range, CaseSink, Generator, Host, PluginError, PluginParams};
+use fairpipe_abi::sdk::{at_least, in_range, CaseSink, Generator, Host, ParamError, PluginError, PluginParams};
 use serde::{Deserialize, Serialize};
 
 use fairpipe_search::gradient::Perturbation;
@@ -163,7 +163,7 @@ impl PluginParams for MaftParams {
         ("max_idis", "stop after this many distinct IDIs (0: no limit)"),
     ];
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ParamError> {
         at_least("global_num", self.global_num, 1)?;
         at_least("max_iter", self.max_iter, 1)?;
         at_least("global_step", self.global_step, 1e-9)?;

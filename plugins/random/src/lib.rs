@@ -2,7 +2,7 @@
 //! Draws inputs uniformly from the domain in batches, checks each against all protected variants in
 //! one model call per batch, and emits the discriminatory ones.
 
-use fairpipe_abi::sdk::{at_least, origin, Generator, Host, PluginError, PluginParams};
+use fairpipe_abi::sdk::{at_least, origin, Generator, Host, ParamError, PluginError, PluginParams};
 use serde::{Deserialize, Serialize};
 
 /// The random-search generator.
@@ -27,7 +27,7 @@ impl Default for RandomParams {
 impl PluginParams for RandomParams {
     const DOCS: &'static [(&'static str, &'static str)] = &[("samples", "inputs to draw"), ("batch", "inputs checked per model call")];
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ParamError> {
         at_least("samples", self.samples, 1)?;
         at_least("batch", self.batch, 1)
     }

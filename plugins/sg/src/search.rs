@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashSet};
 
-use fairpipe_abi::sdk::{at_least, in_range, origin, CaseSink, Host, PluginError, PluginParams};
+use fairpipe_abi::sdk::{at_least, in_range, origin, CaseSink, Host, ParamError, PluginError, PluginParams};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -84,7 +84,7 @@ impl PluginParams for SearchSettings {
         ("undirected_rank", "undirected inputs: this − average confidence"),
     ];
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ParamError> {
         at_least("sample_limit", self.sample_limit, 1)?;
         at_least("lime_samples", self.lime_samples, 10)?;
         in_range("t1", self.t1, 0.0, 1.0)?;

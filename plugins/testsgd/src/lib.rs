@@ -34,7 +34,7 @@ pub mod score;
 
 use std::time::Instant;
 
-use fairpipe_abi::sdk::{at_least, in_range, Auditor, Host, PluginError, PluginParams};
+use fairpipe_abi::sdk::{at_least, in_range, Auditor, Host, ParamError, PluginError, PluginParams};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -109,7 +109,7 @@ impl PluginParams for TestSgdParams {
         ),
     ];
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ParamError> {
         in_range("theta", self.theta, 0.0, 1.0)?;
         in_range("theta_out", self.theta_out, -1.0, 1.0)?;
         at_least("sample_thr", self.sample_thr, 1)?;

@@ -2,7 +2,9 @@
 //! checks each against all its protected variants in one model call per batch, and emits the
 //! discriminatory ones, each once.
 
-use fairpipe_abi::sdk::{at_least, origin, CaseSink, Generator, Host, PluginError, PluginParams};
+use fairpipe_abi::sdk::{
+    at_least, origin, CaseSink, Generator, Host, ParamError, PluginError, PluginParams,
+};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -42,7 +44,7 @@ impl PluginParams for Params {
         ),
     ];
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ParamError> {
         at_least("samples", self.samples, 1)?;
         at_least("batch", self.batch, 1)?;
         fairpipe_abi::sdk::in_range("from_seeds", self.from_seeds, 0.0, 1.0)
