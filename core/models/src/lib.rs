@@ -13,6 +13,8 @@
 //! - [`llm`]: a large language model behind an OpenAI-compatible endpoint, a row written into a
 //!   prompt.
 //!
+//! Every client of a server (both above) tries again as one [`retry::RetryPolicy`] says.
+//!
 //! Beside them: the [`Model`] trait ([`model`]), how encoded rows feed a model's inputs
 //! ([`inputs`]) and how P(favourable) is read from its outputs ([`outputs`]), the check that a model
 //! agrees with the labels ([`agreement`]), models handed in by an embedding program ([`provided`]),
@@ -37,6 +39,7 @@ pub mod outputs;
 pub mod progress;
 pub mod provided;
 pub mod remote;
+pub mod retry;
 pub mod score_cache;
 pub mod testing;
 pub mod trees;

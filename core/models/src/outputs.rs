@@ -73,10 +73,54 @@ pub struct Favourable {
     pub code: Option<i64>,
 }
 
+/// Why an output cannot be read as P(favourable).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClassError {
+    /// The data's favourable label is none of a two-class model's classes.
+    #[error("the data's favourable label {label:?} is not one of the model's classes [{classes}]; set `favourable` in the load stage to one of them")]
+    NotAClass {
+        /// The data's favourable label.
+        label: String,
+        /// The model's classes, comma-separated.
+        classes: String,
+    },
+    /// A model of three or more classes, none of them named favourable.
+    #[error("the model has {count} classes [{classes}] and none is the data's favourable label {label:?}; name the favourable one by its value with `favourable = \"…\"` on the load stage (the label column must hold the model's class values): the audit is then that class against the rest")]
+    NoneNamed {
+        /// How many classes.
+        count: usize,
+        /// The model's classes, comma-separated.
+        classes: String,
+        /// The data's favourable label.
+        label: String,
+    },
+    /// An output with a column per class of a model that does not name its classes.
+    #[error("output {name} ({ty}) has {columns} columns per row, one per class, but the model does not name its classes (found {found}); a binary classifier's has 1 or 2")]
+    UnnamedColumns {
+        /// The output.
+        name: String,
+        /// Its element type.
+        ty: String,
+        /// Columns per row.
+        columns: usize,
+        /// Classes the model names.
+        found: usize,
+    },
+    /// A map output of fewer than two classes.
+    #[error("output {name} maps {count} class; a classifier's maps 2 or more")]
+    TooFewMapped {
+        /// The output.
+        name: String,
+        /// Classes it maps.
+        count: usize,
+    },
+}
+
 impl Favourable {
     /// Which of `classes` is favourable: the class written like the data's favourable label, else
     /// (integer classes 0/1 for text labels) class 1. Returns the class and whether it was assumed.
-    pub fn class_among(&self, classes: &[ClassKey]) -> Result<(ClassKey, bool), String> {
+    pub fn class_among(&self, classes: &[ClassKey]) -> Result<(ClassKey, bool), ClassError> {
         if let Some(c) = classes.iter().find(|c| match c {
             ClassKey::Text(t) => t.trim() == self.label.trim(),
             ClassKey::Int(i) => self.code == Some(*i) || self.label.trim().parse::<f64>().is_ok_and(|v| v == *i as f64),
@@ -88,26 +132,17 @@ impl Favourable {
             return Ok((ClassKey::Int(1), true));
         }
         let names: Vec<String> = classes.iter().map(ToString::to_string).collect();
-        Err(format!(
-            "the data's favourable label {:?} is not one of the model's classes [{}]; set `favourable` in the load stage to one of them",
-            self.label,
-            names.join(", ")
-        ))
+        Err(ClassError::NotAClass { label: self.label.clone(), classes: names.join(", ") })
     }
 
     /// The favourable class of a model with three or more `classes`: it must be named (matched by
     /// the data's favourable label or its code), never assumed; the refusal lists the classes.
-    pub fn named_among(&self, classes: &[ClassKey]) -> Result<ClassKey, String> {
+    pub fn named_among(&self, classes: &[ClassKey]) -> Result<ClassKey, ClassError> {
         match self.class_among(classes) {
             Ok((class, false)) => Ok(class),
             _ => {
                 let names: Vec<String> = classes.iter().map(ToString::to_string).collect();
-                Err(format!(
-                    "the model has {} classes [{}] and none is the data's favourable label {:?}; name the favourable one by its value with `favourable = \"…\"` on the load stage (the label column must hold the model's class values): the audit is then that class against the rest",
-                    classes.len(),
-                    names.join(", "),
-                    self.label
-                ))
+                Err(ClassError::NoneNamed { count: classes.len(), classes: names.join(", "), label: self.label.clone() })
             }
         }
     }
@@ -327,7 +362,7 @@ pub fn reader_for(
     favourable: &Favourable,
     transform: OutputTransform,
     classes: &[ClassKey],
-) -> Result<OutputReader, String> {
+) -> Result<OutputReader, ClassError> {
     let int_classes = [ClassKey::Int(0), ClassKey::Int(1)];
     let mut many = Vec::new();
     let (rule, assumed_class) = match raw {
@@ -345,10 +380,12 @@ pub fn reader_for(
         }
         RawOutput::Floats { columns, .. } => {
             if classes.len() != *columns {
-                return Err(format!(
-                    "output {name} ({ty}) has {columns} columns per row, one per class, but the model does not name its classes (found {}); a binary classifier's has 1 or 2",
-                    classes.len()
-                ));
+                return Err(ClassError::UnnamedColumns {
+                    name: name.to_string(),
+                    ty: ty.to_string(),
+                    columns: *columns,
+                    found: classes.len(),
+                });
             }
             let class = favourable.named_among(classes)?;
             many = classes.to_vec();
@@ -357,7 +394,7 @@ pub fn reader_for(
         RawOutput::Maps(_) => {
             let known = raw.classes();
             if known.len() < 2 {
-                return Err(format!("output {name} maps {} class; a classifier's maps 2 or more", known.len()));
+                return Err(ClassError::TooFewMapped { name: name.to_string(), count: known.len() });
             }
             if known.len() > 2 {
                 let class = favourable.named_among(&known)?;
@@ -425,8 +462,9 @@ mod tests {
         let mut out = [0.0; 2];
         reader.read(raw, &mut out, 0).unwrap();
         assert_eq!(out, [0.25, 0.75]);
-        let err =
-            reader_for("o", &ElementType::Float32, &RawOutput::Maps(vec![row(0.5)]), &fav("rich"), OutputTransform::None, &[]).unwrap_err();
+        let err = reader_for("o", &ElementType::Float32, &RawOutput::Maps(vec![row(0.5)]), &fav("rich"), OutputTransform::None, &[])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"rich\" is not one of the model's classes"), "{err}");
     }
 
@@ -450,12 +488,15 @@ mod tests {
         assert_eq!(reader.describe(), "column 2, favourable vs the rest of 3 classes [0, 1, 2]");
         assert!(!reader.assumed_class && !reader.favourable_is_complement());
         // Text labels in the data, numbered classes: nothing names the favourable class.
-        let err = reader_for("probabilities", &ElementType::Float32, &raw, &fav(">50K"), OutputTransform::None, &classes).unwrap_err();
+        let err = reader_for("probabilities", &ElementType::Float32, &raw, &fav(">50K"), OutputTransform::None, &classes)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("3 classes [0, 1, 2]") && err.contains("favourable = "), "{err}");
         // Labels only, three classes: the same refusal rather than class 1 assumed.
         let labels = RawOutput::IntLabels(vec![0, 1, 2]);
         assert!(reader_for("label", &ElementType::Int64, &labels, &fav(">50K"), OutputTransform::None, &[])
             .unwrap_err()
+            .to_string()
             .contains("3 classes"));
         // A ZipMap with string classes: the named entry.
         let row = |a: f64, d: f64| {
@@ -471,7 +512,8 @@ mod tests {
         reader.read(maps.clone(), &mut out, 0).unwrap();
         assert_eq!(out, [0.7, 0.2]);
         assert_eq!(reader.classes.len(), 3);
-        let err = reader_for("output_probability", &ElementType::Float32, &maps, &fav("1"), OutputTransform::None, &[]).unwrap_err();
+        let err =
+            reader_for("output_probability", &ElementType::Float32, &maps, &fav("1"), OutputTransform::None, &[]).unwrap_err().to_string();
         assert!(err.contains("[\"approved\", \"denied\", \"review\"]"), "{err}");
     }
 }
@@ -534,7 +576,7 @@ pub fn choose_output(
         let reader = match reader_for(name, ty, value, &choice.favourable, choice.transform, &classes) {
             Ok(reader) => reader,
             Err(why) => {
-                refusals.push(why);
+                refusals.push(why.to_string());
                 continue;
             }
         };

@@ -309,7 +309,7 @@ impl Stage for Generate {
                 max_seconds: budget.max_seconds / units as f64,
             };
         }
-        crate::score_cache::ScoreCache::capacity_from_env().map_err(Error::Invalid)?;
+        crate::score_cache::ScoreCache::capacity_from_env().map_err(|e| Error::Invalid(e.to_string()))?;
         // Each run of the plugin (each block of seeds) has a cache of its own, so that the figures
         // are the same however the stage is split, sharded or preceded.
         let oracle = model.oracle.for_plugin_run(self.config.cache);

@@ -26,6 +26,7 @@ use crate::models::remote::http::{Http, HttpSettings};
 use crate::models::remote::mlflow::MlflowEndpoint;
 use crate::models::remote::v2::{V2Endpoint, V2Metadata};
 use crate::models::remote::Traffic;
+use crate::models::retry::RetryPolicy;
 use crate::models::trees::Graph as TreeGraph;
 use crate::models::Model;
 use crate::models::{Complement, ModelFile};
@@ -105,7 +106,7 @@ fn default_timeout() -> f64 {
     60.0
 }
 fn default_retries() -> u32 {
-    3
+    RetryPolicy::MODEL_SERVER.retries
 }
 
 /// The `load_model` stage's config.
@@ -328,7 +329,7 @@ impl StageConfig for LoadModelConfig {
             let settings = self.http_settings().map_err(|e| fail(e.to_string()))?;
             Place::Remote(match self.protocol {
                 Protocol::V2 | Protocol::GrpcV2 => Remote::Server {
-                    endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(fail)?,
+                    endpoint: V2Endpoint::parse(url, self.model.as_deref()).map_err(|e| fail(e.to_string()))?,
                     settings,
                     outputs: self.outputs.clone(),
                     grpc: self.protocol == Protocol::GrpcV2,
@@ -338,7 +339,7 @@ impl StageConfig for LoadModelConfig {
                     },
                 },
                 Protocol::Mlflow => Remote::Mlflow {
-                    endpoint: MlflowEndpoint::parse(url).map_err(fail)?,
+                    endpoint: MlflowEndpoint::parse(url).map_err(|e| fail(e.to_string()))?,
                     settings,
                     seen_ready: matches!(facts.server, Some(ServerSeen::MlflowReady)),
                 },
@@ -530,9 +531,8 @@ impl LoadModelConfig {
         Ok(HttpSettings {
             connect_timeout: seconds("connect_timeout_s", self.connect_timeout_s)?,
             request_timeout: seconds("timeout_s", self.timeout_s)?,
-            retries: self.retries,
+            retry: RetryPolicy::MODEL_SERVER.with_retries(self.retries),
             token,
-            ..HttpSettings::default()
         })
     }
 
@@ -569,7 +569,7 @@ impl LoadModelConfig {
             }
         };
         // One try: validation says whether the server is there, without waiting through retries.
-        let one_try = HttpSettings { retries: 0, ..settings };
+        let one_try = HttpSettings { retry: settings.retry.with_retries(0), ..settings };
         let ready = match self.protocol {
             Protocol::V2 | Protocol::GrpcV2 => match V2Endpoint::parse(url, self.model.as_deref()) {
                 Ok(endpoint) if self.protocol == Protocol::GrpcV2 => {

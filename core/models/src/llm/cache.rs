@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::client::Reply;
+use super::error::LlmError;
 
 /// An open cache file.
 pub struct ResponseCache {
@@ -33,8 +34,8 @@ pub fn request_key(url: &str, body: &[u8]) -> u128 {
 
 impl ResponseCache {
     /// Open (or create) the cache at `path`.
-    pub fn open(path: &Path) -> Result<ResponseCache, String> {
-        let fail = |e: rusqlite::Error| format!("the response cache {}: {e}", path.display());
+    pub fn open(path: &Path) -> Result<ResponseCache, LlmError> {
+        let fail = |e: rusqlite::Error| LlmError::Cache { path: path.display().to_string(), message: e.to_string() };
         let conn = Connection::open(path).map_err(fail)?;
         conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(fail)?;
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(())).map_err(fail)?;
@@ -49,9 +50,9 @@ impl ResponseCache {
     }
 
     /// The answer stored under `key`.
-    pub fn get(&self, key: u128) -> Result<Option<Reply>, String> {
+    pub fn get(&self, key: u128) -> Result<Option<Reply>, LlmError> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let fail = |e: String| format!("the response cache {}: {e}", self.path.display());
+        let fail = |message: String| LlmError::Cache { path: self.path.display().to_string(), message };
         let mut statement = conn.prepare_cached("SELECT reply FROM answers WHERE key = ?1").map_err(|e| fail(e.to_string()))?;
         let text: Option<String> =
             statement.query_row(params![key.to_le_bytes().as_slice()], |row| row.get(0)).optional().map_err(|e| fail(e.to_string()))?;
@@ -62,15 +63,12 @@ impl ResponseCache {
     }
 
     /// Store `reply` under `key`.
-    pub fn put(&self, key: u128, reply: &Reply) -> Result<(), String> {
-        let text = serde_json::to_string(reply).map_err(|e| e.to_string())?;
+    pub fn put(&self, key: u128, reply: &Reply) -> Result<(), LlmError> {
+        let text = serde_json::to_string(reply).map_err(|e| LlmError::Json(e.to_string()))?;
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let mut statement = conn
-            .prepare_cached("INSERT OR REPLACE INTO answers (key, reply) VALUES (?1, ?2)")
-            .map_err(|e| format!("the response cache {}: {e}", self.path.display()))?;
-        statement
-            .execute(params![key.to_le_bytes().as_slice(), text])
-            .map_err(|e| format!("the response cache {}: {e}", self.path.display()))?;
+        let fail = |e: rusqlite::Error| LlmError::Cache { path: self.path.display().to_string(), message: e.to_string() };
+        let mut statement = conn.prepare_cached("INSERT OR REPLACE INTO answers (key, reply) VALUES (?1, ?2)").map_err(fail)?;
+        statement.execute(params![key.to_le_bytes().as_slice(), text]).map_err(fail)?;
         Ok(())
     }
 }

@@ -1,5 +1,5 @@
 //! The OpenAI-compatible `POST …/chat/completions` client: one keep-alive connection pool shared
-//! by the requests in flight, a timeout per request, retries with exponential backoff on
+//! by the requests in flight, a timeout per request, retries as the [`RetryPolicy`] says on
 //! connection errors, timeouts, 429, 5xx and answers that are not JSON (a `Retry-After` header is
 //! honoured), the run's budgets (`max_requests`, `max_tokens_total`) checked before every try, and
 //! the traffic counted. The API key goes in the `Authorization` header only: never in a message,
@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use reqwest::blocking::Client as HttpClient;
-use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::remote::http::{quote, transport};
+use super::error::LlmError;
+use crate::remote::http::{exchange, quote};
+use crate::retry::{Failure, GaveUp, RetryPolicy};
 
 /// What a request costs and how it went, over the run.
 #[derive(Debug, Default)]
@@ -67,8 +68,7 @@ pub struct Client {
     http: HttpClient,
     url: String,
     key: Option<String>,
-    retries: u32,
-    backoff: Duration,
+    retry: RetryPolicy,
     budgets: Budgets,
     /// The traffic so far.
     pub counters: Counters,
@@ -77,17 +77,8 @@ pub struct Client {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The key is left out on purpose.
-        write!(f, "Client({}, {} retries)", self.url, self.retries)
+        write!(f, "Client({}, {} retries)", self.url, self.retry.retries)
     }
-}
-
-/// Longest wait a `Retry-After` header is honoured for.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
-
-/// Why one try failed.
-enum Try {
-    Again(String, Option<Duration>),
-    Final(String),
 }
 
 /// How long an idle kept-alive connection stays in the pool: under the 5 s after which llama.cpp's
@@ -99,19 +90,18 @@ pub const POOL_IDLE: Duration = Duration::from_secs(4);
 
 impl Client {
     /// A client for `base_url` (`…/v1`; `path`, e.g. `/chat/completions`, is added) with
-    /// `concurrency` connections kept alive. A connection idle for [`POOL_IDLE`] is closed by the
-    /// client rather than reused, so that it is not reused at the moment the server closes it.
-    #[allow(clippy::too_many_arguments)]
+    /// `concurrency` connections kept alive, trying again as `retry` says. A connection idle for
+    /// [`POOL_IDLE`] is closed by the client rather than reused, so that it is not reused at the
+    /// moment the server closes it.
     pub fn new(
         base_url: &str,
         path: &str,
         key: Option<String>,
         timeout: Duration,
-        retries: u32,
-        backoff: Duration,
+        retry: RetryPolicy,
         concurrency: usize,
         budgets: Budgets,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, LlmError> {
         let mut builder = HttpClient::builder()
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .timeout(timeout)
@@ -121,9 +111,9 @@ impl Client {
         if base_url.starts_with("http://") {
             builder = builder.tls_built_in_root_certs(false);
         }
-        let http = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let http = builder.build().map_err(|e| LlmError::HttpClient(e.to_string()))?;
         let url = format!("{}{path}", base_url.trim_end_matches('/'));
-        Ok(Client { http, url, key, retries, backoff, budgets, counters: Counters::default() })
+        Ok(Client { http, url, key, retry, budgets, counters: Counters::default() })
     }
 
     /// The endpoint requests go to.
@@ -134,29 +124,20 @@ impl Client {
     /// Ask with `body` (a chat completion request, serialised); `what` names the request in
     /// messages ("row 12's prompt \"…\"").
     pub fn ask(&self, body: &Bytes, what: &str, want_logprobs: bool) -> Result<Reply, AskError> {
-        let mut attempt = 0u32;
-        loop {
-            self.reserve_request()?;
-            let failure = match self.try_once(body, want_logprobs) {
-                Ok(reply) => return Ok(reply),
-                Err(Try::Final(message)) => return Err(AskError::Failed(self.redacted(format!("{}: {what}: {message}", self.url)))),
-                Err(Try::Again(message, after)) => (message, after),
-            };
-            if attempt >= self.retries {
-                let tries = attempt + 1;
-                return Err(AskError::Failed(self.redacted(format!(
-                    "{}: {what}: {} (after {tries} tr{})",
-                    self.url,
-                    failure.0,
-                    if tries == 1 { "y" } else { "ies" }
-                ))));
-            }
-            let wait = failure.1.unwrap_or_else(|| self.backoff.saturating_mul(1u32 << attempt.min(16)));
+        let once = || {
+            self.reserve_request().map_err(Failure::Final)?;
+            self.try_once(body, want_logprobs).map_err(|failure| failure.map_final(AskError::Failed))
+        };
+        let waiting = |wait: Duration| {
             self.counters.retries.fetch_add(1, Ordering::Relaxed);
             self.counters.backoff_us.fetch_add(wait.as_micros() as u64, Ordering::Relaxed);
-            std::thread::sleep(wait);
-            attempt += 1;
-        }
+        };
+        self.retry.run(once, waiting).map_err(|gave_up| match gave_up {
+            GaveUp::Final(AskError::Budget(budget)) => AskError::Budget(budget),
+            GaveUp::Final(AskError::Failed(message)) | GaveUp::Spent(message) => {
+                AskError::Failed(self.redacted(format!("{}: {what}: {message}", self.url)))
+            }
+        })
     }
 
     /// The budget key that is spent (no request may be sent), if one is.
@@ -195,32 +176,11 @@ impl Client {
             .map_err(|_| AskError::Budget(format!("max_requests = {cap} reached")))
     }
 
-    fn try_once(&self, body: &Bytes, want_logprobs: bool) -> Result<Reply, Try> {
-        let mut request = self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone());
-        if let Some(key) = &self.key {
-            request = request.bearer_auth(key);
-        }
+    /// One request and its answer, timed (and counted as answered when it is).
+    fn try_once(&self, body: &Bytes, want_logprobs: bool) -> Result<Reply, Failure> {
+        let request = self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone());
         let started = Instant::now();
-        let sent = request.send();
-        let result = match sent {
-            Err(e) => Err(Try::Again(transport(&e), None)),
-            Ok(response) => {
-                let status = response.status();
-                let after = retry_after(response.headers());
-                match response.bytes() {
-                    Err(e) => Err(Try::Again(format!("cannot read the response ({status}): {}", transport(&e)), None)),
-                    Ok(body) if !status.is_success() => {
-                        let message = format!("HTTP {status}; the response starts {:?}", quote(&String::from_utf8_lossy(&body)));
-                        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-                            Err(Try::Again(message, after))
-                        } else {
-                            Err(Try::Final(message))
-                        }
-                    }
-                    Ok(body) => self.read(&body, want_logprobs),
-                }
-            }
-        };
+        let result = exchange(request, self.key.as_deref(), |_, body| self.read(body, want_logprobs));
         let elapsed = started.elapsed();
         self.counters.waiting_us.fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
         if result.is_ok() {
@@ -230,9 +190,10 @@ impl Client {
     }
 
     /// A 2xx answer: its text, the first token's alternatives, the tokens counted.
-    fn read(&self, body: &[u8], want_logprobs: bool) -> Result<Reply, Try> {
+    fn read(&self, body: &[u8], want_logprobs: bool) -> Result<Reply, Failure> {
         let (reply, usage) =
-            read_reply(body, want_logprobs).map_err(|(again, m)| if again { Try::Again(m, None) } else { Try::Final(m) })?;
+            read_reply(body, want_logprobs)
+                .map_err(|e| if e.retryable { Failure::retryable(e.message) } else { Failure::Final(e.message) })?;
         if let Some((prompt, completion)) = usage {
             self.counters.prompt_tokens.fetch_add(prompt, Ordering::Relaxed);
             self.counters.completion_tokens.fetch_add(completion, Ordering::Relaxed);
@@ -244,16 +205,23 @@ impl Client {
 /// Tokens a completion's `usage` counts: (prompt, completion).
 pub type Usage = (u64, u64);
 
-/// Why an answer's body cannot be read: whether trying again may help, and what is wrong.
-pub type ReadError = (bool, String);
+/// Why an answer's body cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ReadError {
+    /// Whether trying again may help (a body that is not JSON).
+    pub retryable: bool,
+    /// What is wrong.
+    pub message: String,
+}
 
 /// A chat (or text) completion's body read: its answer and first token's alternatives, and the
 /// tokens its `usage` counts (prompt, completion). An error says whether trying again may help (a
 /// body that is not JSON) and what is wrong.
 pub fn read_reply(body: &[u8], want_logprobs: bool) -> Result<(Reply, Option<Usage>), ReadError> {
     let text = String::from_utf8_lossy(body);
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| (true, format!("the response is not JSON ({e}); it starts {:?}", quote(&text))))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| ReadError { retryable: true, message: format!("the response is not JSON ({e}); it starts {:?}", quote(&text)) })?;
     let usage = value.get("usage").map(|usage| {
         let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
         (count("prompt_tokens"), count("completion_tokens"))
@@ -261,7 +229,7 @@ pub fn read_reply(body: &[u8], want_logprobs: bool) -> Result<(Reply, Option<Usa
     let choice = value
         .get("choices")
         .and_then(|c| c.get(0))
-        .ok_or_else(|| (false, format!("the answer has no `choices[0]`; it starts {:?}", quote(&text))))?;
+        .ok_or_else(|| ReadError { retryable: false, message: format!("the answer has no `choices[0]`; it starts {:?}", quote(&text)) })?;
     // A chat answer's `message.content`, a text completion's `text`.
     let content = choice.pointer("/message/content").or_else(|| choice.get("text")).and_then(Value::as_str).unwrap_or_default().to_string();
     // The chat format (`logprobs.content[0].top_logprobs`: a list of {token, logprob}), or a text
@@ -276,20 +244,13 @@ pub fn read_reply(body: &[u8], want_logprobs: bool) -> Result<(Reply, Option<Usa
             .map(|map| map.iter().filter_map(|(token, logprob)| Some((token.clone(), logprob.as_f64()?))).collect()),
     };
     if want_logprobs && top.as_ref().is_none_or(Vec::is_empty) {
-        return Err((
-            false,
-            format!(
+        return Err(ReadError {
+            retryable: false,
+            message: format!(
                 "the answer has no `choices[0].logprobs.content[0].top_logprobs` (chat) or `choices[0].logprobs.top_logprobs[0]` (completions) (the server may not give logprobs: set `llm.scores = \"samples\"` or \"labels\"); it starts {:?}",
                 quote(&text)
             ),
-        ));
+        });
     }
     Ok((Reply { content, top }, usage))
-}
-
-/// `Retry-After` in seconds (an HTTP date is not read: the backoff applies).
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let text = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    let seconds: f64 = text.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds).min(MAX_RETRY_AFTER))
 }

@@ -79,10 +79,10 @@ fn default_timeout() -> f64 {
     60.0
 }
 fn default_retries() -> u32 {
-    5
+    crate::retry::RetryPolicy::LLM.retries
 }
 fn default_backoff() -> f64 {
-    0.5
+    crate::retry::RetryPolicy::LLM.first_backoff.as_secs_f64()
 }
 fn default_cache() -> Option<PathBuf> {
     Some(PathBuf::from("llm-cache.sqlite"))

@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod client;
 pub mod config;
+pub mod error;
 pub mod offline;
 pub mod prompt;
 pub mod score;
@@ -25,11 +26,13 @@ use serde_json::{json, Value};
 use self::cache::{request_key, ResponseCache};
 use self::client::{AskError, Budgets, Client, Reply};
 use self::config::{Api, LlmConfig, ScoreFrom};
+use self::error::LlmError;
 use self::offline::{AnswerSource, Recorder, Responses};
 use self::prompt::Renderer;
 use self::score::{first_word_class, from_logprobs, from_samples, Class};
 use crate::error::ModelError;
 use crate::remote::latency_percentiles;
+use crate::retry::RetryPolicy;
 use crate::{LlmUsage, Model, RemoteUsage};
 
 /// Unparsed prompts quoted in the error that stops a run.
@@ -99,10 +102,11 @@ impl LlmModel {
         answers: &AnswerSource,
     ) -> Result<LlmModel, ModelError> {
         let fail = |message: String| ModelError::Remote { url: config.base_url.clone(), message };
+        let failed = |e: LlmError| e.at(&config.base_url);
         let renderer =
-            Renderer::load(&dir.join(&config.prompt), &config.prompt.display().to_string(), domain, &config.names).map_err(fail)?;
+            Renderer::load(&dir.join(&config.prompt), &config.prompt.display().to_string(), domain, &config.names).map_err(failed)?;
         if let Some(row) = first_row {
-            renderer.check_protected_said(row).map_err(fail)?;
+            renderer.check_protected_said(row).map_err(failed)?;
         }
         let key = match &config.api_key_env {
             Some(var) => {
@@ -117,20 +121,19 @@ impl LlmModel {
             config.api.path(),
             key,
             Duration::from_secs_f64(config.timeout_s),
-            config.retries,
-            Duration::from_secs_f64(config.backoff_s),
+            RetryPolicy { first_backoff: Duration::from_secs_f64(config.backoff_s), ..RetryPolicy::LLM.with_retries(config.retries) },
             config.concurrency,
             budgets,
         )
-        .map_err(fail)?;
+        .map_err(failed)?;
         let (recorder, responses) = match answers {
             AnswerSource::Live => (None, None),
-            AnswerSource::Record(path) => (Some(Recorder::create(path).map_err(fail)?), None),
-            AnswerSource::Responses(path) => (None, Some(Responses::read(path, config.scores == ScoreFrom::Logprobs).map_err(fail)?)),
+            AnswerSource::Record(path) => (Some(Recorder::create(path).map_err(failed)?), None),
+            AnswerSource::Responses(path) => (None, Some(Responses::read(path, config.scores == ScoreFrom::Logprobs).map_err(failed)?)),
         };
         // Neither a plan's placeholders nor a responses file's answers go into the cache.
         let cache = match config.cache.as_deref().filter(|p| !p.as_os_str().is_empty() && recorder.is_none() && responses.is_none()) {
-            Some(path) => Some(ResponseCache::open(&dir.join(path)).map_err(fail)?),
+            Some(path) => Some(ResponseCache::open(&dir.join(path)).map_err(failed)?),
             None => None,
         };
         Ok(LlmModel {
@@ -155,7 +158,7 @@ impl LlmModel {
 
     /// The prompt of one encoded row.
     pub fn prompt(&self, row: &[f64]) -> Result<String, ModelError> {
-        self.renderer.render(row).map_err(|message| self.fail(message))
+        self.renderer.render(row).map_err(|e| self.fail(e.to_string()))
     }
 
     fn fail(&self, message: String) -> ModelError {
@@ -233,7 +236,7 @@ impl LlmModel {
                     continue;
                 }
                 if let Some(cache) = &self.cache {
-                    if let Some(reply) = cache.get(request.key).map_err(|m| self.fail(m))? {
+                    if let Some(reply) = cache.get(request.key).map_err(|e| self.fail(e.to_string()))? {
                         self.cache_hits.fetch_add(1, Ordering::Relaxed);
                         memo.insert(request.key, reply);
                         continue;
@@ -282,7 +285,7 @@ impl LlmModel {
                         let stored = stored.and_then(|reply| {
                             self.prompts_sent.fetch_add(1, Ordering::Relaxed);
                             if let Some(cache) = &self.cache {
-                                cache.put(request.key, &reply).map_err(|m| self.fail(m))?;
+                                cache.put(request.key, &reply).map_err(|e| self.fail(e.to_string()))?;
                             }
                             self.memo.lock().unwrap_or_else(|p| p.into_inner()).insert(request.key, reply);
                             Ok(())
@@ -307,7 +310,7 @@ impl LlmModel {
         let mut memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
         for request in todo {
             let reply = if let Some(recorder) = &self.recorder {
-                recorder.write(request.key, self.client.url(), &request.body).map_err(|m| self.fail(m))?;
+                recorder.write(request.key, self.client.url(), &request.body).map_err(|e| self.fail(e.to_string()))?;
                 Reply { content: String::new(), top: None }
             } else if let Some(reply) = self.responses.as_ref().and_then(|r| r.get(request.key)) {
                 self.from_responses.fetch_add(1, Ordering::Relaxed);

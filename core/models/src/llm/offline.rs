@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 
 use super::client::{read_reply, Reply};
+use super::error::LlmError;
 
 /// Where an `llm` model's answers come from: an option of the run that opens the model.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,17 +51,19 @@ pub struct Recorder {
 
 impl Recorder {
     /// Create (truncate) `path`.
-    pub fn create(path: &Path) -> Result<Recorder, String> {
-        let file = std::fs::File::create(path).map_err(|e| format!("cannot write the plan {}: {e}", path.display()))?;
+    pub fn create(path: &Path) -> Result<Recorder, LlmError> {
+        let file = std::fs::File::create(path).map_err(|e| LlmError::Plan { path: path.display().to_string(), message: e.to_string() })?;
         Ok(Recorder { out: Mutex::new(BufWriter::new(file)), path: path.to_path_buf() })
     }
 
     /// Write one request (`body` as sent to `url`) under `key`.
-    pub fn write(&self, key: u128, url: &str, body: &[u8]) -> Result<(), String> {
-        let body: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    pub fn write(&self, key: u128, url: &str, body: &[u8]) -> Result<(), LlmError> {
+        let body: Value = serde_json::from_slice(body).map_err(|e| LlmError::Json(e.to_string()))?;
         let line = json!({"custom_id": request_id(key), "method": "POST", "url": url_path(url), "body": body});
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        writeln!(out, "{line}").and_then(|_| out.flush()).map_err(|e| format!("cannot write the plan {}: {e}", self.path.display()))
+        writeln!(out, "{line}")
+            .and_then(|_| out.flush())
+            .map_err(|e| LlmError::Plan { path: self.path.display().to_string(), message: e.to_string() })
     }
 }
 
@@ -73,30 +76,32 @@ pub struct Responses {
 impl Responses {
     /// Read `path`; `want_logprobs`: each answer must carry the first token's `top_logprobs`.
     /// A line that is not a readable answer is an error naming `path:line`.
-    pub fn read(path: &Path, want_logprobs: bool) -> Result<Responses, String> {
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot read the responses {}: {e}", path.display()))?;
+    pub fn read(path: &Path, want_logprobs: bool) -> Result<Responses, LlmError> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| LlmError::ResponsesUnreadable { path: path.display().to_string(), message: e.to_string() })?;
         let mut answers = HashMap::new();
         for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
             let at = format!("{}:{}", path.display(), n + 1);
-            let line = line.map_err(|e| format!("{at}: {e}"))?;
+            let wrong = |problem: String| LlmError::ResponsesLine { at: at.clone(), problem };
+            let line = line.map_err(|e| wrong(e.to_string()))?;
             if line.trim().is_empty() {
                 continue;
             }
-            let value: Value = serde_json::from_str(&line).map_err(|e| format!("{at}: not JSON ({e})"))?;
-            let id = value.get("custom_id").and_then(Value::as_str).ok_or_else(|| format!("{at}: no \"custom_id\""))?;
+            let value: Value = serde_json::from_str(&line).map_err(|e| wrong(format!("not JSON ({e})")))?;
+            let id = value.get("custom_id").and_then(Value::as_str).ok_or_else(|| wrong("no \"custom_id\"".into()))?;
             let key = u128::from_str_radix(id, 16)
                 .ok()
                 .filter(|_| id.len() == 32)
-                .ok_or_else(|| format!("{at}: \"custom_id\" {id:?} is not an id of `fairpipe llm plan` (32 hex digits)"))?;
-            let response = value.get("response").ok_or_else(|| format!("{at}: no \"response\""))?;
+                .ok_or_else(|| wrong(format!("\"custom_id\" {id:?} is not an id of `fairpipe llm plan` (32 hex digits)")))?;
+            let response = value.get("response").ok_or_else(|| wrong("no \"response\"".into()))?;
             if let Some(status) = response.get("status_code").and_then(Value::as_u64) {
                 if status != 200 {
-                    return Err(format!("{at}: the request {id} was answered with status {status}, not an answer"));
+                    return Err(wrong(format!("the request {id} was answered with status {status}, not an answer")));
                 }
             }
             let body = response.get("body").unwrap_or(response);
-            let text = serde_json::to_vec(body).map_err(|e| e.to_string())?;
-            let (reply, _) = read_reply(&text, want_logprobs).map_err(|(_, message)| format!("{at}: {message}"))?;
+            let text = serde_json::to_vec(body).map_err(|e| LlmError::Json(e.to_string()))?;
+            let (reply, _) = read_reply(&text, want_logprobs).map_err(|e| wrong(e.message))?;
             answers.insert(key, reply);
         }
         Ok(Responses { answers, path: path.to_path_buf() })
@@ -134,7 +139,7 @@ mod tests {
         let read = Responses::read(&answers, true).unwrap();
         assert_eq!(read.get(0xabc).unwrap().content, "Yes");
         std::fs::write(&answers, format!("\n{}\n", json!({"custom_id": "zz", "response": body}))).unwrap();
-        let e = Responses::read(&answers, true).err().unwrap();
+        let e = Responses::read(&answers, true).err().unwrap().to_string();
         assert!(e.contains("a.jsonl:2") && e.contains("32 hex digits"), "{e}");
     }
 }

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use fairpipe_abi::domain::{AttributeKind, Domain};
 use minijinja::{Environment, UndefinedBehavior, Value};
 
+use super::error::LlmError;
+
 /// A template bound to a domain.
 pub struct Renderer {
     env: Environment<'static>,
@@ -55,8 +57,9 @@ impl Renderer {
         shown: &str,
         domain: &Domain,
         names: &BTreeMap<String, BTreeMap<String, Vec<String>>>,
-    ) -> Result<Renderer, String> {
-        let source = std::fs::read_to_string(path).map_err(|e| format!("cannot read the prompt template {shown}: {e}"))?;
+    ) -> Result<Renderer, LlmError> {
+        let source =
+            std::fs::read_to_string(path).map_err(|e| LlmError::TemplateUnreadable { shown: shown.to_string(), message: e.to_string() })?;
         Self::from_source(source, path, domain, names)
     }
 
@@ -66,38 +69,32 @@ impl Renderer {
         path: &Path,
         domain: &Domain,
         names: &BTreeMap<String, BTreeMap<String, Vec<String>>>,
-    ) -> Result<Renderer, String> {
+    ) -> Result<Renderer, LlmError> {
         let shown = path.display().to_string();
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
-        env.add_template_owned("prompt", source).map_err(|e| format!("the prompt template {shown}: {e}"))?;
+        env.add_template_owned("prompt", source).map_err(|e| LlmError::Template { shown, message: e.to_string() })?;
         let mut tables = Vec::new();
         for (column, table) in names {
             let Some(index) = domain.attributes.iter().position(|a| &a.name == column) else {
                 let known: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
-                return Err(format!("`llm.names` names column {column:?}, which is not a feature; the features: {}", known.join(", ")));
+                return Err(LlmError::NamesUnknownColumn { column: column.clone(), features: known.join(", ") });
             };
             if !domain.attributes[index].protected {
-                return Err(format!("`llm.names.{column}`: names stand in for a protected column, and {column:?} is not protected"));
+                return Err(LlmError::NamesUnprotected { column: column.clone() });
             }
             let values = protected_values(domain, index);
             for value in &values {
                 match table.get(value) {
                     None => {
-                        return Err(format!(
-                            "`llm.names.{column}` gives no names for the value {value:?}; its values: {}",
-                            values.join(", ")
-                        ))
+                        return Err(LlmError::NamesMissingValue { column: column.clone(), value: value.clone(), values: values.join(", ") })
                     }
-                    Some(list) if list.is_empty() => return Err(format!("`llm.names.{column}.{value}` is an empty list")),
+                    Some(list) if list.is_empty() => return Err(LlmError::NamesEmpty { column: column.clone(), value: value.clone() }),
                     Some(_) => {}
                 }
             }
             if let Some(extra) = table.keys().find(|k| !values.contains(k)) {
-                return Err(format!(
-                    "`llm.names.{column}` names the value {extra:?}, which {column} does not take; its values: {}",
-                    values.join(", ")
-                ));
+                return Err(LlmError::NamesExtraValue { column: column.clone(), extra: extra.clone(), values: values.join(", ") });
             }
             tables.push((index, table.clone()));
         }
@@ -106,7 +103,7 @@ impl Renderer {
     }
 
     /// The prompt of one encoded row.
-    pub fn render(&self, row: &[f64]) -> Result<String, String> {
+    pub fn render(&self, row: &[f64]) -> Result<String, LlmError> {
         let mut context: BTreeMap<String, Value> = BTreeMap::new();
         let mut by_column: BTreeMap<String, Value> = BTreeMap::new();
         for (i, attribute) in self.domain.attributes.iter().enumerate() {
@@ -128,11 +125,9 @@ impl Renderer {
             }
             context.insert("names".into(), chosen.into_iter().collect::<Value>());
         }
-        let template = self.env.get_template("prompt").map_err(|e| e.to_string())?;
-        template
-            .render(context.into_iter().collect::<Value>())
-            .map(|s| s.trim().to_string())
-            .map_err(|e| format!("the prompt template {}: {e}", self.path.display()))
+        let fail = |e: minijinja::Error| LlmError::Template { shown: self.path.display().to_string(), message: e.to_string() };
+        let template = self.env.get_template("prompt").map_err(fail)?;
+        template.render(context.into_iter().collect::<Value>()).map(|s| s.trim().to_string()).map_err(fail)
     }
 
     /// A fixed hash (XXH3-64) of the row's unprotected values: the same for both sides of a pair.
@@ -148,7 +143,7 @@ impl Renderer {
 
     /// Refuse a template that says nothing about a protected column: for `row`, every other value
     /// of each protected column must change the prompt.
-    pub fn check_protected_said(&self, row: &[f64]) -> Result<(), String> {
+    pub fn check_protected_said(&self, row: &[f64]) -> Result<(), LlmError> {
         let base = self.render(row)?;
         for index in self.domain.protected_indices() {
             let attribute = &self.domain.attributes[index];
@@ -157,14 +152,12 @@ impl Renderer {
                 if v != row[index] {
                     other[index] = v;
                     if self.render(&other)? == base {
-                        return Err(format!(
-                            "the prompt template {} renders the same prompt when {} is {} instead of {}: the model would never see it, so no test could find discrimination on it; write {{{{ {} }}}} (or a name from `names`) into the template",
-                            self.path.display(),
-                            attribute.name,
-                            decoded(&self.domain, index, v),
-                            decoded(&self.domain, index, row[index]),
-                            attribute.name
-                        ));
+                        return Err(LlmError::ProtectedUnsaid {
+                            shown: self.path.display().to_string(),
+                            column: attribute.name.clone(),
+                            other: decoded(&self.domain, index, v).to_string(),
+                            value: decoded(&self.domain, index, row[index]).to_string(),
+                        });
                     }
                 }
             }
@@ -210,8 +203,8 @@ mod tests {
         assert_eq!(fi, mi);
         r.check_protected_said(&[3.0, 0.0]).unwrap();
         let silent = Renderer::from_source("earns {{ income }}".into(), Path::new("t.j2"), &domain(), &BTreeMap::new()).unwrap();
-        assert!(silent.check_protected_said(&[3.0, 0.0]).unwrap_err().contains("sex is Male instead of Female"));
+        assert!(silent.check_protected_said(&[3.0, 0.0]).unwrap_err().to_string().contains("sex is Male instead of Female"));
         let typo = Renderer::from_source("{{ incom }}".into(), Path::new("t.j2"), &domain(), &BTreeMap::new()).unwrap();
-        assert!(typo.render(&[3.0, 0.0]).unwrap_err().contains("t.j2"));
+        assert!(typo.render(&[3.0, 0.0]).unwrap_err().to_string().contains("t.j2"));
     }
 }

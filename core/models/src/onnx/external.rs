@@ -13,13 +13,67 @@ use tract_onnx::prelude::Framework;
 
 use crate::error::ModelError;
 
+/// An external tensor that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExternalDataError {
+    /// The tensor is stored outside the file but names no location.
+    #[error("tensor {tensor:?} is stored outside the file but names no location")]
+    NoLocation {
+        /// The tensor.
+        tensor: String,
+    },
+    /// An `offset` or `length` that is not a whole number.
+    #[error("tensor {tensor:?}: its external data's {key} {value:?} is not a whole number")]
+    NotANumber {
+        /// The tensor.
+        tensor: String,
+        /// `offset` or `length`.
+        key: String,
+        /// The value given.
+        value: String,
+    },
+    /// A location outside the model's folder.
+    #[error("tensor {tensor:?}: its external data {location:?} is not a file inside the model's folder")]
+    OutsideFolder {
+        /// The tensor.
+        tensor: String,
+        /// The location given.
+        location: String,
+    },
+    /// The external file cannot be read.
+    #[error("tensor {tensor:?}: cannot read its external data {file}: {message}")]
+    Unreadable {
+        /// The tensor.
+        tensor: String,
+        /// The file.
+        file: String,
+        /// What the system said.
+        message: String,
+    },
+    /// Bytes past the end of the external file.
+    #[error("tensor {tensor:?}: its external data asks for bytes {offset}..{end} of {file}, which holds {size}")]
+    OutOfRange {
+        /// The tensor.
+        tensor: String,
+        /// The first byte asked for.
+        offset: u64,
+        /// The end asked for (a number, or `end`).
+        end: String,
+        /// The file.
+        file: String,
+        /// The file's size.
+        size: u64,
+    },
+}
+
 /// The ONNX file at `path`, decoded, with every external tensor's bytes read from beside it.
 pub fn read_model(path: &Path) -> Result<ModelProto, ModelError> {
     let err = |message: String| ModelError::Onnx { path: path.to_path_buf(), message };
     let mut proto = tract_onnx::onnx().proto_model_for_path(path).map_err(|e| err(format!("not a readable ONNX file: {e:#}")))?;
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if let Some(graph) = proto.graph.as_mut() {
-        inline_graph(graph, &mut Files { folder, read: HashMap::new() }).map_err(err)?;
+        inline_graph(graph, &mut Files { folder, read: HashMap::new() }).map_err(|e| err(e.to_string()))?;
     }
     Ok(proto)
 }
@@ -36,7 +90,7 @@ struct Files<'a> {
 }
 
 /// Inline the external tensors of `graph` and of the graphs inside its nodes' attributes.
-fn inline_graph(graph: &mut GraphProto, files: &mut Files) -> Result<(), String> {
+fn inline_graph(graph: &mut GraphProto, files: &mut Files) -> Result<(), ExternalDataError> {
     for tensor in &mut graph.initializer {
         inline_tensor(tensor, files)?;
     }
@@ -61,26 +115,36 @@ fn inline_graph(graph: &mut GraphProto, files: &mut Files) -> Result<(), String>
 
 /// Read `tensor`'s bytes from its external file (`location`, `offset`, `length`, relative to
 /// the model's folder) into `raw_data`.
-fn inline_tensor(tensor: &mut TensorProto, files: &mut Files) -> Result<(), String> {
+fn inline_tensor(tensor: &mut TensorProto, files: &mut Files) -> Result<(), ExternalDataError> {
     if !is_external(tensor) {
         return Ok(());
     }
     let name = &tensor.name;
     let entry = |key: &str| tensor.external_data.iter().find(|e| e.key == key).map(|e| e.value.as_str());
-    let location = entry("location").ok_or_else(|| format!("tensor {name:?} is stored outside the file but names no location"))?;
-    let number = |key: &str| -> Result<Option<u64>, String> {
+    let location = entry("location").ok_or_else(|| ExternalDataError::NoLocation { tensor: name.clone() })?;
+    let number = |key: &str| -> Result<Option<u64>, ExternalDataError> {
         entry(key)
-            .map(|v| v.parse::<u64>().map_err(|_| format!("tensor {name:?}: its external data's {key} {v:?} is not a whole number")))
+            .map(|v| {
+                v.parse::<u64>().map_err(|_| ExternalDataError::NotANumber {
+                    tensor: name.clone(),
+                    key: key.to_string(),
+                    value: v.to_string(),
+                })
+            })
             .transpose()
     };
     let (offset, length) = (number("offset")?.unwrap_or(0), number("length")?);
     let relative = Path::new(location);
     if relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-        return Err(format!("tensor {name:?}: its external data {location:?} is not a file inside the model's folder"));
+        return Err(ExternalDataError::OutsideFolder { tensor: name.clone(), location: location.to_string() });
     }
     let file = files.folder.join(relative);
     if !files.read.contains_key(&file) {
-        let bytes = std::fs::read(&file).map_err(|e| format!("tensor {name:?}: cannot read its external data {}: {e}", file.display()))?;
+        let bytes = std::fs::read(&file).map_err(|e| ExternalDataError::Unreadable {
+            tensor: name.clone(),
+            file: file.display().to_string(),
+            message: e.to_string(),
+        })?;
         files.read.insert(file.clone(), bytes);
     }
     let bytes = &files.read[&file];
@@ -90,11 +154,13 @@ fn inline_tensor(tensor: &mut TensorProto, files: &mut Files) -> Result<(), Stri
         None => Some(size),
     };
     let Some(end) = end.filter(|&end| offset <= end && end <= size) else {
-        return Err(format!(
-            "tensor {name:?}: its external data asks for bytes {offset}..{} of {}, which holds {size}",
-            length.map_or("end".to_string(), |l| offset.saturating_add(l).to_string()),
-            file.display()
-        ));
+        return Err(ExternalDataError::OutOfRange {
+            tensor: name.clone(),
+            offset,
+            end: length.map_or("end".to_string(), |l| offset.saturating_add(l).to_string()),
+            file: file.display().to_string(),
+            size,
+        });
     };
     tensor.raw_data = bytes[offset as usize..end as usize].to_vec();
     tensor.external_data.clear();

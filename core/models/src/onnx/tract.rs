@@ -142,7 +142,7 @@ impl OnnxModel {
         let rows = probe.len() / self.n_features.max(1);
         let raw = self.raw_tract(probe, rows)?;
         let reader = reader_for(&self.output_name, &ElementType::Float32, &raw, favourable, transform, &[])
-            .map_err(|message| ModelError::Onnx { path: self.path.clone(), message })?;
+            .map_err(|e| ModelError::Onnx { path: self.path.clone(), message: e.to_string() })?;
         let mut out = vec![0.0; rows];
         reader.read(raw, &mut out, 0).map_err(|e| ModelError::Onnx { path: self.path.clone(), message: e.to_string() })?;
         if transform != OutputTransform::None {

@@ -136,7 +136,7 @@ impl Backend for CommandBackend {
         }
         let mut returned = Vec::with_capacity(object.len());
         for (name, values) in object {
-            returned.push(read_output(name, values, rows).map_err(|m| self.fail(m))?);
+            returned.push(read_output(name, values, rows).map_err(|e| self.fail(e.to_string()))?);
         }
         Ok(returned)
     }

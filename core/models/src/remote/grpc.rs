@@ -11,12 +11,14 @@
 use prost::Message;
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, TE};
 
-use super::http::{quote, Failure, Http, HttpSettings};
+use super::error::AnswerError;
+use super::http::{quote, Http, HttpSettings};
 use super::v2::{datatype, element_type, V2Endpoint, V2Metadata};
 use super::{Backend, Returned};
 use crate::error::ModelError;
 use crate::inputs::{DeclaredInput, ElementType, InputBatch, InputValues};
 use crate::outputs::RawOutput;
+use crate::retry::{grpc_code_is_transient, Failure};
 
 /// The messages of `grpc_service.proto` that fairpipe sends and reads (field numbers as there).
 mod proto {
@@ -159,9 +161,6 @@ mod proto {
 /// The gRPC service every V2 server implements.
 const SERVICE: &str = "inference.GRPCInferenceService";
 
-/// gRPC status codes worth another try: UNAVAILABLE, RESOURCE_EXHAUSTED.
-const RETRYABLE_CODES: [u32; 2] = [14, 8];
-
 /// A model on a V2 gRPC server, connected: the [`Backend`] of a `protocol = "grpc-v2"` model.
 pub struct GrpcBackend {
     endpoint: V2Endpoint,
@@ -228,10 +227,10 @@ impl GrpcBackend {
                 if code != 0 {
                     let message = headers.get("grpc-message").and_then(|v| v.to_str().ok()).map(percent_decode).unwrap_or_default();
                     let said = format!("gRPC status {code} ({}): {}", code_name(code), quote(&message));
-                    return Err(if RETRYABLE_CODES.contains(&code) { Failure::Retryable(said) } else { Failure::Final(said) });
+                    return Err(if grpc_code_is_transient(code) { Failure::retryable(said) } else { Failure::Final(said) });
                 }
             }
-            decode_body(method, bytes).map_err(Failure::Final)
+            decode_body(method, bytes).map_err(|e| Failure::Final(e.to_string()))
         })
     }
 }
@@ -248,23 +247,23 @@ impl Backend for GrpcBackend {
     fn infer(&self, inputs: &[InputBatch], rows: usize) -> Result<Returned, ModelError> {
         let (request, raw) = infer_request(&self.endpoint.model, inputs, &self.outputs);
         let answer: proto::ModelInferResponse = self.call_framed("ModelInfer", frame(&request, &raw))?;
-        read_answer(answer, rows).map_err(|message| ModelError::Remote { url: self.location(), message })
+        read_answer(answer, rows).map_err(|e| e.at(self.location()))
     }
 }
 
 /// The outputs of a `ModelInfer` answer's body (one framed gRPC message) for `rows` rows.
-pub fn read_infer_body(body: &[u8], rows: usize) -> Result<Returned, String> {
+pub fn read_infer_body(body: &[u8], rows: usize) -> Result<Returned, AnswerError> {
     read_answer(decode_body("ModelInfer", body)?, rows)
 }
 
 /// The model's metadata from a `ModelMetadata` answer's body (one framed gRPC message).
-pub fn read_metadata_body(body: &[u8]) -> Result<V2Metadata, String> {
+pub fn read_metadata_body(body: &[u8]) -> Result<V2Metadata, AnswerError> {
     decode_body("ModelMetadata", body).map(metadata_of)
 }
 
 /// The one message of the answer to `method`, decoded.
-fn decode_body<A: Message + Default>(method: &str, body: &[u8]) -> Result<A, String> {
-    A::decode(unframe(body)?).map_err(|e| format!("the answer to {method} is not a {method} response: {e}"))
+fn decode_body<A: Message + Default>(method: &str, body: &[u8]) -> Result<A, AnswerError> {
+    A::decode(unframe(body)?).map_err(|e| AnswerError::NotTheResponse { method: method.to_string(), message: e.to_string() })
 }
 
 /// A `ModelMetadata` answer as the inputs and outputs it declares.
@@ -340,35 +339,35 @@ fn write_numbers<T: bytemuck::Pod>(values: &[T], out: &mut Vec<u8>, one: impl Fn
 
 /// The outputs of an answer for `rows` rows: the raw contents belong, in order, to the outputs
 /// that carry no typed contents.
-fn read_answer(answer: proto::ModelInferResponse, rows: usize) -> Result<Returned, String> {
+fn read_answer(answer: proto::ModelInferResponse, rows: usize) -> Result<Returned, AnswerError> {
     let mut raw = answer.raw_output_contents.into_iter();
     let mut result = Vec::with_capacity(answer.outputs.len());
     for tensor in answer.outputs {
         let name = tensor.name;
         if let Some(d) = tensor.shape.iter().find(|&&d| d < 0) {
-            return Err(format!("output {name:?}: its shape {:?} has a negative dimension ({d})", tensor.shape));
+            return Err(AnswerError::NegativeDimension { name, shape: format!("{:?}", tensor.shape), dimension: *d });
         }
         let Some(columns) = tensor.shape.get(1..).unwrap_or_default().iter().try_fold(1usize, |n, &d| n.checked_mul(d as usize)) else {
-            return Err(format!("output {name:?}: its shape {:?} counts more values than a computer can hold", tensor.shape));
+            return Err(AnswerError::ShapeOverflow { name, shape: format!("{:?}", tensor.shape) });
         };
         let columns = columns.max(1);
         let values = match tensor.contents.filter(|c| !is_empty(c)) {
             Some(contents) => typed_values(&contents),
             None => {
-                let bytes = raw.next().ok_or_else(|| format!("output {name:?} has neither contents nor raw contents"))?;
-                raw_values(&tensor.datatype, &bytes).map_err(|e| format!("output {name:?}: {e}"))?
+                let bytes = raw.next().ok_or_else(|| AnswerError::NoContents { name: name.clone() })?;
+                raw_values(&name, &tensor.datatype, &bytes)?
             }
         };
         if rows.checked_mul(columns) != Some(values.len()) {
-            return Err(format!("output {name:?} holds {} values for {rows} rows (shape {:?})", values.len(), tensor.shape));
+            return Err(AnswerError::ValueCount { name, found: values.len(), rows, shape: format!("{:?}", tensor.shape) });
         }
         let ty = element_type(&tensor.datatype);
         let raw_output = match (&ty, values) {
             (ElementType::Float32 | ElementType::Float64, Values::Numbers(values)) => RawOutput::Floats { values, columns },
             (ElementType::Int64 | ElementType::Int32, Values::Integers(labels)) => RawOutput::IntLabels(labels),
             (ElementType::String, Values::Texts(labels)) => RawOutput::TextLabels(labels),
-            (ElementType::Other(other), _) => return Err(format!("output {name:?} has datatype {other}, which fairpipe does not read")),
-            (_, _) => return Err(format!("output {name:?}: its contents do not match its datatype {}", tensor.datatype)),
+            (ElementType::Other(other), _) => return Err(AnswerError::UnreadDatatype { name, datatype: other.clone() }),
+            (_, _) => return Err(AnswerError::ContentsMismatch { name, datatype: tensor.datatype }),
         };
         result.push((name, ty, raw_output));
     }
@@ -424,38 +423,37 @@ fn typed_values(c: &proto::InferTensorContents) -> Values {
     }
 }
 
-/// Raw little-endian bytes of a tensor of `datatype`.
-fn raw_values(datatype: &str, bytes: &[u8]) -> Result<Values, String> {
-    fn fixed<const N: usize, T>(bytes: &[u8], datatype: &str, read: impl Fn([u8; N]) -> T) -> Result<Vec<T>, String> {
-        if bytes.len() % N != 0 {
-            return Err(format!("{} raw bytes are not a whole number of {datatype} values", bytes.len()));
-        }
-        Ok(bytes.chunks_exact(N).map(|c| read(c.try_into().unwrap_or([0; N]))).collect())
+/// Raw little-endian bytes of the output `name`, a tensor of `datatype`.
+fn raw_values(name: &str, datatype: &str, bytes: &[u8]) -> Result<Values, AnswerError> {
+    /// The values, unless the bytes are not a whole number of them.
+    fn fixed<const N: usize, T>(bytes: &[u8], read: impl Fn([u8; N]) -> T) -> Option<Vec<T>> {
+        (bytes.len() % N == 0).then(|| bytes.chunks_exact(N).map(|c| read(c.try_into().unwrap_or([0; N]))).collect())
     }
+    let whole = || AnswerError::RawLength { name: name.to_string(), bytes: bytes.len(), datatype: datatype.to_string() };
     Ok(match datatype.to_ascii_uppercase().as_str() {
-        "FP64" => Values::Numbers(fixed(bytes, datatype, f64::from_le_bytes)?),
-        "FP32" => Values::Numbers(fixed(bytes, datatype, |b| f64::from(f32::from_le_bytes(b)))?),
-        "INT64" => Values::Integers(fixed(bytes, datatype, i64::from_le_bytes)?),
-        "UINT64" => Values::Integers(fixed(bytes, datatype, |b| u64::from_le_bytes(b) as i64)?),
-        "INT32" => Values::Integers(fixed(bytes, datatype, |b| i64::from(i32::from_le_bytes(b)))?),
-        "UINT32" => Values::Integers(fixed(bytes, datatype, |b| i64::from(u32::from_le_bytes(b)))?),
-        "INT16" => Values::Integers(fixed(bytes, datatype, |b| i64::from(i16::from_le_bytes(b)))?),
-        "UINT16" => Values::Integers(fixed(bytes, datatype, |b| i64::from(u16::from_le_bytes(b)))?),
-        "INT8" => Values::Integers(fixed(bytes, datatype, |b: [u8; 1]| i64::from(b[0] as i8))?),
-        "UINT8" | "BOOL" => Values::Integers(fixed(bytes, datatype, |b: [u8; 1]| i64::from(b[0]))?),
+        "FP64" => Values::Numbers(fixed(bytes, f64::from_le_bytes).ok_or_else(whole)?),
+        "FP32" => Values::Numbers(fixed(bytes, |b| f64::from(f32::from_le_bytes(b))).ok_or_else(whole)?),
+        "INT64" => Values::Integers(fixed(bytes, i64::from_le_bytes).ok_or_else(whole)?),
+        "UINT64" => Values::Integers(fixed(bytes, |b| u64::from_le_bytes(b) as i64).ok_or_else(whole)?),
+        "INT32" => Values::Integers(fixed(bytes, |b| i64::from(i32::from_le_bytes(b))).ok_or_else(whole)?),
+        "UINT32" => Values::Integers(fixed(bytes, |b| i64::from(u32::from_le_bytes(b))).ok_or_else(whole)?),
+        "INT16" => Values::Integers(fixed(bytes, |b| i64::from(i16::from_le_bytes(b))).ok_or_else(whole)?),
+        "UINT16" => Values::Integers(fixed(bytes, |b| i64::from(u16::from_le_bytes(b))).ok_or_else(whole)?),
+        "INT8" => Values::Integers(fixed(bytes, |b: [u8; 1]| i64::from(b[0] as i8)).ok_or_else(whole)?),
+        "UINT8" | "BOOL" => Values::Integers(fixed(bytes, |b: [u8; 1]| i64::from(b[0])).ok_or_else(whole)?),
         "BYTES" => {
             let mut texts = Vec::new();
             let mut at = 0;
             while at < bytes.len() {
                 let len = bytes.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
                 let text = len.and_then(|len| bytes.get(at + 4..at + 4 + len));
-                let Some(text) = text else { return Err("its raw BYTES are cut short".into()) };
+                let Some(text) = text else { return Err(AnswerError::RawTextsCut { name: name.to_string() }) };
                 texts.push(String::from_utf8_lossy(text).into_owned());
                 at += 4 + text.len();
             }
             Values::Texts(texts)
         }
-        other => return Err(format!("datatype {other} is not read by fairpipe")),
+        other => return Err(AnswerError::RawDatatype { name: name.to_string(), datatype: other.to_string() }),
     })
 }
 
@@ -482,20 +480,18 @@ fn frame(message: &impl Message, raw: &[&InputValues]) -> Vec<u8> {
 }
 
 /// The one message of a unary answer.
-fn unframe(body: &[u8]) -> Result<&[u8], String> {
+fn unframe(body: &[u8]) -> Result<&[u8], AnswerError> {
     if body.is_empty() {
-        return Err("the server sent an empty answer and no gRPC status in its headers (its status, in the HTTP/2 trailers, \
-                    is not readable here); is this a gRPC port?"
-            .into());
+        return Err(AnswerError::NotGrpc);
     }
     if body.len() < 5 {
-        return Err(format!("the answer is {} bytes, shorter than a gRPC message header", body.len()));
+        return Err(AnswerError::ShortHeader { bytes: body.len() });
     }
     if body[0] != 0 {
-        return Err("the answer is compressed; fairpipe asks for and reads uncompressed gRPC messages".into());
+        return Err(AnswerError::Compressed);
     }
     let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
-    body.get(5..5 + len).ok_or_else(|| format!("the answer is cut short: {} of {len} message bytes", body.len() - 5))
+    body.get(5..5 + len).ok_or(AnswerError::CutShort { got: body.len() - 5, len })
 }
 
 /// A `grpc-message` header's text (percent-encoded), decoded.
@@ -553,9 +549,9 @@ mod tests {
         assert_eq!(u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize, body.len() - 5);
         let back = proto::ModelReadyRequest::decode(unframe(&body).unwrap()).unwrap();
         assert_eq!(back, request);
-        assert!(unframe(&[]).unwrap_err().contains("gRPC port"));
-        assert!(unframe(&body[..body.len() - 1]).unwrap_err().contains("cut short"));
-        assert!(unframe(&[1, 0, 0, 0, 0]).unwrap_err().contains("compressed"));
+        assert!(unframe(&[]).unwrap_err().to_string().contains("gRPC port"));
+        assert!(unframe(&body[..body.len() - 1]).unwrap_err().to_string().contains("cut short"));
+        assert_eq!(unframe(&[1, 0, 0, 0, 0]), Err(AnswerError::Compressed));
     }
 
     #[test]
@@ -575,7 +571,7 @@ mod tests {
         assert_eq!(decoded.raw_input_contents[0], [1.5f64.to_le_bytes(), (-2.0f64).to_le_bytes()].concat());
         assert_eq!(decoded.raw_input_contents[1], [&4u32.to_le_bytes()[..], b"Male", &0u32.to_le_bytes()].concat());
         assert_eq!(decoded.outputs[0].name, "predict_proba");
-        assert!(matches!(raw_values("BYTES", &decoded.raw_input_contents[1]).unwrap(), Values::Texts(t) if t == ["Male", ""]));
+        assert!(matches!(raw_values("sex", "BYTES", &decoded.raw_input_contents[1]).unwrap(), Values::Texts(t) if t == ["Male", ""]));
     }
 
     #[test]
@@ -593,7 +589,7 @@ mod tests {
         let returned = read_answer(answer.clone(), 2).unwrap();
         assert_eq!(returned[0].2, RawOutput::Floats { values: vec![0.25, 0.75, 0.5, 0.5], columns: 2 });
         assert_eq!(returned[1].2, RawOutput::IntLabels(vec![1, 0]));
-        assert!(read_answer(answer, 3).unwrap_err().contains("holds 4 values for 3 rows"));
+        assert!(read_answer(answer, 3).unwrap_err().to_string().contains("holds 4 values for 3 rows"));
         let typed = proto::ModelInferResponse {
             outputs: vec![proto::InferOutputTensor {
                 name: "label".into(),
@@ -604,7 +600,8 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(read_answer(typed, 1).unwrap()[0].2, RawOutput::TextLabels(vec![">50K".into()]));
-        assert!(raw_values("FP64", &proba[..7]).is_err());
+        let e = raw_values("p", "FP64", &proba[..7]).err().unwrap().to_string();
+        assert_eq!(e, "output \"p\": 7 raw bytes are not a whole number of FP64 values");
     }
 
     #[test]
@@ -616,14 +613,14 @@ mod tests {
             raw_output_contents: vec![[0.5f64, 0.25].iter().flat_map(|x| x.to_le_bytes()).collect()],
             ..Default::default()
         };
-        let e = read_answer(answer(vec![2, i64::MAX, 4]), 2).unwrap_err();
+        let e = read_answer(answer(vec![2, i64::MAX, 4]), 2).unwrap_err().to_string();
         assert!(e.contains("counts more values than a computer can hold"), "{e}");
-        let e = read_answer(answer(vec![2, -3]), 2).unwrap_err();
+        let e = read_answer(answer(vec![2, -3]), 2).unwrap_err().to_string();
         assert!(e.contains("output \"p\": its shape [2, -3] has a negative dimension (-3)"), "{e}");
         // The same answer framed, as the fuzz target and a server send it.
         let body = frame(&answer(vec![2, 1]), &[]);
         assert_eq!(read_infer_body(&body, 2).unwrap()[0].2, RawOutput::Floats { values: vec![0.5, 0.25], columns: 1 });
-        assert!(read_metadata_body(&body[..3]).unwrap_err().contains("shorter than a gRPC message header"));
+        assert!(read_metadata_body(&body[..3]).unwrap_err().to_string().contains("shorter than a gRPC message header"));
     }
 
     #[test]

@@ -1,18 +1,18 @@
-//! A blocking HTTP client for model servers: connect and request timeouts, retries with
-//! exponential backoff and jitter on connection errors, 429 and 5xx (and what a protocol on top
-//! says is worth another try, e.g. gRPC's UNAVAILABLE), and errors that name the URL, the status and
-//! the start of the response body (never the token).
+//! A blocking HTTP client for model servers: connect and request timeouts, retries as the
+//! [`RetryPolicy`] says (on connection errors, 429 and 5xx, and what a protocol on top calls
+//! transient, e.g. gRPC's UNAVAILABLE), and errors that name the URL, the status and the start of
+//! the response body (never the token). [`exchange`], one request and its answer read, is the LLM
+//! client's too.
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use rand::Rng;
 use reqwest::blocking::{Client, RequestBuilder};
 use reqwest::header::HeaderMap;
-use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::error::ModelError;
+use crate::retry::{http_status_is_transient, Failure, GaveUp, RetryPolicy};
 
 /// How the client talks to a server.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,10 +21,8 @@ pub struct HttpSettings {
     pub connect_timeout: Duration,
     /// Time allowed for one request, answer included.
     pub request_timeout: Duration,
-    /// Tries after the first one on a connection error, 429 or 5xx.
-    pub retries: u32,
-    /// Wait before the first retry; doubled each time, with up to 50% jitter added.
-    pub backoff: Duration,
+    /// When and how long to wait before another try (on a connection error, 429 or 5xx).
+    pub retry: RetryPolicy,
     /// A bearer token (read from the environment variable the pipeline names).
     pub token: Option<String>,
 }
@@ -34,8 +32,7 @@ impl Default for HttpSettings {
         HttpSettings {
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(60),
-            retries: 3,
-            backoff: Duration::from_millis(200),
+            retry: RetryPolicy::MODEL_SERVER,
             token: None,
         }
     }
@@ -56,7 +53,7 @@ impl std::fmt::Debug for Http {
         write!(
             f,
             "Http(connect {:?}, request {:?}, {} retries)",
-            self.settings.connect_timeout, self.settings.request_timeout, self.settings.retries
+            self.settings.connect_timeout, self.settings.request_timeout, self.settings.retry.retries
         )
     }
 }
@@ -128,50 +125,55 @@ impl Http {
         self.retrying(url, || self.try_once(request(), |_, bytes| json(bytes)))
     }
 
-    /// `once` tried until it succeeds, fails for good, or the retries are spent (waiting with
-    /// exponential backoff and jitter between tries).
+    /// `once` tried as the settings' [`RetryPolicy`] says; an error names `url`.
     fn retrying<T>(&self, url: &str, once: impl Fn() -> Result<T, Failure>) -> Result<T, ModelError> {
-        let err = |message: String| ModelError::Remote { url: url.to_string(), message };
-        let mut attempt = 0u32;
-        loop {
-            let failure = match once() {
-                Ok(value) => return Ok(value),
-                Err(Failure::Final(message)) => return Err(err(message)),
-                Err(Failure::Retryable(message)) => message,
+        self.settings.retry.run(once, |_| {}).map_err(|gave_up| {
+            let message = match gave_up {
+                GaveUp::Final(message) | GaveUp::Spent(message) => message,
             };
-            if attempt >= self.settings.retries {
-                let tries = attempt + 1;
-                return Err(err(format!("{failure} (after {tries} tr{})", if tries == 1 { "y" } else { "ies" })));
-            }
-            std::thread::sleep(self.backoff(attempt));
-            attempt += 1;
-        }
+            ModelError::Remote { url: url.to_string(), message }
+        })
     }
 
-    /// One request (with the token) and its answer, read whole; a 2xx answer's headers and body
-    /// go to `read`.
-    fn try_once<T>(&self, mut builder: RequestBuilder, read: impl Fn(&HeaderMap, &[u8]) -> Result<T, Failure>) -> Result<T, Failure> {
-        if let Some(token) = &self.settings.token {
-            builder = builder.bearer_auth(token);
-        }
-        let response = builder.send().map_err(|e| Failure::Retryable(transport(&e)))?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        // A body cut short (the server died while answering) is a connection error: retried.
-        let body = response.bytes().map_err(|e| Failure::Retryable(format!("cannot read the response ({status}): {}", transport(&e))))?;
-        if !status.is_success() {
-            let message = format!("HTTP {status}; the response starts {:?}", quote(&String::from_utf8_lossy(&body)));
-            return Err(if retryable(status) { Failure::Retryable(message) } else { Failure::Final(message) });
-        }
-        read(&headers, &body)
+    /// One request (with the token) and its answer (see [`exchange`]).
+    fn try_once<T>(&self, builder: RequestBuilder, read: impl FnOnce(&HeaderMap, &[u8]) -> Result<T, Failure>) -> Result<T, Failure> {
+        exchange(builder, self.settings.token.as_deref(), read)
     }
+}
 
-    /// Exponential backoff with up to 50% jitter.
-    fn backoff(&self, attempt: u32) -> Duration {
-        let base = self.settings.backoff.saturating_mul(1u32 << attempt.min(16));
-        let jitter = rand::thread_rng().gen_range(0.0..0.5);
-        base + base.mul_f64(jitter)
+/// One request sent (with `token` as a bearer token) and its answer read whole: a 2xx answer's
+/// headers and body go to `read`; a connection error or a body cut short is worth another try, and
+/// so is a status HTTP's rule calls transient (429, 5xx: with the server's `Retry-After`); any
+/// other status is final.
+pub fn exchange<T>(
+    mut builder: RequestBuilder,
+    token: Option<&str>,
+    read: impl FnOnce(&HeaderMap, &[u8]) -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    if let Some(token) = token {
+        builder = builder.bearer_auth(token);
     }
+    let response = builder.send().map_err(|e| Failure::retryable(transport(&e)))?;
+    let status = response.status();
+    let headers = response.headers().clone();
+    // A body cut short (the server died while answering) is a connection error: retried.
+    let body = response.bytes().map_err(|e| Failure::retryable(format!("cannot read the response ({status}): {}", transport(&e))))?;
+    if !status.is_success() {
+        let message = format!("HTTP {status}; the response starts {:?}", quote(&String::from_utf8_lossy(&body)));
+        return Err(if http_status_is_transient(status) {
+            Failure::Retryable { message, retry_after: retry_after(&headers) }
+        } else {
+            Failure::Final(message)
+        });
+    }
+    read(&headers, &body)
+}
+
+/// `Retry-After` in seconds (an HTTP date is not read: the backoff applies).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let seconds: f64 = text.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(1e9)))
 }
 
 /// A JSON answer (an empty one: null).
@@ -181,19 +183,6 @@ fn json(body: &[u8]) -> Result<Value, Failure> {
         return Ok(Value::Null);
     }
     super::parse_json(&text).map_err(|e| Failure::Final(format!("the response is not JSON ({e}); it starts {:?}", quote(&text))))
-}
-
-/// Why one try failed.
-pub enum Failure {
-    /// Worth another try: a connection error, 429 or 5xx.
-    Retryable(String),
-    /// The server's final word.
-    Final(String),
-}
-
-/// Connection errors, 429 and 5xx are retried; other statuses are the server's final word.
-fn retryable(status: StatusCode) -> bool {
-    status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
 }
 
 /// A transport error, said plainly (reqwest's own text repeats the URL; the chain holds the cause).

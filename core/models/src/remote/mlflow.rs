@@ -12,6 +12,7 @@
 use fairpipe_abi::domain::{AttributeKind, Domain};
 use serde_json::{json, Map, Value};
 
+use super::error::{AnswerError, EndpointError};
 use super::http::{Http, HttpSettings};
 use super::{read_output, Backend, Returned};
 use crate::error::ModelError;
@@ -26,10 +27,10 @@ pub struct MlflowEndpoint {
 
 impl MlflowEndpoint {
     /// From `url`: `http(s)://host:port`, with or without a trailing `/invocations`.
-    pub fn parse(url: &str) -> Result<Self, String> {
+    pub fn parse(url: &str) -> Result<Self, EndpointError> {
         let trimmed = url.trim_end_matches('/');
         if !(trimmed.starts_with("http://") || trimmed.starts_with("https://")) {
-            return Err(format!("{url:?} is not an http:// or https:// URL"));
+            return Err(EndpointError::NotHttp { url: url.to_string() });
         }
         let base = trimmed.strip_suffix("/invocations").unwrap_or(trimmed).to_string();
         Ok(MlflowEndpoint { base })
@@ -94,7 +95,7 @@ impl Backend for MlflowBackend {
     fn infer(&self, inputs: &[InputBatch], rows: usize) -> Result<Returned, ModelError> {
         let url = self.endpoint.invocations();
         let answer = self.http.post_json(&url, &dataframe_split(inputs, rows))?;
-        predictions(&answer, rows).map_err(|message| ModelError::Remote { url, message })
+        predictions(&answer, rows).map_err(|e| e.at(url))
     }
 }
 
@@ -121,17 +122,17 @@ fn number(x: f64) -> Value {
 }
 
 /// The outputs in an answer's `predictions`, by name (a plain list is named `predictions`).
-pub fn predictions(answer: &Value, rows: usize) -> Result<Returned, String> {
+pub fn predictions(answer: &Value, rows: usize) -> Result<Returned, AnswerError> {
     let start = || answer.to_string().chars().take(200).collect::<String>();
     let Some(predictions) = answer.get("predictions") else {
-        return Err(format!("the answer has no \"predictions\": {}", start()));
+        return Err(AnswerError::NoOutputs { key: "\"predictions\"", start: start() });
     };
     match predictions {
         Value::Array(list) if list.first().is_some_and(Value::is_object) => {
             // Records of a DataFrame: one output per column.
             let mut names: Vec<String> = Vec::new();
             for record in list {
-                let object = record.as_object().ok_or_else(|| format!("\"predictions\" mixes records and values: {}", start()))?;
+                let object = record.as_object().ok_or_else(|| AnswerError::MixedRecords { start: start() })?;
                 for key in object.keys() {
                     if !names.contains(key) {
                         names.push(key.clone());
@@ -148,14 +149,12 @@ pub fn predictions(answer: &Value, rows: usize) -> Result<Returned, String> {
         }
         Value::Array(_) => Ok(vec![read_output("predictions", predictions, rows)?]),
         Value::Object(columns) => columns_output(columns, rows),
-        other => {
-            Err(format!("\"predictions\" is neither a list nor an object: {}", other.to_string().chars().take(200).collect::<String>()))
-        }
+        other => Err(AnswerError::PredictionsNotListed { start: other.to_string().chars().take(200).collect() }),
     }
 }
 
 /// `{"NAME": [value per row], …}`: each key an output.
-fn columns_output(columns: &Map<String, Value>, rows: usize) -> Result<Returned, String> {
+fn columns_output(columns: &Map<String, Value>, rows: usize) -> Result<Returned, AnswerError> {
     columns.iter().map(|(name, values)| read_output(name, values, rows)).collect()
 }
 
@@ -168,7 +167,7 @@ mod tests {
     fn the_url_may_end_with_invocations() {
         assert_eq!(MlflowEndpoint::parse("http://127.0.0.1:5000/invocations/").unwrap().base, "http://127.0.0.1:5000");
         assert_eq!(MlflowEndpoint::parse("https://host/serving").unwrap().invocations(), "https://host/serving/invocations");
-        assert!(MlflowEndpoint::parse("host:5000").unwrap_err().contains("not an http"));
+        assert!(MlflowEndpoint::parse("host:5000").unwrap_err().to_string().contains("not an http"));
     }
 
     #[test]
@@ -194,8 +193,8 @@ mod tests {
         assert_eq!(records[1].2, RawOutput::Floats { values: vec![0.9, 0.2], columns: 1 });
         let columns = predictions(&json!({"predictions": {"p": [0.1, 0.2]}}), 2).unwrap();
         assert_eq!(columns[0].0, "p");
-        let err = predictions(&json!({"error_code": "BAD_REQUEST"}), 2).unwrap_err();
+        let err = predictions(&json!({"error_code": "BAD_REQUEST"}), 2).unwrap_err().to_string();
         assert!(err.contains("no \"predictions\"") && err.contains("BAD_REQUEST"), "{err}");
-        assert!(predictions(&json!({"predictions": [1]}), 2).unwrap_err().contains("1 values for a batch of 2"));
+        assert!(predictions(&json!({"predictions": [1]}), 2).unwrap_err().to_string().contains("1 values for a batch of 2"));
     }
 }

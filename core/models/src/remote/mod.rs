@@ -15,6 +15,7 @@
 //! so that requests are as large as the pipeline allows.
 
 pub mod command;
+pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod mlflow;
@@ -30,6 +31,7 @@ use std::time::Instant;
 use fairpipe_abi::domain::Domain;
 use serde_json::Value;
 
+use self::error::AnswerError;
 use crate::error::ModelError;
 use crate::inputs::{plan, DeclaredInput, ElementType, Feeding, InputBatch, InputPlan, InputValues};
 use crate::outputs::{choose_output, OutputChoice, OutputReader, RawOutput};
@@ -160,7 +162,7 @@ impl RemoteModel {
         let fail = |message: String| ModelError::Remote { url: url.clone(), message };
         let reader = choose_output(&url, &typed, &raw, &choice, probe_rows, &fail)?;
         // The probe rows are scored: keep them.
-        let cache_rows = ScoreCache::capacity_from_env().map_err(|message| ModelError::Remote { url: url.clone(), message })?;
+        let cache_rows = ScoreCache::capacity_from_env().map_err(|e| ModelError::Remote { url: url.clone(), message: e.to_string() })?;
         let cache = ScoreCache::new(cache_rows);
         if let Some(Some(value)) = typed.iter().position(|(n, _)| *n == reader.name).map(|i| raw[i].clone()) {
             let mut probabilities = vec![0.0; probe_rows];
@@ -495,22 +497,27 @@ pub fn parse_json(text: &str) -> serde_json::Result<Value> {
 
 /// One output of a JSON answer (a program's line, MLflow's `predictions`): a value per row, each a
 /// number, a list of numbers (probabilities), an integer label or a text label.
-pub fn read_output(name: &str, values: &Value, rows: usize) -> Result<(String, ElementType, RawOutput), String> {
-    let list = values.as_array().ok_or_else(|| format!("output {name:?} is not a list (one value per row)"))?;
+pub fn read_output(name: &str, values: &Value, rows: usize) -> Result<(String, ElementType, RawOutput), AnswerError> {
+    let list = values.as_array().ok_or_else(|| AnswerError::NotAList { name: name.to_string() })?;
     if list.len() != rows {
-        return Err(format!("output {name:?} has {} values for a batch of {rows} rows", list.len()));
+        return Err(AnswerError::BatchLength { name: name.to_string(), found: list.len(), rows });
     }
     // `null` is how many JSON writers spell NaN (JavaScript, orjson, and [`parse_json`] for
     // Python's bare `NaN`): read as NaN, refused by the reader with its row.
-    let number =
-        |v: &Value| if v.is_null() { Ok(f64::NAN) } else { v.as_f64().ok_or_else(|| format!("output {name:?}: {v} is not a number")) };
+    let number = |v: &Value| {
+        if v.is_null() {
+            Ok(f64::NAN)
+        } else {
+            v.as_f64().ok_or_else(|| AnswerError::NotANumber { name: name.to_string(), value: v.to_string() })
+        }
+    };
     let raw = match list.first() {
         Some(Value::Array(first)) => {
             let columns = first.len().max(1);
             let mut flat = Vec::with_capacity(rows * columns);
             for row in list {
                 let row =
-                    row.as_array().filter(|r| r.len() == columns).ok_or_else(|| format!("output {name:?}: rows of different lengths"))?;
+                    row.as_array().filter(|r| r.len() == columns).ok_or_else(|| AnswerError::RaggedRows { name: name.to_string() })?;
                 for v in row {
                     flat.push(number(v)?);
                 }
@@ -702,7 +709,7 @@ mod tests {
         assert_eq!((ty, raw), (ElementType::Int64, RawOutput::IntLabels(vec![1, 0, 1])));
         let (_, ty, _) = read_output("label", &json!(["<=50K", ">50K"]), 2).unwrap();
         assert_eq!(ty, ElementType::String);
-        assert!(read_output("p", &json!([0.5]), 2).unwrap_err().contains("1 values for a batch of 2"));
-        assert!(read_output("p", &json!([[0.5, 0.5], [1.0]]), 2).unwrap_err().contains("different lengths"));
+        assert!(read_output("p", &json!([0.5]), 2).unwrap_err().to_string().contains("1 values for a batch of 2"));
+        assert!(read_output("p", &json!([[0.5, 0.5], [1.0]]), 2).unwrap_err().to_string().contains("different lengths"));
     }
 }

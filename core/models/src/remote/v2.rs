@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::error::{AnswerError, EndpointError};
 use super::http::{Http, HttpSettings};
 use super::{Backend, Returned};
 use crate::error::ModelError;
@@ -30,10 +31,10 @@ pub struct V2Metadata {
 impl V2Endpoint {
     /// From `url` and an optional model name: `http://host:port/v2/models/NAME` names the model
     /// itself; a bare server URL needs `model`.
-    pub fn parse(url: &str, model: Option<&str>) -> Result<Self, String> {
+    pub fn parse(url: &str, model: Option<&str>) -> Result<Self, EndpointError> {
         let trimmed = url.trim_end_matches('/');
         if !(trimmed.starts_with("http://") || trimmed.starts_with("https://")) {
-            return Err(format!("{url:?} is not an http:// or https:// URL"));
+            return Err(EndpointError::NotHttp { url: url.to_string() });
         }
         let (base, from_url) = match trimmed.find("/v2/models/") {
             Some(at) => {
@@ -44,10 +45,10 @@ impl V2Endpoint {
             None => (trimmed.to_string(), None),
         };
         let model = match (model, from_url) {
-            (Some(m), Some(u)) if m != u => return Err(format!("`model = {m:?}` differs from the model named in the URL ({u:?})")),
+            (Some(m), Some(u)) if m != u => return Err(EndpointError::ModelDiffers { given: m.to_string(), in_url: u }),
             (Some(m), _) => m.to_string(),
             (None, Some(u)) => u,
-            (None, None) => return Err("name the model: `model = \"NAME\"`, or a URL ending /v2/models/NAME".into()),
+            (None, None) => return Err(EndpointError::NoModel),
         };
         Ok(V2Endpoint { base, model })
     }
@@ -66,7 +67,7 @@ impl V2Endpoint {
     pub fn metadata(&self, http: &Http) -> Result<V2Metadata, ModelError> {
         let url = self.model_url();
         let value = http.get_json(&url)?;
-        read_metadata(&value).map_err(|message| ModelError::Remote { url, message })
+        read_metadata(&value).map_err(|e| e.at(url))
     }
 
     /// Score one batch: `POST /v2/models/NAME/infer` with `inputs`, asking for `outputs` (the
@@ -74,7 +75,7 @@ impl V2Endpoint {
     pub fn infer(&self, http: &Http, inputs: &[InputBatch], outputs: &[String], rows: usize) -> Result<Returned, ModelError> {
         let url = format!("{}/infer", self.model_url());
         let answer = http.post_json_text(&url, request_body(inputs, outputs))?;
-        read_infer_answer(&answer, rows).map_err(|message| ModelError::Remote { url, message })
+        read_infer_answer(&answer, rows).map_err(|e| e.at(url))
     }
 }
 
@@ -129,13 +130,15 @@ impl Backend for V2Backend {
 
 /// A model's metadata from the answer to `GET /v2/models/NAME` (an entry without a name is an
 /// error; a missing list is empty).
-pub fn read_metadata(value: &Value) -> Result<V2Metadata, String> {
-    let tensors = |key: &str| -> Result<Vec<(String, ElementType, Vec<i64>)>, String> {
+pub fn read_metadata(value: &Value) -> Result<V2Metadata, AnswerError> {
+    let tensors = |key: &str| -> Result<Vec<(String, ElementType, Vec<i64>)>, AnswerError> {
         let Some(list) = value.get(key).and_then(Value::as_array) else { return Ok(Vec::new()) };
         list.iter()
             .map(|t| {
-                let name =
-                    t.get("name").and_then(Value::as_str).ok_or_else(|| format!("metadata: an entry of \"{key}\" has no name: {t}"))?;
+                let name = t
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| AnswerError::UnnamedTensor { list: key.to_string(), entry: t.to_string() })?;
                 let ty = t.get("datatype").and_then(Value::as_str).map(element_type).unwrap_or(ElementType::Float32);
                 let shape =
                     t.get("shape").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_i64).collect()).unwrap_or_default();
@@ -150,9 +153,11 @@ pub fn read_metadata(value: &Value) -> Result<V2Metadata, String> {
 
 /// The outputs of the answer to an `infer` request for `rows` rows, by name: each output's values
 /// (flat or nested by row) checked against the rows and its shape and read by its datatype.
-pub fn read_infer_answer(answer: &Value, rows: usize) -> Result<Returned, String> {
-    let list =
-        answer.get("outputs").and_then(Value::as_array).ok_or_else(|| format!("the answer has no \"outputs\" list: {}", start(answer)))?;
+pub fn read_infer_answer(answer: &Value, rows: usize) -> Result<Returned, AnswerError> {
+    let list = answer
+        .get("outputs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| AnswerError::NoOutputs { key: "\"outputs\" list", start: start(answer) })?;
     let mut result = Vec::with_capacity(list.len());
     for t in list {
         let name = t.get("name").and_then(Value::as_str).unwrap_or("").to_string();
@@ -165,30 +170,30 @@ pub fn read_infer_answer(answer: &Value, rows: usize) -> Result<Returned, String
         let mut flat: Vec<&Value> = Vec::with_capacity(rows);
         flatten(t.get("data").unwrap_or(&Value::Null), &mut flat);
         let Some(columns) = shape.get(1..).unwrap_or_default().iter().try_fold(1usize, |n, &d| n.checked_mul(d)) else {
-            return Err(format!("output {name:?}: its shape {shape:?} counts more values than a computer can hold"));
+            return Err(AnswerError::ShapeOverflow { name, shape: format!("{shape:?}") });
         };
         let columns = columns.max(1);
         if rows.checked_mul(columns) != Some(flat.len()) {
-            return Err(format!("output {name:?} holds {} values for {rows} rows (shape {shape:?})", flat.len()));
+            return Err(AnswerError::ValueCount { name, found: flat.len(), rows, shape: format!("{shape:?}") });
         }
         let ty = element_type(datatype);
         let raw = match &ty {
             ElementType::Float32 | ElementType::Float64 | ElementType::Float16 => RawOutput::Floats {
                 values: flat
                     .iter()
-                    .map(|v| v.as_f64().ok_or_else(|| format!("output {name:?}: {v} is not a number")))
+                    .map(|v| v.as_f64().ok_or_else(|| AnswerError::NotANumber { name: name.clone(), value: v.to_string() }))
                     .collect::<Result<_, _>>()?,
                 columns,
             },
             ElementType::Int64 | ElementType::Int32 => RawOutput::IntLabels(
                 flat.iter()
-                    .map(|v| v.as_i64().ok_or_else(|| format!("output {name:?}: {v} is not an integer")))
+                    .map(|v| v.as_i64().ok_or_else(|| AnswerError::NotAnInteger { name: name.clone(), value: v.to_string() }))
                     .collect::<Result<_, _>>()?,
             ),
             ElementType::String => {
                 RawOutput::TextLabels(flat.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect())
             }
-            ElementType::Other(other) => return Err(format!("output {name:?} has datatype {other}, which fairpipe does not read")),
+            ElementType::Other(other) => return Err(AnswerError::UnreadDatatype { name, datatype: other.clone() }),
         };
         result.push((name, ty, raw));
     }
@@ -292,9 +297,9 @@ mod tests {
         assert_eq!((e.base.as_str(), e.model.as_str()), ("http://127.0.0.1:8080", "census-lr"));
         let e = V2Endpoint::parse("https://host", Some("m")).unwrap();
         assert_eq!(e.model_url(), "https://host/v2/models/m");
-        assert!(V2Endpoint::parse("http://host", None).unwrap_err().contains("name the model"));
-        assert!(V2Endpoint::parse("http://host/v2/models/a", Some("b")).unwrap_err().contains("differs"));
-        assert!(V2Endpoint::parse("ftp://host", Some("b")).unwrap_err().contains("not an http"));
+        assert!(V2Endpoint::parse("http://host", None).unwrap_err().to_string().contains("name the model"));
+        assert!(V2Endpoint::parse("http://host/v2/models/a", Some("b")).unwrap_err().to_string().contains("differs"));
+        assert!(V2Endpoint::parse("ftp://host", Some("b")).unwrap_err().to_string().contains("not an http"));
     }
 
     #[test]
@@ -306,10 +311,10 @@ mod tests {
         let returned = read_infer_answer(&answer, 2).unwrap();
         assert_eq!(returned[0].2, RawOutput::Floats { values: vec![0.75, 0.25, 0.125, 0.875], columns: 2 });
         assert_eq!(returned[1].2, RawOutput::TextLabels(vec![">50K".into(), "<=50K".into()]));
-        assert!(read_infer_answer(&answer, 3).unwrap_err().contains("holds 4 values for 3 rows"));
+        assert!(read_infer_answer(&answer, 3).unwrap_err().to_string().contains("holds 4 values for 3 rows"));
         let metadata =
             serde_json::json!({"inputs": [{"name": "x", "datatype": "FP64", "shape": [-1, 12]}], "outputs": [{"datatype": "FP64"}]});
-        assert!(read_metadata(&metadata).unwrap_err().contains("an entry of \"outputs\" has no name"));
+        assert!(read_metadata(&metadata).unwrap_err().to_string().contains("an entry of \"outputs\" has no name"));
     }
 
     #[test]
@@ -317,7 +322,7 @@ mod tests {
         // Regression (fuzzing, issue 36): the product of the dimensions overflowed (a panic in
         // debug builds, a wrapped column count in release ones).
         let answer = serde_json::json!({"outputs": [{"name": "p", "datatype": "FP64", "shape": [2, 4294967296u64, 4294967296u64], "data": [0.5, 0.5]}]});
-        let e = read_infer_answer(&answer, 2).unwrap_err();
+        let e = read_infer_answer(&answer, 2).unwrap_err().to_string();
         assert!(e.contains("output \"p\": its shape [2, 4294967296, 4294967296] counts more values than a computer can hold"), "{e}");
     }
 }

@@ -365,6 +365,14 @@ impl std::fmt::Debug for ScoreCache {
     }
 }
 
+/// `FAIRPIPE_CACHE_ROWS` holds something other than a whole number of rows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{CACHE_ROWS_ENV}={text:?} is not a whole number of rows (0 turns the score cache off)")]
+pub struct CacheRowsError {
+    /// The variable's value.
+    pub text: String,
+}
+
 impl ScoreCache {
     /// A cache of at most `capacity` rows; `0` makes a cache that holds nothing.
     pub fn new(capacity: usize) -> Self {
@@ -374,13 +382,10 @@ impl ScoreCache {
 
     /// The capacity from `FAIRPIPE_CACHE_ROWS` (a whole number of rows), else
     /// [`DEFAULT_CACHE_ROWS`]; an unreadable value is an error naming the variable.
-    pub fn capacity_from_env() -> Result<usize, String> {
+    pub fn capacity_from_env() -> Result<usize, CacheRowsError> {
         match std::env::var(CACHE_ROWS_ENV) {
             Err(_) => Ok(DEFAULT_CACHE_ROWS),
-            Ok(text) => text
-                .trim()
-                .parse::<usize>()
-                .map_err(|_| format!("{CACHE_ROWS_ENV}={text:?} is not a whole number of rows (0 turns the score cache off)")),
+            Ok(text) => text.trim().parse::<usize>().map_err(|_| CacheRowsError { text }),
         }
     }
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tract_onnx::pb::NodeProto;
 
 use super::attributes::{tensor_floats, tensor_ints, tensor_strings, Attributes, Uncovered};
-use super::value::{Elem, Value};
+use super::value::{Elem, RunError, Value};
 
 /// A float cast to int64 as C++'s `static_cast` does on x86: truncated toward zero; NaN and values
 /// outside the int64 range give `i64::MIN` (the "integer indefinite" value).
@@ -210,7 +210,7 @@ impl LabelEncoder {
     }
 
     /// Encode `input` (of the element type the encoder was read for).
-    pub fn apply(&self, input: &Value) -> Result<Value, String> {
+    pub fn apply(&self, input: &Value) -> Result<Value, RunError> {
         let default = self.values.len() - 1;
         let positions: Vec<usize> = match (&self.keys, input) {
             (Keys::Floats(map), Value::Floats { values, .. }) => values
@@ -222,11 +222,11 @@ impl LabelEncoder {
                 let found: Vec<usize> = table.iter().map(|t| map.get(t).copied().unwrap_or(default)).collect();
                 index.iter().map(|&i| found[i as usize]).collect()
             }
-            _ => return Err("LabelEncoder of a value of another type than its keys".into()),
+            _ => return Err(RunError::LabelEncoderType),
         };
         let columns = match input {
             Value::Floats { columns, .. } | Value::Ints { columns, .. } | Value::Texts { columns, .. } => *columns,
-            Value::Maps { .. } => return Err("LabelEncoder of a map".into()),
+            Value::Maps { .. } => return Err(RunError::OfAMap("LabelEncoder")),
         };
         Ok(match &self.values {
             Values::Floats(v) => Value::Floats { values: positions.iter().map(|&p| v[p]).collect(), columns },
@@ -269,7 +269,7 @@ impl OneHotEncoder {
     }
 
     /// One row of `count` floats per input value.
-    pub fn apply(&self, input: &Value) -> Result<Value, String> {
+    pub fn apply(&self, input: &Value) -> Result<Value, RunError> {
         let positions: Vec<Option<usize>> = match input {
             Value::Floats { values, .. } => values.iter().map(|&v| self.ints.get(&f32_to_i64(v)).copied()).collect(),
             Value::Ints { values, .. } => values.iter().map(|v| self.ints.get(v).copied()).collect(),
@@ -277,10 +277,10 @@ impl OneHotEncoder {
                 let found: Vec<Option<usize>> = table.iter().map(|t| self.texts.get(t).copied()).collect();
                 index.iter().map(|&i| found[i as usize]).collect()
             }
-            Value::Maps { .. } => return Err("OneHotEncoder of a map".into()),
+            Value::Maps { .. } => return Err(RunError::OfAMap("OneHotEncoder")),
         };
         if !self.zeros && positions.iter().any(Option::is_none) {
-            return Err("OneHotEncoder: a category it does not know, and zeros = 0".into());
+            return Err(RunError::UnknownCategory);
         }
         let columns = match input {
             Value::Floats { columns, .. } | Value::Ints { columns, .. } | Value::Texts { columns, .. } => *columns,

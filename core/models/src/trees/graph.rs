@@ -19,7 +19,7 @@ use tract_onnx::pb::{type_proto, ModelProto, NodeProto};
 use super::attributes::{operator_name, tensor_floats, tensor_ints, Attributes, Uncovered};
 use super::encoders::{f32_to_i64, LabelEncoder, OneHotEncoder};
 use super::ensemble::{ClassLabels, Ensemble, Kind};
-use super::value::{Elem, Value};
+use super::value::{Elem, RunError, Value};
 use crate::outputs::ClassKey;
 
 /// A value's element type and its dimensions after the batch dimension.
@@ -219,7 +219,7 @@ impl Graph {
 
     /// Run `rows` rows of `x` (row-major f32) and return the outputs at positions `wanted`
     /// (positions in [`Graph::output_names`]), computing only what they need.
-    pub fn run(&self, x: Vec<f32>, rows: usize, wanted: &[usize]) -> Result<Vec<Value>, String> {
+    pub fn run(&self, x: Vec<f32>, rows: usize, wanted: &[usize]) -> Result<Vec<Value>, RunError> {
         let mut needed = vec![false; self.slots];
         for &w in wanted {
             needed[self.outputs[w].1] = true;
@@ -235,13 +235,13 @@ impl Graph {
         values[0] = Some(Value::Floats { values: x, columns: self.width });
         for (step, _) in self.steps.iter().zip(&live).filter(|(_, l)| **l) {
             let inputs =
-                step.inputs.iter().map(|&i| values[i].as_ref().ok_or("an input was not computed")).collect::<Result<Vec<_>, _>>()?;
+                step.inputs.iter().map(|&i| values[i].as_ref().ok_or(RunError::NotComputed("input"))).collect::<Result<Vec<_>, _>>()?;
             let results = apply(&step.op, &inputs, rows)?;
             for (slot, value) in step.outputs.iter().zip(results) {
                 values[*slot] = Some(value);
             }
         }
-        wanted.iter().map(|&w| values[self.outputs[w].1].clone().ok_or_else(|| "an output was not computed".to_string())).collect()
+        wanted.iter().map(|&w| values[self.outputs[w].1].clone().ok_or(RunError::NotComputed("output"))).collect()
     }
 }
 
@@ -461,19 +461,19 @@ fn columns_of(value: &Value, rows: usize) -> usize {
     }
 }
 
-fn apply(op: &Op, inputs: &[&Value], rows: usize) -> Result<Vec<Value>, String> {
+fn apply(op: &Op, inputs: &[&Value], rows: usize) -> Result<Vec<Value>, RunError> {
     let input = inputs[0];
-    let floats = |what: &str| match input {
+    let floats = |what: &'static str| match input {
         Value::Floats { values, columns } => Ok((values.clone(), *columns)),
         Value::Ints { values, columns } => Ok((values.iter().map(|&v| v as f32).collect(), *columns)),
-        _ => Err(format!("{what} needs a number tensor")),
+        _ => Err(RunError::NeedsNumbers(what)),
     };
     Ok(match op {
         Op::Identity => vec![input.clone()],
         Op::Trees(ensemble) => {
-            let Value::Floats { values, columns } = input else { return Err("a tree ensemble needs a float tensor".into()) };
+            let Value::Floats { values, columns } = input else { return Err(RunError::NeedsFloats("a tree ensemble")) };
             if ensemble.layout.max_feature >= *columns {
-                return Err(format!("the tree ensemble reads feature {} of {columns}", ensemble.layout.max_feature));
+                return Err(RunError::FeatureOutOfRange { feature: ensemble.layout.max_feature, columns: *columns });
             }
             let scored = ensemble.run(values, *columns, rows);
             let n = ensemble.outputs;
@@ -506,19 +506,19 @@ fn apply(op: &Op, inputs: &[&Value], rows: usize) -> Result<Vec<Value>, String> 
                 }
                 Value::Texts { index, table: Arc::new(table), columns: *columns }
             }
-            (to, _) => return Err(format!("cast of this value to element type {to}")),
+            (to, _) => return Err(RunError::Cast(*to)),
         }],
         Op::ZipMap(keys) => {
             let (values, columns) = floats("ZipMap")?;
             if columns != keys.len() {
-                return Err(format!("ZipMap of {columns} columns with {} classes", keys.len()));
+                return Err(RunError::ZipMapClasses { columns, classes: keys.len() });
             }
             vec![Value::Maps { values, keys: Arc::clone(keys) }]
         }
         Op::Extract(indices) => {
             let columns = columns_of(input, rows);
             if let Some(i) = indices.iter().find(|&&i| i >= columns) {
-                return Err(format!("ArrayFeatureExtractor index {i} of {columns} columns"));
+                return Err(RunError::ExtractorIndex { index: *i, columns });
             }
             let pick = |r: usize| indices.iter().map(move |&i| r * columns + i);
             vec![match input {
@@ -533,12 +533,12 @@ fn apply(op: &Op, inputs: &[&Value], rows: usize) -> Result<Vec<Value>, String> 
                     table: Arc::clone(table),
                     columns: indices.len(),
                 },
-                Value::Maps { .. } => return Err("ArrayFeatureExtractor of a map".into()),
+                Value::Maps { .. } => return Err(RunError::OfAMap("ArrayFeatureExtractor")),
             }]
         }
         Op::Concat => vec![concat(inputs, rows)?],
         Op::ArgMax => {
-            let Value::Floats { values, columns } = input else { return Err("ArgMax needs a float tensor".into()) };
+            let Value::Floats { values, columns } = input else { return Err(RunError::NeedsFloats("ArgMax")) };
             let best = values
                 .chunks_exact((*columns).max(1))
                 .map(|row| (1..row.len()).fold(0, |best, k| if row[k] > row[best] { k } else { best }) as i64)
@@ -565,10 +565,10 @@ fn apply(op: &Op, inputs: &[&Value], rows: usize) -> Result<Vec<Value>, String> 
             vec![Value::Floats { values, columns }]
         }
         Op::Arithmetic { op, constant, .. } => {
-            let Value::Floats { values, columns } = input else { return Err("arithmetic needs a float tensor".into()) };
+            let Value::Floats { values, columns } = input else { return Err(RunError::NeedsFloats("arithmetic")) };
             let columns = *columns;
             if constant.len() != 1 && constant.len() != columns {
-                return Err(format!("a constant of {} values against {columns} columns", constant.len()));
+                return Err(RunError::ConstantWidth { values: constant.len(), columns });
             }
             let mut values = values.clone();
             for row in values.chunks_exact_mut(columns.max(1)) {
@@ -589,7 +589,7 @@ fn apply(op: &Op, inputs: &[&Value], rows: usize) -> Result<Vec<Value>, String> 
 
 /// Each row's values of every input, one input after the other (inputs of one element type,
 /// numbers).
-fn concat(inputs: &[&Value], rows: usize) -> Result<Value, String> {
+fn concat(inputs: &[&Value], rows: usize) -> Result<Value, RunError> {
     fn rows_of<T: Copy>(parts: &[(&Vec<T>, usize)], rows: usize) -> (Vec<T>, usize) {
         let columns: usize = parts.iter().map(|p| p.1).sum();
         let mut out = Vec::with_capacity(rows * columns);
@@ -613,7 +613,7 @@ fn concat(inputs: &[&Value], rows: usize) -> Result<Value, String> {
             let (values, columns) = rows_of(&parts, rows);
             Ok(Value::Ints { values, columns })
         }
-        None => Err("Concat of values of different types, or not numbers".into()),
+        None => Err(RunError::ConcatTypes),
     }
 }
 

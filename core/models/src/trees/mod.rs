@@ -25,7 +25,7 @@ use rayon::prelude::*;
 
 pub use attributes::Uncovered;
 pub use graph::Graph;
-pub use value::Value;
+pub use value::{RunError, Value};
 
 use crate::error::ModelError;
 use crate::inputs::ElementType;
@@ -65,7 +65,7 @@ impl TreeModel {
         }
         let names = graph.output_names();
         let all: Vec<usize> = (0..names.len()).collect();
-        let values = graph.run(to_f32(&probe[..rows * width]), rows, &all).map_err(&err)?;
+        let values = graph.run(to_f32(&probe[..rows * width]), rows, &all).map_err(|e| err(e.to_string()))?;
         let typed: Vec<(String, ElementType)> = names.iter().cloned().zip(values.iter().map(element_type)).collect();
         if let Some(wanted) = choice.name {
             if !names.iter().any(|n| n == wanted) {
@@ -105,7 +105,7 @@ impl TreeModel {
 
     fn predict_chunk(&self, x: &[f64], out: &mut [f64], first_row: usize) -> Result<(), ModelError> {
         let rows = out.len();
-        let mut values = self.graph.run(to_f32(x), rows, &[self.output]).map_err(ModelError::Inference)?;
+        let mut values = self.graph.run(to_f32(x), rows, &[self.output]).map_err(|e| ModelError::Inference(e.to_string()))?;
         let value = values.pop().ok_or_else(|| ModelError::Inference("no output".into()))?;
         self.reader.read(raw_output(&value, rows, false), out, first_row)
     }
@@ -114,7 +114,7 @@ impl TreeModel {
 /// Every output of `graph` for the rows of `x` (row-major f64, cast to f32 as fed to ONNX
 /// Runtime), in the graph's output order, in the form the ONNX Runtime executor reads them (a
 /// ZipMap as one sorted map per row).
-pub fn raw_outputs(graph: &Graph, x: &[f64]) -> Result<Vec<(String, RawOutput)>, String> {
+pub fn raw_outputs(graph: &Graph, x: &[f64]) -> Result<Vec<(String, RawOutput)>, RunError> {
     let rows = x.len() / graph.width().max(1);
     let names = graph.output_names();
     let all: Vec<usize> = (0..names.len()).collect();
