@@ -6,12 +6,14 @@
   * docs/pipeline-reference.md, between `<!-- stage-reference:start -->` and `:end -->`:
     `fairpipe list --markdown stages` (every stage kind with its inputs and keys);
   * docs/output-contract.md, between `<!-- figures:start -->` and `:end -->`:
-    `fairpipe list --markdown figures` (every kind's top-level summary.json names).
+    `fairpipe list --markdown figures` (every kind's top-level summary.json names);
+  * docs/llm-audits.md, between `<!-- llm-keys:start -->` and `:end -->`:
+    `fairpipe list --markdown llm` (the keys of load_model's `llm` block).
 
 FAIRPIPE is the fairpipe program to ask (default: `cargo run --quiet --locked --`). With
 `--check` nothing is written: the exit status is 1 when a doc differs from the program's block.
-The tests `the_readme_shows_the_stage_reference` and `the_output_contract_lists_every_kinds_figures`
-fail on the same difference. Python 3 standard library only.
+The tests `the_readme_shows_the_stage_reference`, `the_output_contract_lists_every_kinds_figures`
+and `the_llm_guide_lists_the_llm_blocks_keys` fail on the same difference. Python 3 standard library only.
 """
 
 import os
@@ -23,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCKS = [
     ("stages", "docs/pipeline-reference.md", "stage-reference"),
     ("figures", "docs/output-contract.md", "figures"),
+    ("llm", "docs/llm-audits.md", "llm-keys"),
 ]
 
 

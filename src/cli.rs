@@ -135,8 +135,9 @@ enum Command {
         format: Format,
         /// Print one block of the docs generated from the code, as the docs hold it between their
         /// markers: `stages` (the default) the stage reference of docs/pipeline-reference.md,
-        /// `figures` every kind's figure names of docs/output-contract.md
-        /// (`scripts/write_doc_blocks.py` rewrites both docs with them).
+        /// `figures` every kind's figure names of docs/output-contract.md, `llm` the keys of
+        /// load_model's `llm` block of docs/llm-audits.md (`scripts/write_doc_blocks.py` rewrites
+        /// the docs with them).
         #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "stages", conflicts_with = "format")]
         markdown: Option<DocBlock>,
     },
@@ -193,6 +194,8 @@ enum DocBlock {
     Stages,
     /// docs/output-contract.md's figure lists: every kind's top-level summary.json names.
     Figures,
+    /// docs/llm-audits.md's list of the `llm` block's keys.
+    Llm,
 }
 
 /// How `validate` and `list` print their result.
@@ -445,6 +448,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::List { markdown: Some(DocBlock::Figures), .. } => {
             say!("{}", fairpipe_core::run::registry::figure_list_block());
+        }
+        Command::List { markdown: Some(DocBlock::Llm), .. } => {
+            say!("{}", fairpipe_core::run::registry::llm_keys_block());
         }
         Command::List { format: Format::Json, .. } => {
             say!("{:#}", crate::json::list(&[]));

@@ -226,4 +226,22 @@ mod tests {
              `python3 scripts/write_doc_blocks.py`.\n--- expected ---\n{expected}\n--- docs ---\n{block}"
         );
     }
+
+    /// docs/llm-audits.md's list of the `llm` block's keys is what `LlmConfig` describes
+    /// (`#[derive(StageKeys)]`), as `fairpipe list --markdown llm` prints it.
+    #[test]
+    fn the_llm_guide_lists_the_llm_blocks_keys() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/llm-audits.md")).unwrap();
+        let block = doc
+            .split_once("<!-- llm-keys:start -->")
+            .and_then(|(_, rest)| rest.split_once("<!-- llm-keys:end -->"))
+            .map(|(block, _)| block)
+            .expect("docs/llm-audits.md has the llm-keys markers");
+        let expected = format!("\n{}\n", fairpipe_core::run::registry::llm_keys_block());
+        assert!(
+            block == expected,
+            "docs/llm-audits.md's llm keys differ from LlmConfig's; regenerate it with \
+             `python3 scripts/write_doc_blocks.py`.\n--- expected ---\n{expected}\n--- docs ---\n{block}"
+        );
+    }
 }

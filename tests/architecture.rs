@@ -69,6 +69,7 @@ const FLOORS: &[(&str, &str)] = &[
     ("fairpipe-plugin-*", "plugins/*"),
     ("fairpipe-conformance", "core/conformance"),
     ("fairpipe-derive", "core/derive"),
+    ("fairpipe-keys", "core/keys"),
     ("fairpipe-data", "core/data"),
     ("fairpipe-models", "core/models"),
     ("fairpipe-core", "core/engine"),

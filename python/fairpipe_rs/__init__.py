@@ -42,11 +42,9 @@ __version__: str = _native.version()
 #: The checks ``audit`` runs unless told otherwise.
 DEFAULT_CHECKS = ("group_metrics", "estimate", "check")
 
-# Keys of a `generate` stage (everything else in a `search=` dict is a parameter of the method).
-_GENERATE_KEYS = {
-    "plugin", "path", "params", "random_seeds", "random_seeds_seed", "max_seeds", "max_iterations",
-    "max_queries", "max_seconds", "gamma", "protected", "units", "cache",
-}
+# Keys of a `generate` stage, from the engine's description of the kind (everything else in a
+# `search=` dict is a parameter of the method).
+_GENERATE_KEYS = frozenset(_native.kind_keys("generate"))
 
 
 class Gate:

@@ -26,7 +26,7 @@ use fairpipe_core::stages::group_metrics::GroupMetricsConfig;
 use fairpipe_core::stages::load::{LabelValue, LoadConfig};
 use fairpipe_core::stages::load_model::LoadModelConfig;
 use polars::prelude::{AnyValue, Column, DataFrame, NamedFrom, Series};
-use pyo3::exceptions::PyImportError;
+use pyo3::exceptions::{PyImportError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
@@ -489,6 +489,14 @@ fn builtin_reference() -> String {
     fairpipe_builtins::builtin_reference()
 }
 
+/// The configuration keys of stage kind `kind` (its inputs left out), as `fairpipe list` prints
+/// them: Python reads which keys of a `search=` dict are the `generate` stage's own from here.
+#[pyfunction]
+fn kind_keys(kind: &str) -> PyResult<Vec<&'static str>> {
+    let found = fairpipe_core::stages::kind(kind).ok_or_else(|| PyValueError::new_err(format!("no stage kind {kind:?}")))?;
+    Ok((found.keys)().iter().map(|k| k.name).collect())
+}
+
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -502,6 +510,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::arrow_buffer_addresses, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_reference, m)?)?;
+    m.add_function(wrap_pyfunction!(kind_keys, m)?)?;
     m.add_function(wrap_pyfunction!(source_tree, m)?)?;
     m.add_function(wrap_pyfunction!(cost::audit_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli, m)?)?;

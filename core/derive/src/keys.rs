@@ -18,6 +18,10 @@
 //! each marked with the variants it belongs to; a field named `*NAME` gives the keys of the struct
 //! it holds in its place.
 //!
+//! A field marked `#[key(nested)]` holds a table read by a config type of its own (an `Option` of
+//! it, or it), which derives `StageKeys` too: the key lists that type's keys after it
+//! (`KeyDoc::holding`), as `load_model`'s `llm = { … }` lists `llm.base_url` and the rest.
+//!
 //! A key several kinds share is described once, as a `KeyDoc` constant the field names with
 //! `#[key(shared = PATH)]` (its type text, default and description; the name is serde's).
 //!
@@ -41,6 +45,7 @@ struct KeyAttrs {
     ty: Option<LitStr>,
     default_text: Option<LitStr>,
     shared: Option<syn::ExprPath>,
+    nested: bool,
 }
 
 /// A serde attribute the derive does not read, as an error at its span.
@@ -87,8 +92,10 @@ fn key_attrs(field: &syn::Field) -> syn::Result<KeyAttrs> {
                     out.default_text = Some(meta.value()?.parse()?);
                 } else if meta.path.is_ident("shared") {
                     out.shared = Some(meta.value()?.parse()?);
+                } else if meta.path.is_ident("nested") {
+                    out.nested = true;
                 } else {
-                    return Err(meta.error("#[key(...)] takes `ty = \"…\"`, `default = \"…\"` and `shared = PATH`"));
+                    return Err(meta.error("#[key(...)] takes `ty = \"…\"`, `default = \"…\"`, `shared = PATH` and `nested`"));
                 }
                 Ok(())
             })?;
@@ -137,15 +144,15 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
             return Err(syn::Error::new_spanned(&input.ident, "#[derive(StageKeys)] is for a config struct or a tagged enum"))
         }
     };
-    let keys = quote!(::fairpipe_core::stage::keys);
+    let keys = quote!(::fairpipe_keys);
     let ident = &input.ident;
     Ok(quote! {
         impl #keys::StageKeys for #ident {
-            fn key_docs() -> ::std::vec::Vec<::fairpipe_core::stage::kind::KeyDoc> {
+            fn key_docs() -> ::std::vec::Vec<::fairpipe_keys::KeyDoc> {
                 #body
             }
-            fn keys() -> &'static [::fairpipe_core::stage::kind::KeyDoc] {
-                static KEYS: ::std::sync::LazyLock<::std::vec::Vec<::fairpipe_core::stage::kind::KeyDoc>> =
+            fn keys() -> &'static [::fairpipe_keys::KeyDoc] {
+                static KEYS: ::std::sync::LazyLock<::std::vec::Vec<::fairpipe_keys::KeyDoc>> =
                     ::std::sync::LazyLock::new(<#ident as #keys::StageKeys>::key_docs);
                 &KEYS
             }
@@ -171,7 +178,7 @@ fn struct_keys(input: &DeriveInput, data: &syn::DataStruct) -> syn::Result<Token
     let Fields::Named(fields) = &data.fields else {
         return Err(syn::Error::new_spanned(&input.ident, "#[derive(StageKeys)] is for a config struct with named fields"));
     };
-    let keys = quote!(::fairpipe_core::stage::keys);
+    let keys = quote!(::fairpipe_keys);
     let mut pushes = Vec::new();
     for field in &fields.named {
         let attrs = key_attrs(field)?;
@@ -229,6 +236,9 @@ fn struct_keys(input: &DeriveInput, data: &syn::DataStruct) -> syn::Result<Token
                 keys.push(#keys::key(#tag, #ty_text, #default, #doc));
                 keys.extend(<#ty as #keys::StageKeys>::key_docs());
             });
+        } else if attrs.nested {
+            let inner = option_inner(ty).unwrap_or(ty);
+            pushes.push(quote!(keys.push(#keys::key(#name, #ty_text, #default, #doc).holding(<#inner as #keys::StageKeys>::keys));));
         } else {
             pushes.push(quote!(keys.push(#keys::key(#name, #ty_text, #default, #doc));));
         }
@@ -258,7 +268,7 @@ fn only_naming(attrs: &[syn::Attribute], allowed: &str, on: &str) -> syn::Result
 /// The body of `key_docs` for a tagged enum: its variants' keys, merged.
 fn enum_keys(input: &DeriveInput, data: &syn::DataEnum) -> syn::Result<TokenStream2> {
     only_naming(&input.attrs, "rename_all", "the enum")?;
-    let keys = quote!(::fairpipe_core::stage::keys);
+    let keys = quote!(::fairpipe_keys);
     let mut each = Vec::new();
     for variant in &data.variants {
         only_naming(&variant.attrs, "rename", "a variant")?;

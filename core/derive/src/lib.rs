@@ -40,7 +40,7 @@ pub fn derive_figure_names(input: TokenStream) -> TokenStream {
     expand(&input).unwrap_or_else(syn::Error::into_compile_error).into()
 }
 
-/// Implements `fairpipe_core::stage::keys::StageKeys` for a stage kind's config struct (its keys,
+/// Implements `fairpipe_keys::StageKeys` for a stage kind's config struct (its keys,
 /// each named by serde, described by its `///` comment, typed by `KeyType` and defaulted as serde
 /// defaults it) or for the tagged enum a `+tag` field holds (its variants' keys, each key marked
 /// with the variants it belongs to). See the crate's documentation.
@@ -50,7 +50,7 @@ pub fn derive_stage_keys(input: TokenStream) -> TokenStream {
     keys::expand(&input).unwrap_or_else(syn::Error::into_compile_error).into()
 }
 
-/// Implements `fairpipe_core::stage::keys::KeyType` for an enum of choices read by serde: its type
+/// Implements `fairpipe_keys::KeyType` for an enum of choices read by serde: its type
 /// text is its variants' serde names, `"a"|"b"`.
 #[proc_macro_derive(KeyType)]
 pub fn derive_key_type(input: TokenStream) -> TokenStream {
@@ -58,9 +58,9 @@ pub fn derive_key_type(input: TokenStream) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     quote! {
-        impl #impl_generics ::fairpipe_core::stage::keys::KeyType for #ident #ty_generics #where_clause {
+        impl #impl_generics ::fairpipe_keys::KeyType for #ident #ty_generics #where_clause {
             fn text() -> ::std::string::String {
-                ::fairpipe_core::stage::keys::choices::<Self>()
+                ::fairpipe_keys::choices::<Self>()
             }
         }
     }

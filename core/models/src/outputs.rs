@@ -48,7 +48,7 @@ impl std::fmt::Display for ClassKey {
 }
 
 /// `output_transform`: what turns the chosen output into probabilities.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, fairpipe_keys::KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputTransform {
     /// The output already holds probabilities (checked).

@@ -25,6 +25,14 @@ pub fn stage_reference_block() -> String {
     format!("```\n{}```", stage_reference())
 }
 
+/// The `llm` block's keys (`load_model`'s `llm = { … }`, described once by
+/// `fairpipe_models::llm::config::LlmConfig`) as docs/llm-audits.md holds them between its
+/// `llm-keys` markers, without the newlines around it: `fairpipe list --markdown llm` prints it.
+pub fn llm_keys_block() -> String {
+    use crate::stage::keys::StageKeys;
+    format!("```\n{}```", crate::stage::keys::reference(crate::models::llm::config::LlmConfig::keys()))
+}
+
 /// Every kind's figures as docs/output-contract.md holds them between its `figures` markers,
 /// without the newlines around it: a line per kind with the top-level names its figures struct
 /// writes (its [`FigureDoc`](crate::stage::kind::FigureDoc), read by `#[derive(FigureNames)]`),

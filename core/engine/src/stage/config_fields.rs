@@ -2,27 +2,12 @@
 //! test that keeps each stage kind's documented keys and its config struct in step.
 
 use std::cell::RefCell;
-use std::fmt::Display;
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Visitor};
 
-/// Stops a capture once it has seen what it came for (also [`crate::stage::keys::variant_names`]).
-#[derive(Debug)]
-pub(crate) struct Stop;
-
-impl Display for Stop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("stop")
-    }
-}
-
-impl std::error::Error for Stop {}
-
-impl de::Error for Stop {
-    fn custom<T: Display>(_msg: T) -> Self {
-        Stop
-    }
-}
+/// Stops a capture once it has seen what it came for (`fairpipe-keys`' own, which
+/// [`crate::stage::keys::variant_names`] stops with).
+pub(crate) use fairpipe_keys::Stop;
 
 /// A deserializer that records the fields of the structs it is asked for, entering variant
 /// `pick` of a tagged enum.

@@ -2,7 +2,6 @@
 //! Both the registry (which lists the kinds) and every stage file (which describes its own kind)
 //! import these types; neither imports the other's internals.
 
-use std::borrow::Cow;
 use std::ops::Range;
 use std::path::PathBuf;
 
@@ -13,29 +12,9 @@ use crate::stage::{ArtifactKind, Stage};
 use fairpipe_data::toml_spans::{Sp, Val};
 
 /// One key of a stage kind's configuration (its typed config struct has a field of this name),
-/// as its config's `#[derive(StageKeys)]` describes it ([`crate::stage::keys`]).
-#[derive(Debug, Clone)]
-pub struct KeyDoc {
-    /// TOML key.
-    pub name: &'static str,
-    /// Expected type.
-    pub ty: Cow<'static, str>,
-    /// Default value ("required" when there is none, "none" when the key is absent by default).
-    pub default: Cow<'static, str>,
-    /// What it does.
-    pub doc: &'static str,
-    /// The values of the kind's tag key (e.g. `algorithm`) under which the key applies; empty when
-    /// it applies to every variant.
-    pub only: Vec<&'static str>,
-}
-
-impl KeyDoc {
-    /// A key described by hand, applying to every variant: for a key several kinds share
-    /// (`stages::options::PROTECTED`), which their configs name with `#[key(shared = PATH)]`.
-    pub const fn new(name: &'static str, ty: &'static str, default: &'static str, doc: &'static str) -> Self {
-        KeyDoc { name, ty: Cow::Borrowed(ty), default: Cow::Borrowed(default), doc, only: Vec::new() }
-    }
-}
+/// as its config's `#[derive(StageKeys)]` describes it ([`crate::stage::keys`], the
+/// `fairpipe-keys` crate).
+pub use fairpipe_keys::KeyDoc;
 
 /// One input of a stage kind: a TOML key whose value names another stage.
 #[derive(Debug, Clone, Copy)]
@@ -232,11 +211,7 @@ impl StageKind {
                 if input.required { "" } else { ", optional" }
             );
         }
-        for key in (self.keys)() {
-            // A key of some variants only says which (`tree/forest: depth limit`).
-            let only = if key.only.is_empty() { String::new() } else { format!("{}: ", key.only.join("/")) };
-            let _ = writeln!(s, "  param  {:<16} {:<22} default {:<12} {only}{}", key.name, key.ty, key.default, key.doc);
-        }
+        s.push_str(&fairpipe_keys::reference((self.keys)()));
         s
     }
 }

@@ -67,18 +67,6 @@ fn compare_figures(entry: &crate::stage::summary::StageSummary) -> Vec<serde_jso
     compare_as::<LoadModelFigures>(entry, 1, |f| vec![Value::from(f.model.accuracy_test)])
 }
 
-impl KeyType for OutputTransform {
-    fn text() -> String {
-        crate::stage::keys::choices::<Self>()
-    }
-}
-
-impl KeyType for Executor {
-    fn text() -> String {
-        crate::stage::keys::choices::<Self>()
-    }
-}
-
 /// `protocol = "v2" | "grpc-v2" | "mlflow"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
@@ -206,15 +194,9 @@ pub struct LoadModelConfig {
     #[key(default = "ORT_DYLIB_PATH, then python3's onnxruntime package")]
     pub onnxruntime: Option<PathBuf>,
     /// A large language model behind an OpenAI-compatible endpoint, asked about each row through
-    /// a prompt template: llm = { base_url = "http://127.0.0.1:8080/v1", model = "NAME", prompt =
-    /// "prompts/credit.j2", answers = { favourable = ["yes", "Yes"], unfavourable = ["no", "No"]
-    /// } }, with optional system, names (per protected column and value, first names for {{ name
-    /// }}), scores ("logprobs" | "samples" | "labels"), temperature, samples, top_logprobs (20),
-    /// max_tokens (1), seed, api_key_env, concurrency (8), timeout_s (60), retries (5), backoff_s
-    /// (0.5), max_requests, max_tokens_total, max_unparsed (0), cache ("llm-cache.sqlite"; "" for
-    /// none). See docs/llm-audits.md.
+    /// a prompt template: its keys are the llm.* lines below. See docs/llm-audits.md.
     #[serde(default)]
-    #[key(ty = "table", default = "one of path, url, command and llm")]
+    #[key(nested, ty = "table", default = "one of path, url, command and llm")]
     pub llm: Option<LlmConfig>,
     /// A model handed over in code instead of `path`, `url` or `command` (library use, e.g. a
     /// Python object's `predict_proba`; not in TOML): bound to the dataset when the stage runs.

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use fairpipe_keys::{KeyType, StageKeys};
 use serde::{Deserialize, Serialize};
 
 /// How P(favourable) is read from the model's answers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum ScoreFrom {
     /// The first answer token's `top_logprobs`: the mass of the favourable answers over that of
@@ -32,7 +33,7 @@ impl ScoreFrom {
 }
 
 /// Which OpenAI-compatible API the requests use.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum Api {
     /// `POST …/chat/completions`: the system message and the prompt as messages.
@@ -54,12 +55,13 @@ impl Api {
 }
 
 /// The answers read as each class.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct Answers {
-    /// Answers meaning the favourable outcome ("yes", "Yes").
+    /// Answers (tokens or first words) meaning the favourable outcome, e.g. ["yes", "Yes"],
+    /// compared exactly after trimming.
     pub favourable: Vec<String>,
-    /// Answers meaning the unfavourable outcome ("no", "No").
+    /// Answers meaning the unfavourable outcome, e.g. ["no", "No"].
     pub unfavourable: Vec<String>,
 }
 
@@ -88,8 +90,10 @@ fn default_cache() -> Option<PathBuf> {
     Some(PathBuf::from("llm-cache.sqlite"))
 }
 
-/// The `llm` block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The `llm` block. Its keys are described here once (`#[derive(StageKeys)]`): the stage
+/// reference lists them under `load_model`'s `llm`, and `fairpipe list --markdown llm` prints the
+/// block docs/llm-audits.md holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct LlmConfig {
     /// The OpenAI-compatible API's base, e.g. `http://127.0.0.1:8080/v1` (`/chat/completions` is
@@ -106,21 +110,23 @@ pub struct LlmConfig {
     #[serde(default)]
     pub system: Option<String>,
     /// Which answers are which class.
+    #[key(nested, ty = "table")]
     pub answers: Answers,
     /// Per protected column, per value, a list of first names a template can use (`{{ name }}`)
-    /// instead of stating the value.
+    /// instead of stating the value: { COLUMN = { VALUE = ["Name", …], … } }.
     #[serde(default)]
     pub names: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     /// How P(favourable) is read.
     #[serde(default)]
     pub scores: ScoreFrom,
-    /// Sampling temperature (logprobs and labels: 0 unless given).
+    /// Sampling temperature.
     #[serde(default)]
+    #[key(default = "0 (samples: 1)")]
     pub temperature: Option<f64>,
-    /// Answers per prompt for `scores = "samples"`.
+    /// Answers per prompt for `scores = "samples"` (at least 2).
     #[serde(default = "default_samples")]
     pub samples: u32,
-    /// Alternatives asked for in `top_logprobs`.
+    /// Alternatives asked for in `top_logprobs` (1–20).
     #[serde(default = "default_top_logprobs")]
     pub top_logprobs: u32,
     /// Tokens the model may answer with.

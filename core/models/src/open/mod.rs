@@ -37,7 +37,7 @@ use fairpipe_data::figures::FigureNames;
 use fairpipe_data::Dataset;
 
 /// `executor = "auto" | "native" | "tract" | "onnxruntime"`: what runs an ONNX file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, fairpipe_keys::KeyType)]
 #[serde(rename_all = "snake_case")]
 pub enum Executor {
     /// The native tree executor for a tree ensemble it covers, else ONNX Runtime where the graph
