@@ -28,15 +28,20 @@ mod tests {
     use super::*;
 
     /// The plugin reference in docs/methods.md is what `fairpipe list` prints for the built-ins.
+    /// What doc `path` (from the repository root) holds between its `<!-- MARKER:start -->` and
+    /// `<!-- MARKER:end -->` markers (the blocks `scripts/write_doc_blocks.py` writes).
+    fn doc_block(path: &str, marker: &str) -> String {
+        let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap();
+        doc.split_once(&format!("<!-- {marker}:start -->"))
+            .and_then(|(_, rest)| rest.split_once(&format!("<!-- {marker}:end -->")))
+            .map(|(block, _)| block.to_string())
+            .unwrap_or_else(|| panic!("{path} has the {marker} markers"))
+    }
+
     #[test]
     fn the_readme_shows_the_builtin_reference() {
         register_builtins().unwrap();
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/methods.md")).unwrap();
-        let block = readme
-            .split_once("<!-- plugin-reference:start -->")
-            .and_then(|(_, rest)| rest.split_once("<!-- plugin-reference:end -->"))
-            .map(|(block, _)| block)
-            .expect("docs/methods.md has the plugin-reference markers");
+        let block = doc_block("docs/methods.md", "plugin-reference");
         let expected = format!("\n```\n{}```\n", builtin_reference());
         assert!(
             block == expected,
@@ -213,12 +218,7 @@ mod tests {
     /// `fairpipe list --markdown figures` prints it.
     #[test]
     fn the_output_contract_lists_every_kinds_figures() {
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/output-contract.md")).unwrap();
-        let block = doc
-            .split_once("<!-- figures:start -->")
-            .and_then(|(_, rest)| rest.split_once("<!-- figures:end -->"))
-            .map(|(block, _)| block)
-            .expect("docs/output-contract.md has the figures markers");
+        let block = doc_block("docs/output-contract.md", "figures");
         let expected = format!("\n{}\n", fairpipe_core::run::registry::figure_list_block());
         assert!(
             block == expected,
@@ -231,12 +231,7 @@ mod tests {
     /// (`#[derive(StageKeys)]`), as `fairpipe list --markdown llm` prints it.
     #[test]
     fn the_llm_guide_lists_the_llm_blocks_keys() {
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/llm-audits.md")).unwrap();
-        let block = doc
-            .split_once("<!-- llm-keys:start -->")
-            .and_then(|(_, rest)| rest.split_once("<!-- llm-keys:end -->"))
-            .map(|(block, _)| block)
-            .expect("docs/llm-audits.md has the llm-keys markers");
+        let block = doc_block("docs/llm-audits.md", "llm-keys");
         let expected = format!("\n{}\n", fairpipe_core::run::registry::llm_keys_block());
         assert!(
             block == expected,
