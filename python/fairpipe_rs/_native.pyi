@@ -18,6 +18,7 @@ __all__ = [
     "version",
     "arrow_buffer_addresses",
     "builtin_reference",
+    "kind_keys",
     "source_tree",
     "audit_defaults",
     "cli",
