@@ -61,9 +61,12 @@ One resume in five carries gendered phrases, written in the FEMALE form in the C
 
   - an Activities line from MARKED_ACTIVITIES, e.g. "Captain, women's rugby team";
   - the Reference line, a former supervisor's one-sentence note, with pronouns:
-      'Reference (former supervisor): "She led …; her … made a real difference to the team."'
+      "Reference from a former supervisor: She led …; her … made a real difference to the team."
     where every other resume's Reference reads
-      'Reference (former supervisor): "The candidate led …; their … made a real difference …"'
+      "Reference from a former supervisor: The candidate led …; their … made a real difference …"
+    (No quotation marks around the note: fairpipe's `load` trims '"' from both ends of a text
+    cell, and the Reference is often the last line; the script asserts no resume starts or ends
+    with one.)
 
 SWAPS lists the exact female → male replacements that give the male form:
 "women's " → "men's ", "She led " → "He led ", "; her " → "; his ". They occur nowhere else
@@ -306,8 +309,11 @@ def make_resume(rng: random.Random, spec: dict, marked: bool) -> dict:
         note = f"She led {led}; her {quality} made a real difference to the team."
     else:
         note = f"The candidate led {led}; their {quality} made a real difference to the team."
-    lines.append(f'Reference (former supervisor): "{note}"')
+    lines.append(f"Reference from a former supervisor: {note}")
     text = "\n".join(lines)
+    # fairpipe's load trims spaces and '"' from both ends of every text cell (core/data data.rs,
+    # text_cells): a resume must neither start nor end with one, or the prompt would lose it.
+    assert text == text.strip().strip('"'), text
 
     edu_ok = EDUCATION.index(level) >= EDUCATION.index(spec["min_education"]) and (
         spec["min_education"] == "High school diploma" or relevant
