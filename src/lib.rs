@@ -59,7 +59,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines");
         with_stage_table(kind, text, |table| {
             let mut problems = Problems::new(&dir.join("example.toml"), text);
-            let env = StageEnv { dir: dir.clone(), seed: 1, plugin_path: Vec::new(), kinds: STAGE_KINDS };
+            let env = StageEnv { dir: dir.clone(), seed: 1, plugin_path: Vec::new(), kinds: STAGE_KINDS, audits_a_model: true };
             let stage = (kind.configure)(kind, table, &env, &mut problems);
             problems.into_result().map_err(|e| e.to_string())?;
             stage.map(|_| ()).ok_or_else(|| "no stage and no problem".into())

@@ -433,3 +433,113 @@ fn every_decision_value_is_named_counted_or_refused() {
     let source = summary["stages"]["audit"]["source"].as_str().unwrap().to_string();
     assert!(source.contains("not selected: \"No\""), "{source}");
 }
+
+/// The vendor's export as it is (tests/fixtures/vendor_export, scripts/make_vendor_export.py): no
+/// label, gender M/F with X, Decline and blank unknown, race/ethnicity from the Hispanic flag beside
+/// the race code, Yes/No decisions and a score tied at its median. Both tables equal
+/// scripts/vendor_export_expected.py's computation from the rules, every person counted (unknowns
+/// outside the ratios, no one dropped); the page shows which values became which category; no
+/// proxy warning on an audit of decisions alone.
+#[test]
+fn a_vendor_export_is_audited_as_it_is() {
+    let fixtures = common::root().join("tests/fixtures/vendor_export");
+    let out = tempfile::tempdir().unwrap();
+    let summary = common::run_pipeline(&fixtures.join("audit.toml"), out.path(), &[]);
+    let got = |stage: &str| read_csv(&out.path().join(format!("{stage}.csv")));
+    compare("decisions", &got("decisions"), &read_csv(&fixtures.join("expected_selection.csv")));
+    compare("scores", &got("scores"), &read_csv(&fixtures.join("expected_score.csv")));
+
+    let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("expected_summary.json")).unwrap()).unwrap();
+    let decisions = &summary["stages"]["decisions"];
+    assert_eq!(decisions["rows"], expected["applicants"]);
+    assert_eq!(summary["stages"]["data"]["dropped_rows"], 0);
+    assert!((decisions["rate"].as_f64().unwrap() - expected["overall_selection_rate"].as_f64().unwrap()).abs() < 1e-12);
+    assert!((decisions["min_impact_ratio_sex"].as_f64().unwrap() - expected["sex_impact_ratio"].as_f64().unwrap()).abs() < 1e-12);
+    for t in decisions["tables"].as_array().unwrap() {
+        let table = t["table"].as_str().unwrap();
+        assert_eq!(t["unknown"]["count"], expected["unknown"][table], "unknown in the {table} table");
+    }
+    assert_eq!(summary["stages"]["scores"]["median_score"], expected["median_score"]);
+    assert_eq!(decisions["ethnicity_column"], "hispanic_latino");
+    assert!(summary["stages"]["data"]["label"].is_null(), "the export was read with no label");
+    assert_eq!(summary["warnings"].as_array().map(Vec::len), Some(0), "no warning applies: {}", summary["warnings"]);
+
+    // Which value became which category: every row of each column counted once, blanks included.
+    let values = decisions["category_values"].as_array().unwrap();
+    for column in ["gender", "race_cd", "hispanic_latino"] {
+        let n: u64 = values.iter().filter(|v| v["column"] == column).map(|v| v["count"].as_u64().unwrap()).sum();
+        assert_eq!(n, 4000, "the values of `{column}` count every row");
+    }
+    let read_as = |column: &str, value: &str| {
+        values.iter().find(|v| v["column"] == column && v["value"] == value).map(|v| v["category"].as_str().unwrap().to_string())
+    };
+    assert_eq!(read_as("gender", "").as_deref(), Some("Unknown"));
+    assert_eq!(read_as("gender", "Decline").as_deref(), Some("Unknown"));
+    assert_eq!(read_as("gender", "F").as_deref(), Some("Female"));
+    assert_eq!(read_as("hispanic_latino", "Y").as_deref(), Some("Hispanic or Latino"));
+    assert_eq!(read_as("race_cd", "2+").as_deref(), Some("Two or More Races"));
+    let page = std::fs::read_to_string(out.path().join("decisions.html")).unwrap();
+    assert!(page.contains("Categories read from the data") && page.contains("<td>(blank)</td>"), "the page lists the values read");
+    assert!(page.contains("<code>hispanic_latino</code>"), "the page says how race/ethnicity was combined");
+}
+
+/// The export's messy copy (decisions written "Yes"/"No"/"yes"/"no"/"Withdrawn") is refused with
+/// each value the keys do not name and its number of rows, from the counts the generator recorded.
+#[test]
+fn a_messy_vendor_export_is_refused_naming_its_values() {
+    let fixtures = common::root().join("tests/fixtures/vendor_export");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixtures.join("export_messy.csv"), dir.path().join("export.csv")).unwrap();
+    let pipeline = common::write(dir.path(), "audit.toml", &std::fs::read_to_string(fixtures.join("audit.toml")).unwrap());
+    let err = common::run_failing(&pipeline, &dir.path().join("out"));
+    let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("expected_summary.json")).unwrap()).unwrap();
+    for value in ["yes", "no", "Withdrawn"] {
+        let n = expected["messy_advanced"][value].as_u64().unwrap();
+        let said = format!("\"{value}\" {} rows", common::thousands(n));
+        assert!(err.contains(&said), "the refusal does not say {said}: {err}");
+    }
+    assert!(!dir.path().join("out").exists(), "no partial result");
+
+    // The same column as the label, audited with no `column`: refused (the load reads every value
+    // but the favourable one as the other class), naming the fix.
+    let text = std::fs::read_to_string(fixtures.join("audit.toml")).unwrap();
+    let as_label = text
+        .replace("missing_values = []", "missing_values = []\nlabel = \"advanced\"\nfavourable = \"Yes\"")
+        .replace("column = \"advanced\"\nselected = \"Yes\"\nnot_selected = \"No\"\n", "");
+    assert_ne!(as_label, text);
+    let pipeline = common::write(dir.path(), "label.toml", &as_label);
+    let err = common::run_failing(&pipeline, &dir.path().join("out-label"));
+    assert!(err.contains("holds more values than \"Yes\" and one other") && err.contains("leave `label` out"), "{err}");
+}
+
+/// A load with no label feeds no stage that reads one, refused before anything runs with the fix;
+/// `column` naming the label says to leave it out; `categories.gender` says to write
+/// `categories.sex`.
+#[test]
+fn audit_keys_that_cannot_work_are_refused_with_the_fix() {
+    let fixtures = common::root().join("tests/fixtures/vendor_export");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixtures.join("export.csv"), dir.path().join("export.csv")).unwrap();
+    let pipeline = |name: &str, load: &str, audit: &str| {
+        common::write(
+            dir.path(),
+            &format!("{name}.toml"),
+            &format!(
+                "[pipeline]\nname = \"{name}\"\n\n[stages.data]\nkind = \"load\"\npath = \"export.csv\"\nprotected = [\"gender\"]\n\
+                 drop = [\"applicant_id\", \"notes\"]\nmissing_values = []\n{load}\n\n[stages.audit]\nkind = \"bias_audit\"\ndata = \"data\"\n\
+                 sex = \"gender\"\nunknown = [\"X\", \"Decline\"]\n{audit}\n"
+            ),
+        )
+    };
+    let validate = |file: &std::path::Path| {
+        let (ok, stdout, stderr) = common::fairpipe(&["validate", file.to_str().unwrap()]);
+        assert!(!ok, "{} validated:\n{stdout}", file.display());
+        stderr
+    };
+    let err = validate(&pipeline("no-label", "", ""));
+    assert!(err.contains("reads no label") && err.contains("name the column of decisions in `column`"), "{err}");
+    let err = validate(&pipeline("label-column", "label = \"advanced\"\nfavourable = \"Yes\"", "column = \"advanced\""));
+    assert!(err.contains("leave `column` out"), "{err}");
+    let err = validate(&pipeline("gender", "", "column = \"advanced\"\nselected = \"Yes\"\ncategories = { gender = { M = \"Male\" } }"));
+    assert!(err.contains("write `categories.sex`"), "{err}");
+}

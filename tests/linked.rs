@@ -57,9 +57,11 @@ fn adult_with_independent_column(dir: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn load_only(data: &str, extra: &str) -> String {
+/// Adult loaded for a model's audit (a tree trained on it): the load stage's proxy warnings are
+/// said only in a pipeline with a model stage, whose counterparts they concern.
+fn loaded_for_a_model(data: &str, extra: &str) -> String {
     format!(
-        "[pipeline]\nname = \"proxies\"\n\n[stages.data]\nkind = \"load\"\npath = {data:?}\nlabel = \"Y\"\nfavourable = \">50K\"\nprotected = [\"sex\", \"race\"]\nmissing = \"drop\"\n{extra}"
+        "[pipeline]\nname = \"proxies\"\n\n[stages.data]\nkind = \"load\"\npath = {data:?}\nlabel = \"Y\"\nfavourable = \">50K\"\nprotected = [\"sex\", \"race\"]\nmissing = \"drop\"\n{extra}\n\n[stages.model]\nkind = \"train\"\ndata = \"data\"\nalgorithm = \"tree\"\n"
     )
 }
 
@@ -75,7 +77,7 @@ fn the_load_stage_warns_of_relationship_for_sex_and_not_of_an_independent_column
     let expected = cramers_v_of_text(&col("sex"), &col("relationship"));
     assert!(expected > 0.6, "Adult's relationship determines sex for most rows: V = {expected}");
 
-    let summary = run_pipeline(&write(dir.path(), "p.toml", &load_only(&data, "")), &dir.path().join("out"), &[]);
+    let summary = run_pipeline(&write(dir.path(), "p.toml", &loaded_for_a_model(&data, "")), &dir.path().join("out"), &[]);
     let proxies = summary["stages"]["data"]["proxies"].as_array().unwrap();
     let relationship = proxies.iter().find(|p| p["protected"] == "sex" && p["column"] == "relationship").expect("relationship flagged");
     assert_eq!(relationship["measure"], "cramers_v");
@@ -90,10 +92,17 @@ fn the_load_stage_warns_of_relationship_for_sex_and_not_of_an_independent_column
     assert_eq!(summary["stages"]["data"]["warnings"].as_array().unwrap().len(), warnings.len());
 
     // The threshold is the user's: above the relationship's V, nothing is flagged for sex.
-    let strict = load_only(&data, &format!("proxy_threshold = {}\n", (expected + 0.01).min(1.0)));
+    let strict = loaded_for_a_model(&data, &format!("proxy_threshold = {}\n", (expected + 0.01).min(1.0)));
     let summary = run_pipeline(&write(dir.path(), "strict.toml", &strict), &dir.path().join("strict"), &[]);
     assert!(summary["stages"]["data"]["proxies"].as_array().unwrap().iter().all(|p| p["protected"] != "sex"));
     assert!(summary["warnings"].as_array().is_none_or(|w| w.iter().all(|w| !w["message"].as_str().unwrap().contains("`relationship`"))));
+
+    // No model stage, so no counterpart is made: the proxies are recorded, not warned of.
+    let text = loaded_for_a_model(&data, "");
+    let load_alone = &text[..text.find("[stages.model]").unwrap()];
+    let summary = run_pipeline(&write(dir.path(), "alone.toml", load_alone), &dir.path().join("alone"), &[]);
+    assert!(summary["stages"]["data"]["proxies"].as_array().unwrap().iter().any(|p| p["column"] == "relationship"));
+    assert_eq!(summary["warnings"].as_array().map(Vec::len), Some(0), "{}", summary["warnings"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -215,7 +224,7 @@ fn run_planted(dir: &Path, linked: bool, search: bool) -> Run {
     fairpipe::register_builtins().expect("the built-ins register");
     let mut data = LoadConfig::default();
     data.path = Some(planted_csv(dir));
-    data.label = "y".into();
+    data.label = Some("y".into());
     data.protected = vec!["sex".into(), "race".into()];
     data.test_fraction = 0.2;
     if linked {

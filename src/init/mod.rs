@@ -515,7 +515,7 @@ fn standard_audit(s: &StandardInputs<'_>) -> StandardAudit {
     let in_pipeline = |p: &Path| write::forward(&relative_to(p, s.out_dir));
     let mut data = LoadConfig::default();
     data.path = Some(in_pipeline(s.data));
-    data.label = s.label.to_string();
+    data.label = Some(s.label.to_string());
     data.favourable = s.favourable.map(|f| match f.parse::<i64>() {
         Ok(i) => LabelValue::Int(i),
         Err(_) => LabelValue::Text(f.to_string()),

@@ -69,8 +69,9 @@ pub struct ColumnOverride {
 pub struct LoadSpec {
     /// CSV or Parquet file (by extension: `.parquet`/`.pq` is Parquet, anything else CSV).
     pub path: PathBuf,
-    /// The label column.
-    pub label: String,
+    /// The label column (`None`: a file with no label, such as a decision log audited over its own
+    /// columns; the dataset is then [`Dataset::labelled`] `false`).
+    pub label: Option<String>,
     /// The favourable label value as written in the file (default `1` for 0/1 labels).
     pub favourable: Option<String>,
     /// Protected attribute names.
@@ -99,7 +100,7 @@ impl LoadSpec {
     pub fn new(path: impl Into<PathBuf>, label: impl Into<String>) -> Self {
         LoadSpec {
             path: path.into(),
-            label: label.into(),
+            label: Some(label.into()),
             favourable: None,
             protected: Vec::new(),
             drop: Vec::new(),
@@ -124,8 +125,12 @@ pub struct Dataset {
     /// Encoded features, one row per record.
     pub x: Array2<f64>,
     /// Class per row: 1 for the favourable label value, else 0. Every model's P(class 1) is the
-    /// probability of the favourable outcome.
+    /// probability of the favourable outcome. All 0 when the dataset is not [`labelled`](Self::labelled).
     pub y: Vec<u8>,
+    /// Whether the file had a label: `false` for a dataset read with no label column (a decision
+    /// log), whose `y`, `label_name` and `label_values` mean nothing and which no stage reading a
+    /// label may take.
+    pub labelled: bool,
     /// Split per row.
     pub split: Vec<Split>,
     /// Label column name.
@@ -372,7 +377,9 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
             })
         }
     };
-    require(&spec.label, "the label")?;
+    if let Some(label) = &spec.label {
+        require(label, "the label")?;
+    }
     for p in &spec.protected {
         require(p, "a protected attribute")?;
     }
@@ -401,7 +408,11 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
             f.clone()
         }
         None => {
-            names.iter().filter(|n| **n != spec.label && Some(*n) != split_column.as_ref() && !spec.drop.contains(n)).cloned().collect()
+            names
+                .iter()
+                .filter(|n| Some(*n) != spec.label.as_ref() && Some(*n) != split_column.as_ref() && !spec.drop.contains(n))
+                .cloned()
+                .collect()
         }
     };
     for p in &spec.protected {
@@ -416,7 +427,7 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
 
     // Cells of every used column, then the rows to keep.
     let mut used: Vec<String> = features.clone();
-    used.push(spec.label.clone());
+    used.extend(spec.label.clone());
     used.extend(split_column.clone());
     let mut cells: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
     for c in &used {
@@ -467,28 +478,13 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
     }
 
     // Label.
-    let labels: Vec<&str> = keep.iter().map(|&r| cell(&spec.label, r)).collect();
-    let (y, label_values, mut label_flipped) = encode_label(path, &spec.label, &labels, spec.favourable.as_deref())?;
-    let label_code = match codes_of(&spec.label) {
-        Some(codes) => {
-            let code = codes.code(&label_values[1]).ok_or_else(|| DataError::Column {
-                path: path.to_path_buf(),
-                column: spec.label.clone(),
-                message: format!(
-                    "the favourable label {:?} has no code in {} (its codes: {}); add it there",
-                    label_values[1],
-                    codes.at_text(),
-                    codes.listing()
-                ),
-            })?;
-            // A model trained on the codes gives P(code 1): the favourable value coded 0 is
-            // read as its complement, as for a 0/1 label with `favourable = 0`.
-            label_flipped = code == 0;
-            Some(code)
+    let (y, label_values, label_flipped, label_code) = match &spec.label {
+        Some(label) => {
+            let labels: Vec<&str> = keep.iter().map(|&r| cell(label, r)).collect();
+            encode_label_with_codes(path, label, &labels, spec.favourable.as_deref(), codes_of(label))?
         }
-        None => None,
+        None => (vec![0; keep.len()], [String::new(), String::new()], false, None),
     };
-
     // Split.
     let split = match &spec.split {
         SplitSpec::Column(c) => keep
@@ -510,7 +506,8 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
         x,
         y,
         split,
-        label_name: spec.label.clone(),
+        label_name: spec.label.clone().unwrap_or_default(),
+        labelled: spec.label.is_some(),
         label_values,
         label_flipped,
         label_code,
@@ -675,6 +672,31 @@ fn encode_codes(
     let upper = lower + levels.len().saturating_sub(1) as f64;
     let attr = Attribute { name: codes.column.clone(), kind: AttributeKind::Categorical { levels }, lower, upper, step: 1.0, protected };
     Ok((attr, values))
+}
+
+/// The label encoded as [`encode_label`] does, with the favourable value's code when a codes file
+/// declares the label's codes (a model trained on the codes gives P(code 1): a favourable value
+/// coded 0 is then read as its complement, as for a 0/1 label with `favourable = 0`).
+fn encode_label_with_codes(
+    path: &Path,
+    label: &str,
+    cells: &[&str],
+    favourable: Option<&str>,
+    codes: Option<&crate::codes::ColumnCodes>,
+) -> Result<(Vec<u8>, [String; 2], bool, Option<i64>), DataError> {
+    let (y, label_values, label_flipped) = encode_label(path, label, cells, favourable)?;
+    let Some(codes) = codes else { return Ok((y, label_values, label_flipped, None)) };
+    let code = codes.code(&label_values[1]).ok_or_else(|| DataError::Column {
+        path: path.to_path_buf(),
+        column: label.to_string(),
+        message: format!(
+            "the favourable label {:?} has no code in {} (its codes: {}); add it there",
+            label_values[1],
+            codes.at_text(),
+            codes.listing()
+        ),
+    })?;
+    Ok((y, label_values, code == 0, Some(code)))
 }
 
 /// Encode the label as class 1 = favourable, 0 = the rest; the names of the two classes; and whether

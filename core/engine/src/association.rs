@@ -80,11 +80,17 @@ pub fn strong(domain: &Domain, x: &Array2<f64>, threshold: f64) -> Vec<Associati
 }
 
 /// The association of columns `a` and `b` of `x`, by their kinds in `domain`; `None` when it is
-/// undefined (a column with a single value, or no rows).
+/// undefined (a column with a single value, or no rows) or says nothing: a categorical column with
+/// more distinct values than half the rows (an id, a free-text note), where nearly every value is
+/// its own category, gives Cramér's V (and the correlation ratio) near 1 with any column.
 pub fn measure(domain: &Domain, x: &Array2<f64>, a: usize, b: usize) -> Option<(Measure, f64)> {
     let categorical = |i: usize| matches!(domain.attributes[i].kind, AttributeKind::Categorical { .. });
     let (ca, cb) = (x.column(a), x.column(b));
     let (va, vb): (Vec<f64>, Vec<f64>) = (ca.iter().copied().collect(), cb.iter().copied().collect());
+    let unique_per_row = |i: usize, v: &[f64]| categorical(i) && levels(v).1 * 2 > v.len();
+    if unique_per_row(a, &va) || unique_per_row(b, &vb) {
+        return None;
+    }
     let value = match (categorical(a), categorical(b)) {
         (true, true) => (Measure::CramersV, cramers_v(&va, &vb)?),
         (true, false) => (Measure::CorrelationRatio, correlation_ratio(&va, &vb)?),

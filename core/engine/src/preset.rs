@@ -412,7 +412,7 @@ mod tests {
     fn audit() -> StandardAudit {
         let mut data = LoadConfig::default();
         data.path = Some("d.csv".into());
-        data.label = "y".into();
+        data.label = Some("y".into());
         data.protected = vec!["sex".into()];
         data.test_fraction = 0.2;
         let mut a = StandardAudit::new("a", data, ModelStage::Train(TrainConfig::default()));

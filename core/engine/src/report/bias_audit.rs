@@ -115,6 +115,28 @@ pub(crate) fn render(stage: &str, f: &BiasAuditFigures, summary: &Summary) -> St
         alpha => f.alpha,
         four_fifths => FOUR_FIFTHS,
         tables => f.tables.iter().map(table_view).collect::<Vec<_>>(),
+        category_values => f
+            .category_values
+            .iter()
+            .map(|v| context! {
+                column => v.column,
+                value => if v.value.is_empty() { "(blank)".to_string() } else { v.value.clone() },
+                count => super::thousands(v.count),
+                category => v.category,
+            })
+            .collect::<Vec<_>>(),
+        category_columns => {
+            let mut columns: Vec<String> = Vec::new();
+            for v in &f.category_values {
+                let named = format!("`{}`", v.column);
+                if !columns.contains(&named) {
+                    columns.push(named);
+                }
+            }
+            columns.join(", ").replace('`', "")
+        },
+        race_column => f.race_column,
+        ethnicity_column => f.ethnicity_column,
     };
     env.render_str(TEMPLATE, ctx).unwrap_or_else(|e| format!("<!DOCTYPE html><p>the bias audit page failed to render: {e}</p>"))
 }

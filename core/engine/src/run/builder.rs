@@ -87,6 +87,7 @@ impl PipelineBuilder {
         let mut p = Problems::new(&file, "");
         let kinds: BTreeMap<String, &'static StageKind> = self.stages.iter().map(|(n, k, _, _)| (n.clone(), *k)).collect();
         let mut planned = Vec::new();
+        let audits_a_model = crate::stage::kind::audits_a_model(kinds.values().copied());
         for (name, kind, inputs, make) in self.stages {
             for input in kind.inputs {
                 if input.required && !inputs.contains_key(input.role) {
@@ -113,6 +114,7 @@ impl PipelineBuilder {
                 seed: stage_seed(self.seed, &name),
                 plugin_path: self.plugin_path.clone(),
                 kinds: crate::run::registry::STAGE_KINDS,
+                audits_a_model,
             };
             let stage = make(&name, &env, &mut p);
             planned.push((name, kind, inputs, stage));

@@ -259,6 +259,14 @@ fn configure_stages(
     // many times).
     let mut kind_hints: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let mut built: Vec<BuiltStage> = Vec::new();
+    let kinds_written = stages_table.iter().filter_map(|(_, body)| match &body.v {
+        Val::Table(entries) => match &entries.iter().find(|(k, _)| k.v == "kind")?.1.v {
+            Val::Str(k) => registry::find(k),
+            _ => None,
+        },
+        _ => None,
+    });
+    let audits_a_model = crate::stage::kind::audits_a_model(kinds_written);
     for (stage_name, body) in stages_table {
         if let Some(problem) = stage_name_problem(&stage_name.v) {
             p.at(&stage_name.span, format!("stage `{}`: {problem}", stage_name.v));
@@ -333,6 +341,7 @@ fn configure_stages(
             seed: stage_seed(seed, &stage_name.v),
             plugin_path: plugin_path.to_vec(),
             kinds: registry::STAGE_KINDS,
+            audits_a_model,
         };
         let stage = (kind.configure)(kind, &table, &env, p);
         let places = StagePlaces {
@@ -444,9 +453,18 @@ fn check_features(stages_table: &[(Sp<String>, Sp<Val>)], built: &[BuiltStage], 
         let Some(features) = by_name.get(target.v.as_str()).and_then(|&i| built[i].3.as_ref()?.features_before_run()) else {
             continue;
         };
-        for problem in stage.check_features(&features) {
+        let label = by_name.get(target.v.as_str()).and_then(|&i| built[i].3.as_ref()?.label_before_run()).flatten();
+        for problem in stage.check_features(&features, label.as_deref()) {
             let span = key_span(stages_table, &name.v, problem.key, problem.nested.as_deref()).unwrap_or_else(|| name.span.clone());
             p.at(&span, format!("stage `{}`: {}", name.v, problem.message));
+        }
+    }
+    for (name, _, inputs, stage, _) in built {
+        let (Some(stage), Some(target)) = (stage, inputs.get("data")) else { continue };
+        let label = by_name.get(target.v.as_str()).and_then(|&i| built[i].3.as_ref()?.label_before_run());
+        if let (Some(None), Some(label_use)) = (label, stage.reads_label()) {
+            let span = label_use.key.and_then(|k| key_span(stages_table, &name.v, k, None)).unwrap_or_else(|| name.span.clone());
+            p.at(&span, format!("stage `{}`: {}", name.v, label_use.refusal(&target.v)));
         }
     }
 }

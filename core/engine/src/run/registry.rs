@@ -90,7 +90,7 @@ mod tests {
         let Val::Table(entries) = &root.v else { unreachable!() };
         let table = StageTable { name: "s", header: 0..0, entries: entries.iter().collect() };
         let mut p = Problems::new("t.toml".as_ref(), body);
-        let env = StageEnv { dir: std::env::temp_dir(), seed: 1, plugin_path: Vec::new(), kinds: STAGE_KINDS };
+        let env = StageEnv { dir: std::env::temp_dir(), seed: 1, plugin_path: Vec::new(), kinds: STAGE_KINDS, audits_a_model: true };
         let _ = (k.configure)(k, &table, &env, &mut p);
         p.into_result().err().map(|e| e.problems.into_iter().map(|p| p.message).collect()).unwrap_or_default()
     }

@@ -64,6 +64,7 @@ impl Pipeline {
             seed: stage_seed(self.seed, stage),
             plugin_path: self.plugin_path.clone(),
             kinds: super::registry::STAGE_KINDS,
+            audits_a_model: crate::stage::kind::audits_a_model(self.stages.iter().map(|s| s.kind)),
         };
         // The keys the config reads: inputs (`data = "…"`) and `kind` are the runner's.
         let inputs = self.stages[position].kind.inputs;

@@ -53,6 +53,15 @@ pub struct StageEnv {
     /// Every stage kind the runner knows (its registry), so that an unknown key can be named as
     /// another kind's; the contract never imports the runner.
     pub kinds: &'static [StageKind],
+    /// Whether the pipeline has a model stage (a stage whose output is a model): without one no
+    /// counterpart of a row is ever made, so what only matters to counterparts (a load's proxy
+    /// warnings) is not said.
+    pub audits_a_model: bool,
+}
+
+/// Whether stages of `kinds` include a model stage ([`StageEnv::audits_a_model`]).
+pub fn audits_a_model<'a>(mut kinds: impl Iterator<Item = &'a StageKind>) -> bool {
+    kinds.any(|k| k.output == ArtifactKind::Model)
 }
 
 impl std::fmt::Debug for StageEnv {
@@ -62,6 +71,7 @@ impl std::fmt::Debug for StageEnv {
             .field("seed", &self.seed)
             .field("plugin_path", &self.plugin_path)
             .field("kinds", &self.kinds.iter().map(|k| k.name).collect::<Vec<_>>())
+            .field("audits_a_model", &self.audits_a_model)
             .finish()
     }
 }

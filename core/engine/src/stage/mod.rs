@@ -223,10 +223,24 @@ pub trait Stage: Send + Sync {
         None
     }
 
+    /// For a stage producing a dataset: its label column, when that is known before anything runs
+    /// (a `load` stage: `Some(Some(label))`, or `Some(None)` when it reads no label). `None` (the
+    /// default) when it is not known.
+    fn label_before_run(&self) -> Option<Option<String>> {
+        None
+    }
+
+    /// What this stage reads the label of its `data` input for ([`LabelUse`]): a dataset with no
+    /// label is then refused, before anything runs when that is known ([`Stage::label_before_run`]).
+    /// `None` (the default): the stage reads no label.
+    fn reads_label(&self) -> Option<LabelUse> {
+        None
+    }
+
     /// What this stage finds wrong, before anything runs, with the feature columns `features` of
-    /// the dataset connected as `data` (a model input no column feeds), each at the key to change.
-    /// None by default.
-    fn check_features(&self, _features: &[String]) -> Vec<ColumnProblem> {
+    /// the dataset connected as `data` (a model input no column feeds), each at the key to change;
+    /// `label` is that dataset's label column when known. None by default.
+    fn check_features(&self, _features: &[String], _label: Option<&str>) -> Vec<ColumnProblem> {
         Vec::new()
     }
 
@@ -264,6 +278,31 @@ impl ScoreNeed {
     /// The refusal when the model stage `model` gives labels only (`why`: how that is known).
     pub fn refusal(&self, model: &str, why: &str) -> String {
         format!("{} needs the model's probabilities, but stage `{model}` gives labels only ({why}); {}", self.what, self.instead)
+    }
+}
+
+/// What a stage reads the label of its `data` input for ([`Stage::reads_label`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelUse {
+    /// The key to change, when one lets the stage do without a label (`bias_audit`'s `column`);
+    /// `None`: give the load stage a `label`.
+    pub key: Option<&'static str>,
+    /// What the label is read for, and what to write instead.
+    pub why: String,
+}
+
+impl LabelUse {
+    /// The refusal of a dataset read with no label, said the same before the run and in it.
+    pub fn refusal(&self, data_stage: &str) -> String {
+        format!("{}; the load stage `{data_stage}` reads no label (it has no `label` key)", self.why)
+    }
+
+    /// Refuse `data` when it has no label (the check the run makes when validation could not).
+    pub fn check(&self, data: &Dataset) -> Result<()> {
+        if data.labelled {
+            return Ok(());
+        }
+        Err(crate::error::StageError::cannot(self.key.unwrap_or("data"), format!("{}; the data was read with no label", self.why)))
     }
 }
 

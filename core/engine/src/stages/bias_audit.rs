@@ -25,7 +25,7 @@ use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv,
 use crate::stage::meaning::{Impact, InRun, StageFigures};
 use crate::stage::verdict::{ImpactMeasure, Thresholds};
 use crate::stage::{
-    Artifact, ArtifactKind, ColumnProblem, GroupMetricRow, GroupMetricsArtifact, Inputs, ScoreNeed, Stage, StageContext, StageOutput,
+    Artifact, ArtifactKind, ColumnProblem, GroupMetricRow, GroupMetricsArtifact, Inputs, LabelUse, ScoreNeed, Stage, StageContext, StageOutput,
 };
 use crate::stats::{fisher_exact, holm, wilson};
 use crate::suggest::hint;
@@ -44,6 +44,10 @@ pub const RACE_CATEGORIES: &[&str] = &[
     "Native American or Alaska Native",
     "Two or More Races",
 ];
+
+/// The ethnicity categories of the rules (EEO-1): a `Hispanic or Latino` person is in that
+/// race/ethnicity category whatever their race; a `Not Hispanic or Latino` one is in their race's.
+pub const ETHNICITY_CATEGORIES: &[&str] = &["Hispanic or Latino", "Not Hispanic or Latino"];
 
 /// The category a mapping sends data values of an unknown category to.
 pub const UNKNOWN: &str = "Unknown";
@@ -108,6 +112,13 @@ pub struct BiasAuditConfig {
     pub sex: Option<String>,
     /// The column of race/ethnicity categories.
     pub race: Option<String>,
+    /// A column of Hispanic or Latino ethnicity beside `race` (a vendor's Y/N flag beside a race
+    /// code): a Hispanic or Latino person is in that race/ethnicity category whatever `race` says,
+    /// a Not Hispanic or Latino one in their race's, and an unknown ethnicity is unknown. Map its
+    /// values in `categories.ethnicity` (e.g. { Y = "Hispanic or Latino", N = "Not Hispanic or
+    /// Latino" }).
+    #[key(default = "none (`race` alone gives the category)")]
+    pub ethnicity: Option<String>,
     /// selection: selection rates; score: scoring rates (share above the whole sample's median
     /// score).
     pub outcome: Outcome,
@@ -135,8 +146,8 @@ pub struct BiasAuditConfig {
     /// [], always is one): counted, not in any ratio.
     pub unknown: Vec<String>,
     /// Map data values to the rules' EEO-1 categories, e.g. { sex = { M = "Male", F = "Female" },
-    /// race = { H = "Hispanic or Latino" } }; rows then follow the rules' order; "Unknown" marks
-    /// unknown values.
+    /// race = { H = "Hispanic or Latino" }, ethnicity = { Y = "Hispanic or Latino", N = "Not
+    /// Hispanic or Latino" } }; rows then follow the rules' order; "Unknown" marks unknown values.
     #[key(ty = "table", default = "none (the data's values, in the data's order)")]
     pub categories: BTreeMap<String, BTreeMap<String, String>>,
     /// Categories under this share of the sample (the rules allow 0.02) are listed with their
@@ -158,6 +169,7 @@ impl Default for BiasAuditConfig {
         BiasAuditConfig {
             sex: None,
             race: None,
+            ethnicity: None,
             outcome: Outcome::Selection,
             column: None,
             selected: None,
@@ -175,14 +187,18 @@ impl Default for BiasAuditConfig {
     }
 }
 
-/// The rules' categories of axis `axis` (`sex` or `race`).
+/// The rules' categories of axis `axis` (`sex`, `race` or `ethnicity`).
 fn rules_categories(axis: &str) -> Option<&'static [&'static str]> {
     match axis {
         "sex" => Some(SEX_CATEGORIES),
         "race" => Some(RACE_CATEGORIES),
+        "ethnicity" => Some(ETHNICITY_CATEGORIES),
         _ => None,
     }
 }
+
+/// The axes `categories` maps, with the key naming each one's column.
+const AXES: &[&str] = &["sex", "race", "ethnicity"];
 
 impl StageConfig for BiasAuditConfig {
     type Facts = ();
@@ -197,6 +213,17 @@ impl StageConfig for BiasAuditConfig {
         }
         if self.sex.is_some() && self.sex == self.race {
             c.problem("race", "`sex` and `race` name the same column");
+        }
+        if let Some(ethnicity) = &self.ethnicity {
+            if self.race.is_none() {
+                c.problem(
+                    "ethnicity",
+                    "`ethnicity` is read beside `race` (Hispanic or Latino, else the race's category): name the column of race categories in `race`",
+                );
+            }
+            if [&self.sex, &self.race].iter().any(|c| c.as_ref() == Some(ethnicity)) {
+                c.problem("ethnicity", format!("`ethnicity` names `{ethnicity}`, which `sex` or `race` names too"));
+            }
         }
         if self.outcome == Outcome::Score {
             for key in self.decision_keys_given() {
@@ -232,10 +259,17 @@ impl StageConfig for BiasAuditConfig {
         for (axis, mapping) in &self.categories {
             let Some(allowed) = rules_categories(axis) else {
                 let span = c.nested_key_span("categories", axis);
-                c.at(&span, format!("`categories.{axis}`: the rules' categories are of `sex` and `race`{}", hint(axis, &["sex", "race"])));
+                let fix = match axis.to_lowercase().as_str() {
+                    "gender" => "; write `categories.sex` (the rules' axis is sex, whatever the column is called)".to_string(),
+                    "race_ethnicity" | "race/ethnicity" | "hispanic" | "hispanic_latino" => {
+                        "; write `categories.race` for the race column and `categories.ethnicity` for a Hispanic or Latino flag".to_string()
+                    }
+                    _ => hint(axis, AXES),
+                };
+                c.at(&span, format!("`categories.{axis}`: the rules' categories are of `sex` and `race` (and `ethnicity` beside `race`){fix}"));
                 continue;
             };
-            let column = if axis == "sex" { &self.sex } else { &self.race };
+            let column = self.column_of(axis);
             if column.is_none() {
                 let span = c.nested_key_span("categories", axis);
                 c.at(&span, format!("`categories.{axis}` maps the values of `{axis}`, which is not given"));
@@ -420,6 +454,9 @@ pub struct BiasAuditFigures {
     /// The data's column of race/ethnicity categories (the `race` key).
     #[serde(default)]
     pub race_column: Option<String>,
+    /// The data's column of Hispanic or Latino ethnicity read beside `race` (the `ethnicity` key).
+    #[serde(default)]
+    pub ethnicity_column: Option<String>,
     /// Rows of the data file the load stage dropped for a missing value: people in no table, not
     /// even as unknown (the page says so).
     #[serde(default)]
@@ -432,13 +469,35 @@ pub struct BiasAuditFigures {
     /// Rows left out of the audit for their decision value (`exclude`).
     #[serde(default)]
     pub excluded_decisions: usize,
+    /// Each value of the sex, race and ethnicity columns among the rows audited, its number of
+    /// rows and the category it was read as ("Unknown" included): what the page's table of the
+    /// data's values shows.
+    #[serde(default)]
+    pub category_values: Vec<ValueCategory>,
 }
 
-/// One axis of the audit read from the rows: each row's category (`None`: unknown) and the
-/// categories in order.
+/// One value of a category column (sex, race or ethnicity) and what the audit read it as: the
+/// page's table of which data values became each category.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValueCategory {
+    /// `sex`, `race` or `ethnicity`.
+    pub axis: String,
+    /// The data's column.
+    pub column: String,
+    /// The value as written in the data ("" for a blank cell).
+    pub value: String,
+    /// Rows audited holding it.
+    pub count: usize,
+    /// The category it was read as, or "Unknown".
+    pub category: String,
+}
+
+/// One axis of the audit read from the rows: each row's category (`None`: unknown), the
+/// categories in order, and how each data value was read.
 struct Axis {
     of_row: Vec<Option<usize>>,
     names: Vec<String>,
+    values: Vec<ValueCategory>,
 }
 
 /// The decisions audited.
@@ -481,6 +540,66 @@ impl Decisions {
 }
 
 impl BiasAuditConfig {
+    /// The column axis `axis` (`sex`, `race` or `ethnicity`) is read from.
+    fn column_of(&self, axis: &str) -> &Option<String> {
+        match axis {
+            "sex" => &self.sex,
+            "race" => &self.race,
+            _ => &self.ethnicity,
+        }
+    }
+
+    /// The race/ethnicity axis: `race` alone, or with `ethnicity` beside it, Hispanic or Latino
+    /// whatever the race, a Not Hispanic or Latino person's race, and an unknown ethnicity
+    /// unknown (a Not Hispanic or Latino person of unknown race too).
+    fn race_axis(&self, column: &str, data: &Dataset, rows: &[usize]) -> Result<Axis> {
+        let race = self.axis("race", column, data, rows)?;
+        let Some(flag) = &self.ethnicity else { return Ok(race) };
+        let ethnicity = self.axis("ethnicity", flag, data, rows)?;
+        if let Some(other) = ethnicity.names.iter().find(|n| !ETHNICITY_CATEGORIES.contains(&n.as_str())) {
+            return Err(StageError::cannot(
+                "categories",
+                format!(
+                    "column `{flag}` (`ethnicity`) holds {other:?}: map its values in `categories.ethnicity` to \"{}\", \"{}\" or \"{UNKNOWN}\" (e.g. {{ Y = \"{}\", N = \"{}\" }})",
+                    ETHNICITY_CATEGORIES[0], ETHNICITY_CATEGORIES[1], ETHNICITY_CATEGORIES[0], ETHNICITY_CATEGORIES[1]
+                ),
+            ));
+        }
+        let hispanic_name = ETHNICITY_CATEGORIES[0];
+        let mut names = race.names.clone();
+        let hispanic = names.iter().position(|n| n == hispanic_name).unwrap_or_else(|| {
+            names.push(hispanic_name.to_string());
+            names.len() - 1
+        });
+        let of_row: Vec<Option<usize>> = race
+            .of_row
+            .iter()
+            .zip(&ethnicity.of_row)
+            .map(|(r, e)| match e.map(|k| ethnicity.names[k].as_str()) {
+                Some(n) if n == hispanic_name => Some(hispanic),
+                Some(_) => *r,
+                None => None,
+            })
+            .collect();
+        // The rules' order when the race is mapped, else Hispanic or Latino first and the race
+        // column's values in the data's order.
+        let rank = |n: &String| match self.categories.contains_key("race") {
+            true => RACE_CATEGORIES.iter().position(|o| o == n).unwrap_or(RACE_CATEGORIES.len()),
+            false => usize::from(n != hispanic_name),
+        };
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        order.sort_by_key(|&i| rank(&names[i]));
+        let mut remap = vec![0; names.len()];
+        for (to, &from) in order.iter().enumerate() {
+            remap[from] = to;
+        }
+        Ok(Axis {
+            of_row: of_row.into_iter().map(|i| i.map(|i| remap[i])).collect(),
+            names: order.iter().map(|&i| names[i].clone()).collect(),
+            values: race.values.into_iter().chain(ethnicity.values).collect(),
+        })
+    }
+
     /// The keys naming values of a decisions column (`selected`, `not_selected`, `exclude`) that
     /// the stage gives.
     fn decision_keys_given(&self) -> impl Iterator<Item = &'static str> + '_ {
@@ -549,6 +668,16 @@ impl BiasAuditConfig {
                 return Err(StageError::cannot(
                     key,
                     format!("`{key}` applies to `column`; the label's selected value is the load stage's `favourable`"),
+                ));
+            }
+            self.reads_label().map_or(Ok(()), |u| u.check(&dataset))?;
+            if dataset.label_values[0] == format!("not {}", dataset.label_values[1]) {
+                return Err(StageError::cannot(
+                    "column",
+                    format!(
+                        "the label `{}` holds more values than {:?} and one other, and the load stage reads every one but {:?} as not selected; every decision must be counted: leave `label` out of the load stage and audit `column = {:?}` with `selected`, `not_selected` and `exclude` naming each value",
+                        dataset.label_name, dataset.label_values[1], dataset.label_values[1], dataset.label_name
+                    ),
                 ));
             }
             let out = rows.iter().map(|&r| f64::from(dataset.y[r])).collect();
@@ -732,8 +861,24 @@ impl BiasAuditConfig {
             }
             names = sorted;
         }
-        let of_row = rows.iter().map(|&r| index_of_value[&data.x[[r, j]].to_bits()]).collect();
-        Ok(Axis { of_row, names })
+        let of_row: Vec<Option<usize>> = rows.iter().map(|&r| index_of_value[&data.x[[r, j]].to_bits()]).collect();
+        let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
+        for &r in rows {
+            *counts.entry(data.x[[r, j]].to_bits()).or_default() += 1;
+        }
+        let mut read: Vec<ValueCategory> = values
+            .iter()
+            .map(|v| ValueCategory {
+                axis: axis.to_string(),
+                column: column.to_string(),
+                value: attr.decode(*v),
+                count: counts[&v.to_bits()],
+                category: index_of_value[&v.to_bits()].map_or_else(|| UNKNOWN.to_string(), |i| names[i].clone()),
+            })
+            .collect();
+        // In the order of the categories, unknown last; the data's values in order within each.
+        read.sort_by_key(|v| (names.iter().position(|n| *n == v.category).unwrap_or(names.len()), v.value.clone()));
+        Ok(Axis { of_row, names, values: read })
     }
 }
 
@@ -876,7 +1021,8 @@ impl BiasAuditConfig {
         if let (Some(s), Some(r)) = (sex, race) {
             // The rules' order when both are mapped: Hispanic or Latino by sex, then each sex by
             // the other races; else sex by race in the data's order.
-            let both_mapped = self.categories.contains_key("sex") && self.categories.contains_key("race");
+            let both_mapped =
+                self.categories.contains_key("sex") && (self.categories.contains_key("race") || self.ethnicity.is_some());
             let hispanic = r.names.iter().position(|n| n == RACE_CATEGORIES[0]).filter(|_| both_mapped);
             let mut order: Vec<(usize, usize)> = Vec::new();
             if let Some(h) = hispanic {
@@ -918,9 +1064,11 @@ impl BiasAuditConfig {
             page: self.page.clone(),
             sex_column: self.sex.clone(),
             race_column: self.race.clone(),
+            ethnicity_column: self.ethnicity.clone(),
             left_out_at_load: 0,
             decision_values: Vec::new(),
             excluded_decisions: 0,
+            category_values: sex.into_iter().chain(race).flat_map(|a| a.values.iter().cloned()).collect(),
         }
     }
 }
@@ -1050,13 +1198,30 @@ impl Stage for BiasAuditConfig {
         }
     }
 
-    fn check_features(&self, features: &[String]) -> Vec<ColumnProblem> {
+    fn reads_label(&self) -> Option<LabelUse> {
+        (self.column.is_none() && self.outcome == Outcome::Selection).then(|| LabelUse {
+            key: Some("column"),
+            why: "with no `column` the decisions audited are the data's label: name the column of decisions in `column` (with `selected`, and `not_selected` or `exclude`)".into(),
+        })
+    }
+
+    fn check_features(&self, features: &[String], label: Option<&str>) -> Vec<ColumnProblem> {
         let names: Vec<&str> = features.iter().map(String::as_str).collect();
-        [("sex", &self.sex), ("race", &self.race), ("column", &self.column)]
+        [("sex", &self.sex), ("race", &self.race), ("ethnicity", &self.ethnicity), ("column", &self.column)]
             .into_iter()
             .filter_map(|(key, column)| {
                 let column = column.as_ref()?;
-                (!features.contains(column)).then(|| ColumnProblem {
+                if features.contains(column) {
+                    return None;
+                }
+                if key == "column" && Some(column.as_str()) == label {
+                    let message = match self.outcome {
+                        Outcome::Selection => format!("`column` names `{column}`, the load stage's label: leave `column` out (the label's favourable value is then the selected one), or leave `label` out of the load stage and name the values here with `selected` / `not_selected`"),
+                        Outcome::Score => format!("`column` names `{column}`, the load stage's label, which is read as two classes, not scores: leave `label` out of the load stage (or name another label), so that `{column}` is read as numbers"),
+                    };
+                    return Some(ColumnProblem { key, nested: None, message });
+                }
+                Some(ColumnProblem {
                     key,
                     nested: None,
                     message: format!(
@@ -1091,7 +1256,7 @@ impl Stage for BiasAuditConfig {
             ));
         }
         let sex = self.sex.as_ref().map(|c| self.axis("sex", c, &data, &rows)).transpose()?;
-        let race = self.race.as_ref().map(|c| self.axis("race", c, &data, &rows)).transpose()?;
+        let race = self.race.as_ref().map(|c| self.race_axis(c, &data, &rows)).transpose()?;
         let mut figures = self.audit(sex.as_ref(), race.as_ref(), &outcome, source);
         figures.left_out_at_load = data.dropped_rows;
         figures.excluded_decisions = decision_values.iter().filter(|v| v.read_as == Decision::Excluded).map(|v| v.count).sum();

@@ -82,8 +82,11 @@ pub struct LoadConfig {
     /// CSV or Parquet file, relative to the pipeline file.
     #[key(default = "required")]
     pub path: Option<PathBuf>,
-    /// Label column.
-    pub label: String,
+    /// Label column. Leave it out for a file with no outcome to train or score against (a
+    /// vendor's decision log audited by `bias_audit` over its own columns): no stage may then read
+    /// a label (`train`, `load_model`, a `bias_audit` without `column`).
+    #[serde(default)]
+    pub label: Option<String>,
     /// The favourable label value as written in the file.
     #[key(default = "1 for 0/1 labels")]
     pub favourable: Option<LabelValue>,
@@ -163,7 +166,7 @@ impl LoadConfig {
     /// attributes `protected`; every other setting at its default.
     pub fn from_frame(frame: DataFrame, label: &str, protected: &[&str]) -> Self {
         LoadConfig {
-            label: label.to_string(),
+            label: Some(label.to_string()),
             protected: protected.iter().map(|s| s.to_string()).collect(),
             test_fraction: default_test_fraction(),
             frame: Some(frame),
@@ -182,7 +185,8 @@ impl LoadConfig {
 
     /// The read spec, `path` resolved already.
     fn spec(&self, path: PathBuf, seed: u64) -> LoadSpec {
-        let mut spec = LoadSpec::new(path, self.label.clone());
+        let mut spec = LoadSpec::new(path, String::new());
+        spec.label = self.label.clone();
         spec.favourable = self.favourable.as_ref().map(LabelValue::text);
         spec.protected = self.protected.clone();
         spec.drop = self.drop.clone();
@@ -233,13 +237,19 @@ impl LoadConfig {
             return;
         }
         let spec = self.spec(path.to_path_buf(), 0);
-        let mut columns = vec![self.label.clone()];
+        let mut columns: Vec<String> = self.label.iter().cloned().collect();
         columns.extend(self.protected.iter().cloned());
         let Ok(values) = csv_check::distinct_cells(path, spec.separator, &columns, &spec.missing_markers, MAX_DISTINCT) else {
             return;
         };
-        let Some((label, protected)) = values.split_first() else { return };
-        self.check_label(checks, path, label);
+        let protected = match &self.label {
+            Some(label) => {
+                let Some((cells, protected)) = values.split_first() else { return };
+                self.check_label(checks, path, label, cells);
+                protected
+            }
+            None => &values[..],
+        };
         for (i, (name, cells)) in self.protected.iter().zip(protected).enumerate() {
             // Codes or an override may give the column levels the file does not hold.
             if cells.len() == 1 && self.codes.is_none() && !self.columns.contains_key(name) {
@@ -252,7 +262,7 @@ impl LoadConfig {
 
     /// The label's distinct `cells` against `favourable`, by the rule the run applies
     /// ([`data::encode_label`]), when the rows a run drops cannot change the verdict.
-    fn check_label(&self, checks: &mut Checks<'_, '_>, path: &Path, cells: &std::collections::BTreeSet<String>) {
+    fn check_label(&self, checks: &mut Checks<'_, '_>, path: &Path, label: &str, cells: &std::collections::BTreeSet<String>) {
         if cells.is_empty() || cells.len() >= MAX_DISTINCT {
             return;
         }
@@ -272,7 +282,7 @@ impl LoadConfig {
             Missing::Drop => zero_one || favourable.as_deref().is_some_and(|f| f.parse::<f64>().is_err() && !cells.contains(f)),
         };
         if certain {
-            if let Err(e) = data::encode_label(path, &self.label, &texts, favourable.as_deref()) {
+            if let Err(e) = data::encode_label(path, label, &texts, favourable.as_deref()) {
                 let span = checks.span("favourable");
                 checks.at(&span, e);
             }
@@ -284,7 +294,8 @@ impl LoadConfig {
     /// Refuse column roles that make an audit meaningless: the label (or the split column) among
     /// the features, protected or dropped; a protected column dropped; a column named twice.
     fn check_roles(&self, checks: &mut Checks<'_, '_>) {
-        let label = &self.label;
+        // A file with no label: no column can be it (an empty name matches no column).
+        let label = &self.label.clone().unwrap_or_default();
         for (i, c) in self.features.iter().flatten().enumerate() {
             let span = checks.item_span("features", i);
             if c == label {
@@ -408,6 +419,9 @@ impl StageConfig for LoadConfig {
         if self.protected.is_empty() {
             checks.missing("protected", "the protected attribute columns");
         }
+        if self.label.is_none() && self.favourable.is_some() {
+            checks.problem("favourable", "`favourable` names a value of the label, and no `label` is given: name the label column, or leave `favourable` out");
+        }
         checks.within("test_fraction", self.test_fraction, 0.0, 0.99);
         if let Some(t) = self.proxy_threshold {
             checks.within("proxy_threshold", t, 0.0, 1.0);
@@ -483,8 +497,10 @@ impl StageConfig for LoadConfig {
                 checks.at(&span, format!("{role} `{col}` is not a column of {source}{}; columns: {}", hint(col, &refs), names.join(", ")));
             }
         };
-        let label_span = checks.span("label");
-        check(checks, &self.label, label_span, "label");
+        if let Some(label) = &self.label {
+            let label_span = checks.span("label");
+            check(checks, label, label_span, "label");
+        }
         for (i, c) in self.protected.iter().enumerate() {
             let span = checks.item_span("protected", i);
             check(checks, c, span, "protected attribute");
@@ -526,7 +542,7 @@ impl StageConfig for LoadConfig {
             Some(features) => features.clone(),
             None => names
                 .iter()
-                .filter(|n| **n != self.label && Some(*n) != self.split_column.as_ref() && !self.drop.contains(n))
+                .filter(|n| Some(*n) != self.label.as_ref() && Some(*n) != self.split_column.as_ref() && !self.drop.contains(n))
                 .cloned()
                 .collect(),
         });
@@ -543,6 +559,7 @@ impl StageConfig for LoadConfig {
             frame: self.frame,
             features,
             proxy_threshold: self.proxy_threshold.unwrap_or(PROXY_THRESHOLD),
+            audits_a_model: env.audits_a_model,
             linked: self.linked,
         }))
     }
@@ -565,8 +582,8 @@ pub struct LoadFigures {
     pub features: usize,
     /// Protected attribute names.
     pub protected: Vec<String>,
-    /// The label.
-    pub label: LabelFigures,
+    /// The label (`null`: the file was read with no label).
+    pub label: Option<LabelFigures>,
     /// The domain's attributes (name, kind, bounds, step, protected).
     pub domain: serde_json::Value,
     /// Columns associated with a protected attribute at least as strongly as `proxy_threshold`
@@ -585,7 +602,7 @@ impl StageFigures for LoadFigures {
     }
 
     fn favourable_label(&self) -> Option<String> {
-        Some(self.label.favourable.clone())
+        self.label.as_ref().map(|l| l.favourable.clone())
     }
 }
 
@@ -610,6 +627,9 @@ struct Load {
     features: Option<Vec<String>>,
     /// The `proxy_threshold` key.
     proxy_threshold: f64,
+    /// Whether the pipeline has a model stage: only then are proxies warned of (they matter to
+    /// counterparts, which only a model's audit makes); they are recorded in the figures always.
+    audits_a_model: bool,
     /// The `linked` key.
     linked: BTreeMap<String, BTreeMap<String, BTreeMap<String, LabelValue>>>,
 }
@@ -621,7 +641,9 @@ impl Load {
     fn refused(&self, e: crate::error::DataError) -> crate::error::Error {
         let bounded = |column: &String| self.spec.columns.get(column).is_some_and(|c| c.min.is_some() || c.max.is_some());
         match &e {
-            crate::error::DataError::Column { column, .. } if *column == self.spec.label => StageError::contradicts("favourable", e),
+            crate::error::DataError::Column { column, .. } if Some(column) == self.spec.label.as_ref() => {
+                StageError::contradicts("favourable", e)
+            }
             crate::error::DataError::Column { column, .. } if self.spec.protected.contains(column) => {
                 StageError::contradicts("protected", e)
             }
@@ -634,6 +656,10 @@ impl Load {
 impl Stage for Load {
     fn features_before_run(&self) -> Option<Vec<String>> {
         self.features.clone()
+    }
+
+    fn label_before_run(&self) -> Option<Option<String>> {
+        Some(self.spec.label.clone())
     }
 
     fn run(&self, ctx: &StageContext, _inputs: &Inputs) -> Result<StageOutput> {
@@ -650,7 +676,9 @@ impl Stage for Load {
         let linked = |a: &crate::association::Association| self.linked.get(&a.column).is_some_and(|l| l.contains_key(&a.protected));
         let proxies: Vec<_> = proxies.into_iter().map(|a| (linked(&a), a)).collect();
         let unlinked: Vec<_> = proxies.iter().filter(|(l, _)| !l).map(|(_, a)| a.clone()).collect();
-        warn_of_proxies(ctx, &unlinked, self.proxy_threshold);
+        if self.audits_a_model {
+            warn_of_proxies(ctx, &unlinked, self.proxy_threshold);
+        }
         let figures = LoadFigures {
             rows: data.len(),
             rows_train: data.rows_in(Split::Train).len(),
@@ -659,12 +687,12 @@ impl Stage for Load {
             dropped_rows: data.dropped_rows,
             features: data.domain.width(),
             protected: data.domain.protected_indices().iter().map(|&i| data.domain.attributes[i].name.clone()).collect(),
-            label: LabelFigures {
+            label: data.labelled.then(|| LabelFigures {
                 column: data.label_name.clone(),
                 values: data.label_values.clone(),
                 favourable: data.label_values[1].clone(),
                 favourable_share: data.y.iter().filter(|&&v| v == 1).count() as f64 / data.len() as f64,
-            },
+            }),
             domain: serde_json::to_value(&data.domain.attributes).unwrap_or_default(),
             proxies: proxies.into_iter().map(|(_, a)| a).collect(),
         };
@@ -678,7 +706,7 @@ impl Stage for Load {
 /// mean nothing — said loudly, with the likely fix (a wrong `label` column, or a filtered file).
 fn warn_of_one_class(ctx: &StageContext, data: &crate::data::Dataset) {
     let favourable = data.y.iter().filter(|&&v| v == 1).count();
-    if data.is_empty() || (favourable != 0 && favourable != data.len()) {
+    if !data.labelled || data.is_empty() || (favourable != 0 && favourable != data.len()) {
         return;
     }
     let value = if favourable == 0 { &data.label_values[0] } else { &data.label_values[1] };

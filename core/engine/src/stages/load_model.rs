@@ -34,7 +34,7 @@ use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig
 use crate::stage::keys::{KeyType, StageKeys};
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, StageEnv, StageKind};
 use crate::stage::meaning::{InRun, StageFigures};
-use crate::stage::{Artifact, ArtifactKind, ColumnProblem, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::{Artifact, ArtifactKind, ColumnProblem, Inputs, LabelUse, Stage, StageContext, StageOutput};
 use crate::suggest::hint;
 
 /// `executor = "auto" | "native" | "tract" | "onnxruntime"` (opening a model is the models
@@ -638,10 +638,17 @@ impl Stage for LoadModel {
         self.labels_only.clone()
     }
 
+    fn reads_label(&self) -> Option<LabelUse> {
+        Some(LabelUse {
+            key: None,
+            why: "a model's favourable class is the data's favourable label value, and its accuracy is read against the label: give the load stage `label` (the outcome column) and `favourable`".into(),
+        })
+    }
+
     /// The graph's named inputs against the data's feature columns, as the input plan matches
     /// them when the model loads ([`crate::models::inputs::plan`]): a column the `inputs`
     /// map names that is no feature, a named input no column of its name feeds.
-    fn check_features(&self, features: &[String]) -> Vec<ColumnProblem> {
+    fn check_features(&self, features: &[String], _label: Option<&str>) -> Vec<ColumnProblem> {
         use crate::models::inputs::normalised;
         let Some(graph) = &self.graph_inputs else { return Vec::new() };
         let names: Vec<String> = features.iter().map(|f| normalised(f)).collect();
@@ -681,6 +688,7 @@ impl Stage for LoadModel {
 
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
+        self.reads_label().map_or(Ok(()), |u| u.check(&data))?;
         let mut figures = LoadModelFigures::default();
         let provided = matches!(self.request.place, Place::Provided(_));
         // An output the model lacks is the `output` key's to fix; a model answering NaN or

@@ -15,7 +15,7 @@ use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig
 use crate::stage::keys::{KeyType, StageKeys};
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
 use crate::stage::meaning::StageFigures;
-use crate::stage::{Artifact, ArtifactKind, Inputs, Stage, StageContext, StageOutput};
+use crate::stage::{Artifact, ArtifactKind, Inputs, LabelUse, Stage, StageContext, StageOutput};
 
 /// The input of the model stages: the dataset.
 pub(crate) const DATA_INPUT: &[InputDoc] =
@@ -287,8 +287,13 @@ struct Train {
 }
 
 impl Stage for Train {
+    fn reads_label(&self) -> Option<LabelUse> {
+        Some(LabelUse { key: None, why: "`train` fits a model to the data's label: give the load stage `label` (the outcome column)".into() })
+    }
+
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let data = inputs.dataset("data")?;
+        self.reads_label().map_or(Ok(()), |u| u.check(&data))?;
         if let Recipe::Forest { max_features: Some(m), .. } = &self.recipe {
             if *m > data.domain.width() {
                 return Err(crate::error::StageError::AboveAvailable {
