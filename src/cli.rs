@@ -110,6 +110,11 @@ enum Command {
         /// Overwrite the pipeline file if it exists.
         #[arg(long)]
         force: bool,
+        /// The file is a decision log (people, their sex and/or race, the tool's decisions or
+        /// scores): write a bias audit of it, with no model and nothing trained. Init decides so
+        /// itself, with no --model or --label, when the columns say so.
+        #[arg(long, conflicts_with_all = ["model", "label"])]
+        decisions: bool,
     },
     /// Check a pipeline completely (files, columns, keys, graph) without running it.
     #[command(after_help = crate::json::VALIDATE_SCHEMA)]
@@ -394,11 +399,19 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
             let combinations = if sweep.info.matrix { format!(", {} matrix combinations", sweep.info.units.len()) } else { String::new() };
             say!("{}: ok ({} stages: {}{combinations})", pipeline.display(), stages.len(), stages.join(" → "));
         }
-        Command::Init { data, model, out, label, protected, drop, force } => {
+        Command::Init { data, model, out, label, protected, drop, force, decisions } => {
             let out = out.unwrap_or_else(|| crate::init::default_out(&data, model.as_deref()));
-            let options = crate::init::InitOptions { data, model, out, label, protected, drop, force };
+            let options = crate::init::InitOptions { data, model, out, label, protected, drop, force, decisions };
             let written = crate::init::init(&options)?;
             say!("wrote {}", written.path.display());
+            if let Some(log) = &written.log {
+                say!("  a decision log: bias_audit of the {log} (no model, no label, nothing trained or dropped)");
+                say!(
+                    "next: read the CONFIRM lines (each value's category), then fairpipe validate {0} && fairpipe run {0}",
+                    written.path.display()
+                );
+                return Ok(Outcome::Done);
+            }
             say!("  label: {} (CONFIRM in the file)", written.label);
             say!(
                 "  protected: {} searched; measured (a group metrics stage each): {}",

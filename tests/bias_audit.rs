@@ -19,7 +19,7 @@ fn number(cell: &str) -> Option<f64> {
 }
 
 /// Compare the stage's table `got` with the expected one, row by row in order.
-fn compare(what: &str, got: &[BTreeMap<String, String>], expected: &[BTreeMap<String, String>]) {
+pub(crate) fn compare(what: &str, got: &[BTreeMap<String, String>], expected: &[BTreeMap<String, String>]) {
     assert_eq!(got.len(), expected.len(), "{what}: rows");
     for (i, (g, e)) in got.iter().zip(expected).enumerate() {
         for col in ["table", "category", "unknown", "excluded", "highest", "count", "selected"] {
@@ -449,7 +449,8 @@ fn a_vendor_export_is_audited_as_it_is() {
     compare("decisions", &got("decisions"), &read_csv(&fixtures.join("expected_selection.csv")));
     compare("scores", &got("scores"), &read_csv(&fixtures.join("expected_score.csv")));
 
-    let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("expected_summary.json")).unwrap()).unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join("expected_summary.json")).unwrap()).unwrap();
     let decisions = &summary["stages"]["decisions"];
     assert_eq!(decisions["rows"], expected["applicants"]);
     assert_eq!(summary["stages"]["data"]["dropped_rows"], 0);
@@ -492,7 +493,8 @@ fn a_messy_vendor_export_is_refused_naming_its_values() {
     std::fs::copy(fixtures.join("export_messy.csv"), dir.path().join("export.csv")).unwrap();
     let pipeline = common::write(dir.path(), "audit.toml", &std::fs::read_to_string(fixtures.join("audit.toml")).unwrap());
     let err = common::run_failing(&pipeline, &dir.path().join("out"));
-    let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("expected_summary.json")).unwrap()).unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join("expected_summary.json")).unwrap()).unwrap();
     for value in ["yes", "no", "Withdrawn"] {
         let n = expected["messy_advanced"][value].as_u64().unwrap();
         let said = format!("\"{value}\" {} rows", common::thousands(n));

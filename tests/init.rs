@@ -334,7 +334,9 @@ fn init_refuses_a_missing_file_a_file_without_a_label_and_an_existing_pipeline()
     assert!(!ok);
     assert!(stderr.contains(&format!("{}: no such file", missing.display())) && stderr.contains("binary label column"), "{stderr}");
 
-    let data = write(dir.path(), "nolabel.csv", "age,sex,score\n30,F,1\n40,M,2\n50,F,3\n60,M,4\n");
+    // No binary column, and no column of decisions or scores (a score column would make it a
+    // decision log: init_on_a_decision_log_writes_its_bias_audit).
+    let data = write(dir.path(), "nolabel.csv", "age,sex,amount\n30,F,1\n40,M,2\n50,F,3\n60,M,4\n");
     let (ok, _, stderr) = fairpipe(&["init", data.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(!ok);
     assert!(stderr.contains(&format!("{}: no plausible label", data.display())), "{stderr}");
@@ -342,8 +344,12 @@ fn init_refuses_a_missing_file_a_file_without_a_label_and_an_existing_pipeline()
     assert!(!out.exists(), "nothing written");
 
     // --label names a column that is not binary; a protected attribute that does not exist.
-    let (ok, _, stderr) = fairpipe(&["init", data.to_str().unwrap(), "--label", "score", "--out", out.to_str().unwrap()]);
-    assert!(!ok && stderr.contains("column `score` has 4 distinct values"), "{stderr}");
+    let (ok, _, stderr) = fairpipe(&["init", data.to_str().unwrap(), "--label", "amount", "--out", out.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("column `amount` has 4 distinct values"), "{stderr}");
+    // --decisions on a file with no decisions or scores: refused, naming what was found.
+    let (ok, _, stderr) = fairpipe(&["init", data.to_str().unwrap(), "--decisions", "--out", out.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("--decisions needs") && stderr.contains("found: `sex`") && stderr.contains("found: none"), "{stderr}");
+    assert!(!out.exists(), "nothing written");
     let data = write(dir.path(), "d.csv", "age,sex,y\n30,F,1\n40,M,0\n50,F,1\n60,M,0\n");
     let (ok, _, stderr) = fairpipe(&["init", data.to_str().unwrap(), "--protected", "gender", "--out", out.to_str().unwrap()]);
     assert!(!ok && stderr.contains("no column `gender` (given as --protected)"), "{stderr}");
@@ -498,4 +504,54 @@ fn the_docs_gate_passes_a_fair_model_and_fails_a_planted_biased_one() {
             assert_eq!(summary["gate"]["passed"], true);
         }
     }
+}
+
+/// `fairpipe init` on the vendor's decision log as it is (tests/fixtures/vendor_export): a bias
+/// audit of its decisions and scores with no model, no label and no row dropped, the values mapped
+/// to the rules' categories (X, Decline and blanks Unknown), which runs as written to the tables
+/// scripts/vendor_export_expected.py computes from the rules. The same log without its decisions
+/// (a score-only log) gives the scoring table; the messy copy's unnamed value is refused by name.
+#[test]
+fn init_on_a_decision_log_writes_its_bias_audit() {
+    let fixtures = root().join("tests/fixtures/vendor_export");
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("export-audit.toml");
+    let text = init(&[fixtures.join("export.csv").to_str().unwrap()], &pipeline);
+    assert_eq!(stages_of_kind(&text, "bias_audit"), ["decisions", "scores"], "{text}");
+    assert!(stages_of_kind(&text, "train").is_empty() && stages_of_kind(&text, "generate").is_empty(), "{text}");
+    assert!(key_of(&text, "data", "label").is_none() && key_of(&text, "data", "missing_values").as_deref() == Some("[]"), "{text}");
+    assert!(text.contains("CONFIRM sex: \"Decline\" (60 rows) is read as Unknown"), "{text}");
+    let summary = run_pipeline(&pipeline, &dir.path().join("out"), &[]);
+    assert_eq!(summary["stages"]["data"]["dropped_rows"], 0);
+    let got = |stage: &str| read_csv(&dir.path().join("out").join(format!("{stage}.csv")));
+    crate::bias_audit::compare("decisions", &got("decisions"), &read_csv(&fixtures.join("expected_selection.csv")));
+    crate::bias_audit::compare("scores", &got("scores"), &read_csv(&fixtures.join("expected_score.csv")));
+
+    // A score-only log: the export without its decisions column.
+    let csv = std::fs::read_to_string(fixtures.join("export.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let advanced = header.iter().position(|c| *c == "advanced").unwrap();
+    let without: Vec<String> = csv
+        .lines()
+        .map(|l| {
+            let mut cells: Vec<&str> = l.split(',').collect();
+            cells.remove(advanced);
+            cells.join(",")
+        })
+        .collect();
+    write(dir.path(), "scores.csv", &(without.join("\n") + "\n"));
+    let pipeline = dir.path().join("scores-audit.toml");
+    let text = init(&[dir.path().join("scores.csv").to_str().unwrap()], &pipeline);
+    assert_eq!(stages_of_kind(&text, "bias_audit"), ["scores"], "{text}");
+    run_pipeline(&pipeline, &dir.path().join("out-scores"), &[]);
+    let got = read_csv(&dir.path().join("out-scores/scores.csv"));
+    crate::bias_audit::compare("score-only log", &got, &read_csv(&fixtures.join("expected_score.csv")));
+
+    // The messy copy: yes/no read in either case, "Withdrawn" named nowhere, so the run refuses it.
+    std::fs::copy(fixtures.join("export_messy.csv"), dir.path().join("messy.csv")).unwrap();
+    let pipeline = dir.path().join("messy-audit.toml");
+    let text = init(&[dir.path().join("messy.csv").to_str().unwrap()], &pipeline);
+    assert!(text.contains("\"Withdrawn\" (80 rows) is named nowhere"), "{text}");
+    let err = run_failing(&pipeline, &dir.path().join("out-messy"));
+    assert!(err.contains("\"Withdrawn\" 80 rows"), "{err}");
 }

@@ -10,6 +10,7 @@
 //! check of the real rows and a search.
 
 mod guess;
+mod log;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,9 @@ pub struct InitOptions {
     pub drop: Vec<String>,
     /// Overwrite `out` if it exists.
     pub force: bool,
+    /// The file is a decision log: audit its recorded decisions and scores (`bias_audit`), train
+    /// nothing. Without it init decides so itself when the file looks like one ([`log`]).
+    pub decisions: bool,
 }
 
 /// A starter pipeline could not be written.
@@ -132,6 +136,22 @@ pub enum InitError {
     /// The model cannot read this data's rows.
     #[error("{0}\n(fairpipe init wrote nothing: make the data's columns match the model's inputs, e.g. drop the columns it was not trained on, and run init again)")]
     Model(ModelError),
+    /// `--decisions` on a file that is no decision log init can read.
+    #[error(
+        "{path}: --decisions needs a column of sex or race categories (found: {protected}) and a column of decisions \
+         (named like advanced, selected, decision, hired, status: 0/1 or a few values) or of scores (named like score or \
+         rating; found: {outcomes}); the columns are: {columns}"
+    )]
+    NotALog {
+        /// The data file.
+        path: PathBuf,
+        /// The sex and race columns found.
+        protected: String,
+        /// The decision and score columns found.
+        outcomes: String,
+        /// Every column.
+        columns: String,
+    },
     /// The pipeline file exists already.
     #[error("{0} exists already; choose another --out or pass --force to overwrite it")]
     Exists(PathBuf),
@@ -160,6 +180,9 @@ pub struct Init {
     pub measured: Vec<String>,
     /// The columns left out, each with why.
     pub dropped: Vec<(String, String)>,
+    /// For a decision log: what its audit reads ("decisions `advanced`, scores `score`; sex
+    /// `gender`, race `race_cd` with ethnicity `hispanic_latino`"); `None` for a model's audit.
+    pub log: Option<String>,
 }
 
 /// Write the starter pipeline as `options` say.
@@ -195,6 +218,29 @@ pub fn init(options: &InitOptions) -> Result<Init, InitError> {
     let usable: Vec<&ColumnProfile> =
         all.iter().copied().filter(|c| Some(&c.name) != split_column.as_ref() && !is_dropped(&dropped, &c.name)).collect();
 
+    if options.model.is_none() && options.label.is_none() {
+        let columns = log::log_columns(&usable, options.decisions);
+        let complete = (columns.sex.is_some() || columns.race.is_some()) && (columns.decision.is_some() || columns.score.is_some());
+        if options.decisions && !complete {
+            let names = |cs: &[Option<&ColumnProfile>]| {
+                let found: Vec<String> = cs.iter().flatten().map(|c| format!("`{}`", c.name)).collect();
+                if found.is_empty() {
+                    "none".to_string()
+                } else {
+                    found.join(", ")
+                }
+            };
+            return Err(InitError::NotALog {
+                path: path.to_path_buf(),
+                protected: names(&[columns.sex, columns.race]),
+                outcomes: names(&[columns.decision, columns.score]),
+                columns: all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        }
+        if options.decisions || log::looks_like_a_log(&columns, &usable) {
+            return write_log(options, path, rows, &columns);
+        }
+    }
     let label = guess::choose_label(path, &usable, options.label.as_deref())?;
     let label_profile = usable.iter().find(|c| c.name == label).copied().expect("the label is a usable column");
     let (favourable, favourable_why) = guess::choose_favourable(label_profile);
@@ -296,7 +342,32 @@ pub fn init(options: &InitOptions) -> Result<Init, InitError> {
         std::fs::create_dir_all(parent).map_err(|e| InitError::Write { path: options.out.clone(), message: e.to_string() })?;
     }
     std::fs::write(&options.out, &text).map_err(|e| InitError::Write { path: options.out.clone(), message: e.to_string() })?;
-    Ok(Init { path: options.out.clone(), text, label, protected: searched, measured, dropped })
+    Ok(Init { path: options.out.clone(), text, label, protected: searched, measured, dropped, log: None })
+}
+
+/// Write the audit of the decision log `path` (its `rows` rows, `columns` found).
+fn write_log(options: &InitOptions, path: &Path, rows: usize, columns: &log::LogColumns<'_>) -> Result<Init, InitError> {
+    let out_dir = options.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+    let text = log::render(path, rows, columns, &out_dir, &write::pipeline_name(path, None));
+    if let Some(parent) = options.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| InitError::Write { path: options.out.clone(), message: e.to_string() })?;
+    }
+    std::fs::write(&options.out, &text).map_err(|e| InitError::Write { path: options.out.clone(), message: e.to_string() })?;
+    let named = |what: &str, c: Option<&ColumnProfile>| c.map(|c| format!("{what} `{}`", c.name));
+    let outcomes: Vec<String> = [named("decisions", columns.decision), named("scores", columns.score)].into_iter().flatten().collect();
+    let mut axes: Vec<String> = [named("sex", columns.sex), named("race", columns.race)].into_iter().flatten().collect();
+    if let Some(e) = columns.ethnicity {
+        axes.push(format!("ethnicity `{}`", e.name));
+    }
+    Ok(Init {
+        path: options.out.clone(),
+        text,
+        label: String::new(),
+        protected: [columns.sex, columns.race].into_iter().flatten().map(|c| c.name.clone()).collect(),
+        measured: Vec::new(),
+        dropped: Vec::new(),
+        log: Some(format!("{} by {}", outcomes.join(" and "), axes.join(", "))),
+    })
 }
 
 /// The data read with `spec` and the codes file `codes` when it reads and encodes it (else the

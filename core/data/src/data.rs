@@ -407,13 +407,11 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
             }
             f.clone()
         }
-        None => {
-            names
-                .iter()
-                .filter(|n| Some(*n) != spec.label.as_ref() && Some(*n) != split_column.as_ref() && !spec.drop.contains(n))
-                .cloned()
-                .collect()
-        }
+        None => names
+            .iter()
+            .filter(|n| Some(*n) != spec.label.as_ref() && Some(*n) != split_column.as_ref() && !spec.drop.contains(n))
+            .cloned()
+            .collect(),
     };
     for p in &spec.protected {
         if !features.contains(p) {
@@ -478,12 +476,12 @@ pub fn load_frame(df: DataFrame, spec: &LoadSpec) -> Result<Dataset, DataError> 
     }
 
     // Label.
-    let (y, label_values, label_flipped, label_code) = match &spec.label {
+    let EncodedLabel { y, values: label_values, flipped: label_flipped, code: label_code } = match &spec.label {
         Some(label) => {
             let labels: Vec<&str> = keep.iter().map(|&r| cell(label, r)).collect();
             encode_label_with_codes(path, label, &labels, spec.favourable.as_deref(), codes_of(label))?
         }
-        None => (vec![0; keep.len()], [String::new(), String::new()], false, None),
+        None => EncodedLabel { y: vec![0; keep.len()], values: [String::new(), String::new()], flipped: false, code: None },
     };
     // Split.
     let split = match &spec.split {
@@ -674,6 +672,14 @@ fn encode_codes(
     Ok((attr, values))
 }
 
+/// A label column encoded: the fields of [`Dataset`] it gives.
+struct EncodedLabel {
+    y: Vec<u8>,
+    values: [String; 2],
+    flipped: bool,
+    code: Option<i64>,
+}
+
 /// The label encoded as [`encode_label`] does, with the favourable value's code when a codes file
 /// declares the label's codes (a model trained on the codes gives P(code 1): a favourable value
 /// coded 0 is then read as its complement, as for a 0/1 label with `favourable = 0`).
@@ -683,20 +689,20 @@ fn encode_label_with_codes(
     cells: &[&str],
     favourable: Option<&str>,
     codes: Option<&crate::codes::ColumnCodes>,
-) -> Result<(Vec<u8>, [String; 2], bool, Option<i64>), DataError> {
-    let (y, label_values, label_flipped) = encode_label(path, label, cells, favourable)?;
-    let Some(codes) = codes else { return Ok((y, label_values, label_flipped, None)) };
-    let code = codes.code(&label_values[1]).ok_or_else(|| DataError::Column {
+) -> Result<EncodedLabel, DataError> {
+    let (y, values, flipped) = encode_label(path, label, cells, favourable)?;
+    let Some(codes) = codes else { return Ok(EncodedLabel { y, values, flipped, code: None }) };
+    let code = codes.code(&values[1]).ok_or_else(|| DataError::Column {
         path: path.to_path_buf(),
         column: label.to_string(),
         message: format!(
             "the favourable label {:?} has no code in {} (its codes: {}); add it there",
-            label_values[1],
+            values[1],
             codes.at_text(),
             codes.listing()
         ),
     })?;
-    Ok((y, label_values, code == 0, Some(code)))
+    Ok(EncodedLabel { y, values, flipped: code == 0, code: Some(code) })
 }
 
 /// Encode the label as class 1 = favourable, 0 = the rest; the names of the two classes; and whether

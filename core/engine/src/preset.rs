@@ -23,8 +23,7 @@ use crate::run::builder::PipelineBuilder;
 use crate::run::Pipeline;
 use crate::stage::config::StageConfig;
 /// The TOML writers, with the stage keys' defaults (which are written with them).
-use crate::stage::keys::bare_or_quoted;
-pub use crate::stage::keys::{quote, toml_value};
+pub use crate::stage::keys::{bare_or_quoted, quote, toml_value};
 use crate::stage::kind::StageKind;
 use crate::stages::bias_audit::BiasAuditConfig;
 use crate::stages::check::CheckConfig;

@@ -25,7 +25,8 @@ use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv,
 use crate::stage::meaning::{Impact, InRun, StageFigures};
 use crate::stage::verdict::{ImpactMeasure, Thresholds};
 use crate::stage::{
-    Artifact, ArtifactKind, ColumnProblem, GroupMetricRow, GroupMetricsArtifact, Inputs, LabelUse, ScoreNeed, Stage, StageContext, StageOutput,
+    Artifact, ArtifactKind, ColumnProblem, GroupMetricRow, GroupMetricsArtifact, Inputs, LabelUse, ScoreNeed, Stage, StageContext,
+    StageOutput,
 };
 use crate::stats::{fisher_exact, holm, wilson};
 use crate::suggest::hint;
@@ -266,7 +267,10 @@ impl StageConfig for BiasAuditConfig {
                     }
                     _ => hint(axis, AXES),
                 };
-                c.at(&span, format!("`categories.{axis}`: the rules' categories are of `sex` and `race` (and `ethnicity` beside `race`){fix}"));
+                c.at(
+                    &span,
+                    format!("`categories.{axis}`: the rules' categories are of `sex` and `race` (and `ethnicity` beside `race`){fix}"),
+                );
                 continue;
             };
             let column = self.column_of(axis);
@@ -1021,8 +1025,7 @@ impl BiasAuditConfig {
         if let (Some(s), Some(r)) = (sex, race) {
             // The rules' order when both are mapped: Hispanic or Latino by sex, then each sex by
             // the other races; else sex by race in the data's order.
-            let both_mapped =
-                self.categories.contains_key("sex") && (self.categories.contains_key("race") || self.ethnicity.is_some());
+            let both_mapped = self.categories.contains_key("sex") && (self.categories.contains_key("race") || self.ethnicity.is_some());
             let hispanic = r.names.iter().position(|n| n == RACE_CATEGORIES[0]).filter(|_| both_mapped);
             let mut order: Vec<(usize, usize)> = Vec::new();
             if let Some(h) = hispanic {

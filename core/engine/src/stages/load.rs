@@ -420,7 +420,10 @@ impl StageConfig for LoadConfig {
             checks.missing("protected", "the protected attribute columns");
         }
         if self.label.is_none() && self.favourable.is_some() {
-            checks.problem("favourable", "`favourable` names a value of the label, and no `label` is given: name the label column, or leave `favourable` out");
+            checks.problem(
+                "favourable",
+                "`favourable` names a value of the label, and no `label` is given: name the label column, or leave `favourable` out",
+            );
         }
         checks.within("test_fraction", self.test_fraction, 0.0, 0.99);
         if let Some(t) = self.proxy_threshold {

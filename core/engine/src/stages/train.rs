@@ -288,7 +288,10 @@ struct Train {
 
 impl Stage for Train {
     fn reads_label(&self) -> Option<LabelUse> {
-        Some(LabelUse { key: None, why: "`train` fits a model to the data's label: give the load stage `label` (the outcome column)".into() })
+        Some(LabelUse {
+            key: None,
+            why: "`train` fits a model to the data's label: give the load stage `label` (the outcome column)".into(),
+        })
     }
 
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
