@@ -131,6 +131,12 @@ enum Command {
     VerifyRun {
         /// The run's out folder (holding summary.json).
         out: PathBuf,
+        /// Where the inputs are now: the folder that holds what the pipeline file's folder held
+        /// (each input is looked for at its path relative to the pipeline file, as recorded).
+        /// Without it, a run folder moved together with its inputs finds them by that layout,
+        /// else at the absolute paths recorded.
+        #[arg(long, value_name = "DIR")]
+        inputs: Option<PathBuf>,
     },
     /// List the stage kinds with their inputs and parameters, and every plugin.
     #[command(after_help = crate::json::LIST_SCHEMA)]
@@ -434,8 +440,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
                 root.join("target/release").display()
             );
         }
-        Command::VerifyRun { out } => {
-            let checks = fairpipe_core::trail::verify(&out)?;
+        Command::VerifyRun { out, inputs } => {
+            let checks = fairpipe_core::trail::verify(&out, inputs.as_deref())?;
             for check in &checks {
                 say!("{check}");
             }

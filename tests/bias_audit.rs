@@ -545,3 +545,57 @@ fn audit_keys_that_cannot_work_are_refused_with_the_fix() {
     let err = validate(&pipeline("gender", "", "column = \"advanced\"\nselected = \"Yes\"\ncategories = { gender = { M = \"Male\" } }"));
     assert!(err.contains("write `categories.sex`"), "{err}");
 }
+
+/// An audit bundle verifies anywhere: the run folder inside the pipeline's folder, moved whole
+/// elsewhere, finds its inputs by their recorded places relative to the pipeline file; handed over
+/// apart from them, `--inputs DIR` says where they are. One changed byte is named either way.
+#[test]
+fn verify_run_finds_the_inputs_of_a_moved_bundle() {
+    let fixtures = common::root().join("tests/fixtures/vendor_export");
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir_all(bundle.join("data")).unwrap();
+    std::fs::copy(fixtures.join("export.csv"), bundle.join("data/export.csv")).unwrap();
+    let text = std::fs::read_to_string(fixtures.join("audit.toml")).unwrap().replace("path = \"export.csv\"", "path = \"data/export.csv\"");
+    common::write(&bundle, "audit.toml", &text);
+    let summary = common::run_pipeline(&bundle.join("audit.toml"), &bundle.join("out/vendor"), &[]);
+    assert_eq!(summary["trail"]["out"], "out/vendor");
+    let inputs = summary["trail"]["inputs"].as_array().unwrap();
+    let relatives: Vec<&str> = inputs.iter().map(|t| t["relative"].as_str().unwrap()).collect();
+    assert_eq!(relatives, ["audit.toml", "data/export.csv"]);
+
+    let verify = |args: &[&str]| {
+        let (ok, stdout, stderr) = common::fairpipe(args);
+        (ok, stdout + &stderr)
+    };
+    // Moved whole: every input found by the layout, none at its old absolute path.
+    let moved = dir.path().join("handed-over");
+    std::fs::rename(&bundle, &moved).unwrap();
+    let out = moved.join("out/vendor");
+    let (ok, said) = verify(&["verify-run", out.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    assert!(said.contains(&format!("ok       {}", moved.join("data/export.csv").display())), "{said}");
+    assert!(said.contains("all 2 inputs are the ones audited"), "{said}");
+
+    // The run folder alone elsewhere: the inputs are MISSING, with the way to name them; --inputs
+    // names them.
+    let alone = dir.path().join("run-alone");
+    std::fs::rename(&out, &alone).unwrap();
+    let (ok, said) = verify(&["verify-run", alone.to_str().unwrap()]);
+    assert!(!ok && said.contains("MISSING") && said.contains("--inputs DIR"), "{said}");
+    let (ok, said) = verify(&["verify-run", alone.to_str().unwrap(), "--inputs", moved.to_str().unwrap()]);
+    assert!(ok, "{said}");
+
+    // One byte changed in the data: named, the run refused.
+    let data = moved.join("data/export.csv");
+    let mut bytes = std::fs::read(&data).unwrap();
+    let at = bytes.iter().rposition(|&b| b == b'M').unwrap();
+    bytes[at] = b'F';
+    std::fs::write(&data, bytes).unwrap();
+    let (ok, said) = verify(&["verify-run", alone.to_str().unwrap(), "--inputs", moved.to_str().unwrap()]);
+    assert!(!ok, "{said}");
+    let changed: Vec<&str> = said.lines().filter(|l| l.starts_with("CHANGED")).collect();
+    assert_eq!(changed.len(), 1, "{said}");
+    assert!(changed[0].contains("data/export.csv") && changed[0].contains("data.path"), "{said}");
+    assert!(said.contains("1 of 2 inputs differ"), "{said}");
+}

@@ -21,6 +21,10 @@ pub struct TrailFile {
     pub key: String,
     /// The file, as an absolute path.
     pub path: PathBuf,
+    /// The file relative to the pipeline file's folder (`data/census.csv`, `../x.csv`), so that a
+    /// run folder handed over with its inputs verifies where they are now ([`verify`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative: Option<PathBuf>,
     /// Its size in bytes.
     pub bytes: u64,
     /// Its SHA-256, in lower-case hex.
@@ -44,6 +48,35 @@ pub struct Trail {
     pub executors: BTreeMap<String, String>,
     /// The pipeline file's text (empty for a pipeline made in code).
     pub pipeline: String,
+    /// The run's out folder relative to the pipeline file's folder, when it is inside it
+    /// (`out/census-maft`): a moved bundle (the folder with the inputs and the out folder) finds
+    /// its inputs by that layout ([`verify`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out: Option<PathBuf>,
+}
+
+/// `path` relative to folder `base` (both made absolute, `..` where `path` is outside it); `None`
+/// when they share nothing but the root (or a drive), where a relative path would mean nothing.
+pub fn relative(path: &Path, base: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (path, base) = (abs(path), abs(base));
+    fn normal(p: &Path) -> Vec<Component<'_>> {
+        p.components().filter(|c| !matches!(c, Component::CurDir)).collect()
+    }
+    let (p, b) = (normal(&path), normal(&base));
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common <= 1 {
+        return None;
+    }
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c.as_os_str());
+    }
+    Some(out)
 }
 
 /// The git commit of the program running the engine, set once by its entry point.
@@ -85,15 +118,17 @@ pub fn sha256_file(path: &Path) -> std::io::Result<(String, u64)> {
     Ok((hex, bytes))
 }
 
-/// The entry of file `path` named by `key` of `stage`; `None` when it is no readable file (a
-/// folder, a plugin named rather than a library, a program found on the search path).
-pub fn entry(stage: &str, key: &str, path: &Path) -> Option<TrailFile> {
+/// The entry of file `path` named by `key` of `stage`, with its path relative to the pipeline
+/// file's folder `base` when there is one; `None` when it is no readable file (a folder, a plugin
+/// named rather than a library, a program found on the search path).
+pub fn entry(stage: &str, key: &str, path: &Path, base: Option<&Path>) -> Option<TrailFile> {
     if !path.is_file() {
         return None;
     }
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let (sha256, bytes) = sha256_file(&path).ok()?;
-    Some(TrailFile { stage: stage.to_string(), key: key.to_string(), path, bytes, sha256 })
+    let relative = base.and_then(|b| relative(&path, b));
+    Some(TrailFile { stage: stage.to_string(), key: key.to_string(), path, relative, bytes, sha256 })
 }
 
 /// The files the stages of pipeline `text` (in folder `dir`) name: for each stage, the string
@@ -167,21 +202,53 @@ pub enum VerifyError {
     },
 }
 
-/// Recompute the hash of every input recorded in `out_dir/summary.json`'s trail.
-pub fn verify(out_dir: &Path) -> Result<Vec<FileCheck>, VerifyError> {
+/// Recompute the hash of every input recorded in `out_dir/summary.json`'s trail. Each input is
+/// looked for, relative to the pipeline file's folder as recorded, in `inputs` when given (where
+/// the inputs are now); else where the run folder's recorded place in the pipeline's folder puts
+/// them (a bundle moved whole), then at its absolute path as recorded. Each check names the path
+/// read.
+pub fn verify(out_dir: &Path, inputs: Option<&Path>) -> Result<Vec<FileCheck>, VerifyError> {
     let path = out_dir.join("summary.json");
     let problem = |message: String| VerifyError::Summary { path: path.clone(), message };
     let text = std::fs::read_to_string(&path).map_err(|e| problem(format!("cannot read: {e}")))?;
     let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| problem(format!("not JSON: {e}")))?;
     let trail = json.get("trail").ok_or_else(|| problem("no `trail`: the run was made by a fairpipe without audit trails".into()))?;
     let trail = Trail::deserialize(trail).map_err(|e| problem(format!("`trail` does not read: {e}")))?;
+    // The pipeline file's folder now: given, or the run folder's ancestor its recorded place says.
+    let moved_base = || -> Option<PathBuf> {
+        let out = trail.out.as_ref()?;
+        if out.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+            return None;
+        }
+        let mut base = std::path::absolute(out_dir).ok()?;
+        for _ in out.components() {
+            base = base.parent()?.to_path_buf();
+        }
+        Some(base)
+    };
+    let base = inputs.map(Path::to_path_buf).or_else(moved_base);
     Ok(trail
         .inputs
         .into_iter()
-        .map(|t| match sha256_file(&t.path) {
-            Ok((hash, _)) if hash == t.sha256 => FileCheck::Same(t),
-            Ok((hash, _)) => FileCheck::Changed(t, hash),
-            Err(e) => FileCheck::Missing(t, e.to_string()),
+        .map(|mut t| {
+            let laid_out = match (&base, &t.relative) {
+                (Some(b), Some(r)) => Some(b.join(r)),
+                (Some(b), None) if inputs.is_some() => t.path.file_name().map(|n| b.join(n)),
+                _ => None,
+            };
+            let at = match laid_out {
+                Some(p) if inputs.is_some() || p.is_file() => p,
+                _ => t.path.clone(),
+            };
+            t.path = at;
+            match sha256_file(&t.path) {
+                Ok((hash, _)) if hash == t.sha256 => FileCheck::Same(t),
+                Ok((hash, _)) => FileCheck::Changed(t, hash),
+                Err(e) => {
+                    let hint = if inputs.is_some() { "" } else { " (a run folder moved apart from its inputs: `fairpipe verify-run OUT --inputs DIR`, DIR holding the pipeline file's folder's files)" };
+                    FileCheck::Missing(t, format!("{e}{hint}"))
+                }
+            }
         })
         .collect())
 }
@@ -197,11 +264,11 @@ mod tests {
         std::fs::write(&file, b"hello world").unwrap();
         // The standard's test vector.
         assert_eq!(sha256_file(&file).unwrap(), ("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9".into(), 11));
-        let trail = Trail { inputs: vec![entry("data", "path", &file).unwrap()], ..Trail::default() };
+        let trail = Trail { inputs: vec![entry("data", "path", &file, None).unwrap()], ..Trail::default() };
         std::fs::write(dir.path().join("summary.json"), serde_json::json!({ "trail": trail }).to_string()).unwrap();
-        assert!(verify(dir.path()).unwrap().iter().all(FileCheck::ok));
+        assert!(verify(dir.path(), None).unwrap().iter().all(FileCheck::ok));
         std::fs::write(&file, b"hello worle").unwrap();
-        let checks = verify(dir.path()).unwrap();
+        let checks = verify(dir.path(), None).unwrap();
         assert!(matches!(&checks[0], FileCheck::Changed(t, _) if t.path.ends_with("a.csv")), "{checks:?}");
         assert!(checks[0].to_string().starts_with("CHANGED") && checks[0].to_string().contains("data.path"));
     }

@@ -203,11 +203,12 @@ impl Pipeline {
         let path_keys = |kind: &str| -> Vec<&'static str> {
             super::registry::find(kind).map(|k| (k.keys)().iter().filter(|d| d.ty == "path").map(|d| d.name).collect()).unwrap_or_default()
         };
-        let mut inputs: Vec<crate::trail::TrailFile> = crate::trail::entry("", "pipeline", &self.file).into_iter().collect();
+        let base = (!self.text.is_empty()).then_some(dir.as_path());
+        let mut inputs: Vec<crate::trail::TrailFile> = crate::trail::entry("", "pipeline", &self.file, base).into_iter().collect();
         inputs.extend(
             crate::trail::named_files(&self.text, &dir, path_keys)
                 .into_iter()
-                .filter_map(|(stage, key, path)| crate::trail::entry(&stage, &key, &path)),
+                .filter_map(|(stage, key, path)| crate::trail::entry(&stage, &key, &path, base)),
         );
         crate::trail::Trail {
             fairpipe_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -217,6 +218,7 @@ impl Pipeline {
             inputs,
             executors: BTreeMap::new(),
             pipeline: self.text.clone(),
+            out: None,
         }
     }
 }
