@@ -32,7 +32,7 @@
 #   scikit-learn is pinned to 1.9.1, the version that wrote the checked-in models.
 # Checks first and names the install command of what must come from the system: cargo, a C
 # compiler, python3 with venv, openssl (the HTTPS test makes its certificates with it) and
-# chromium (the report test; without it that test is skipped, except under CI). Under CI (CI set
+# chromium and pdftotext (the report and PDF tests; without them those tests are skipped, except under CI). Under CI (CI set
 # and not "false" or "0") a missing browser is a failure (FAIRPIPE_REQUIRE_BROWSER=1), and when
 # running as root the missing system packages are installed with apt-get.
 # FAIRPIPE_TEST_LOG: where the test output is kept (default target/test.log; .ci/run reads it).
@@ -75,6 +75,13 @@ if [ -z "$browser" ]; then
     need_package "chromium (the report test opens report.html in it)" chromium
   else
     say "note: no chromium: the test that opens report.html in a browser is skipped (\`sudo apt-get install chromium\` runs it)"
+  fi
+fi
+if ! command -v pdftotext >/dev/null; then
+  if [ "$ci" = true ]; then
+    need_package "pdftotext (the bias audit PDF test reads the printed page with it)" poppler-utils
+  else
+    say "note: no pdftotext: the test that reads the bias audit's PDF is skipped (\`sudo apt-get install poppler-utils\` runs it)"
   fi
 fi
 

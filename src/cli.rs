@@ -69,6 +69,22 @@ enum Command {
         /// answers, is refused.
         #[arg(long, value_name = "FILE.jsonl")]
         responses: Option<PathBuf>,
+        /// Also print each bias audit page to `<stage>.pdf` in the out folder (headless Chromium,
+        /// no header or footer): as `fairpipe page OUT --pdf`.
+        #[arg(long, conflicts_with = "shard")]
+        pdf: bool,
+    },
+    /// A run's bias audit pages (`<stage>.html`): list them, or print them to PDF.
+    Page {
+        /// The run's out folder (holding summary.json).
+        out: PathBuf,
+        /// Only this bias_audit stage's page.
+        #[arg(long)]
+        stage: Option<String>,
+        /// Print each page to `<stage>.pdf` beside it with headless Chromium (no header or
+        /// footer: no file path or date on the page); FAIRPIPE_BROWSER names another browser.
+        #[arg(long)]
+        pdf: bool,
     },
     /// Merge the parts of a sharded run (`run --shard`) into the result the unsharded run writes.
     Merge {
@@ -319,7 +335,18 @@ enum Outcome {
 
 fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
-        Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best, responses } => {
+        Command::Page { out, stage, pdf } => {
+            if pdf {
+                for written in crate::page::pdfs(&out, stage.as_deref())? {
+                    say!("{}", written.display());
+                }
+            } else {
+                for (stage, page) in crate::page::pages(&out, stage.as_deref())? {
+                    say!("{stage}: {} (print it with --pdf)", page.display());
+                }
+            }
+        }
+        Command::Run { pipeline, out, seed, quiet, gate, jobs, shard, best, responses, pdf } => {
             if quiet {
                 fairpipe_core::warnings::set_printed(false);
             }
@@ -348,6 +375,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
                 return Ok(if part.gate_passed == Some(false) { Outcome::GateFailed } else { Outcome::Done });
             }
             if sweep.info.matrix {
+                if pdf {
+                    anyhow::bail!("--pdf prints one run's pages: run the matrix, then `fairpipe page OUT/COMBINATION --pdf` for each combination's folder");
+                }
                 let report = sweep.run(&out, usize::from(jobs), !quiet)?;
                 if quiet {
                     say!("{}", out.display());
@@ -359,12 +389,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
             }
             let p = sweep.pipeline(0)?;
             let report = p.run(&out, !quiet)?;
+            let pdfs = if pdf { crate::page::pdfs(&out, None)? } else { Vec::new() };
             if quiet {
                 say!("{}", out.display());
             } else {
                 print_summary(&report.summary);
                 say!("\nresults: {}", out.display());
-                for f in &report.files {
+                for f in report.files.iter().chain(&pdfs) {
                     say!("  {}", f.display());
                 }
             }

@@ -10,6 +10,7 @@ pub mod fuzzing;
 pub mod init;
 pub mod json;
 pub mod llm;
+pub mod page;
 pub mod scaffold;
 
 pub use fairpipe_builtins::{builtin_reference, file_plugins_reference, register_builtins, BUILTINS};

@@ -162,3 +162,64 @@ fn a_test_that_cannot_run_here_is_recorded_as_skipped() {
         }
     }
 }
+
+/// The bias audit page an auditor publishes, printed by `fairpipe page OUT --pdf` (headless
+/// Chromium, no header or footer) from the vendor export's audit: pdftotext (poppler) reads every
+/// category, count, rate and impact ratio of the three tables in it, whole words ("Female" is not
+/// broken), and neither the local file path nor a print date.
+#[test]
+fn the_bias_audit_pdf_holds_every_figure_and_no_local_path() {
+    let test = "report_browser::the_bias_audit_pdf_holds_every_figure_and_no_local_path";
+    let Some(_) = browser_or_skip(test) else { return };
+    if Command::new("pdftotext").arg("-v").output().is_err() {
+        assert!(std::env::var("FAIRPIPE_REQUIRE_BROWSER").is_err(), "FAIRPIPE_REQUIRE_BROWSER is set but pdftotext is not installed");
+        common::skip(test, "no pdftotext on this machine (apt-get install poppler-utils)");
+        return;
+    }
+    let fixtures = common::root().join("tests/fixtures/vendor_export");
+    let out = tempfile::tempdir().unwrap();
+    common::run_pipeline(&fixtures.join("audit.toml"), out.path(), &[]);
+    let (ok, stdout, stderr) = common::fairpipe(&["page", out.path().to_str().unwrap(), "--pdf"]);
+    assert!(ok, "{stdout}\n{stderr}");
+    for stage in ["decisions", "scores"] {
+        let pdf = out.path().join(format!("{stage}.pdf"));
+        assert!(stdout.contains(&pdf.display().to_string()), "{stdout}");
+        let text = Command::new("pdftotext").arg(&pdf).arg("-").output().unwrap();
+        assert!(text.status.success());
+        let text = String::from_utf8(text.stdout).unwrap();
+        // Words as pdftotext gives them, without the punctuation around them.
+        let words = text.split_whitespace().map(|w| w.trim_matches(|c: char| "(),;:“”\"".contains(c))).collect::<Vec<_>>().join(" ");
+        let rows = common::read_csv(&out.path().join(format!("{stage}.csv")));
+        assert!(rows.len() > 20, "{stage}: {} rows", rows.len());
+        for r in &rows {
+            let shown = |cell: &str| -> String {
+                let v: f64 = cell.parse().unwrap();
+                format!("{v:.3}")
+            };
+            let mut said = vec![common::thousands(r["count"].parse().unwrap()), shown(&r["rate"])];
+            if r["unknown"].is_empty() {
+                said.push(r["category"].replace(" × ", " "));
+                if let Ok(ratio) = r["impact_ratio"].parse::<f64>() {
+                    if ratio.is_finite() {
+                        said.push(format!("{ratio:.3}"));
+                    }
+                }
+            }
+            for s in said {
+                let found = s.split_whitespace().all(|w| words.split(' ').any(|x| x == w));
+                assert!(found, "{stage}.pdf lacks {s:?} of row {r:?}:\n{text}");
+            }
+        }
+        // No category word broken inside (the page once printed "Femal" / "e" in a narrow cell).
+        for word in ["Female", "Hispanic", "Latino", "Hawaiian", "Islander", "American", "Alaska", "Unknown"] {
+            for end in 3..word.len() {
+                let broken = &word[..end];
+                assert!(!words.split(' ').any(|w| w == broken), "{stage}.pdf breaks {word:?} as {broken:?}:\n{text}");
+            }
+        }
+        assert!(!text.contains(&out.path().display().to_string()) && !text.contains("file://"), "{stage}.pdf holds the local path");
+        assert!(!text.contains("2026") && !text.contains("AM") && !text.contains("PM"), "{stage}.pdf holds a date or time:\n{text}");
+    }
+    // The PDF is written whole or not at all: no partial file is left.
+    assert!(std::fs::read_dir(out.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".partial")));
+}
