@@ -559,7 +559,6 @@ fn verify_run_finds_the_inputs_of_a_moved_bundle() {
     let text = std::fs::read_to_string(fixtures.join("audit.toml")).unwrap().replace("path = \"export.csv\"", "path = \"data/export.csv\"");
     common::write(&bundle, "audit.toml", &text);
     let summary = common::run_pipeline(&bundle.join("audit.toml"), &bundle.join("out/vendor"), &[]);
-    assert_eq!(summary["trail"]["out"], "out/vendor");
     let inputs = summary["trail"]["inputs"].as_array().unwrap();
     let relatives: Vec<&str> = inputs.iter().map(|t| t["relative"].as_str().unwrap()).collect();
     assert_eq!(relatives, ["audit.toml", "data/export.csv"]);

@@ -48,11 +48,6 @@ pub struct Trail {
     pub executors: BTreeMap<String, String>,
     /// The pipeline file's text (empty for a pipeline made in code).
     pub pipeline: String,
-    /// The run's out folder relative to the pipeline file's folder, when it is inside it
-    /// (`out/census-maft`): a moved bundle (the folder with the inputs and the out folder) finds
-    /// its inputs by that layout ([`verify`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub out: Option<PathBuf>,
 }
 
 /// `path` relative to folder `base` (both made absolute, `..` where `path` is outside it); `None`
@@ -202,11 +197,15 @@ pub enum VerifyError {
     },
 }
 
+/// How many folders up from a run folder [`verify`] looks for the pipeline file of a moved bundle.
+const BUNDLE_DEPTH: usize = 6;
+
 /// Recompute the hash of every input recorded in `out_dir/summary.json`'s trail. Each input is
 /// looked for, relative to the pipeline file's folder as recorded, in `inputs` when given (where
-/// the inputs are now); else where the run folder's recorded place in the pipeline's folder puts
-/// them (a bundle moved whole), then at its absolute path as recorded. Each check names the path
-/// read.
+/// the inputs are now); else in the nearest folder above the run folder that holds the pipeline
+/// file under its recorded name (a bundle moved whole: the pipeline, its inputs and the run folder
+/// inside it; one holding the same file is preferred), then at its absolute path as recorded.
+/// Each check names the path read.
 pub fn verify(out_dir: &Path, inputs: Option<&Path>) -> Result<Vec<FileCheck>, VerifyError> {
     let path = out_dir.join("summary.json");
     let problem = |message: String| VerifyError::Summary { path: path.clone(), message };
@@ -214,17 +213,16 @@ pub fn verify(out_dir: &Path, inputs: Option<&Path>) -> Result<Vec<FileCheck>, V
     let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| problem(format!("not JSON: {e}")))?;
     let trail = json.get("trail").ok_or_else(|| problem("no `trail`: the run was made by a fairpipe without audit trails".into()))?;
     let trail = Trail::deserialize(trail).map_err(|e| problem(format!("`trail` does not read: {e}")))?;
-    // The pipeline file's folder now: given, or the run folder's ancestor its recorded place says.
+    // The pipeline file's folder now: given, or the nearest folder above the run folder holding
+    // the pipeline file (the same file first, else one of its name).
     let moved_base = || -> Option<PathBuf> {
-        let out = trail.out.as_ref()?;
-        if out.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
-            return None;
-        }
-        let mut base = std::path::absolute(out_dir).ok()?;
-        for _ in out.components() {
-            base = base.parent()?.to_path_buf();
-        }
-        Some(base)
+        let pipeline = trail.inputs.iter().find(|t| t.stage.is_empty() && t.key == "pipeline")?;
+        let name = pipeline.relative.as_ref()?;
+        let start = std::path::absolute(out_dir).ok()?;
+        let above: Vec<&Path> = start.ancestors().skip(1).take(BUNDLE_DEPTH).collect();
+        let same = |dir: &Path| sha256_file(&dir.join(name)).is_ok_and(|(hash, _)| hash == pipeline.sha256);
+        let found = above.iter().find(|d| same(d)).or_else(|| above.iter().find(|d| d.join(name).is_file()));
+        found.map(|d| d.to_path_buf())
     };
     let base = inputs.map(Path::to_path_buf).or_else(moved_base);
     Ok(trail

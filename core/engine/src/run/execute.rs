@@ -218,7 +218,6 @@ impl Pipeline {
             inputs,
             executors: BTreeMap::new(),
             pipeline: self.text.clone(),
-            out: None,
         }
     }
 }

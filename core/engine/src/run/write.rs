@@ -23,16 +23,7 @@ impl Run {
     /// folder is moved into place and the temporary files renamed. A failure (or Ctrl-C) before
     /// that leaves the previous result and files untouched.
     pub(crate) fn write_unlocked(&self, out_dir: &Path, report: bool) -> Result<Vec<PathBuf>> {
-        let tables = &self.tables;
-        // The out folder's place in the pipeline file's folder, for a bundle moved whole.
-        let mut placed = self.summary.clone();
-        if let Some(trail) = placed.trail.as_mut() {
-            let pipeline_dir = trail.inputs.iter().find(|t| t.stage.is_empty() && t.key == "pipeline").and_then(|t| t.path.parent());
-            trail.out = pipeline_dir
-                .and_then(|d| crate::trail::relative(out_dir, d))
-                .filter(|r| r.components().all(|c| matches!(c, std::path::Component::Normal(_))));
-        }
-        let summary = &placed;
+        let (summary, tables) = (&self.summary, &self.tables);
         let staging = crate::staging::Staging::begin(out_dir)?;
         let dir = staging.dir().to_path_buf();
         let mut staged = Vec::new();
