@@ -35,7 +35,7 @@ from ._examples import example_data
 from ._llm import LLM
 from ._model import ModelSpec
 
-__all__ = ["audit", "run", "Run", "Gate", "PipelineError", "GateFailed", "Problem", "example_data", "LLM", "__version__"]
+__all__ = ["audit", "bias_audit", "run", "Run", "Gate", "PipelineError", "GateFailed", "Problem", "example_data", "LLM", "__version__"]
 
 __version__: str = _native.version()
 
@@ -179,6 +179,116 @@ def _finish(native: _native.NativeRun, specs: Sequence[ModelSpec], raise_on_gate
     if raise_on_gate and result.gate is not None and not result.gate.passed:
         raise GateFailed(result)
     return result
+
+
+def _blanks_as_text(data: Any, columns: Sequence[str]) -> Any:
+    """``data`` with missing cells of the text columns ``columns`` written as "" (pandas' NaN and
+    None, Polars' null): the bias audit counts a blank category as Unknown, as it does a blank cell
+    of a CSV file."""
+    present = [c for c in columns if c in list(getattr(data, "columns", []))]
+    if hasattr(data, "fillna") and hasattr(data, "copy"):  # pandas
+        data = data.copy()
+        for c in present:
+            if data[c].dtype == object or str(data[c].dtype) in ("string", "str"):
+                data[c] = data[c].fillna("")
+        return data
+    if hasattr(data, "with_columns") and hasattr(data, "schema"):  # Polars
+        import polars as pl
+
+        text = [c for c in present if data.schema[c] == pl.String]
+        return data.with_columns([pl.col(c).fill_null("") for c in text]) if text else data
+    return data
+
+
+def bias_audit(
+    data: Any,
+    *,
+    sex: Optional[str] = None,
+    race: Optional[str] = None,
+    ethnicity: Optional[str] = None,
+    decision: Optional[str] = None,
+    score: Optional[str] = None,
+    selected: Union[None, str, int, Sequence[Union[str, int]]] = None,
+    not_selected: Union[None, str, int, Sequence[Union[str, int]]] = None,
+    exclude: Optional[Sequence[str]] = None,
+    ignore_case: bool = False,
+    unknown: Optional[Sequence[str]] = None,
+    categories: Optional[Mapping[str, Mapping[str, str]]] = None,
+    exclude_below: Optional[float] = None,
+    exclusion_justification: Optional[str] = None,
+    alpha: Optional[float] = None,
+    progress: _progress.Progress = None,
+) -> Run:
+    """The NYC Local Law 144 bias audit (6 RCNY §5-301) of a decision log: no model, no label.
+
+    The tables per sex, race/ethnicity and their intersection (people, selected or scoring above
+    the median, rate, impact ratio; unknown categories counted outside the ratios), as the
+    ``bias_audit`` stage computes them (docs/bias-audit.md explains each key).
+
+    Parameters
+    ----------
+    data:
+        The log: a pandas or Polars DataFrame (or any table with ``__arrow_c_stream__``), one row
+        per person. A blank (missing) sex, race or ethnicity is the Unknown category; no row is
+        dropped.
+    sex, race:
+        The columns of sex and of race/ethnicity categories (give one or both).
+    ethnicity:
+        A Hispanic or Latino flag beside ``race``: Hispanic or Latino whatever the race, else the
+        race's category (map its values in ``categories["ethnicity"]``).
+    decision:
+        The column of the tool's decisions (0/1, or the values ``selected`` and ``not_selected``
+        name): selection rates.
+    score:
+        The column of the tool's scores (instead of ``decision``): scoring rates, the share above
+        the whole sample's median.
+    selected, not_selected, exclude, ignore_case:
+        How the decision values are read: every value must be named, or its rows excluded; a value
+        named nowhere is refused with its count.
+    unknown, categories, exclude_below, exclusion_justification, alpha:
+        As the stage's keys: values meaning Unknown, the mapping of data values to the rules'
+        categories (``{"sex": {"M": "Male", "F": "Female"}}``), the share under which categories
+        are left out of the ratios (with its justification), the tests' significance level.
+    progress:
+        What the run shows while it works, as for ``audit``.
+
+    Returns
+    -------
+    Run
+        ``run.table("bias_audit")`` is every category's row (a Polars DataFrame; ``pandas=True``
+        for pandas); ``run.figures("bias_audit")`` the figures (``rate``, ``min_impact_ratio``,
+        ``tables``, ``category_values``, …).
+
+    Raises
+    ------
+    ValueError
+        When neither or both of ``decision`` and ``score`` are given.
+    PipelineError
+        When a key cannot be applied to the data (a column that is not there, a value that no key
+        names), with what to write.
+    """
+    if (decision is None) == (score is None):
+        raise ValueError("give decision= (a column of decisions) or score= (a column of scores), one of them")
+    keys: Dict[str, Any] = {
+        "sex": sex,
+        "race": race,
+        "ethnicity": ethnicity,
+        "column": decision if decision is not None else score,
+        "outcome": "selection" if decision is not None else "score",
+        "selected": list(selected) if isinstance(selected, (list, tuple)) else selected,
+        "not_selected": list(not_selected) if isinstance(not_selected, (list, tuple)) else not_selected,
+        "exclude": list(exclude) if exclude is not None else None,
+        "ignore_case": ignore_case,
+        "unknown": list(unknown) if unknown is not None else None,
+        "categories": {k: dict(v) for k, v in categories.items()} if categories is not None else None,
+        "exclude_below": exclude_below,
+        "exclusion_justification": exclusion_justification,
+        "alpha": alpha,
+    }
+    keys = {k: v for k, v in keys.items() if v is not None}
+    text_columns = [c for c in (sex, race, ethnicity, decision) if c is not None]
+    native = _native.bias_audit(_blanks_as_text(data, text_columns), keys, progress=_progress.native_progress(progress))
+    return _finish(native, [], False)
 
 
 def audit(

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use fairpipe_core::error::{ConfigError, ConfigProblem, Error};
 use fairpipe_core::models::provided::ProvidedModel;
 use fairpipe_core::output::Table;
-use fairpipe_core::preset::stage_names::{CHECK, ESTIMATE, GROUP_METRICS};
+use fairpipe_core::preset::stage_names::{BIAS_AUDIT, CHECK, DATA, ESTIMATE, GROUP_METRICS};
 use fairpipe_core::preset::{standard_estimate, standard_generate, ModelStage, Search, Seeds, StandardAudit, SEARCH_METHOD};
 use fairpipe_core::run::{Pipeline, Replacement};
+use fairpipe_core::stages::bias_audit::BiasAuditConfig;
 use fairpipe_core::stages::check::CheckConfig;
 use fairpipe_core::stages::generate::GenerateConfig;
 use fairpipe_core::stages::group_metrics::GroupMetricsConfig;
@@ -497,6 +498,38 @@ fn kind_keys(kind: &str) -> PyResult<Vec<&'static str>> {
     Ok((found.keys)().iter().map(|k| k.name).collect())
 }
 
+/// A Local Law 144 bias audit of a decision log given as a frame (no model, no label): `keys` are
+/// the `bias_audit` stage's (`sex`, `race`, `ethnicity`, `column`, `outcome`, `selected`, …); the
+/// frame is read with no missing-value markers (a blank category is Unknown, no row dropped),
+/// only the columns those keys name.
+#[pyfunction]
+#[pyo3(signature = (data, keys, progress=None))]
+fn bias_audit(py: Python<'_>, data: Bound<'_, PyAny>, keys: Bound<'_, PyAny>, progress: Option<Bound<'_, PyAny>>) -> PyResult<NativeRun> {
+    let last: LastError = LastError::default();
+    let show = progress::Show::from_py(progress)?;
+    let frame = frame_from_py(&data, "data")?;
+    let keys: Value = convert::from_py(&keys, "keys")?;
+    let result = progress::followed(py, show, |draw| -> Result<NativeRun, AuditError> {
+        let config: BiasAuditConfig = caller::read_keys("bias_audit", keys)?;
+        let read: Vec<String> = [&config.sex, &config.race, &config.ethnicity, &config.column].into_iter().flatten().cloned().collect();
+        let protected: Vec<&str> = [&config.sex, &config.race].into_iter().flatten().map(String::as_str).collect();
+        let mut load = LoadConfig::from_frame(frame, "", &protected);
+        load.label = None;
+        load.features = Some(read);
+        load.missing_values = Some(Vec::new());
+        let pipeline = Pipeline::builder("bias-audit")
+            .stage(DATA, load, &[])
+            .stage(BIAS_AUDIT, config, &[("data", DATA)])
+            .build()
+            .map_err(Error::from)?;
+        Ok(execute(&pipeline, None, draw)?)
+    });
+    result.map_err(|e| match e {
+        AuditError::Argument(refused) => argument_error(py, &refused, &last),
+        AuditError::Engine(e) => engine_error(py, e, &last, false),
+    })
+}
+
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -511,6 +544,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::arrow_buffer_addresses, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_reference, m)?)?;
     m.add_function(wrap_pyfunction!(kind_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(bias_audit, m)?)?;
     m.add_function(wrap_pyfunction!(source_tree, m)?)?;
     m.add_function(wrap_pyfunction!(cost::audit_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli, m)?)?;

@@ -1,0 +1,85 @@
+"""`fairpipe_rs.bias_audit` on a decision log (issue 60, item 8): the vendor export of
+tests/fixtures/vendor_export read by pandas and by Polars as a user reads it (blank cells missing),
+audited with no model and no label, gives the tables scripts/vendor_export_expected.py computes from
+the rules (every count exact, rates and ratios to 1e-12); its messy copy is refused naming each
+value the keys do not name, with its count."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import polars as pl
+import pytest
+
+import fairpipe_rs
+from conftest import ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures" / "vendor_export"
+RACE = {
+    "W": "White",
+    "B": "Black or African American",
+    "A": "Asian",
+    "NHPI": "Native Hawaiian or Pacific Islander",
+    "AIAN": "Native American or Alaska Native",
+    "2+": "Two or More Races",
+}
+KEYS = dict(
+    sex="gender",
+    race="race_cd",
+    ethnicity="hispanic_latino",
+    unknown=["X", "Decline"],
+    categories={
+        "sex": {"M": "Male", "F": "Female"},
+        "race": RACE,
+        "ethnicity": {"Y": "Hispanic or Latino", "N": "Not Hispanic or Latino"},
+    },
+    exclude_below=0.02,
+    exclusion_justification="categories under 2% of the applicants are too small for a stable ratio",
+)
+
+
+def assert_tables_equal(got: pd.DataFrame, expected: pd.DataFrame) -> None:
+    assert len(got) == len(expected)
+    for (_, g), (_, e) in zip(got.iterrows(), expected.iterrows()):
+        assert (g["table"], g["category"]) == (e["table"], e["category"])
+        assert (int(g["count"]), int(g["selected"])) == (int(e["count"]), int(e["selected"])), e["category"]
+        for column in ("rate", "share", "impact_ratio"):
+            a, b = float(g[column]), float(e[column])
+            assert (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(b)), (e["category"], column, a, b)
+
+
+@pytest.mark.parametrize("reader", ["pandas", "polars"])
+def test_a_decision_log_gives_the_rules_tables(reader):
+    path = FIXTURES / "export.csv"
+    frame = pd.read_csv(path) if reader == "pandas" else pl.read_csv(path, infer_schema_length=None)
+    run = fairpipe_rs.bias_audit(frame, decision="advanced", selected="Yes", not_selected="No", **KEYS)
+    assert_tables_equal(run.table("bias_audit", pandas=True), pd.read_csv(FIXTURES / "expected_selection.csv"))
+    figures = run.figures("bias_audit")
+    assert figures["rows"] == 4000 and abs(figures["rate"] - 0.27) < 1e-12
+    assert [t["unknown"]["count"] for t in figures["tables"]] == [380, 251, 580]
+
+    scores = fairpipe_rs.bias_audit(frame, score="score", **KEYS)
+    assert_tables_equal(scores.table("bias_audit", pandas=True), pd.read_csv(FIXTURES / "expected_score.csv"))
+    assert scores.figures("bias_audit")["median_score"] == 47.0
+
+
+def test_a_messy_log_is_refused_naming_its_values():
+    frame = pd.read_csv(FIXTURES / "export_messy.csv")
+    with pytest.raises(fairpipe_rs.PipelineError) as refused:
+        fairpipe_rs.bias_audit(frame, decision="advanced", selected="Yes", not_selected="No", **KEYS)
+    said = str(refused.value)
+    for value, n in [("yes", "514"), ("no", "1,441"), ("Withdrawn", "80")]:
+        assert f'"{value}" {n} rows' in said, said
+    run = fairpipe_rs.bias_audit(
+        frame, decision="advanced", selected="Yes", not_selected="No", ignore_case=True, exclude=["Withdrawn"], **KEYS
+    )
+    assert run.figures("bias_audit")["excluded_decisions"] == 80
+
+
+def test_neither_or_both_outcomes_is_refused():
+    frame = pd.read_csv(FIXTURES / "export.csv")
+    with pytest.raises(ValueError, match="decision="):
+        fairpipe_rs.bias_audit(frame, sex="gender")
+    with pytest.raises(ValueError, match="decision="):
+        fairpipe_rs.bias_audit(frame, sex="gender", decision="advanced", score="score")
