@@ -464,6 +464,13 @@ fn a_vendor_export_is_audited_as_it_is() {
     assert_eq!(decisions["ethnicity_column"], "hispanic_latino");
     assert!(summary["stages"]["data"]["label"].is_null(), "the export was read with no label");
     assert_eq!(summary["warnings"].as_array().map(Vec::len), Some(0), "no warning applies: {}", summary["warnings"]);
+    // A scoring audit's verdicts speak of scoring rates, a selection audit's of selection.
+    for v in summary["verdicts"]["attributes"].as_array().unwrap() {
+        let line = v["line"].as_str().unwrap();
+        let (says, not) =
+            if v["model"] == "scores" { ("scores above the median at", "is selected") } else { ("is selected at", "scores above") };
+        assert!(line.contains(says) && !line.contains(not), "{line}");
+    }
 
     // Which value became which category: every row of each column counted once, blanks included.
     let values = decisions["category_values"].as_array().unwrap();

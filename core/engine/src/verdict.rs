@@ -66,8 +66,9 @@ fn impact_words(attribute: &str, m: &ImpactMeasure) -> String {
         None => "",
     };
     format!(
-        "{attribute} = {} is selected at {}, {:.2} of the rate of {attribute} = {} ({}; {judged}{tested}; {} `{}`)",
+        "{attribute} = {} {} {}, {:.2} of the rate of {attribute} = {} ({}; {judged}{tested}; {} `{}`)",
         m.group,
+        if m.scored { "scores above the median at" } else { "is selected at" },
         pct(m.selection_rate),
         m.impact_ratio,
         m.reference,

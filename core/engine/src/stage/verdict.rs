@@ -212,6 +212,10 @@ pub struct ImpactMeasure {
     pub significant: Option<bool>,
     /// Its grade.
     pub severity: Severity,
+    /// The rates are scoring rates (the share scoring above the whole sample's median score, a
+    /// `bias_audit` with `outcome = "score"`), said as such.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scored: bool,
 }
 
 /// The verdict on one protected attribute of one model (or on attributes a stage changed

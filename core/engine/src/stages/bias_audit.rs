@@ -1144,14 +1144,20 @@ impl StageFigures for BiasAuditFigures {
         let mut out = Vec::new();
         for (table, column) in [("sex", &self.sex_column), ("race", &self.race_column)] {
             let (Some(column), Some(table)) = (column, self.tables.iter().find(|x| x.table == table)) else { continue };
-            out.push(Impact { model: model.to_string(), attribute: column.clone(), measure: bias_audit_impact(t, at.name, table) });
+            let scored = self.outcome == "score";
+            out.push(Impact { model: model.to_string(), attribute: column.clone(), measure: bias_audit_impact(t, at.name, table, scored) });
         }
         out
     }
 
     fn impact_next_step(m: &ImpactMeasure, attribute: &str) -> Option<String> {
+        let unequal = if m.scored {
+            format!("scoring scores {attribute} categories above the median unequally")
+        } else {
+            format!("threshold selects {attribute} categories unequally")
+        };
         Some(format!(
-            "Read the audit page `{}.html` (what the law asks to publish: every category's rate and impact ratio) and, beside it, whether the gap is significant; then find what in the tool's inputs or threshold selects {attribute} categories unequally, change it, and audit again.",
+            "Read the audit page `{}.html` (what the law asks to publish: every category's rate and impact ratio) and, beside it, whether the gap is significant; then find what in the tool's inputs or {unequal}, change it, and audit again.",
             m.stage
         ))
     }
@@ -1162,7 +1168,7 @@ impl StageFigures for BiasAuditFigures {
 /// selected one, graded as [`grade_group`] grades a group: below the failing line (the four-fifths
 /// line unless `[pipeline.verdict]` sets `impact_fail`) is severe, held to notable when Fisher's
 /// test after Holm's correction finds the difference not significant.
-pub fn bias_audit_impact(t: &Thresholds, stage: &str, table: &AuditTable) -> Option<ImpactMeasure> {
+pub fn bias_audit_impact(t: &Thresholds, stage: &str, table: &AuditTable, scored: bool) -> Option<ImpactMeasure> {
     let reference = table.rows.iter().find(|r| r.highest && !r.excluded)?;
     let worst = table
         .rows
@@ -1185,6 +1191,7 @@ pub fn bias_audit_impact(t: &Thresholds, stage: &str, table: &AuditTable) -> Opt
         fail_below,
         significant,
         severity,
+        scored,
     })
 }
 

@@ -414,6 +414,7 @@ pub fn impact(t: &Thresholds, stage: &str, f: &GroupMetricsFigures, set: &str) -
         fail_below: t.impact_fail.unwrap_or(f.threshold),
         significant,
         severity,
+        scored: false,
     })
 }
 
