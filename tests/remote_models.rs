@@ -28,6 +28,14 @@ pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// `N` distinct free ports: each held until all are chosen (one at a time, the system may hand
+/// out a port just released again: MLServer once got its HTTP port as its gRPC port too, and
+/// exited with "address already in use").
+pub(crate) fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
+}
+
 /// A server process, killed when dropped.
 /// Started in its own process group (MLflow's server runs uvicorn as a child), all of which is
 /// killed when dropped.
@@ -114,9 +122,7 @@ pub(crate) fn start_mlserver() -> Server {
     for file in ["model.joblib", "model-settings.json"] {
         std::fs::copy(fixtures().join("census-lr").join(file), model.join(file)).unwrap();
     }
-    let port = free_port();
-    let metrics_port = free_port();
-    let grpc_port = free_port();
+    let [port, metrics_port, grpc_port] = free_ports::<3>();
     let settings = serde_json::json!({
         "host": "127.0.0.1", "http_port": port, "grpc_port": grpc_port, "metrics_port": metrics_port,
         "parallel_workers": 0, "debug": false,
