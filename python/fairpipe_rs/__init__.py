@@ -41,6 +41,9 @@ __version__: str = _native.version()
 
 #: The checks ``audit`` runs unless told otherwise.
 DEFAULT_CHECKS = ("group_metrics", "estimate", "check")
+#: Every check ``audit`` can run: the default ones and the Local Law 144 tables of the model's
+#: decisions (``"bias_audit"``, with ``sex=`` and/or ``race=``).
+CHECKS = DEFAULT_CHECKS + ("bias_audit",)
 
 # Keys of a `generate` stage, from the engine's description of the kind (everything else in a
 # `search=` dict is a parameter of the method).
@@ -309,6 +312,8 @@ def audit(
     batch_size: int = 16384,
     raise_on_gate: bool = False,
     progress: _progress.Progress = None,
+    sex: Optional[str] = None,
+    race: Optional[str] = None,
 ) -> Run:
     """Audit ``model`` on ``data`` for discrimination on the ``protected`` attributes.
 
@@ -348,7 +353,10 @@ def audit(
         the input domain whose decision changes with the protected attributes alone, with its
         interval) and ``"check"`` (the measured rows whose decision changes) to run; each is a
         stage named as the check. The estimate draws 100 trials x 1,000 random inputs (100,000;
-        ``options={"estimate": {"trials": ..., "samples": ...}}`` to change it).
+        ``options={"estimate": {"trials": ..., "samples": ...}}`` to change it). ``"bias_audit"``
+        adds the NYC Local Law 144 tables of the model's decisions per ``sex`` and ``race``
+        category and their intersection (a stage named ``bias_audit``; its other keys, such as
+        ``categories``, go in ``options={"bias_audit": {...}}``).
     search:
         A search for discriminatory inputs, verified by the host: a method name (``"maft"``,
         ``"aequitas"``, ``"eidig"``, ``"sg"``, ``"random"`` or a plugin's), or a dict with
@@ -397,9 +405,16 @@ def audit(
         protected = [protected]
     protected = [str(p) for p in protected]
     drop = [str(d) for d in drop]
-    unknown = [c for c in checks if c not in DEFAULT_CHECKS]
+    unknown = [c for c in checks if c not in CHECKS]
     if isinstance(checks, str) or unknown:
-        raise ValueError(f"checks: {checks!r}; give a list of {', '.join(DEFAULT_CHECKS)}")
+        raise ValueError(f"checks: {checks!r}; give a list of {', '.join(CHECKS)}")
+    axes = {k: v for k, v in (("sex", sex), ("race", race)) if v is not None}
+    if "bias_audit" in checks and not axes and not dict((options or {}).get("bias_audit") or {}):
+        raise ValueError('checks: "bias_audit" needs sex= and/or race= (the columns of sex and race categories)')
+    if axes and "bias_audit" not in checks:
+        raise ValueError(f'{" and ".join(f"{k}=" for k in axes)} name(s) the columns of the Local Law 144 tables: add "bias_audit" to checks')
+    if axes:
+        options = {**dict(options or {}), "bias_audit": {**axes, **dict((options or {}).get("bias_audit") or {})}}
     test_mask = None
     test_frame = None
     if test is not None:

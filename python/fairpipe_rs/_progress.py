@@ -153,6 +153,8 @@ def planned_rows(
             plan.append((check, measured, f"{measured:,} rows"))
         elif check == "check":
             plan.append((check, measured * combinations, f"{measured:,} rows × {combinations} combinations"))
+        elif check == "bias_audit":
+            plan.append((check, measured, f"{measured:,} rows"))
         elif check == "estimate":
             trials = int(given.get("trials", defaults["estimate"]["trials"]))
             samples = int(given.get("samples", defaults["estimate"]["samples"]))

@@ -439,10 +439,14 @@ fn audit(
                     let defaults = with_split(serde_json::to_value(CheckConfig::default()).unwrap_or_default());
                     audit.check = Some(config_from(check, defaults, option(check))?);
                 }
+                BIAS_AUDIT => {
+                    // The model's decisions on the measured rows; the axes come in its options.
+                    audit.bias_audit = Some(config_from(check, with_split(Value::Object(Default::default())), option(check))?);
+                }
                 other => {
                     return Err(ArgumentError::new(
                         "checks",
-                        format!("unknown check {other:?}; the checks are group_metrics, estimate and check"),
+                        format!("unknown check {other:?}; the checks are group_metrics, estimate, check and bias_audit"),
                     )
                     .into())
                 }

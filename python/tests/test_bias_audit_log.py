@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import fairpipe_rs
-from conftest import ROOT
+from conftest import ROOT, favourable_proba
 
 FIXTURES = ROOT / "tests" / "fixtures" / "vendor_export"
 RACE = {
@@ -83,3 +83,22 @@ def test_neither_or_both_outcomes_is_refused():
         fairpipe_rs.bias_audit(frame, sex="gender")
     with pytest.raises(ValueError, match="decision="):
         fairpipe_rs.bias_audit(frame, sex="gender", decision="advanced", score="score")
+
+
+def test_audit_of_a_model_adds_the_rules_tables(sklearn_pipeline, adult_frames):
+    """``audit(..., checks=["bias_audit"], sex=, race=)``: the Local Law 144 tables of a real
+    scikit-learn model's decisions (P(favourable) > 0.5) on the audited rows, held to the counts
+    pandas computes from the model's own predict_proba."""
+    _, frame = adult_frames
+    run = fairpipe_rs.audit(
+        frame, sklearn_pipeline, label="Y", favourable=">50K", protected=["sex", "race"], checks=["bias_audit"], sex="sex", race="race"
+    )
+    selected = favourable_proba(sklearn_pipeline, frame.drop(columns=["Y"]), ">50K") > 0.5
+    table = run.table("bias_audit", pandas=True)
+    sex = table[table["table"] == "sex"].set_index("category")
+    for value, rows in frame.assign(selected=selected).groupby("sex"):
+        assert int(sex.loc[value, "count"]) == len(rows), value
+        assert int(sex.loc[value, "selected"]) == int(rows["selected"].sum()), value
+    assert run.figures("bias_audit")["rows"] == len(frame)
+    with pytest.raises(ValueError, match="bias_audit"):
+        fairpipe_rs.audit(frame, sklearn_pipeline, label="Y", favourable=">50K", protected=["sex"], checks=["check"], sex="sex")
