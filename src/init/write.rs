@@ -3,7 +3,7 @@
 //! what was guessed and what to confirm.
 
 use std::fmt::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use fairpipe_core::data::ColumnProfile;
 use fairpipe_core::domain::{AttributeKind, Domain};
@@ -16,21 +16,8 @@ use super::guess::{CodesFound, Proposed};
 pub fn relative_to(target: &Path, base: &Path) -> PathBuf {
     let abs = |p: &Path| p.canonicalize().or_else(|_| std::path::absolute(p)).unwrap_or_else(|_| p.to_path_buf());
     let (target, base) = (abs(target), abs(base));
-    let t: Vec<Component> = target.components().collect();
-    let b: Vec<Component> = base.components().collect();
-    let common = t.iter().zip(&b).take_while(|(x, y)| x == y).count();
     // Only the root in common (or a different drive): absolute is clearer than ../../..
-    if common <= 1 {
-        return target;
-    }
-    let mut out = PathBuf::new();
-    for _ in common..b.len() {
-        out.push("..");
-    }
-    for c in &t[common..] {
-        out.push(c.as_os_str());
-    }
-    out
+    fairpipe_core::trail::relative(&target, &base).unwrap_or(target)
 }
 
 /// A name's words for a pipeline name: `adult.data.csv` → `adult-data`.

@@ -591,15 +591,10 @@ impl BiasAuditConfig {
             true => RACE_CATEGORIES.iter().position(|o| o == n).unwrap_or(RACE_CATEGORIES.len()),
             false => usize::from(n != hispanic_name),
         };
-        let mut order: Vec<usize> = (0..names.len()).collect();
-        order.sort_by_key(|&i| rank(&names[i]));
-        let mut remap = vec![0; names.len()];
-        for (to, &from) in order.iter().enumerate() {
-            remap[from] = to;
-        }
+        let (names, remap) = reordered(&names, rank);
         Ok(Axis {
             of_row: of_row.into_iter().map(|i| i.map(|i| remap[i])).collect(),
-            names: order.iter().map(|&i| names[i].clone()).collect(),
+            names,
             values: race.values.into_iter().chain(ethnicity.values).collect(),
         })
     }
@@ -855,15 +850,13 @@ impl BiasAuditConfig {
             });
             index_of_value.insert(v.to_bits(), index);
         }
-        // Mapped: the rules' order.
+        // Mapped: the rules' order (a category they do not name first).
         if let Some(order) = mapping.and(rules_categories(axis)) {
-            let mut sorted = names.clone();
-            sorted.sort_by_key(|n| order.iter().position(|o| *o == n.as_str()));
-            let remap: Vec<usize> = names.iter().map(|n| sorted.iter().position(|s| s == n).unwrap_or(0)).collect();
+            let remap;
+            (names, remap) = reordered(&names, |n| order.iter().position(|o| *o == n.as_str()).map_or(0, |p| p + 1));
             for v in index_of_value.values_mut() {
                 *v = v.map(|i| remap[i]);
             }
-            names = sorted;
         }
         let of_row: Vec<Option<usize>> = rows.iter().map(|&r| index_of_value[&data.x[[r, j]].to_bits()]).collect();
         let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
@@ -884,6 +877,18 @@ impl BiasAuditConfig {
         read.sort_by_key(|v| (names.iter().position(|n| *n == v.category).unwrap_or(names.len()), v.value.clone()));
         Ok(Axis { of_row, names, values: read })
     }
+}
+
+/// `names` sorted by `rank` (stably: equal ranks keep their order), with each old index's new
+/// index.
+fn reordered(names: &[String], rank: impl Fn(&String) -> usize) -> (Vec<String>, Vec<usize>) {
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by_key(|&i| rank(&names[i]));
+    let mut remap = vec![0; names.len()];
+    for (to, &from) in order.iter().enumerate() {
+        remap[from] = to;
+    }
+    (order.iter().map(|&i| names[i].clone()).collect(), remap)
 }
 
 /// The level names of a categorical attribute, for messages.
