@@ -47,6 +47,7 @@ mod retrain;
 mod robust_output;
 mod score_cache;
 mod search_floors;
+mod situation_testing;
 mod sweeps;
 mod text_audit;
 mod tree_executor;

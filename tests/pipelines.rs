@@ -32,8 +32,8 @@ fn every_bundled_pipeline_runs_and_writes_its_outputs() {
     // A pipeline auditing an LLM needs its endpoint: `llm_planted.rs` runs it against the planted
     // server instead.
     for file in pipeline_files().into_iter().filter(|f| !std::fs::read_to_string(f).unwrap().contains("\nllm = {")) {
-        let out = tempfile::tempdir().unwrap();
-        let summary = run_pipeline(&file, out.path(), &[]);
+        let run = bundled_run(&file);
+        let (out, summary) = (&run.out, &run.summary);
         let stages = summary["stages"].as_object().unwrap();
         assert!(!stages.is_empty());
         for (name, figures) in stages {
@@ -58,9 +58,8 @@ fn every_bundled_pipeline_runs_and_writes_its_outputs() {
 #[test]
 fn reference_onnx_models_reproduce_their_recorded_test_accuracy() {
     for (pipeline, correct, total) in [("census-estimate", 8275, 9769), ("credit-estimate", 313, 400), ("bank-estimate", 8065, 9043)] {
-        let out = tempfile::tempdir().unwrap();
-        let summary = run_pipeline(&root().join(format!("pipelines/{pipeline}.toml")), out.path(), &[]);
-        let model = &summary["stages"]["model"];
+        let run = bundled_run(&root().join(format!("pipelines/{pipeline}.toml")));
+        let model = &run.summary["stages"]["model"];
         assert_eq!(model["correct_test"], correct, "{pipeline}");
         assert_eq!(model["total_test"], total, "{pipeline}");
         assert!((model["accuracy_test"].as_f64().unwrap() - correct as f64 / total as f64).abs() < 1e-12);

@@ -142,9 +142,8 @@ fn testsgd_mitigation_shrinks_the_worst_group_score_within_the_accuracy_toleranc
 /// same fresh seeds after `pairs` retraining.
 #[test]
 fn census_full_audit_retraining_lowers_discrimination_within_one_accuracy_point() {
-    let out = tempfile::tempdir().unwrap();
-    let summary = run_pipeline(&root().join("pipelines/census-full-audit.toml"), out.path(), &[]);
-    let stages = &summary["stages"];
+    let run = bundled_run(&root().join("pipelines/census-full-audit.toml"));
+    let stages = &run.summary["stages"];
     for (stage, strategy) in [("fairer", "aequitas"), ("fairer_pairs", "pairs"), ("fairer_groups", "testsgd")] {
         let f = &stages[stage];
         assert_eq!(f["strategy"], strategy);
@@ -167,7 +166,7 @@ fn census_full_audit_retraining_lowers_discrimination_within_one_accuracy_point(
     assert!(idis("aequitas_after_pairs_verified") < idis("aequitas_after_verified"));
     assert!(stages["groups_after"]["worst_score"].as_f64().unwrap() < stages["groups"]["worst_score"].as_f64().unwrap());
     // The report puts every model beside the others, measured the same way.
-    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    let html = std::fs::read_to_string(run.out.path().join("report.html")).unwrap();
     let section = &html[html.find("Each model, measured the same way").expect("the comparison section")..];
     for model in ["model", "fairer", "fairer_groups", "fairer_pairs"] {
         assert!(section.contains(&format!("<tr><td>{model}</td>")), "{model} missing from the comparison");

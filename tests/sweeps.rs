@@ -195,11 +195,10 @@ fn bundled_pipelines_shard_and_merge_to_the_unsharded_run() {
     for name in ["census-estimate.toml", "census-maft.toml"] {
         let dir = tempfile::tempdir().unwrap();
         let pipeline = PathBuf::from(common::bundled(name));
-        let plain = dir.path().join("plain");
-        common::run_pipeline(&pipeline, &plain, &[]);
+        let plain = common::bundled_run(&pipeline);
         for n in [1, 2, 4] {
             let merged = shard_and_merge(&pipeline, &dir.path().join(format!("n{n}")), n);
-            assert_same_result(&plain, &merged);
+            assert_same_result(plain.out.path(), &merged);
         }
     }
 }

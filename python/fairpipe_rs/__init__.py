@@ -220,6 +220,11 @@ def bias_audit(
     exclude_below: Optional[float] = None,
     exclusion_justification: Optional[str] = None,
     alpha: Optional[float] = None,
+    qualifications: Optional[Sequence[str]] = None,
+    applicant_id: Optional[str] = None,
+    situation_k: Optional[int] = None,
+    situation_t: Optional[float] = None,
+    reference: Optional[Mapping[str, str]] = None,
     progress: _progress.Progress = None,
 ) -> Run:
     """The NYC Local Law 144 bias audit (6 RCNY §5-301) of a decision log: no model, no label.
@@ -252,6 +257,13 @@ def bias_audit(
         As the stage's keys: values meaning Unknown, the mapping of data values to the rules'
         categories (``{"sex": {"M": "Male", "F": "Female"}}``), the share under which categories
         are left out of the ratios (with its justification), the tests' significance level.
+    qualifications, applicant_id, situation_k, situation_t, reference:
+        Beyond the rules, situation testing (Luong, Ruggieri and Turini 2011): the columns that
+        say how qualified an applicant is; each applicant not selected is compared with the
+        ``situation_k`` (16) most similar applicants of their own category and of the reference
+        category (``reference``, e.g. ``{"sex": "Male"}``; default each table's most selected),
+        and listed when the reference neighbours' rate is higher by at least ``situation_t``
+        (0.3). ``applicant_id`` names the column printed beside each applicant listed.
     progress:
         What the run shows while it works, as for ``audit``.
 
@@ -260,7 +272,8 @@ def bias_audit(
     Run
         ``run.table("bias_audit")`` is every category's row (a Polars DataFrame; ``pandas=True``
         for pandas); ``run.figures("bias_audit")`` the figures (``rate``, ``min_impact_ratio``,
-        ``tables``, ``category_values``, …).
+        ``tables``, ``category_values``, ``situation_testing``, …); with ``qualifications``,
+        ``run.table("bias_audit_situation")`` lists every applicant situation testing listed.
 
     Raises
     ------
@@ -287,6 +300,11 @@ def bias_audit(
         "exclude_below": exclude_below,
         "exclusion_justification": exclusion_justification,
         "alpha": alpha,
+        "qualifications": list(qualifications) if qualifications is not None else None,
+        "applicant_id": applicant_id,
+        "situation_k": situation_k,
+        "situation_t": situation_t,
+        "reference": dict(reference) if reference is not None else None,
     }
     keys = {k: v for k, v in keys.items() if v is not None}
     text_columns = [c for c in (sex, race, ethnicity, decision) if c is not None]

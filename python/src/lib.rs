@@ -515,7 +515,9 @@ fn bias_audit(py: Python<'_>, data: Bound<'_, PyAny>, keys: Bound<'_, PyAny>, pr
     let keys: Value = convert::from_py(&keys, "keys")?;
     let result = progress::followed(py, show, |draw| -> Result<NativeRun, AuditError> {
         let config: BiasAuditConfig = caller::read_keys(BIAS_AUDIT, keys)?;
-        let read: Vec<String> = [&config.sex, &config.race, &config.ethnicity, &config.column].into_iter().flatten().cloned().collect();
+        let mut read: Vec<String> =
+            [&config.sex, &config.race, &config.ethnicity, &config.column, &config.applicant_id].into_iter().flatten().cloned().collect();
+        read.extend(config.qualifications.iter().filter(|q| !read.contains(q)).cloned().collect::<Vec<_>>());
         let protected: Vec<&str> = [&config.sex, &config.race].into_iter().flatten().map(String::as_str).collect();
         let mut load = LoadConfig::from_frame(frame, "", &protected);
         load.label = None;

@@ -102,3 +102,56 @@ def test_audit_of_a_model_adds_the_rules_tables(sklearn_pipeline, adult_frames):
     assert run.figures("bias_audit")["rows"] == len(frame)
     with pytest.raises(ValueError, match="bias_audit"):
         fairpipe_rs.audit(frame, sklearn_pipeline, label="Y", favourable=">50K", protected=["sex"], checks=["check"], sex="sex")
+
+
+def test_situation_testing_lists_the_applicants_a_brute_force_reading_of_the_paper_lists():
+    """``qualifications`` on a small planted log: every own and reference neighbour rate equal to
+    a numpy computation of Luong, Ruggieri and Turini's definitions (mean per-column distance: |z|
+    difference for numbers, 0/1 for categories; the k nearest, ties to the earlier row, the
+    applicant not their own neighbour), and the same applicants listed."""
+    import numpy as np
+
+    rng = np.random.default_rng(2011)
+    n, k, t = 400, 8, 0.3
+    sex = rng.choice(["M", "F"], size=n)
+    years = rng.integers(0, 21, size=n)
+    education = rng.choice(["HS", "BA", "MA"], size=n)
+    merit = 2.0 * years + 8.0 * (education == "BA") + 16.0 * (education == "MA")
+    advanced = np.where(merit >= np.where(sex == "F", 30.0, 22.0), "Yes", "No")
+    frame = pd.DataFrame({"id": np.arange(1, n + 1), "sex": sex, "years": years, "education": education, "advanced": advanced})
+    run = fairpipe_rs.bias_audit(
+        frame,
+        sex="sex",
+        decision="advanced",
+        selected="Yes",
+        not_selected="No",
+        qualifications=["years", "education"],
+        applicant_id="id",
+        situation_k=k,
+        situation_t=t,
+    )
+    [women] = [s for s in run.figures("bias_audit")["situation_testing"] if s["category"] == "F"]
+    assert women["reference"] == "M"
+
+    z = (years - years.mean()) / years.std()
+    chosen = advanced == "Yes"
+
+    def rate(r, group):
+        pool = [i for i in range(n) if sex[i] == group and i != r]
+        d = [((abs(z[i] - z[r]) + float(education[i] != education[r])) / 2.0, i) for i in pool]
+        nearest = sorted(d)[:k]
+        return sum(chosen[i] for _, i in nearest) / k
+
+    expected = {}
+    for r in range(n):
+        if sex[r] == "F" and not chosen[r]:
+            own, ref = rate(r, "F"), rate(r, "M")
+            if ref - own >= t:
+                expected[r + 1] = (own, ref)
+    listed = run.table("bias_audit_situation", pandas=True)
+    got = {int(row["id"]): (row["own_rate"], row["reference_rate"]) for _, row in listed.iterrows()}
+    assert got.keys() == expected.keys() and len(got) > 0
+    for applicant, (own, ref) in expected.items():
+        assert abs(got[applicant][0] - own) < 1e-12 and abs(got[applicant][1] - ref) < 1e-12, applicant
+    assert women["listed"] == len(expected)
+    assert women["tested"] == int(((sex == "F") & ~chosen).sum())

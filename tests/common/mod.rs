@@ -74,6 +74,34 @@ pub fn run_pipeline(pipeline: &Path, out: &Path, extra: &[&str]) -> serde_json::
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
+/// One run of a bundled pipeline as written (`fairpipe run FILE --out DIR --quiet`, no other
+/// argument): its output folder and summary.json.
+pub struct BundledRun {
+    /// The run's output folder (kept until the test binary ends).
+    pub out: tempfile::TempDir,
+    /// Its summary.json.
+    pub summary: serde_json::Value,
+}
+
+/// The run of bundled pipeline `file` as written, made once per test binary and shared by every
+/// test that reads it (the first to ask runs it; one asking meanwhile waits): the suite ran
+/// census-full-audit, census-estimate and others several times over, each identically, and the
+/// test run is CPU-bound on 2 cores (issue 58). A test must only read the folder.
+pub fn bundled_run(file: &Path) -> std::sync::Arc<BundledRun> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Runs = Mutex<HashMap<PathBuf, Arc<OnceLock<Arc<BundledRun>>>>>;
+    static RUNS: OnceLock<Runs> = OnceLock::new();
+    let key = file.canonicalize().unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let cell = RUNS.get_or_init(Default::default).lock().unwrap().entry(key.clone()).or_default().clone();
+    cell.get_or_init(|| {
+        let out = tempfile::tempdir().unwrap();
+        let summary = run_pipeline(&key, out.path(), &[]);
+        Arc::new(BundledRun { out, summary })
+    })
+    .clone()
+}
+
 /// Run a pipeline into `out` with rayon's worker count set to `threads` (RAYON_NUM_THREADS),
 /// asserting success; returns the parsed summary.json.
 pub fn run_pipeline_threads(pipeline: &Path, out: &Path, threads: usize) -> serde_json::Value {

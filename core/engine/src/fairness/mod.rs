@@ -18,6 +18,7 @@
 //! `group_metrics` stage).
 
 pub(crate) mod measure;
+pub mod situation;
 
 use crate::stage::kind::FigureNames;
 use serde::{Deserialize, Serialize};

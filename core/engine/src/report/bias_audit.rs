@@ -43,6 +43,10 @@ struct TableView {
     unknown_rate: String,
 }
 
+/// The most applicants of one category listed on the page (every one is in the stage's
+/// `_situation.csv`).
+const SITUATION_ON_PAGE: usize = 25;
+
 /// A rate or ratio as printed: three decimals.
 fn fixed(v: f64) -> String {
     if v.is_finite() {
@@ -137,6 +141,28 @@ pub(crate) fn render(stage: &str, f: &BiasAuditFigures, summary: &Summary) -> St
         },
         race_column => f.race_column,
         ethnicity_column => f.ethnicity_column,
+        qualifications => f.qualifications.iter().map(|q| format!("`{q}`")).collect::<Vec<_>>().join(", ").replace('`', ""),
+        situation => f.situation_testing.iter().map(|s| context! {
+            table => if s.table == "sex" { "sex" } else { "race/ethnicity" },
+            category => s.category,
+            reference => s.reference,
+            k => s.k,
+            t => s.t,
+            count => super::thousands(s.count),
+            tested => super::thousands(s.tested),
+            listed => super::thousands(s.listed),
+            share => s.share.map_or_else(|| "—".into(), fixed),
+            ci95 => s.ci95.map_or_else(|| "—".into(), |c| format!("{} – {}", fixed(c[0]), fixed(c[1]))),
+            mean_diff => s.mean_diff.map_or_else(|| "—".into(), fixed),
+            applicants => s.applicants.iter().take(SITUATION_ON_PAGE).map(|a| context! {
+                who => a.id.clone().unwrap_or_else(|| format!("row {}", a.row)),
+                own_rate => fixed(a.own_rate),
+                reference_rate => fixed(a.reference_rate),
+                diff => fixed(a.diff),
+            }).collect::<Vec<_>>(),
+            more => (s.listed > SITUATION_ON_PAGE).then(|| super::thousands(s.listed - SITUATION_ON_PAGE)),
+        }).collect::<Vec<_>>(),
+        situation_csv => format!("{stage}_situation.csv"),
     };
     env.render_str(TEMPLATE, ctx).unwrap_or_else(|e| format!("<!DOCTYPE html><p>the bias audit page failed to render: {e}</p>"))
 }

@@ -18,6 +18,7 @@ use super::options::Rows;
 use crate::data::Dataset;
 use crate::domain::{AttributeKind, Domain};
 use crate::error::{Result, StageError};
+use crate::fairness::situation::{situation_test, Flagged, Qualification};
 use crate::output::{Table, TableBuilder};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::{KeyType, StageKeys};
@@ -159,6 +160,27 @@ pub struct BiasAuditConfig {
     pub exclusion_justification: Option<String>,
     /// Significance level of the tests after Holm's correction.
     pub alpha: f64,
+    /// Beyond the rules, situation testing (Luong, Ruggieri & Turini, KDD 2011): the columns that
+    /// say how qualified an applicant is (years of experience, education, a test score). Each
+    /// applicant of a category who was not selected is compared with the `situation_k` applicants
+    /// most like them on these columns in their own category and in the reference category; they
+    /// are listed when the reference neighbours' selection rate is higher by at least
+    /// `situation_t`. Needs no model.
+    #[key(default = "none (no situation testing)")]
+    pub qualifications: Vec<String>,
+    /// Situation testing: the neighbours taken in each category (the paper tries 8, 16 and 32).
+    pub situation_k: usize,
+    /// Situation testing: the gap between the reference neighbours' selection rate and the own
+    /// category's neighbours' at which an applicant is listed (the paper's t).
+    pub situation_t: f64,
+    /// Situation testing: the reference category of each table, e.g. { sex = "Male", race =
+    /// "White" }.
+    #[key(ty = "table", default = "each table's most selected category (the impact ratios' denominator)")]
+    pub reference: BTreeMap<String, String>,
+    /// Situation testing: a column naming each applicant (an id), printed beside the applicants
+    /// listed.
+    #[key(default = "none (applicants named by their row)")]
+    pub applicant_id: Option<String>,
     /// What the page prints about the audit: its keys (`tool`, `auditor`, …) sit beside the
     /// others in the stage's table (`*`: read from the keys this struct does not declare).
     #[serde(rename(deserialize = "*page"))]
@@ -183,6 +205,11 @@ impl Default for BiasAuditConfig {
             exclude_below: None,
             exclusion_justification: None,
             alpha: 0.05,
+            qualifications: Vec::new(),
+            situation_k: 16,
+            situation_t: 0.3,
+            reference: BTreeMap::new(),
+            applicant_id: None,
             page: AuditPage::default(),
         }
     }
@@ -257,6 +284,7 @@ impl StageConfig for BiasAuditConfig {
             c.problem("exclusion_justification", "a justification without `exclude_below`: no category is left out");
         }
         c.within("alpha", self.alpha, 1e-12, 0.5);
+        self.validate_situation_testing(c);
         for (axis, mapping) in &self.categories {
             let Some(allowed) = rules_categories(axis) else {
                 let span = c.nested_key_span("categories", axis);
@@ -478,6 +506,64 @@ pub struct BiasAuditFigures {
     /// data's values shows.
     #[serde(default)]
     pub category_values: Vec<ValueCategory>,
+    /// Situation testing's columns (`qualifications`; absent: none ran).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub qualifications: Vec<String>,
+    /// Beyond the rules, situation testing: each category of the sex and race tables against its
+    /// table's reference category (absent: none ran).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub situation_testing: Vec<SituationTesting>,
+}
+
+/// The most applicants of one category kept in summary.json's `situation_testing` (every one is in
+/// `<stage>_situation.csv`).
+pub const SITUATION_LISTED_IN_SUMMARY: usize = 200;
+
+/// Situation testing of one category against its table's reference category
+/// ([`crate::fairness::situation`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SituationTesting {
+    /// `sex` or `race`.
+    pub table: String,
+    /// The category tested ("Female").
+    pub category: String,
+    /// The reference category ("Male").
+    pub reference: String,
+    /// The neighbours taken in each category: `situation_k`, or fewer when a category is smaller.
+    pub k: usize,
+    /// The gap that lists an applicant (`situation_t`).
+    pub t: f64,
+    /// Applicants of the category.
+    pub count: usize,
+    /// Of them, those not selected: the ones tested.
+    pub tested: usize,
+    /// Tested applicants whose reference neighbours were selected at a rate higher than their own
+    /// neighbours' by at least `t`.
+    pub listed: usize,
+    /// `listed / tested` (null when no one is tested).
+    pub share: Option<f64>,
+    /// The Wilson 95% interval of `share`.
+    pub ci95: Option<[f64; 2]>,
+    /// The mean gap (reference neighbours' rate − own neighbours') over the tested applicants.
+    pub mean_diff: Option<f64>,
+    /// The listed applicants, largest gap first, at most [`SITUATION_LISTED_IN_SUMMARY`].
+    pub applicants: Vec<SituationApplicant>,
+}
+
+/// An applicant listed by situation testing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SituationApplicant {
+    /// The applicant's row among the data's rows as loaded (1 = the first).
+    pub row: usize,
+    /// Their `applicant_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The selection rate of their k nearest applicants of their own category.
+    pub own_rate: f64,
+    /// The selection rate of their k nearest applicants of the reference category.
+    pub reference_rate: f64,
+    /// `reference_rate − own_rate`.
+    pub diff: f64,
 }
 
 /// One value of a category column (sex, race or ethnicity) and what the audit read it as: the
@@ -544,6 +630,61 @@ impl Decisions {
 }
 
 impl BiasAuditConfig {
+    /// The situation testing keys: `qualifications` names columns other than the audit's own, and
+    /// the other keys come with it.
+    fn validate_situation_testing(&self, c: &mut Checks<'_, '_>) {
+        if self.qualifications.is_empty() {
+            for key in ["situation_k", "situation_t", "reference", "applicant_id"] {
+                if c.has(key) {
+                    c.problem(key, format!("`{key}` sets situation testing, which runs when `qualifications` names the columns that say how qualified an applicant is (e.g. [\"years_experience\", \"education\"])"));
+                }
+            }
+            return;
+        }
+        let own = [
+            ("sex", &self.sex),
+            ("race", &self.race),
+            ("ethnicity", &self.ethnicity),
+            ("column", &self.column),
+            ("applicant_id", &self.applicant_id),
+        ];
+        for (i, q) in self.qualifications.iter().enumerate() {
+            if let Some((key, _)) = own.iter().find(|(_, c)| c.as_deref() == Some(q.as_str())) {
+                let span = c.item_span("qualifications", i);
+                c.at(&span, format!("`qualifications` names `{q}`, the column `{key}` names: qualifications are what makes applicants comparable (experience, education, a test score), not their category, decision or name"));
+            }
+            if self.qualifications[..i].contains(q) {
+                let span = c.item_span("qualifications", i);
+                c.at(&span, format!("`qualifications` names `{q}` twice"));
+            }
+        }
+        c.at_least("situation_k", self.situation_k, 1);
+        if !(self.situation_t > 0.0 && self.situation_t <= 1.0) {
+            c.problem("situation_t", format!("`situation_t` is a gap between two selection rates, in (0, 1]; found {}", self.situation_t));
+        }
+        for (axis, category) in &self.reference {
+            let column = match axis.as_str() {
+                "sex" => &self.sex,
+                "race" => &self.race,
+                _ => {
+                    let span = c.nested_key_span("reference", axis);
+                    c.at(
+                        &span,
+                        format!(
+                            "`reference.{axis}`: situation testing compares within the `sex` and `race` tables{}",
+                            hint(axis, &["sex", "race"])
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if column.is_none() {
+                let span = c.nested_key_span("reference", axis);
+                c.at(&span, format!("`reference.{axis}` = {category:?}, but `{axis}` names no column"));
+            }
+        }
+    }
+
     /// The column axis `axis` (`sex`, `race` or `ethnicity`) is read from.
     fn column_of(&self, axis: &str) -> &Option<String> {
         match axis {
@@ -1013,11 +1154,7 @@ impl BiasAuditConfig {
     /// The audit of `outcome` (0/1 or scores) per axis.
     fn audit(&self, sex: Option<&Axis>, race: Option<&Axis>, outcome: &[f64], source: String) -> BiasAuditFigures {
         let n = outcome.len();
-        let median_score = (self.outcome == Outcome::Score).then(|| median(outcome));
-        let selected: Vec<bool> = match median_score {
-            Some(m) => outcome.iter().map(|&s| s > m).collect(),
-            None => outcome.iter().map(|&s| s == 1.0).collect(),
-        };
+        let (median_score, selected) = self.selected(outcome);
         let mut tables = Vec::new();
         if let Some(a) = sex {
             let names: Vec<_> = a.names.iter().map(|s| (Some(s.clone()), None, s.clone())).collect();
@@ -1077,7 +1214,120 @@ impl BiasAuditConfig {
             decision_values: Vec::new(),
             excluded_decisions: 0,
             category_values: sex.into_iter().chain(race).flat_map(|a| a.values.iter().cloned()).collect(),
+            qualifications: Vec::new(),
+            situation_testing: Vec::new(),
         }
+    }
+
+    /// The median score (scores only) and who counts as selected: a decision of 1, or a score
+    /// above the median.
+    fn selected(&self, outcome: &[f64]) -> (Option<f64>, Vec<bool>) {
+        let median_score = (self.outcome == Outcome::Score).then(|| median(outcome));
+        let selected = match median_score {
+            Some(m) => outcome.iter().map(|&s| s > m).collect(),
+            None => outcome.iter().map(|&s| s == 1.0).collect(),
+        };
+        (median_score, selected)
+    }
+
+    /// Situation testing (`qualifications`) over the audited `rows` of `data`: each category of
+    /// each table in `axes` against the table's reference category (`reference`, else the table's
+    /// most selected); the figures and the table of every applicant listed.
+    fn situation_testing(
+        &self,
+        data: &Dataset,
+        rows: &[usize],
+        outcome: &[f64],
+        tables: &[AuditTable],
+        axes: [(&'static str, Option<&Axis>); 2],
+    ) -> Result<(Vec<SituationTesting>, Table)> {
+        let (_, selected) = self.selected(outcome);
+        let mut columns = Vec::new();
+        for q in &self.qualifications {
+            let j = feature_index(&data.domain, q, "qualifications")?;
+            let values: Vec<f64> = rows.iter().map(|&r| data.x[[r, j]]).collect();
+            columns.push((j, matches!(data.domain.attributes[j].kind, AttributeKind::Categorical { .. }), values));
+        }
+        let qualifications: Vec<Qualification<'_>> = columns
+            .iter()
+            .map(|(_, categorical, v)| if *categorical { Qualification::Category(v) } else { Qualification::Number(v) })
+            .collect();
+        let id = self.applicant_id.as_ref().map(|c| feature_index(&data.domain, c, "applicant_id")).transpose()?;
+        let text = |j: usize, r: usize| data.domain.attributes[j].decode(data.x[[r, j]]);
+        let mut figures = Vec::new();
+        // The table's rows: (table, category, reference, audited position, result).
+        let mut listed: Vec<(&str, String, String, Flagged)> = Vec::new();
+        for (table, axis) in axes {
+            let Some(axis) = axis else { continue };
+            let reference = match self.reference.get(table) {
+                Some(name) => axis.names.iter().position(|n| n == name).ok_or_else(|| {
+                    StageError::cannot(
+                        "reference",
+                        format!(
+                            "`reference.{table}` = {name:?} is not a category of the {table} table{}; its categories: {}",
+                            hint(name, &axis.names.iter().map(String::as_str).collect::<Vec<_>>()),
+                            axis.names.join(", ")
+                        ),
+                    )
+                })?,
+                None => {
+                    let highest = tables.iter().find(|t| t.table == table).and_then(|t| t.rows.iter().find(|r| r.highest));
+                    let Some(highest) = highest else { continue };
+                    axis.names
+                        .iter()
+                        .position(|n| *n == highest.category)
+                        .ok_or_else(|| crate::error::Error::Internal(format!("{table}: no category {:?}", highest.category)))?
+                }
+            };
+            for (category, name) in axis.names.iter().enumerate().filter(|(c, _)| *c != reference) {
+                let r = situation_test(&qualifications, &axis.of_row, &selected, category, reference, self.situation_k, self.situation_t);
+                let mut flagged = r.flagged.clone();
+                flagged.sort_by(|a, b| b.diff.total_cmp(&a.diff).then(a.applicant.cmp(&b.applicant)));
+                let applicants = flagged
+                    .iter()
+                    .take(SITUATION_LISTED_IN_SUMMARY)
+                    .map(|f| SituationApplicant {
+                        row: rows[f.applicant] + 1,
+                        id: id.map(|j| text(j, rows[f.applicant])),
+                        own_rate: f.own_rate,
+                        reference_rate: f.reference_rate,
+                        diff: f.diff,
+                    })
+                    .collect();
+                figures.push(SituationTesting {
+                    table: table.to_string(),
+                    category: name.clone(),
+                    reference: axis.names[reference].clone(),
+                    k: r.k_used,
+                    t: self.situation_t,
+                    count: r.count,
+                    tested: r.tested,
+                    listed: r.flagged.len(),
+                    share: r.share.is_finite().then_some(r.share),
+                    ci95: r.share.is_finite().then_some(r.ci95),
+                    mean_diff: r.mean_diff.is_finite().then_some(r.mean_diff),
+                    applicants,
+                });
+                listed.extend(flagged.into_iter().map(|f| (table, name.clone(), axis.names[reference].clone(), f)));
+            }
+        }
+        let mut builder = TableBuilder::new()
+            .str("table", listed.iter().map(|l| l.0.to_string()).collect())
+            .str("category", listed.iter().map(|l| l.1.clone()).collect())
+            .str("reference", listed.iter().map(|l| l.2.clone()).collect())
+            .i64("row", listed.iter().map(|l| rows[l.3.applicant] as i64 + 1).collect());
+        if let (Some(j), Some(name)) = (id, &self.applicant_id) {
+            builder = builder.str(name, listed.iter().map(|l| text(j, rows[l.3.applicant])).collect());
+        }
+        for ((j, _, _), name) in columns.iter().zip(&self.qualifications) {
+            builder = builder.str(name, listed.iter().map(|l| text(*j, rows[l.3.applicant])).collect());
+        }
+        let table = builder
+            .f64("own_rate", listed.iter().map(|l| l.3.own_rate).collect())
+            .f64("reference_rate", listed.iter().map(|l| l.3.reference_rate).collect())
+            .f64("diff", listed.iter().map(|l| l.3.diff).collect())
+            .build("situation")?;
+        Ok((figures, table))
     }
 }
 
@@ -1222,10 +1472,13 @@ impl Stage for BiasAuditConfig {
 
     fn check_features(&self, features: &[String], label: Option<&str>) -> Vec<ColumnProblem> {
         let names: Vec<&str> = features.iter().map(String::as_str).collect();
-        [("sex", &self.sex), ("race", &self.race), ("ethnicity", &self.ethnicity), ("column", &self.column)]
+        let qualifications = self.qualifications.iter().map(|q| ("qualifications", Some(q)));
+        [("sex", self.sex.as_ref()), ("race", self.race.as_ref()), ("ethnicity", self.ethnicity.as_ref()), ("column", self.column.as_ref())]
             .into_iter()
+            .chain(qualifications)
+            .chain([("applicant_id", self.applicant_id.as_ref())])
             .filter_map(|(key, column)| {
-                let column = column.as_ref()?;
+                let column = column?;
                 if features.contains(column) {
                     return None;
                 }
@@ -1276,7 +1529,14 @@ impl Stage for BiasAuditConfig {
         figures.left_out_at_load = data.dropped_rows;
         figures.excluded_decisions = decision_values.iter().filter(|v| v.read_as == Decision::Excluded).map(|v| v.count).sum();
         figures.decision_values = decision_values;
-        let tables = vec![audit_table(&figures)?];
+        let mut tables = vec![audit_table(&figures)?];
+        if !self.qualifications.is_empty() {
+            let (situation, table) =
+                self.situation_testing(&data, &rows, &outcome, &figures.tables, [("sex", sex.as_ref()), ("race", race.as_ref())])?;
+            figures.qualifications = self.qualifications.clone();
+            figures.situation_testing = situation;
+            tables.push(table);
+        }
         let model_queries = match before {
             Some(b) => inputs.model("model")?.oracle.rows() - b,
             None => 0,
