@@ -5,12 +5,9 @@
     python3 scripts/record_ci_steps.py [--source TEXT] [--check] [LOG]
 
 Reads the last `ci-steps: {JSON}` line .ci/run printed (from LOG, default standard input): the
-commit it ran on, the cores, and each step's wall seconds (fmt, first_command, install,
-test_command, check_wheel, lints; provision: the test command's provisioning in the background
-from start to end, provision_wait: what step 3 waited for it; wheel_build: the wheel's release
-build in the background, wheel_wait: what step 4 waited for it; lints_from_start: clippy's whole
-time beside step 4; total: the whole run). Records of runs before the wheel's build moved to the
-background (a `wheel` step) stay in the file as they were. Checks it, appends it to
+commit it ran on, the cores, and each step's wall seconds (fmt, first_command, install, wheel,
+test_command, lints; provision: the test command's provisioning in the background from start to
+end, provision_wait: what step 4 waited for it; total: the whole run). Checks it, appends it to
 docs/ci/steps.jsonl with the date it was recorded and its source (--source, e.g. "CI at landing
 of stop 60" or "fresh clone on a developer machine"), unless the same run is there already, then
 rewrites the block between `<!-- ci-steps:start -->` and `<!-- ci-steps:end -->` in
@@ -35,28 +32,11 @@ STEPS = [
     ("fmt", "0. `cargo fmt --check`"),
     ("first_command", "1. the README's first command in a fresh clone (cold target folder)"),
     ("install", "2. `cargo install --debug --path .` (step 1's artifacts), the binary alone in another folder"),
-    ("test_command", "3. the README's test command (`scripts/test.sh`) and the library example"),
-    ("check_wheel", "4. the wheel installed and run without a compiler (`scripts/check-wheel.sh`), after waiting for W"),
-    ("lints", "5. what was left of `cargo clippy --workspace --all-targets -D warnings` (started beside step 4)"),
-]
-BACKGROUND = [
-    ("provision", "P. the test command's provisioning, in the background from the start (not added to the total)"),
-    ("provision_wait", "of which step 3 waited for it"),
-    ("wheel_build", "W. the wheel's release build through zig (`scripts/build-wheel.sh`), in the background from step 1 (not added)"),
-    ("wheel_wait", "of which step 4 waited for it"),
-    ("lints_from_start", "clippy's whole time (beside step 4)"),
-]
-# The layout of runs recorded before W moved the wheel's build to the background (a `wheel` step
-# between `install` and `test_command`), shown as it was when such a record is the newest.
-OLD_STEPS = [
-    ("fmt", "0. `cargo fmt --check`"),
-    ("first_command", "1. the README's first command in a fresh clone (cold target folder)"),
-    ("install", "2. `cargo install --debug --path .` (step 1's artifacts), the binary alone in another folder"),
     ("wheel", "3. the wheel: release build through zig, installed and run without a compiler"),
     ("test_command", "4. the README's test command (`scripts/test.sh`) and the library example"),
     ("lints", "5. `cargo clippy --workspace --all-targets -D warnings`"),
 ]
-OLD_BACKGROUND = [
+BACKGROUND = [
     ("provision", "the test command's provisioning, in the background from the start (not added to the total)"),
     ("provision_wait", "of which step 4 waited for it"),
 ]
@@ -96,10 +76,9 @@ def block(record):
         "| step | wall seconds |",
         "|---|---|",
     ]
-    steps, background = (OLD_STEPS, OLD_BACKGROUND) if "wheel" in record else (STEPS, BACKGROUND)
-    rows += [f"| {title} | {figure(record, key)} |" for key, title in steps]
+    rows += [f"| {title} | {figure(record, key)} |" for key, title in STEPS]
     rows.append(f"| **the whole `.ci/run`** (budget {BUDGET_S:,} s) | **{figure(record, 'total')}** |")
-    rows += [f"| {title} | {figure(record, key)} |" for key, title in background if isinstance(record.get(key), int)]
+    rows += [f"| {title} | {figure(record, key)} |" for key, title in BACKGROUND if isinstance(record.get(key), int)]
     return "\n".join(rows)
 
 

@@ -476,6 +476,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
             for check in &checks {
                 say!("{check}");
             }
+            // An LLM endpoint is outside the bundle: asked again, a change is warned of (the name
+            // now answers with another model), not counted as an input that differs.
+            let trail = fairpipe_core::trail::read_trail(&out)?;
+            for check in fairpipe_core::trail::verify_endpoints(&trail) {
+                say!("{check}");
+                if matches!(check, fairpipe_core::trail::EndpointCheck::Changed(..)) {
+                    eprintln!("warning: {check}");
+                }
+            }
             let changed = checks.iter().filter(|c| !c.ok()).count();
             if changed > 0 {
                 eprintln!("{}: {changed} of {} inputs differ from the ones audited", out.display(), checks.len());

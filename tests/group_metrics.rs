@@ -155,9 +155,8 @@ fn top_k_selects_by_score_not_by_threshold() {
 /// The bundled COMPAS pipeline gives every figure the issue lists, for every group.
 #[test]
 fn compas_groups_carry_every_labelled_figure() {
-    let out = tempfile::tempdir().unwrap();
-    let summary = common::run_pipeline(&common::root().join("pipelines/compas-groups.toml"), out.path(), &[]);
-    let m = &summary["stages"]["metrics"];
+    let run = common::bundled_run(&common::root().join("pipelines/compas-groups.toml"));
+    let m = &run.summary["stages"]["metrics"];
     let groups = m["groups"].as_array().unwrap();
     assert!(groups.len() > 10, "sex, race, age bins and intersections");
     for g in groups {
@@ -175,5 +174,5 @@ fn compas_groups_carry_every_labelled_figure() {
         );
     }
     assert!(m["demographic_parity_ratio"].is_number());
-    assert!(out.path().join("metrics_sweep.csv").exists());
+    assert!(run.out.path().join("metrics_sweep.csv").exists());
 }

@@ -251,7 +251,18 @@ fn the_text_completions_api_of_a_real_llama_server_is_audited() {
     assert!(text.contains("api = \"completions\""), "pipelines/census-llm.toml changed: its llm block was not found");
     let file = write(dir.path(), "completions.toml", &text);
     let (first, prompts) = run_counted(&server, &file, &dir.path().join("out"));
-    assert!(prompts > 0, "{}", first["stages"]["model"]["remote"]["llm"]);
+    let llm = &first["stages"]["model"]["remote"]["llm"];
+    assert!(prompts > 0, "{llm}");
+    // Which model answered (issue 61 item 7): llama.cpp's `/v1/models` entry and `/props`, and its
+    // answers' `system_fingerprint` (its build), in summary.json and the trail.
+    assert_eq!(llm["identity"]["model"]["id"], "tiny-llama", "{llm}");
+    assert!(llm["identity"]["model"]["meta"]["n_ctx_train"].as_u64().is_some(), "{llm}");
+    let model_path = llm["identity"]["props"]["model_path"].as_str().unwrap_or_else(|| panic!("{llm}"));
+    assert!(model_path.ends_with("tiny-llama.gguf"), "{llm}");
+    assert_eq!(llm["system_fingerprints"].as_array().map(Vec::len), Some(1), "{llm}");
+    assert_eq!(first["trail"]["endpoints"]["model"]["identity_sha256"].as_str().map(str::len), Some(64), "{}", first["trail"]);
+    let (ok, stdout, stderr) = fairpipe(&["verify-run", dir.path().join("out").to_str().unwrap()]);
+    assert!(ok && stdout.lines().any(|l| l.starts_with("ok ") && l.contains("model tiny-llama")), "{stdout}\n{stderr}");
     let groups = first["stages"]["groups"]["groups"].as_array().expect("group_metrics' groups");
     assert!(groups.len() >= 2, "{groups:?}");
     let again = run_pipeline(&file, &dir.path().join("out2"), &[]);

@@ -673,3 +673,51 @@ fn callers_on_several_threads_keep_to_concurrency_and_ask_a_prompt_once() {
         }
     }
 }
+
+/// The model audited is the model named (issue 61 item 7): what the endpoint says it serves
+/// (`/v1/models`' entry, llama.cpp's `/props`, without the fields that change on every call) and
+/// the answers' `system_fingerprint` go into summary.json and the trail; `verify-run` asks the
+/// endpoint again and warns when another model answers under the same name.
+#[test]
+fn the_model_behind_the_endpoint_is_recorded_and_verify_run_warns_when_it_changes() {
+    use crate::llm_server::{FINGERPRINT, MODEL_PATH};
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &server.base_url(), "", CHECK);
+    let out = dir.path().join("out");
+    let summary = run_pipeline(&file, &out, &[]);
+    let llm = &summary["stages"]["model"]["remote"]["llm"];
+    assert_eq!(llm["system_fingerprints"], serde_json::json!([FINGERPRINT]), "{llm}");
+    assert_eq!(llm["served_models"], serde_json::json!(["planted"]), "{llm}");
+    assert_eq!(llm["identity"]["model"]["id"], "planted", "{llm}");
+    assert_eq!(llm["identity"]["model"]["meta"]["n_ctx_train"], 4096, "{llm}");
+    assert!(llm["identity"]["model"].get("created").is_none(), "`created` is the time of asking on llama.cpp: {llm}");
+    assert_eq!(llm["identity"]["props"]["model_path"], MODEL_PATH, "{llm}");
+    assert!(llm["identity"]["props"].get("default_generation_settings").is_none(), "{llm}");
+    assert_eq!(server.state.identity_requests.load(Ordering::SeqCst), 2, "asked once each, before the prompts");
+    let endpoint = &summary["trail"]["endpoints"]["model"];
+    assert_eq!(endpoint["base_url"], server.base_url().as_str());
+    assert_eq!(endpoint["model"], "planted");
+    assert_eq!(endpoint["system_fingerprints"], serde_json::json!([FINGERPRINT]));
+    let recorded = endpoint["identity_sha256"].as_str().unwrap().to_string();
+    assert_eq!(recorded.len(), 64);
+
+    // Asked again, the same model answers: verify-run says so.
+    let (ok, stdout, stderr) = fairpipe(&["verify-run", out.to_str().unwrap()]);
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.lines().any(|l| l.starts_with("ok ") && l.contains(&recorded) && l.contains("model planted")), "{stdout}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    // Another model behind the same name: warned of, naming both hashes; the files still verify.
+    *server.state.served.lock().unwrap() = ("/models/other-13b.Q8_0.gguf".into(), "fp_other".into());
+    let (ok, stdout, stderr) = fairpipe(&["verify-run", out.to_str().unwrap()]);
+    assert!(ok, "the inputs are unchanged: {stdout}\n{stderr}");
+    let changed = stdout.lines().find(|l| l.starts_with("CHANGED")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(changed.contains(&recorded) && changed.contains("not the one audited"), "{changed}");
+    assert!(stderr.contains("warning: CHANGED"), "{stderr}");
+    // A run now records the other model and its fingerprint.
+    let again = run_pipeline(&file, &dir.path().join("out2"), &[]);
+    let endpoint = &again["trail"]["endpoints"]["model"];
+    assert_ne!(endpoint["identity_sha256"].as_str().unwrap(), recorded);
+    assert_eq!(again["stages"]["model"]["remote"]["llm"]["identity"]["props"]["model_path"], "/models/other-13b.Q8_0.gguf");
+}

@@ -89,6 +89,27 @@ pub struct State {
     pub in_flight: AtomicU64,
     /// The most requests answered at once.
     pub max_in_flight: AtomicU64,
+    /// Requests for what the server serves (`GET /v1/models`, `GET /props`), not counted in
+    /// `requests`.
+    pub identity_requests: AtomicU64,
+    /// The model file `/props` names and the `system_fingerprint` every answer carries: a test
+    /// changes them to stand for another model behind the same name ("" until set: the defaults
+    /// below).
+    pub served: Mutex<(String, String)>,
+}
+
+/// The model file `/props` names until a test changes it.
+pub const MODEL_PATH: &str = "/models/planted-7b.Q4_K_M.gguf";
+
+/// The `system_fingerprint` of every answer until a test changes it.
+pub const FINGERPRINT: &str = "fp_planted_1";
+
+impl State {
+    /// (`/props`' model_path, the answers' `system_fingerprint`).
+    fn served(&self) -> (String, String) {
+        let (path, fingerprint) = self.served.lock().unwrap().clone();
+        (if path.is_empty() { MODEL_PATH.into() } else { path }, if fingerprint.is_empty() { FINGERPRINT.into() } else { fingerprint })
+    }
 }
 
 /// A running server.
@@ -156,6 +177,18 @@ fn serve(stream: TcpStream, state: &State) {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
+        if request_line.starts_with("GET ") {
+            state.identity_requests.fetch_add(1, Ordering::SeqCst);
+            let (status, text) = identity(state, &request_line);
+            let response = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n{text}",
+                text.len()
+            );
+            if writer.write_all(response.as_bytes()).is_err() {
+                return;
+            }
+            continue;
+        }
         state.requests.fetch_add(1, Ordering::SeqCst);
         let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         state.max_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -171,6 +204,27 @@ fn serve(stream: TcpStream, state: &State) {
         }
     }
 }
+
+/// What the server says it serves: OpenAI's `GET /v1/models` (with llama.cpp's `meta`, and a
+/// `created` that is the time of asking, as llama.cpp sets it) and llama.cpp's `GET /props`.
+fn identity(state: &State, request_line: &str) -> (String, String) {
+    let (model_path, _) = state.served();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    if request_line.starts_with("GET /v1/models ") {
+        let list = json!({"object": "list", "data": [{"id": PLANTED_MODEL, "object": "model", "created": now, "owned_by": "llamacpp",
+            "meta": {"n_params": 7_000_000_000u64, "n_ctx_train": 4096, "size": 4_000_000_000u64}}]});
+        return ("200 OK".into(), list.to_string());
+    }
+    if request_line.starts_with("GET /props ") {
+        let props = json!({"model_path": model_path, "build_info": "b1-planted", "total_slots": 4,
+            "default_generation_settings": {"n_ctx": 4096, "id_slot": now % 4}});
+        return ("200 OK".into(), props.to_string());
+    }
+    ("404 Not Found".into(), json!({"error": "not found"}).to_string())
+}
+
+/// The model name `/v1/models` lists.
+pub const PLANTED_MODEL: &str = "planted";
 
 fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) -> (String, String, String) {
     let text_completion = request_line.starts_with("POST /v1/completions ");
@@ -218,7 +272,8 @@ fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) ->
         return ("200 OK".into(), String::new(), text_reply(&request["model"], &prompt, p, alternatives.is_some()).to_string());
     }
     let logprobs = request["logprobs"] == json!(true) && !state.no_logprobs.load(Ordering::SeqCst);
-    let reply = reply_body(&request["model"], &prompt, p, state.neither.load(Ordering::SeqCst), logprobs);
+    let mut reply = reply_body(&request["model"], &prompt, p, state.neither.load(Ordering::SeqCst), logprobs);
+    reply["system_fingerprint"] = json!(state.served().1);
     ("200 OK".into(), String::new(), reply.to_string())
 }
 

@@ -21,6 +21,7 @@ mod fuzz_corpus;
 mod fuzz_mutate;
 mod gate;
 mod group_metrics;
+mod hidden_intersectional;
 mod init;
 mod label_only;
 mod linked;

@@ -53,9 +53,8 @@ fn the_exact_gradient_of_the_reference_network_matches_finite_differences_of_tra
 
 #[test]
 fn eidig_on_the_reference_census_model_uses_exact_gradients_and_every_case_is_confirmed() {
-    let out = tempfile::tempdir().unwrap();
-    let summary = common::run_pipeline(&common::root().join("pipelines/census-eidig.toml"), out.path(), &[]);
-    let stages = &summary["stages"];
+    let run = common::bundled_run(&common::root().join("pipelines/census-eidig.toml"));
+    let stages = &run.summary["stages"];
     for attr in ["gender", "race", "age"] {
         let search = &stages[format!("eidig_{attr}")];
         let verified = &stages[format!("{attr}_verified")];

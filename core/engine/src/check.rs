@@ -138,6 +138,14 @@ impl Checker {
         Ok(alone.into_iter().map(|f| f.into_iter().map(|x| x.unwrap_or(false)).collect()).collect())
     }
 
+    /// HInter's hidden intersectional flips: for each row of `verdicts` (with its
+    /// [`Checker::alone_of`] flags `alone`), whether its treatment changes when two or more
+    /// protected attributes change together while no single attribute's change (its linked
+    /// columns with it) changes it. With one protected attribute no flip is hidden.
+    pub fn hidden_intersectional(verdicts: &[RowCheck], alone: &[Vec<bool>]) -> Vec<bool> {
+        verdicts.iter().zip(alone).map(|(v, flags)| flags.len() >= 2 && v.discriminatory && !flags.iter().any(|f| *f)).collect()
+    }
+
     /// The verdicts of rows whose scores [`Checker::scores`] gave.
     pub fn verdicts(&self, scores: &[f64]) -> Vec<RowCheck> {
         self.variants.verdicts(scores)

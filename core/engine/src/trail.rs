@@ -46,8 +46,126 @@ pub struct Trail {
     pub inputs: Vec<TrailFile>,
     /// Each model stage's executor (and the model as it describes itself).
     pub executors: BTreeMap<String, String>,
+    /// Each model stage behind an LLM endpoint: what the endpoint said of the model it serves
+    /// (its SHA-256) and the fingerprints its answers gave; `verify-run` asks the endpoint again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub endpoints: BTreeMap<String, EndpointTrail>,
     /// The pipeline file's text (empty for a pipeline made in code).
     pub pipeline: String,
+}
+
+/// An LLM endpoint a model stage audited, as the trail keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointTrail {
+    /// The endpoint's base URL (`…/v1`).
+    pub base_url: String,
+    /// The model named in the pipeline.
+    pub model: String,
+    /// The SHA-256 of what the endpoint said of that model before the first prompt
+    /// ([`identity_sha256`]); absent when it said nothing (no `/models` entry, no `/props`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_sha256: Option<String>,
+    /// The `system_fingerprint`s of its answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub system_fingerprints: Vec<String>,
+    /// The `model` names of its answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub served_models: Vec<String>,
+}
+
+impl EndpointTrail {
+    /// The trail's entry for an LLM's usage over a run.
+    pub fn of(usage: &fairpipe_models::LlmUsage) -> EndpointTrail {
+        EndpointTrail {
+            base_url: usage.base_url.clone(),
+            model: usage.model.clone(),
+            identity_sha256: usage.identity.as_ref().and_then(identity_sha256),
+            system_fingerprints: usage.system_fingerprints.clone(),
+            served_models: usage.served_models.clone(),
+        }
+    }
+}
+
+/// The SHA-256 (lower-case hex) of what an endpoint said of its model: its `/models` entry and
+/// `/props` as canonical JSON (keys sorted at every level); `None` when it said nothing.
+pub fn identity_sha256(identity: &fairpipe_models::EndpointIdentity) -> Option<String> {
+    fn canonical(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(map) => {
+                let sorted: BTreeMap<&String, serde_json::Value> = map.iter().map(|(k, v)| (k, canonical(v))).collect();
+                serde_json::to_value(sorted).unwrap_or_default()
+            }
+            serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(canonical).collect()),
+            other => other.clone(),
+        }
+    }
+    if !identity.is_known() {
+        return None;
+    }
+    let both = serde_json::json!({"model": identity.model.as_ref().map(canonical), "props": identity.props.as_ref().map(canonical)});
+    let hash = Sha256::digest(both.to_string().as_bytes());
+    Some(hash.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// What [`verify_endpoints`] found of one endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndpointCheck {
+    /// It says the same of its model.
+    Same(String, EndpointTrail),
+    /// It says something else now: the recorded entry and the SHA-256 now.
+    Changed(String, EndpointTrail, String),
+    /// It could not be asked, or said nothing then or now: the reason.
+    NotAsked(String, EndpointTrail, String),
+}
+
+impl std::fmt::Display for EndpointCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndpointCheck::Same(stage, e) => write!(f, "ok       {} model {} ({stage}): identity sha256 {}", e.base_url, e.model, e.identity_sha256.as_deref().unwrap_or("")),
+            EndpointCheck::Changed(stage, e, now) => write!(
+                f,
+                "CHANGED  {} model {} ({stage}): the endpoint's identity sha256 was {}, is now {now}: the model behind the name is not the one audited",
+                e.base_url,
+                e.model,
+                e.identity_sha256.as_deref().unwrap_or("")
+            ),
+            EndpointCheck::NotAsked(stage, e, why) => write!(f, "UNKNOWN  {} model {} ({stage}): {why}", e.base_url, e.model),
+        }
+    }
+}
+
+/// Ask every LLM endpoint of `trail` what it serves now ([`fairpipe_models::llm::client::identity_of`])
+/// and compare with what it said when the run audited it.
+pub fn verify_endpoints(trail: &Trail) -> Vec<EndpointCheck> {
+    trail
+        .endpoints
+        .iter()
+        .map(|(stage, e)| {
+            let Some(then) = &e.identity_sha256 else {
+                return EndpointCheck::NotAsked(
+                    stage.clone(),
+                    e.clone(),
+                    "the endpoint said nothing of its model when audited (no `/models` entry, no `/props`)".into(),
+                );
+            };
+            let now = fairpipe_models::llm::client::identity_of(&e.base_url, &e.model);
+            match identity_sha256(&now) {
+                Some(hash) if &hash == then => EndpointCheck::Same(stage.clone(), e.clone()),
+                Some(hash) => EndpointCheck::Changed(stage.clone(), e.clone(), hash),
+                None => EndpointCheck::NotAsked(stage.clone(), e.clone(), format!("cannot ask it now ({})", now.unavailable.join("; "))),
+            }
+        })
+        .collect()
+}
+
+/// Read the trail of `out_dir/summary.json`.
+pub fn read_trail(out_dir: &Path) -> Result<Trail, VerifyError> {
+    let path = out_dir.join("summary.json");
+    let problem = |message: String| VerifyError::Summary { path: path.clone(), message };
+    let text = std::fs::read_to_string(&path).map_err(|e| problem(format!("cannot read: {e}")))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| problem(format!("not JSON: {e}")))?;
+    let trail = json.get("trail").ok_or_else(|| problem("no `trail`: the run was made by a fairpipe without audit trails".into()))?;
+    Trail::deserialize(trail).map_err(|e| problem(format!("`trail` does not read: {e}")))
 }
 
 /// `path` relative to folder `base` (both made absolute, `..` where `path` is outside it); `None`
@@ -207,12 +325,7 @@ const BUNDLE_DEPTH: usize = 6;
 /// inside it; one holding the same file is preferred), then at its absolute path as recorded.
 /// Each check names the path read.
 pub fn verify(out_dir: &Path, inputs: Option<&Path>) -> Result<Vec<FileCheck>, VerifyError> {
-    let path = out_dir.join("summary.json");
-    let problem = |message: String| VerifyError::Summary { path: path.clone(), message };
-    let text = std::fs::read_to_string(&path).map_err(|e| problem(format!("cannot read: {e}")))?;
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| problem(format!("not JSON: {e}")))?;
-    let trail = json.get("trail").ok_or_else(|| problem("no `trail`: the run was made by a fairpipe without audit trails".into()))?;
-    let trail = Trail::deserialize(trail).map_err(|e| problem(format!("`trail` does not read: {e}")))?;
+    let trail = read_trail(out_dir)?;
     // The pipeline file's folder now: given, or the nearest folder above the run folder holding
     // the pipeline file (the same file first, else one of its name).
     let moved_base = || -> Option<PathBuf> {

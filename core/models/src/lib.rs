@@ -45,7 +45,7 @@ pub mod testing;
 pub mod trees;
 
 pub use error::ModelError;
-pub use model::{LlmUsage, Model, RemoteUsage};
+pub use model::{EndpointIdentity, LlmUsage, Model, RemoteUsage};
 pub use native::cart::Tree;
 pub use native::logistic::Logistic;
 pub use native::mlp::{Mlp, MlpConfig};

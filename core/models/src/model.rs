@@ -118,6 +118,9 @@ pub struct RemoteUsage {
 pub struct LlmUsage {
     /// The chat completions endpoint.
     pub endpoint: String,
+    /// The endpoint's base URL as the pipeline gives it (`…/v1`).
+    #[serde(default)]
+    pub base_url: String,
     /// The model's name on the server.
     pub model: String,
     /// How P(favourable) is read: "logprobs", "samples" or "labels".
@@ -153,4 +156,42 @@ pub struct LlmUsage {
     /// Answers read from the `--responses` file instead of a server (0 without one).
     #[serde(default)]
     pub from_responses: u64,
+    /// The distinct `model` names the server's answers gave (the model that says it answered;
+    /// empty when every answer came from a cache or a responses file).
+    #[serde(default)]
+    pub served_models: Vec<String>,
+    /// The distinct `system_fingerprint`s of the answers (OpenAI's backend configuration; a
+    /// change between runs means the model behind the name changed). Empty when the server sends
+    /// none.
+    #[serde(default)]
+    pub system_fingerprints: Vec<String>,
+    /// What the endpoint said of its model before the first prompt ([`EndpointIdentity`]);
+    /// absent for a plan and for a `--responses` run, which reach no server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<EndpointIdentity>,
+}
+
+/// What an OpenAI-compatible endpoint says of the model it serves, asked once before the run's
+/// first prompt: `GET …/models` (the model's entry: `id`, `owned_by` and llama.cpp's `meta`, its
+/// parameters, size and context) and llama.cpp's `GET /props` (`model_path`, `build_info`,
+/// `total_slots`, `chat_template`). A part a server does not offer is absent, and `unavailable`
+/// says why; the run's trail keeps its SHA-256, which `fairpipe verify-run` asks for again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EndpointIdentity {
+    /// The model's entry of `GET …/models`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<serde_json::Value>,
+    /// llama.cpp's `GET /props`, the keys above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub props: Option<serde_json::Value>,
+    /// The parts that could not be read, and why ("GET …/props: HTTP 404").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<String>,
+}
+
+impl EndpointIdentity {
+    /// Whether the endpoint said anything of its model.
+    pub fn is_known(&self) -> bool {
+        self.model.is_some() || self.props.is_some()
+    }
 }

@@ -155,6 +155,9 @@ impl Pipeline {
         for (name, artifact) in &artifacts {
             if let (Artifact::Model(model), Some(entry)) = (artifact, stage_entries.get_mut(name)) {
                 entry.remote = model.oracle.model().remote_usage();
+                if let Some(llm) = entry.remote.as_ref().and_then(|r| r.llm.as_ref()) {
+                    trail.endpoints.insert(name.clone(), crate::trail::EndpointTrail::of(llm));
+                }
             }
         }
         for (name, artifact) in &artifacts {
@@ -217,6 +220,7 @@ impl Pipeline {
             platform: crate::trail::platform(),
             inputs,
             executors: BTreeMap::new(),
+            endpoints: BTreeMap::new(),
             pipeline: self.text.clone(),
         }
     }

@@ -106,6 +106,13 @@ pub enum Outcome {
     Score,
 }
 
+/// Situation testing's neighbours per category by default (the paper tries 8, 16 and 32).
+pub const SITUATION_K: usize = 16;
+
+/// Situation testing's gap by default: on the planted logs of `tests/situation_testing.rs` it
+/// finds nearly every discriminated applicant and lists 1.4% of a log with no discrimination.
+pub const SITUATION_T: f64 = 0.3;
+
 /// The `bias_audit` stage's config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields, default)]
@@ -206,8 +213,8 @@ impl Default for BiasAuditConfig {
             exclusion_justification: None,
             alpha: 0.05,
             qualifications: Vec::new(),
-            situation_k: 16,
-            situation_t: 0.3,
+            situation_k: SITUATION_K,
+            situation_t: SITUATION_T,
             reference: BTreeMap::new(),
             applicant_id: None,
             page: AuditPage::default(),
@@ -634,10 +641,15 @@ impl BiasAuditConfig {
     /// the other keys come with it.
     fn validate_situation_testing(&self, c: &mut Checks<'_, '_>) {
         if self.qualifications.is_empty() {
-            for key in ["situation_k", "situation_t", "reference", "applicant_id"] {
-                if c.has(key) {
-                    c.problem(key, format!("`{key}` sets situation testing, which runs when `qualifications` names the columns that say how qualified an applicant is (e.g. [\"years_experience\", \"education\"])"));
-                }
+            // A key at its default changes nothing; another value would be silently unused.
+            let changed = [
+                ("situation_k", self.situation_k != SITUATION_K),
+                ("situation_t", self.situation_t != SITUATION_T),
+                ("reference", !self.reference.is_empty()),
+                ("applicant_id", self.applicant_id.is_some()),
+            ];
+            for (key, _) in changed.into_iter().filter(|(_, changed)| *changed) {
+                c.problem(key, format!("`{key}` sets situation testing, which runs when `qualifications` names the columns that say how qualified an applicant is (e.g. [\"years_experience\", \"education\"])"));
             }
             return;
         }

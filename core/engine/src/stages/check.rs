@@ -106,6 +106,17 @@ pub struct CheckFigures {
     /// `discriminatory_alone` / `checked`, per protected attribute.
     #[serde(default)]
     pub rate_alone: BTreeMap<String, f64>,
+    /// With two or more protected attributes, HInter's hidden intersectional flips: the rows whose
+    /// label changes when the protected attributes change together while no single attribute's
+    /// change alone changes it ([`Checker::hidden_intersectional`]); absent with one attribute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden_intersectional: Option<usize>,
+    /// `hidden_intersectional` / `checked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_hidden_intersectional: Option<f64>,
+    /// Wilson 95% interval of `rate_hidden_intersectional`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_hidden_intersectional: Option<[f64; 2]>,
     /// discrim-eval's measure per protected attribute and value ([`crate::logit_shift`]); empty
     /// for a labels-only model and in a summary written before this was recorded.
     #[serde(default)]
@@ -163,6 +174,7 @@ impl Stage for CheckConfig {
         let discriminatory_alone: BTreeMap<String, usize> =
             names.iter().enumerate().map(|(k, name)| (name.clone(), alone.iter().filter(|flags| flags[k]).count())).collect();
         let rate_alone = discriminatory_alone.iter().map(|(k, &n)| (k.clone(), n as f64 / verdicts.len().max(1) as f64)).collect();
+        let hidden = (names.len() >= 2).then(|| Checker::hidden_intersectional(&verdicts, &alone).iter().filter(|h| **h).count());
         let width = domain.width();
         let mut instances = Vec::new();
         let mut counterparts = Vec::new();
@@ -185,6 +197,9 @@ impl Stage for CheckConfig {
             protected: names,
             discriminatory_alone,
             rate_alone,
+            hidden_intersectional: hidden,
+            rate_hidden_intersectional: hidden.map(|h| h as f64 / verdicts.len().max(1) as f64),
+            ci95_hidden_intersectional: hidden.map(|h| wilson(h, verdicts.len(), 1.96)),
             logit_shift,
         };
         let table = TableBuilder::new()

@@ -5,6 +5,7 @@
 //! the traffic counted. The API key goes in the `Authorization` header only: never in a message,
 //! a figure or the cache.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -14,6 +15,7 @@ use reqwest::blocking::Client as HttpClient;
 use serde_json::Value;
 
 use super::error::LlmError;
+use crate::model::EndpointIdentity;
 use crate::remote::http::{exchange, quote};
 use crate::retry::{Failure, GaveUp, RetryPolicy};
 
@@ -34,6 +36,10 @@ pub struct Counters {
     pub backoff_us: AtomicU64,
     /// Each answered request's latency, milliseconds.
     pub latencies_ms: Mutex<Vec<f64>>,
+    /// The distinct `model` names the answers gave (the model the server says answered).
+    pub served_models: Mutex<BTreeSet<String>>,
+    /// The distinct `system_fingerprint`s the answers gave (OpenAI's backend configuration).
+    pub system_fingerprints: Mutex<BTreeSet<String>>,
 }
 
 /// One answer as the server gave it.
@@ -189,17 +195,110 @@ impl Client {
         result
     }
 
-    /// A 2xx answer: its text, the first token's alternatives, the tokens counted.
+    /// A 2xx answer: its text, the first token's alternatives, the tokens counted, and who
+    /// answered.
     fn read(&self, body: &[u8], want_logprobs: bool) -> Result<Reply, Failure> {
-        let (reply, usage) =
+        let (reply, usage, served) =
             read_reply(body, want_logprobs)
                 .map_err(|e| if e.retryable { Failure::retryable(e.message) } else { Failure::Final(e.message) })?;
         if let Some((prompt, completion)) = usage {
             self.counters.prompt_tokens.fetch_add(prompt, Ordering::Relaxed);
             self.counters.completion_tokens.fetch_add(completion, Ordering::Relaxed);
         }
+        let keep = |set: &Mutex<BTreeSet<String>>, value: Option<String>| {
+            if let Some(v) = value.filter(|v| !v.is_empty()) {
+                set.lock().unwrap_or_else(|p| p.into_inner()).insert(v);
+            }
+        };
+        keep(&self.counters.served_models, served.model);
+        keep(&self.counters.system_fingerprints, served.system_fingerprint);
         Ok(reply)
     }
+
+    /// What the endpoint at `base_url` (`…/v1`) says of the model `model` it serves, asked once
+    /// with a short timeout: `GET …/models` (the entry whose `id` is `model`, else the only one;
+    /// its `id`, `owned_by` and llama.cpp's `meta`, not `created`, which some servers set to the
+    /// time of asking) and llama.cpp's `GET /props` beside `/v1` (`model_path`, `build_info`,
+    /// `total_slots`, `chat_template`). A part the server does not offer is absent and said so in
+    /// `unavailable`; nothing here fails the run.
+    pub fn identity(&self, base_url: &str, model: &str) -> EndpointIdentity {
+        let base = base_url.trim_end_matches('/');
+        let root = base.strip_suffix("/v1").unwrap_or(base);
+        let mut identity = EndpointIdentity::default();
+        match self.get_json(&format!("{base}/models")) {
+            Ok(list) => {
+                let entries = list.get("data").and_then(Value::as_array).cloned().unwrap_or_default();
+                let entry = entries.iter().find(|e| e.get("id").and_then(Value::as_str) == Some(model)).or(match &entries[..] {
+                    [only] => Some(only),
+                    _ => None,
+                });
+                match entry {
+                    Some(e) => {
+                        let mut kept = serde_json::Map::new();
+                        for key in ["id", "owned_by", "meta"] {
+                            if let Some(v) = e.get(key) {
+                                kept.insert(key.to_string(), v.clone());
+                            }
+                        }
+                        identity.model = Some(Value::Object(kept));
+                    }
+                    None => identity.unavailable.push(format!("GET {base}/models lists no model `{model}`")),
+                }
+            }
+            Err(why) => identity.unavailable.push(format!("GET {base}/models: {why}")),
+        }
+        match self.get_json(&format!("{root}/props")) {
+            Ok(props) => {
+                let mut kept = serde_json::Map::new();
+                for key in ["model_path", "build_info", "total_slots", "chat_template"] {
+                    if let Some(v) = props.get(key) {
+                        kept.insert(key.to_string(), v.clone());
+                    }
+                }
+                if !kept.is_empty() {
+                    identity.props = Some(Value::Object(kept));
+                }
+            }
+            Err(why) => identity.unavailable.push(format!("GET {root}/props: {why}")),
+        }
+        identity
+    }
+
+    /// `GET url` as JSON, within [`IDENTITY_TIMEOUT`], with the API key when there is one.
+    fn get_json(&self, url: &str) -> Result<Value, String> {
+        let mut request = self.http.get(url).timeout(IDENTITY_TIMEOUT);
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().map_err(|e| self.redacted(e.to_string()))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("HTTP {}", status.as_u16()));
+        }
+        let text = response.text().map_err(|e| e.to_string())?;
+        serde_json::from_str(&text).map_err(|e| format!("not JSON ({e})"))
+    }
+}
+
+/// What the endpoint at `base_url` says now of model `model` ([`Client::identity`]), asked
+/// without an API key (`fairpipe verify-run`).
+pub fn identity_of(base_url: &str, model: &str) -> EndpointIdentity {
+    match Client::new(base_url, "", None, IDENTITY_TIMEOUT, RetryPolicy::LLM.with_retries(0), 1, Budgets::default()) {
+        Ok(client) => client.identity(base_url, model),
+        Err(e) => EndpointIdentity { unavailable: vec![e.to_string()], ..EndpointIdentity::default() },
+    }
+}
+
+/// How long the endpoint's identity may take to answer ([`Client::identity`]).
+const IDENTITY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What an answer says of the model behind the endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServedBy {
+    /// The answer's `model`: the name the server answered as.
+    pub model: Option<String>,
+    /// OpenAI's `system_fingerprint`: the backend configuration that answered.
+    pub system_fingerprint: Option<String>,
 }
 
 /// Tokens a completion's `usage` counts: (prompt, completion).
@@ -215,10 +314,10 @@ pub struct ReadError {
     pub message: String,
 }
 
-/// A chat (or text) completion's body read: its answer and first token's alternatives, and the
-/// tokens its `usage` counts (prompt, completion). An error says whether trying again may help (a
-/// body that is not JSON) and what is wrong.
-pub fn read_reply(body: &[u8], want_logprobs: bool) -> Result<(Reply, Option<Usage>), ReadError> {
+/// A chat (or text) completion's body read: its answer and first token's alternatives, the
+/// tokens its `usage` counts (prompt, completion) and who answered ([`ServedBy`]). An error says
+/// whether trying again may help (a body that is not JSON) and what is wrong.
+pub fn read_reply(body: &[u8], want_logprobs: bool) -> Result<(Reply, Option<Usage>, ServedBy), ReadError> {
     let text = String::from_utf8_lossy(body);
     let value: Value = serde_json::from_str(&text)
         .map_err(|e| ReadError { retryable: true, message: format!("the response is not JSON ({e}); it starts {:?}", quote(&text)) })?;
@@ -252,5 +351,7 @@ pub fn read_reply(body: &[u8], want_logprobs: bool) -> Result<(Reply, Option<Usa
             ),
         });
     }
-    Ok((Reply { content, top }, usage))
+    let text_of = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    let served = ServedBy { model: text_of("model"), system_fingerprint: text_of("system_fingerprint") };
+    Ok((Reply { content, top }, usage, served))
 }

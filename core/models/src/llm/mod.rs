@@ -33,7 +33,7 @@ use self::score::{first_word_class, from_logprobs, from_samples, Class};
 use crate::error::ModelError;
 use crate::remote::latency_percentiles;
 use crate::retry::RetryPolicy;
-use crate::{LlmUsage, Model, RemoteUsage};
+use crate::{EndpointIdentity, LlmUsage, Model, RemoteUsage};
 
 /// Unparsed prompts quoted in the error that stops a run.
 const QUOTED_PROMPTS: usize = 5;
@@ -65,6 +65,8 @@ pub struct LlmModel {
     /// `fairpipe run --responses`: answers read from this file, never from a server.
     responses: Option<Responses>,
     from_responses: AtomicU64,
+    /// What the endpoint said of its model at load (`None` for a plan or a responses run).
+    identity: Option<EndpointIdentity>,
 }
 
 impl std::fmt::Debug for LlmModel {
@@ -136,6 +138,8 @@ impl LlmModel {
             Some(path) => Some(ResponseCache::open(&dir.join(path)).map_err(failed)?),
             None => None,
         };
+        // Who answers, asked once before any prompt (a plan and a responses run reach no server).
+        let identity = (recorder.is_none() && responses.is_none()).then(|| client.identity(&config.base_url, &config.model));
         Ok(LlmModel {
             domain: domain.clone(),
             renderer,
@@ -153,6 +157,7 @@ impl LlmModel {
             recorder,
             responses,
             from_responses: AtomicU64::new(0),
+            identity,
         })
     }
 
@@ -333,6 +338,7 @@ impl LlmModel {
         let c = &self.client.counters;
         LlmUsage {
             endpoint: self.client.url().to_string(),
+            base_url: self.config.base_url.clone(),
             model: self.config.model.clone(),
             scores: self.config.scores.name().to_string(),
             requests: c.requests.load(Ordering::Relaxed),
@@ -350,6 +356,9 @@ impl LlmModel {
             cache: self.cache.as_ref().map(|c| c.path().display().to_string()),
             api_key_used: self.key_env_value,
             from_responses: self.from_responses.load(Ordering::Relaxed),
+            served_models: c.served_models.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect(),
+            system_fingerprints: c.system_fingerprints.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect(),
+            identity: self.identity.clone(),
         }
     }
 

@@ -101,7 +101,7 @@ impl Responses {
             }
             let body = response.get("body").unwrap_or(response);
             let text = serde_json::to_vec(body).map_err(|e| LlmError::Json(e.to_string()))?;
-            let (reply, _) = read_reply(&text, want_logprobs).map_err(|e| wrong(e.message))?;
+            let (reply, _, _) = read_reply(&text, want_logprobs).map_err(|e| wrong(e.message))?;
             answers.insert(key, reply);
         }
         Ok(Responses { answers, path: path.to_path_buf() })
