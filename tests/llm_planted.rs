@@ -720,4 +720,9 @@ fn the_model_behind_the_endpoint_is_recorded_and_verify_run_warns_when_it_change
     let endpoint = &again["trail"]["endpoints"]["model"];
     assert_ne!(endpoint["identity_sha256"].as_str().unwrap(), recorded);
     assert_eq!(again["stages"]["model"]["remote"]["llm"]["identity"]["props"]["model_path"], "/models/other-13b.Q8_0.gguf");
+    // Its answers came from the cache the first model filled: warned of, naming the cache.
+    let said = |summary: &serde_json::Value| summary["warnings"].to_string().contains("may not be this model's");
+    assert!(!said(&summary), "the first run filled the cache: {}", summary["warnings"]);
+    assert!(said(&again), "answers of the first model read back under the second: {}", again["warnings"]);
+    assert_eq!(again["stages"]["model"]["remote"]["llm"]["cache_from_another_model"], true);
 }

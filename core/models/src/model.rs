@@ -165,6 +165,10 @@ pub struct LlmUsage {
     /// none.
     #[serde(default)]
     pub system_fingerprints: Vec<String>,
+    /// Whether the response cache holds answers stored while the endpoint said something else of
+    /// its model than it says now: answers read from it may be another model's (warned of).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cache_from_another_model: bool,
     /// What the endpoint said of its model before the first prompt ([`EndpointIdentity`]);
     /// absent for a plan and for a `--responses` run, which reach no server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,5 +197,14 @@ impl EndpointIdentity {
     /// Whether the endpoint said anything of its model.
     pub fn is_known(&self) -> bool {
         self.model.is_some() || self.props.is_some()
+    }
+
+    /// A short hash (XXH3-128, hex) of what the endpoint said, for the response cache's record of
+    /// who answered (the trail keeps a SHA-256 of the same); `None` when it said nothing.
+    pub fn hash(&self) -> Option<String> {
+        self.is_known().then(|| {
+            let text = serde_json::json!({"model": self.model, "props": self.props}).to_string();
+            format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
+        })
     }
 }

@@ -155,8 +155,20 @@ impl Pipeline {
         for (name, artifact) in &artifacts {
             if let (Artifact::Model(model), Some(entry)) = (artifact, stage_entries.get_mut(name)) {
                 entry.remote = model.oracle.model().remote_usage();
-                if let Some(llm) = entry.remote.as_ref().and_then(|r| r.llm.as_ref()) {
+                let warning = entry.remote.as_ref().and_then(|r| r.llm.as_ref()).and_then(|llm| {
                     trail.endpoints.insert(name.clone(), crate::trail::EndpointTrail::of(llm));
+                    (llm.cache_from_another_model && llm.cache_hits > 0).then(|| {
+                        format!(
+                            "{} answers came from the response cache {}, which also holds answers stored while {} served another model (its `/v1/models` entry or `/props` differed): those answers may not be this model's; audit again with a new `cache` file (or none) to ask this model",
+                            llm.cache_hits,
+                            llm.cache.as_deref().unwrap_or("(the cache)"),
+                            llm.base_url
+                        )
+                    })
+                });
+                if let Some(message) = warning {
+                    entry.warnings.push(message.clone());
+                    warnings.push(RunWarning { stage: name.clone(), message });
                 }
             }
         }

@@ -41,7 +41,28 @@ impl ResponseCache {
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(())).map_err(fail)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(fail)?;
         conn.execute("CREATE TABLE IF NOT EXISTS answers (key BLOB PRIMARY KEY, reply TEXT NOT NULL) WITHOUT ROWID", []).map_err(fail)?;
+        // The identities of the endpoints whose answers were stored ([`ResponseCache::served`]).
+        conn.execute("CREATE TABLE IF NOT EXISTS served (identity TEXT PRIMARY KEY) WITHOUT ROWID", []).map_err(fail)?;
         Ok(ResponseCache { conn: Mutex::new(conn), path: path.to_path_buf() })
+    }
+
+    /// The identities (hashes of what each endpoint said of its model,
+    /// [`crate::EndpointIdentity::hash`]) of every run that stored answers here, as recorded
+    /// with [`ResponseCache::record_served`].
+    pub fn served(&self) -> Result<Vec<String>, LlmError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let fail = |e: rusqlite::Error| LlmError::Cache { path: self.path.display().to_string(), message: e.to_string() };
+        let mut statement = conn.prepare_cached("SELECT identity FROM served ORDER BY identity").map_err(fail)?;
+        let rows = statement.query_map([], |row| row.get::<_, String>(0)).map_err(fail)?;
+        rows.collect::<Result<Vec<String>, _>>().map_err(fail)
+    }
+
+    /// Record that answers of the endpoint whose identity hashes to `identity` are stored here.
+    pub fn record_served(&self, identity: &str) -> Result<(), LlmError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let fail = |e: rusqlite::Error| LlmError::Cache { path: self.path.display().to_string(), message: e.to_string() };
+        conn.execute("INSERT OR IGNORE INTO served (identity) VALUES (?1)", params![identity]).map_err(fail)?;
+        Ok(())
     }
 
     /// The file.

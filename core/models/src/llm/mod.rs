@@ -67,6 +67,8 @@ pub struct LlmModel {
     from_responses: AtomicU64,
     /// What the endpoint said of its model at load (`None` for a plan or a responses run).
     identity: Option<EndpointIdentity>,
+    /// The cache holds answers stored while the endpoint said something else of its model.
+    cache_from_another_model: bool,
 }
 
 impl std::fmt::Debug for LlmModel {
@@ -138,8 +140,15 @@ impl LlmModel {
             Some(path) => Some(ResponseCache::open(&dir.join(path)).map_err(failed)?),
             None => None,
         };
-        // Who answers, asked once before any prompt (a plan and a responses run reach no server).
+        // Who answers, asked once before any prompt (a plan and a responses run reach no server);
+        // the cache records it, and says whether its answers came from another model.
         let identity = (recorder.is_none() && responses.is_none()).then(|| client.identity(&config.base_url, &config.model));
+        let mut cache_from_another_model = false;
+        if let (Some(cache), Some(now)) = (&cache, identity.as_ref().and_then(EndpointIdentity::hash)) {
+            let before = cache.served().map_err(failed)?;
+            cache_from_another_model = before.iter().any(|b| *b != now);
+            cache.record_served(&now).map_err(failed)?;
+        }
         Ok(LlmModel {
             domain: domain.clone(),
             renderer,
@@ -158,6 +167,7 @@ impl LlmModel {
             responses,
             from_responses: AtomicU64::new(0),
             identity,
+            cache_from_another_model,
         })
     }
 
@@ -359,6 +369,7 @@ impl LlmModel {
             served_models: c.served_models.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect(),
             system_fingerprints: c.system_fingerprints.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect(),
             identity: self.identity.clone(),
+            cache_from_another_model: self.cache_from_another_model,
         }
     }
 
