@@ -62,7 +62,7 @@ pub struct EndpointTrail {
     /// The model named in the pipeline.
     pub model: String,
     /// The SHA-256 of what the endpoint said of that model before the first prompt
-    /// ([`identity_sha256`]); absent when it said nothing (no `/models` entry, no `/props`).
+    /// ([`fairpipe_models::EndpointIdentity::hash`]); absent when it said nothing (no `/models` entry, no `/props`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity_sha256: Option<String>,
     /// The `system_fingerprint`s of its answers.
@@ -79,32 +79,11 @@ impl EndpointTrail {
         EndpointTrail {
             base_url: usage.base_url.clone(),
             model: usage.model.clone(),
-            identity_sha256: usage.identity.as_ref().and_then(identity_sha256),
+            identity_sha256: usage.identity.as_ref().and_then(fairpipe_models::EndpointIdentity::hash),
             system_fingerprints: usage.system_fingerprints.clone(),
             served_models: usage.served_models.clone(),
         }
     }
-}
-
-/// The SHA-256 (lower-case hex) of what an endpoint said of its model: its `/models` entry and
-/// `/props` as canonical JSON (keys sorted at every level); `None` when it said nothing.
-pub fn identity_sha256(identity: &fairpipe_models::EndpointIdentity) -> Option<String> {
-    fn canonical(v: &serde_json::Value) -> serde_json::Value {
-        match v {
-            serde_json::Value::Object(map) => {
-                let sorted: BTreeMap<&String, serde_json::Value> = map.iter().map(|(k, v)| (k, canonical(v))).collect();
-                serde_json::to_value(sorted).unwrap_or_default()
-            }
-            serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(canonical).collect()),
-            other => other.clone(),
-        }
-    }
-    if !identity.is_known() {
-        return None;
-    }
-    let both = serde_json::json!({"model": identity.model.as_ref().map(canonical), "props": identity.props.as_ref().map(canonical)});
-    let hash = Sha256::digest(both.to_string().as_bytes());
-    Some(hash.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// What [`verify_endpoints`] found of one endpoint.
@@ -149,7 +128,7 @@ pub fn verify_endpoints(trail: &Trail) -> Vec<EndpointCheck> {
                 );
             };
             let now = fairpipe_models::llm::client::identity_of(&e.base_url, &e.model);
-            match identity_sha256(&now) {
+            match now.hash() {
                 Some(hash) if &hash == then => EndpointCheck::Same(stage.clone(), e.clone()),
                 Some(hash) => EndpointCheck::Changed(stage.clone(), e.clone(), hash),
                 None => EndpointCheck::NotAsked(stage.clone(), e.clone(), format!("cannot ask it now ({})", now.unavailable.join("; "))),

@@ -199,12 +199,26 @@ impl EndpointIdentity {
         self.model.is_some() || self.props.is_some()
     }
 
-    /// A short hash (XXH3-128, hex) of what the endpoint said, for the response cache's record of
-    /// who answered (the trail keeps a SHA-256 of the same); `None` when it said nothing.
+    /// The SHA-256 (lower-case hex) of what the endpoint said: its `/models` entry and `/props`
+    /// as canonical JSON (keys sorted at every level, whatever serde_json's features); `None`
+    /// when it said nothing. The trail keeps it, `verify-run` compares it, and the response cache
+    /// records it for each endpoint that stored answers.
     pub fn hash(&self) -> Option<String> {
+        use sha2::{Digest, Sha256};
+        fn canonical(v: &serde_json::Value) -> serde_json::Value {
+            match v {
+                serde_json::Value::Object(map) => {
+                    let sorted: std::collections::BTreeMap<&String, serde_json::Value> =
+                        map.iter().map(|(k, v)| (k, canonical(v))).collect();
+                    serde_json::to_value(sorted).unwrap_or_default()
+                }
+                serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(canonical).collect()),
+                other => other.clone(),
+            }
+        }
         self.is_known().then(|| {
-            let text = serde_json::json!({"model": self.model, "props": self.props}).to_string();
-            format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
+            let both = serde_json::json!({"model": self.model.as_ref().map(canonical), "props": self.props.as_ref().map(canonical)});
+            Sha256::digest(both.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
         })
     }
 }

@@ -66,13 +66,15 @@ enum Scaled {
 }
 
 impl Scaled {
-    fn of(q: &Qualification<'_>) -> Scaled {
+    /// `q` scaled for the distance, a number's mean and standard deviation taken over the
+    /// applicants `compared` (rows outside them keep a value that is never read).
+    fn of(q: &Qualification<'_>, compared: &[usize]) -> Scaled {
         match q {
             Qualification::Category(v) => Scaled::Category(v.to_vec()),
             Qualification::Number(v) => {
-                let n = v.len().max(1) as f64;
-                let mean = v.iter().sum::<f64>() / n;
-                let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+                let n = compared.len().max(1) as f64;
+                let mean = compared.iter().map(|&i| v[i]).sum::<f64>() / n;
+                let sd = (compared.iter().map(|&i| (v[i] - mean).powi(2)).sum::<f64>() / n).sqrt();
                 Scaled::Number(v.iter().map(|x| if sd > 0.0 { (x - mean) / sd } else { 0.0 }).collect())
             }
         }
@@ -142,32 +144,7 @@ pub fn situation_test(
     let own_group = members(protected);
     let reference_group = members(reference);
     let compared: Vec<usize> = (0..n).filter(|&i| group[i] == Some(protected) || group[i] == Some(reference)).collect();
-    let scaled: Vec<Scaled> = qualifications
-        .iter()
-        .map(|q| {
-            let values: Vec<f64> = compared
-                .iter()
-                .map(|&i| match q {
-                    Qualification::Number(v) | Qualification::Category(v) => v[i],
-                })
-                .collect();
-            let sub = match q {
-                Qualification::Number(_) => Qualification::Number(&values),
-                Qualification::Category(_) => Qualification::Category(&values),
-            };
-            let mut s = Scaled::of(&sub);
-            // Back to every applicant's index (rows outside both groups are never read).
-            let mut full = vec![0.0; n];
-            let inner = match &mut s {
-                Scaled::Number(v) | Scaled::Category(v) => v,
-            };
-            for (&i, v) in compared.iter().zip(inner.iter()) {
-                full[i] = *v;
-            }
-            *inner = full;
-            s
-        })
-        .collect();
+    let scaled: Vec<Scaled> = qualifications.iter().map(|q| Scaled::of(q, &compared)).collect();
     let m = scaled.len().max(1) as f64;
     let distance = |a: usize, b: usize| scaled.iter().map(|s| s.distance(a, b)).sum::<f64>() / m;
     let k_used = k.min(own_group.len().saturating_sub(1)).min(reference_group.len());

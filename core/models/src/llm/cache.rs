@@ -46,7 +46,7 @@ impl ResponseCache {
         Ok(ResponseCache { conn: Mutex::new(conn), path: path.to_path_buf() })
     }
 
-    /// The identities (hashes of what each endpoint said of its model,
+    /// The identities (SHA-256 of what each endpoint said of its model,
     /// [`crate::EndpointIdentity::hash`]) of every run that stored answers here, as recorded
     /// with [`ResponseCache::record_served`].
     pub fn served(&self) -> Result<Vec<String>, LlmError> {

@@ -233,15 +233,7 @@ impl Client {
                     _ => None,
                 });
                 match entry {
-                    Some(e) => {
-                        let mut kept = serde_json::Map::new();
-                        for key in ["id", "owned_by", "meta"] {
-                            if let Some(v) = e.get(key) {
-                                kept.insert(key.to_string(), v.clone());
-                            }
-                        }
-                        identity.model = Some(Value::Object(kept));
-                    }
+                    Some(e) => identity.model = Some(Value::Object(picked(e, &["id", "owned_by", "meta"]))),
                     None => identity.unavailable.push(format!("GET {base}/models lists no model `{model}`")),
                 }
             }
@@ -249,12 +241,7 @@ impl Client {
         }
         match self.get_json(&format!("{root}/props")) {
             Ok(props) => {
-                let mut kept = serde_json::Map::new();
-                for key in ["model_path", "build_info", "total_slots", "chat_template"] {
-                    if let Some(v) = props.get(key) {
-                        kept.insert(key.to_string(), v.clone());
-                    }
-                }
+                let kept = picked(&props, &["model_path", "build_info", "total_slots", "chat_template"]);
                 if !kept.is_empty() {
                     identity.props = Some(Value::Object(kept));
                 }
@@ -287,6 +274,11 @@ pub fn identity_of(base_url: &str, model: &str) -> EndpointIdentity {
         Ok(client) => client.identity(base_url, model),
         Err(e) => EndpointIdentity { unavailable: vec![e.to_string()], ..EndpointIdentity::default() },
     }
+}
+
+/// The members `keys` of JSON object `value` that it has.
+fn picked(value: &Value, keys: &[&str]) -> serde_json::Map<String, Value> {
+    keys.iter().filter_map(|k| Some((k.to_string(), value.get(*k)?.clone()))).collect()
 }
 
 /// How long the endpoint's identity may take to answer ([`Client::identity`]).
