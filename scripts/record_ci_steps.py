@@ -32,8 +32,8 @@ STEPS = [
     ("fmt", "0. `cargo fmt --check`"),
     ("first_command", "1. the README's first command in a fresh clone (cold target folder)"),
     ("install", "2. `cargo install --debug --path .` (step 1's artifacts), the binary alone in another folder"),
-    ("wheel", "3. the wheel: release build through zig, installed and run without a compiler"),
-    ("test_command", "4. the README's test command (`scripts/test.sh`) and the library example"),
+    ("wheel", "3. the wheel: dev-profile build through zig, installed and run without a compiler"),
+    ("test_command", "4. the README's test command (`scripts/test.sh`; pytest against step 3's wheel) and the library example"),
     ("lints", "5. `cargo clippy --workspace --all-targets -D warnings`"),
 ]
 BACKGROUND = [

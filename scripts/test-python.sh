@@ -5,7 +5,9 @@
 #      pandas, Polars, pyarrow, pytest, maturin; pip's own cache keeps the downloads);
 #   2. `pip install ./python` into it, built in the dev profile so that it shares the workspace's
 #      target folder with `cargo build` (MATURIN_PEP517_ARGS="--profile dev"; a user's plain
-#      `pip install ./python` builds the release profile);
+#      `pip install ./python` builds the release profile). With FAIRPIPE_WHEEL=FILE, that wheel
+#      instead, binary-only (.ci/run: the wheel its step 3 built and checked from this commit, so
+#      that the suite runs once, against the wheel, and the extension is not built twice);
 #   3. pytest over python/tests. The run() tests compare with the CLI's summary.json: they run
 #      TARGET/debug/fairpipe (built here if missing) through FAIRPIPE_BIN.
 #
@@ -36,9 +38,15 @@ say "test dependencies installed in a fresh venv in $((SECONDS - start)) s ($(du
 # The build runs the venv's maturin (--no-build-isolation: no second download of it).
 export PATH="$venv/bin:$PATH"
 start=$SECONDS
-MATURIN_PEP517_ARGS="--profile dev" CARGO_TARGET_DIR="$target" \
-  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation ./python
-say "fairpipe-rs built and installed in $((SECONDS - start)) s"
+if [ -n "${FAIRPIPE_WHEEL:-}" ]; then
+  [ -f "$FAIRPIPE_WHEEL" ] || { say "FAIRPIPE_WHEEL=$FAIRPIPE_WHEEL is not a file (a wheel scripts/build-wheel.sh made)"; exit 1; }
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary :all: "$FAIRPIPE_WHEEL"
+  say "fairpipe-rs installed from $(basename "$FAIRPIPE_WHEEL") (FAIRPIPE_WHEEL) in $((SECONDS - start)) s"
+else
+  MATURIN_PEP517_ARGS="--profile dev" CARGO_TARGET_DIR="$target" \
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation ./python
+  say "fairpipe-rs built and installed in $((SECONDS - start)) s"
+fi
 
 if [ ! -x "$target/debug/fairpipe" ]; then
   CARGO_TARGET_DIR="$target" cargo build --locked --bin fairpipe

@@ -55,14 +55,15 @@ release_paths() { # TRIPLE OUT
 # Sets build_wall_s (wall seconds), build_cpu_s (user + system CPU seconds of the processes this
 # shell waited for during the build: cargo, rustc, the linkers — /proc/self/stat's cutime and
 # cstime), build_load_before/after (/proc/loadavg) and build_cold (true when TARGET/TRIPLE/release
-# did not exist before: nothing to reuse). Call `build_clock start TRIPLE` after release_paths.
-build_clock() { # start TRIPLE | stop
+# did not exist before: nothing to reuse; TARGET/TRIPLE/debug for `build_clock start TRIPLE debug`).
+# Call `build_clock start TRIPLE [release|debug]` after release_paths.
+build_clock() { # start TRIPLE [DIR] | stop
   local ticks
   ticks=$(getconf CLK_TCK)
   case "$1" in
     start)
       build_cold=false
-      [ -d "$target/$2/release" ] || build_cold=true
+      [ -d "$target/$2/${3:-release}" ] || build_cold=true
       build_load_before=$(cut -d' ' -f1-3 /proc/loadavg)
       build_start_ns=$(date +%s%N)
       build_cpu_start=$(awk '{print $16 + $17}' /proc/$$/stat)
