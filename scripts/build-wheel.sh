@@ -12,8 +12,8 @@
 #      (CARGO_TARGET_DIR, else target/; the artifacts land in TARGET/TRIPLE/release): an abi3 wheel
 #      for CPython 3.9 and later, in DIR (default dist/). `--profile dev` builds the same wheel in
 #      the dev profile, stripped (`--profile dev --strip`; artifacts in TARGET/TRIPLE/debug): what
-#      .ci/run checks, at about half the release build's CPU time; the wheels users install are
-#      the release profile's (.github/workflows/release.yml);
+#      .ci/run checks, at about two thirds of the release build's CPU time; the wheels users
+#      install are the release profile's (.github/workflows/release.yml);
 #   3. checks, each a failure when it does not hold: `auditwheel show` finds the wheel consistent
 #      with the tag it claims (Linux), the wheel is at most 30 MB (48 MB in the dev profile), and it holds the extension, the
 #      `fairpipe` console script and the licence texts.
