@@ -136,3 +136,33 @@ fn the_check_stage_reports_hidden_flips_with_two_protected_attributes() {
         }
     }
 }
+
+#[test]
+fn the_estimate_counts_the_hidden_flips_of_the_inputs_it_draws() {
+    use fairpipe_core::estimate::{trial_outcomes, trial_rng};
+    let domain = domain();
+    let oracle = Oracle::new(Arc::new(Planted(pure_interaction)));
+    let checker = Checker::new(&domain, None);
+    let (trials, per_trial, seed) = (20, 50, 7);
+    let o = trial_outcomes(&oracle, &domain, &checker, true, None, 0..trials, per_trial, seed, &indicatif::ProgressBar::hidden()).unwrap();
+    // The same inputs drawn again: under the pure interaction a row's flip is hidden exactly when
+    // it has sex 0 and race 0 or 1 (only the change to sex 1 and race 2 together flips it).
+    let mut truth = 0;
+    for t in 0..trials {
+        let rows = domain.sample_rows(&mut trial_rng(seed, t), per_trial);
+        truth += rows.chunks_exact(3).filter(|r| r[1] == 0.0 && r[2] != 2.0).count();
+    }
+    assert!(truth > 0);
+    assert_eq!(o.hidden, truth);
+}
+
+#[test]
+fn the_estimate_stage_reports_hidden_flips_with_two_protected_attributes() {
+    let run = common::bundled_run(&common::root().join("pipelines/adult-train.toml"));
+    let estimate = &run.summary["stages"]["estimate"];
+    let samples = estimate["samples"].as_u64().unwrap();
+    let hidden = estimate["hidden_intersectional"].as_u64().expect("hidden_intersectional with sex and race protected");
+    let most_alone = estimate["discriminatory_alone"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).max().unwrap();
+    assert!(hidden + most_alone <= estimate["discriminatory"].as_u64().unwrap(), "{estimate}");
+    assert!((estimate["rate_hidden_intersectional"].as_f64().unwrap() - hidden as f64 / samples as f64).abs() < 1e-15);
+}

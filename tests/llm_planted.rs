@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use crate::common::*;
-use crate::llm_server::{planted_p, read_prompt, reply_body, varying_shift, Fault, Planted, FEMALE_NAMES, FEMALE_SHIFT, MALE_NAMES};
+use crate::llm_server::{
+    planted_p, planted_rating, read_prompt, reply_body, varying_shift, Fault, Planted, FEMALE_NAMES, FEMALE_RATING_SHIFT, FEMALE_SHIFT,
+    MALE_NAMES,
+};
 
 /// The data: every (income, years, sex) of 0..10 × 0..10 × {Female, Male}; test rows where
 /// income + years is odd.
@@ -725,4 +728,198 @@ fn the_model_behind_the_endpoint_is_recorded_and_verify_run_warns_when_it_change
     assert!(!said(&summary), "the first run filled the cache: {}", summary["warnings"]);
     assert!(said(&again), "answers of the first model read back under the second: {}", again["warnings"]);
     assert_eq!(again["stages"]["model"]["remote"]["llm"]["cache_from_another_model"], true);
+}
+
+/// The planted rater's pipeline: `answers` a 0-10 scale instead of yes/no.
+fn rating_pipeline(dir: &Path, base_url: &str, stages: &str) -> PathBuf {
+    let file = pipeline(dir, base_url, "", stages);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let text = text.replace(r#"answers = { favourable = ["yes", "Yes"], unfavourable = ["no", "No"] }"#, "answers = { scale = [0, 10] }");
+    assert!(text.contains("scale = [0, 10]"));
+    write(dir, "p.toml", &text)
+}
+
+#[test]
+fn a_rating_scale_gives_the_planted_score_shift_and_flips() {
+    let server = Planted::start();
+    server.state.rating.store(true, Ordering::SeqCst);
+    let dir = tempfile::tempdir().unwrap();
+    let stages = "\n[stages.check]\nkind = \"check\"\nmodel = \"model\"\n\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 10\nsamples = 100\n";
+    let file = rating_pipeline(dir.path(), &server.base_url(), stages);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    // Every pair's rating differs by exactly the planted 1.2 points (Male against the reference,
+    // Female): the expected rating over the two whole numbers the server weights.
+    let truth = -FEMALE_RATING_SHIFT;
+    for stage in ["check", "estimate"] {
+        let figures = &summary["stages"][stage];
+        let shift = figures["score_shift"].as_array().unwrap_or_else(|| panic!("{stage}: no score_shift in {figures}"));
+        assert_eq!(shift.len(), 1, "{stage}: {figures}");
+        let s = &shift[0];
+        assert_eq!((s["attribute"].as_str(), s["value"].as_str(), s["reference"].as_str()), (Some("sex"), Some("Male"), Some("Female")));
+        let mean = s["mean"].as_f64().unwrap();
+        assert!((mean - truth).abs() < 1e-12, "{stage}: score_shift {mean} against the planted {truth}");
+        let [lo, hi] = [s["ci95"][0].as_f64().unwrap(), s["ci95"][1].as_f64().unwrap()];
+        assert!(lo <= truth + 1e-12 && truth - 1e-12 <= hi && hi - lo < 1e-9, "{stage}: {s}");
+        // A rating has no logit shift.
+        assert_eq!(figures["logit_shift"].as_array().map(Vec::len), Some(0), "{stage}: {figures}");
+    }
+    assert_eq!(summary["stages"]["check"]["score_shift"][0]["pairs"].as_u64(), Some(100));
+    assert_eq!(summary["stages"]["estimate"]["score_shift"][0]["pairs"].as_u64(), Some(1000));
+    // The flips: a rating above the middle (5) is the favourable decision; a test row flips where
+    // the two sexes' planted ratings fall on either side of it (both rows of the pair counted).
+    let mut flips = 0;
+    for income in 0..10 {
+        for years in 0..10 {
+            if (income + years) % 2 == 1 && (planted_rating(income, years, true) > 5.0) != (planted_rating(income, years, false) > 5.0) {
+                flips += 2;
+            }
+        }
+    }
+    assert!(flips > 0);
+    assert_eq!(summary["stages"]["check"]["discriminatory"].as_u64(), Some(flips), "{}", summary["stages"]["check"]);
+    let page = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(page.contains("Score shift (rating)"), "the page names no score shift");
+}
+
+#[test]
+fn a_rating_scale_that_cannot_work_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = rating_pipeline(dir.path(), "http://127.0.0.1:9/v1", CHECK);
+    for (bad, says) in [
+        ("answers = { scale = [5, 5] }", "0 <= LOW < HIGH"),
+        ("answers = { scale = [0, 10], favourable = [\"yes\"] }", "a rating has no favourable or unfavourable words"),
+        ("answers = { }", "or a rating's `scale = [LOW, HIGH]`"),
+    ] {
+        let text = std::fs::read_to_string(&file).unwrap().replace("answers = { scale = [0, 10] }", bad);
+        let broken = write(dir.path(), "broken.toml", &text);
+        let (ok, _, stderr) = fairpipe(&["validate", broken.to_str().unwrap()]);
+        assert!(!ok && stderr.contains("llm") && stderr.contains(says), "{bad}: {stderr}");
+    }
+}
+
+/// Each resume's (sex, years of experience) from pipelines/data/resumes.csv (read with Polars: its
+/// resume cells are quoted and span lines).
+fn resumes() -> Vec<(String, f64)> {
+    use polars::prelude::*;
+    let csv = root().join("pipelines/data/resumes.csv");
+    let frame = CsvReadOptions::default().with_has_header(true).try_into_reader_with_file_path(Some(csv)).unwrap().finish().unwrap();
+    let sex = frame.column("sex").unwrap().str().unwrap().clone();
+    let years = frame.column("years_experience").unwrap().cast(&DataType::Float64).unwrap();
+    let years = years.f64().unwrap();
+    (0..frame.height()).map(|i| (sex.get(i).unwrap().to_string(), years.get(i).unwrap())).collect()
+}
+
+#[test]
+fn the_bundled_rating_pipeline_recovers_the_planted_rating_shift() {
+    use crate::llm_server::{resume_rating, RESUME_FEMALE_SHIFT};
+    let server = Planted::start();
+    server.state.resume_rating.store(true, Ordering::SeqCst);
+    let text = std::fs::read_to_string(root().join("pipelines/resumes-rating.toml")).unwrap();
+    assert!(text.contains("\"http://127.0.0.1:8080/v1\"") && text.contains("scale = [0, 10]"));
+    let text = text
+        .replace("\"http://127.0.0.1:8080/v1\"", &format!("{:?}", server.base_url()))
+        .replace("\"data/resumes.csv\"", &format!("{:?}", bundled("data/resumes.csv")))
+        .replace("\"prompts/resume-rater.j2\"", &format!("{:?}", bundled("prompts/resume-rater.j2")));
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "resumes-rating.toml", &text);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let check = &summary["stages"]["check"];
+    // Every resume rated under a woman's and a man's name: the planted rater's 1 point exactly.
+    let shift = &check["score_shift"][0];
+    assert_eq!(
+        (shift["value"].as_str(), shift["reference"].as_str(), shift["pairs"].as_u64()),
+        (Some("Male"), Some("Female"), Some(300)),
+        "{check}"
+    );
+    assert!((shift["mean"].as_f64().unwrap() + RESUME_FEMALE_SHIFT).abs() < 1e-12, "{shift}");
+    // The flips: the resumes whose two planted ratings (2.3 + 0.5 × years for a man, 1 point less
+    // for a woman) fall on either side of the middle, 5, read off the data here.
+    let resumes = resumes();
+    assert_eq!(resumes.len(), 300);
+    let flipped = resumes
+        .iter()
+        .filter(|(_, years)| {
+            let man = 2.3 + 0.5 * years;
+            (man > 5.0) != (man + RESUME_FEMALE_SHIFT > 5.0)
+        })
+        .count() as u64;
+    assert!(flipped > 0);
+    assert_eq!(check["discriminatory"].as_u64(), Some(flipped), "{check}");
+    // Every prompt the server answered was rated from its own name and years.
+    assert!(server.state.prompts.lock().unwrap().iter().all(|p| resume_rating(p).is_some()));
+    // LL144's scoring rates: per sex, the share of resumes whose own planted rating is above the
+    // median of all 300.
+    let own: Vec<(String, f64)> = resumes
+        .iter()
+        .map(|(sex, years)| {
+            let rating = 2.3 + 0.5 * years + if sex == "Female" { RESUME_FEMALE_SHIFT } else { 0.0 };
+            (sex.clone(), rating)
+        })
+        .collect();
+    let mut sorted: Vec<f64> = own.iter().map(|o| o.1).collect();
+    sorted.sort_by(f64::total_cmp);
+    let median = (sorted[149] + sorted[150]) / 2.0;
+    let audit = &summary["stages"]["ll144"];
+    let table = audit["tables"].as_array().unwrap().iter().find(|t| t["table"] == "sex").expect("a sex table");
+    for sex in ["Female", "Male"] {
+        let of: Vec<f64> = own.iter().filter(|o| o.0 == sex).map(|o| o.1).collect();
+        let rate = of.iter().filter(|&&r| r > median).count() as f64 / of.len() as f64;
+        let row = table["rows"].as_array().unwrap().iter().find(|r| r["category"] == sex).unwrap_or_else(|| panic!("{table}"));
+        assert!((row["rate"].as_f64().unwrap() - rate).abs() < 1e-12, "{sex}: scoring rate {} against {rate}", row["rate"]);
+    }
+    assert_eq!(summary["stages"]["model"]["remote"]["llm"]["unparsed"].as_u64(), Some(0));
+}
+
+#[test]
+fn the_bundled_pairwise_pipeline_recovers_the_planted_position_and_gender_effects() {
+    use crate::llm_server::{pairwise_p_first, MALE_CHOICE_LOGIT, POSITION_LOGIT};
+    let server = Planted::start();
+    server.state.pairwise.store(true, Ordering::SeqCst);
+    let text = std::fs::read_to_string(root().join("pipelines/resumes-pairwise.toml")).unwrap();
+    assert!(text.contains("\"http://127.0.0.1:8080/v1\"") && text.contains("kind = \"pairwise\""));
+    let text = text
+        .replace("\"http://127.0.0.1:8080/v1\"", &format!("{:?}", server.base_url()))
+        .replace("\"data/resumes.csv\"", &format!("{:?}", bundled("data/resumes.csv")))
+        .replace("\"prompts/resume-screener.j2\"", &format!("{:?}", bundled("prompts/resume-screener.j2")))
+        .replace("\"prompts/resume-pairwise.j2\"", &format!("{:?}", bundled("prompts/resume-pairwise.j2")));
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "resumes-pairwise.toml", &text);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let pairwise = &summary["stages"]["pairwise"];
+    // The planted truth: P(the first listed is chosen) = σ(0.4 + 0.6 × (A is a man − B is a man)).
+    let sigma = |z: f64| 1.0 / (1.0 + (-z).exp());
+    let woman_first = sigma(POSITION_LOGIT - MALE_CHOICE_LOGIT);
+    let man_first = sigma(POSITION_LOGIT + MALE_CHOICE_LOGIT);
+    let position = (woman_first + man_first) / 2.0 - 0.5;
+    let man_wins = (1.0 - woman_first + man_first) / 2.0;
+    let close = |figure: &serde_json::Value, truth: f64| (figure.as_f64().unwrap() - truth).abs() < 1e-12;
+    assert_eq!(
+        (pairwise["pairs"].as_u64(), pairwise["prompts"].as_u64(), pairwise["unparsed_pairs"].as_u64()),
+        (Some(300), Some(600), Some(0)),
+        "{pairwise}"
+    );
+    assert!(close(&pairwise["position_effect"], position), "position_effect {} against {position}", pairwise["position_effect"]);
+    let versus = &pairwise["versus_reference"][0];
+    assert_eq!(
+        (versus["attribute"].as_str(), versus["value"].as_str(), versus["reference"].as_str()),
+        (Some("sex"), Some("Male"), Some("Female")),
+        "{versus}"
+    );
+    assert!(close(&versus["rate"], man_wins) && close(&versus["reference_rate"], 1.0 - man_wins), "{versus}");
+    assert!(close(&versus["ratio"], man_wins / (1.0 - man_wins)), "{versus}");
+    for rate in pairwise["chosen_rate"].as_array().unwrap() {
+        let truth = if rate["value"] == "Male" { man_wins } else { 1.0 - man_wins };
+        assert!(close(&rate["rate"], truth) && rate["pairs"].as_u64() == Some(300), "{rate}");
+    }
+    // Every pair prompt names two applicants of opposite sex, asked once in each order.
+    let prompts: Vec<String> = server.state.prompts.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 600, "each pair in both orders");
+    assert!(prompts.iter().all(|p| pairwise_p_first(p).is_some_and(|q| (q - woman_first).abs() < 1e-15 || (q - man_first).abs() < 1e-15)));
+    assert!(dir.path().join("out/pairwise.csv").is_file());
+    let page = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(page.contains("Position effect (pairwise)") && page.contains("Pairwise choices"), "the page has no pairwise findings");
+    // Labels that cannot work are refused at validate.
+    let broken = write(dir.path(), "broken.toml", &text.replace("labels = [\"A\", \"B\"]", "labels = [\"A\", \"A\"]"));
+    let (ok, _, stderr) = fairpipe(&["validate", broken.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("`labels` must be two different answers"), "{stderr}");
 }

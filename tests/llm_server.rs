@@ -29,6 +29,80 @@ pub fn planted_logit(income: i64, years: i64, female: bool) -> f64 {
     0.8 * (income as f64 - 4.3) + 0.4 * (years as f64 - 4.1) + if female { FEMALE_SHIFT } else { 0.0 }
 }
 
+/// The rating shift the planted rater applies to a female applicant ([`planted_rating`]).
+pub const FEMALE_RATING_SHIFT: f64 = -1.2;
+
+/// The planted rater's expected rating on 0-10 ([`State::rating`]): a known function of the
+/// features, 1.2 points lower when female; between 0.42 and 8.82 on the 10 × 10 grid, so never
+/// clipped, and never a whole number (its first token's two alternatives both carry mass).
+pub fn planted_rating(income: i64, years: i64, female: bool) -> f64 {
+    5.0 + 0.5 * (income as f64 - 4.3) + 0.3 * (years as f64 - 4.1) + if female { FEMALE_RATING_SHIFT } else { 0.0 }
+}
+
+/// The rating shift the planted resume rater applies to a woman ([`resume_rating`]).
+pub const RESUME_FEMALE_SHIFT: f64 = -1.0;
+
+/// Bertrand & Mullainathan's (2004) female first names, as pipelines/resumes-rating.toml lists them.
+pub const BM_FEMALE_NAMES: [&str; 18] = [
+    "Allison", "Anne", "Carrie", "Emily", "Jill", "Kristen", "Laurie", "Meredith", "Sarah", "Aisha", "Ebony", "Keisha", "Kenya", "Lakisha",
+    "Latonya", "Latoya", "Tamika", "Tanisha",
+];
+
+/// Bertrand & Mullainathan's (2004) male first names.
+pub const BM_MALE_NAMES: [&str; 18] = [
+    "Brad", "Brendan", "Brett", "Geoffrey", "Greg", "Jay", "Matthew", "Neil", "Todd", "Darnell", "Hakim", "Jamal", "Jermaine", "Kareem",
+    "Leroy", "Rasheed", "Tremayne", "Tyrone",
+];
+
+/// The planted resume rater's expected rating on 0-10 ([`State::resume_rating`]) of a resume
+/// prompt: 2.3 + 0.5 × its years of experience ("N years of experience", "1 year …", none stated: 0), 1 point lower when the
+/// name after "Applicant: " is a woman's; `None` when the prompt says neither.
+pub fn resume_rating(prompt: &str) -> Option<f64> {
+    let name = prompt.lines().find_map(|l| l.trim().strip_prefix("Applicant: "))?.trim();
+    let female = if BM_FEMALE_NAMES.contains(&name) {
+        true
+    } else if BM_MALE_NAMES.contains(&name) {
+        false
+    } else {
+        return None;
+    };
+    // An entry-level resume states no years (scripts/make_resumes.py): 0.
+    let years: f64 = match prompt.find(" years of experience").or_else(|| prompt.find(" year of experience")) {
+        Some(at) => {
+            let digits: String =
+                prompt[..at].chars().rev().take_while(char::is_ascii_digit).collect::<Vec<_>>().into_iter().rev().collect();
+            digits.parse().ok()?
+        }
+        None => 0.0,
+    };
+    Some(2.3 + 0.5 * years + if female { RESUME_FEMALE_SHIFT } else { 0.0 })
+}
+
+/// The planted pairwise chooser's logit in favour of the first listed candidate ([`pairwise_p_first`]).
+pub const POSITION_LOGIT: f64 = 0.4;
+
+/// The planted pairwise chooser's logit in favour of a man over a woman.
+pub const MALE_CHOICE_LOGIT: f64 = 0.6;
+
+/// P(the first listed is chosen) of the planted pairwise chooser ([`State::pairwise`]) for a
+/// prompt naming "Applicant A: NAME" and "Applicant B: NAME" (Bertrand & Mullainathan's names):
+/// sigmoid(POSITION_LOGIT + MALE_CHOICE_LOGIT × (A is a man − B is a man)); `None` when the prompt
+/// names no two such applicants.
+pub fn pairwise_p_first(prompt: &str) -> Option<f64> {
+    let male = |label: &str| -> Option<f64> {
+        let name = prompt.lines().find_map(|l| l.trim().strip_prefix(&format!("Applicant {label}: ")))?.trim();
+        if BM_MALE_NAMES.contains(&name) {
+            Some(1.0)
+        } else if BM_FEMALE_NAMES.contains(&name) {
+            Some(0.0)
+        } else {
+            None
+        }
+    };
+    let logit = POSITION_LOGIT + MALE_CHOICE_LOGIT * (male("A")? - male("B")?);
+    Some(1.0 / (1.0 + (-logit).exp()))
+}
+
 /// The female logit shift at (income, years) when the server's shift varies
 /// ([`State::varying`]): `FEMALE_SHIFT + 0.25 · ((7·income + 3·years) mod 5 − 2)`, whose mean over
 /// the 10 × 10 grid of (income, years) is exactly `FEMALE_SHIFT` (each residue occurs 20 times).
@@ -81,6 +155,16 @@ pub struct State {
     pub prompts: Mutex<Vec<String>>,
     /// The female shift varies with the features ([`varying_p`]).
     pub varying: AtomicBool,
+    /// Answer with a rating on 0-10 ([`planted_rating`]): the first token's `top_logprobs` put
+    /// 90% of the mass on the two whole numbers around it (so that their mean is the rating) and
+    /// 10% on "Maybe".
+    pub rating: AtomicBool,
+    /// Answer a resume prompt with a rating on 0-10 ([`resume_rating`]), given as [`State::rating`]
+    /// gives its ratings.
+    pub resume_rating: AtomicBool,
+    /// Answer a pairwise prompt "A" or "B" ([`pairwise_p_first`]): the first token's
+    /// `top_logprobs` give "A" 90% of P(the first is chosen), "B" 90% of the rest, "Maybe" 10%.
+    pub pairwise: AtomicBool,
     /// Requests to `/v1/completions` answered.
     pub text_completions: AtomicU64,
     /// Milliseconds every answer waits before it is sent (so that requests overlap).
@@ -256,6 +340,46 @@ fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) ->
     } else {
         request["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_string()
     };
+    if state.pairwise.load(Ordering::SeqCst) && !text_completion {
+        let Some(p) = pairwise_p_first(&prompt) else {
+            // One applicant (the model's own yes/no template, asked for its accuracy): P(yes) from
+            // the planted resume rating.
+            let Some(rating) = resume_rating(&prompt) else {
+                return ("400 Bad Request".into(), String::new(), json!({"error": format!("cannot read {prompt:?}")}).to_string());
+            };
+            state.answered.fetch_add(1, Ordering::SeqCst);
+            let logprobs = request["logprobs"] == json!(true);
+            return ("200 OK".into(), String::new(), reply_body(&request["model"], &prompt, rating / 10.0, false, logprobs).to_string());
+        };
+        state.prompts.lock().unwrap().push(prompt.clone());
+        state.answered.fetch_add(1, Ordering::SeqCst);
+        let content = if p > 0.5 { "A" } else { "B" };
+        let top = json!([
+            {"token": "A", "logprob": (0.9 * p).ln()},
+            {"token": "B", "logprob": (0.9 * (1.0 - p)).ln()},
+            {"token": "Maybe", "logprob": 0.1f64.ln()},
+        ]);
+        let tokens = (prompt.len() / 4) as u64;
+        let reply = json!({
+            "id": "planted", "object": "chat.completion", "model": request["model"], "system_fingerprint": state.served().1,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "length",
+                "logprobs": {"content": [{"token": content, "logprob": -0.5, "top_logprobs": top}]}}],
+            "usage": {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
+        });
+        return ("200 OK".into(), String::new(), reply.to_string());
+    }
+    let resume = state.resume_rating.load(Ordering::SeqCst);
+    if (resume || state.rating.load(Ordering::SeqCst)) && !text_completion {
+        let rating = if resume { resume_rating(&prompt) } else { read_prompt(&prompt).map(|(i, y, f)| planted_rating(i, y, f)) };
+        let Some(rating) = rating else {
+            return ("400 Bad Request".into(), String::new(), json!({"error": format!("cannot read {prompt:?}")}).to_string());
+        };
+        state.prompts.lock().unwrap().push(prompt.clone());
+        state.answered.fetch_add(1, Ordering::SeqCst);
+        let mut reply = rating_body(&request["model"], &prompt, rating);
+        reply["system_fingerprint"] = json!(state.served().1);
+        return ("200 OK".into(), String::new(), reply.to_string());
+    }
     let p = match read_prompt(&prompt) {
         Some((income, years, female)) if state.varying.load(Ordering::SeqCst) => varying_p(income, years, female),
         Some((income, years, female)) => planted_p(income, years, female),
@@ -301,6 +425,29 @@ pub fn reply_body(model: &Value, prompt: &str, p: f64, neither: bool, logprobs: 
     if logprobs {
         choice["logprobs"] = json!({"content": [{"token": content, "logprob": -0.5, "top_logprobs": top}]});
     }
+    let tokens = (prompt.len() / 4) as u64;
+    json!({
+        "id": "planted", "object": "chat.completion", "model": model,
+        "choices": [choice],
+        "usage": {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
+    })
+}
+
+/// The planted chat completion for a rating `rating` on 0-10: the answer its nearest whole
+/// number, the first token's alternatives the two whole numbers around it with 90% of the mass
+/// split so that their mean is `rating`, and "Maybe" with 10%.
+pub fn rating_body(model: &Value, prompt: &str, rating: f64) -> Value {
+    let low = rating.floor();
+    let part = rating - low;
+    let mut top = vec![json!({"token": "Maybe", "logprob": 0.1f64.ln()})];
+    for (value, mass) in [(low, 1.0 - part), (low + 1.0, part)] {
+        if mass > 0.0 {
+            top.push(json!({"token": format!("{value}"), "logprob": (0.9 * mass).ln()}));
+        }
+    }
+    let content = format!("{}", rating.round());
+    let choice = json!({"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "length",
+        "logprobs": {"content": [{"token": content, "logprob": -0.5, "top_logprobs": top}]}});
     let tokens = (prompt.len() / 4) as u64;
     json!({
         "id": "planted", "object": "chat.completion", "model": model,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence, Union
 
 _YES_NO = {"favourable": ["yes", "Yes"], "unfavourable": ["no", "No"]}
 
@@ -27,7 +27,9 @@ class LLM(Mapping[str, Any]):
         The prompt template file (minijinja / Jinja2): it sees each feature by its column name
         with its decoded value (``{{ sex }}``, ``{{ row["hours-per-week"] }}``).
     answers:
-        ``{"favourable": [...], "unfavourable": [...]}``; default yes / no.
+        ``{"favourable": [...], "unfavourable": [...]}``; default yes / no. A rating instead:
+        ``{"scale": [0, 10]}`` (whole numbers LOW to HIGH): the score is the expected rating,
+        and ``check`` and ``estimate`` give ``score_shift`` in the scale's points.
     system:
         A system message.
     names:
@@ -48,7 +50,7 @@ class LLM(Mapping[str, Any]):
         model: str,
         prompt: "str | os.PathLike[str]",
         *,
-        answers: Optional[Mapping[str, Sequence[str]]] = None,
+        answers: Optional[Mapping[str, Sequence[Union[str, int]]]] = None,
         system: Optional[str] = None,
         names: Optional[Mapping[str, Mapping[str, Sequence[str]]]] = None,
         cache: "str | os.PathLike[str]" = "llm-cache.sqlite",
@@ -60,7 +62,7 @@ class LLM(Mapping[str, Any]):
             # Absolute: the engine resolves paths against the pipeline's folder, which an
             # in-process audit does not have.
             "prompt": os.path.abspath(os.fspath(prompt)),
-            "answers": {k: [str(a) for a in v] for k, v in (answers or _YES_NO).items()},
+            "answers": {k: [int(a) if k == "scale" else str(a) for a in v] for k, v in (answers or _YES_NO).items()},
         }
         if system is not None:
             block["system"] = str(system)

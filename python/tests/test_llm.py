@@ -24,6 +24,29 @@ def planted_p(income: int, years: int, female: bool) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
+def read_applicant(handler: BaseHTTPRequestHandler) -> tuple:
+    """The request's last message, and the income, years and sex (female) it states."""
+    body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+    prompt = body["messages"][-1]["content"]
+    m = re.search(r"income=(\d+); years=(\d+); sex=(Female|Male)", prompt)
+    return prompt, int(m[1]), int(m[2]), m[3] == "Female"
+
+
+def send_answer(handler: BaseHTTPRequestHandler, content: str, top: list) -> None:
+    """Answer a chat completion with `content` and the first token's alternatives `top`."""
+    reply = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "logprobs": {"content": [{"token": content, "logprob": -0.5, "top_logprobs": top}]}}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 1},
+    }
+    data = json.dumps(reply).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class Planted(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     asked: list = []
@@ -32,10 +55,8 @@ class Planted(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        prompt = body["messages"][-1]["content"]
-        m = re.search(r"income=(\d+); years=(\d+); sex=(Female|Male)", prompt)
-        p = planted_p(int(m[1]), int(m[2]), m[3] == "Female")
+        prompt, income, years, female = read_applicant(self)
+        p = planted_p(income, years, female)
         Planted.asked.append(prompt)
         top = [
             {"token": "Yes", "logprob": math.log(0.9 * p)},
@@ -43,17 +64,7 @@ class Planted(BaseHTTPRequestHandler):
             {"token": "Maybe", "logprob": math.log(0.1)},
         ]
         content = "Yes" if p > 0.5 else "No"
-        reply = {
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "logprobs": {"content": [{"token": content, "logprob": -0.5, "top_logprobs": top}]}}],
-            "usage": {"prompt_tokens": 20, "completion_tokens": 1},
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_answer(self, content, top)
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +200,62 @@ def test_each_llm_audit_in_one_process_answers_from_its_own_source(server, tmp_p
     again = cli_run("live")
     assert selection(again["group_metrics"]["groups"]) == pytest.approx(planted, abs=1e-12)
     assert again["model"]["remote"]["llm"]["from_responses"] == 0
+
+
+RATING_SHIFT = -1.2
+
+
+def planted_rating(income: int, years: int, female: bool) -> float:
+    return 5.0 + 0.5 * (income - 4.3) + 0.3 * (years - 4.1) + (RATING_SHIFT if female else 0.0)
+
+
+class PlantedRater(BaseHTTPRequestHandler):
+    """Rates on 0-10: the first token's alternatives are the two whole numbers around the planted
+    rating, weighted so that their mean is the rating, and "Maybe"."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_POST(self):
+        _, income, years, female = read_applicant(self)
+        rating = planted_rating(income, years, female)
+        low = math.floor(rating)
+        part = rating - low
+        top = [{"token": "Maybe", "logprob": math.log(0.1)}]
+        top += [{"token": str(v), "logprob": math.log(0.9 * w)} for v, w in ((low, 1 - part), (low + 1, part)) if w > 0]
+        content = str(round(rating))
+        send_answer(self, content, top)
+
+
+def test_a_rating_scale_gives_the_planted_score_shift_as_the_cli_does(tmp_path):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), PlantedRater)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    server = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    try:
+        (tmp_path / "prompt.j2").write_text(TEMPLATE)
+        frame = applicants()
+        llm = fairpipe_rs.LLM(base_url=server, model="planted", prompt=tmp_path / "prompt.j2", cache="", concurrency=4,
+                              answers={"scale": [0, 10]})
+        run = fairpipe_rs.audit(frame, llm, label="label", protected="sex", favourable="yes", checks=["check"])
+        check = run.figures("check")
+        [shift] = check["score_shift"]
+        assert (shift["attribute"], shift["value"], shift["reference"], shift["pairs"]) == ("sex", "Male", "Female", 200)
+        assert shift["mean"] == pytest.approx(-RATING_SHIFT, abs=1e-12)
+        assert check["logit_shift"] == []
+        flips = sum(2 for i in range(10) for y in range(10)
+                    if (planted_rating(i, y, True) > 5) != (planted_rating(i, y, False) > 5))
+        assert flips > 0 and check["discriminatory"] == flips
+        # The CLI on the same rows, template and server.
+        frame.to_csv(tmp_path / "applicants.csv", index=False)
+        text = cli_pipeline("llm-rating", server, ("check",)).replace(
+            'answers = { favourable = ["yes", "Yes"], unfavourable = ["no", "No"] }', "answers = { scale = [0, 10] }")
+        assert "scale = [0, 10]" in text
+        (tmp_path / "p.toml").write_text(text)
+        done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
+        assert done.returncode == 0, done.stdout + done.stderr
+        cli = json.loads((tmp_path / "out" / "summary.json").read_text())
+        assert without_timings(run.figures("check")) == without_timings(cli["stages"]["check"])
+    finally:
+        httpd.shutdown()

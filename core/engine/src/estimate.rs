@@ -75,6 +75,9 @@ pub struct TrialOutcomes {
     /// Each trial's sums of discrim-eval's paired logit differences ([`crate::logit_shift`]),
     /// when a pairing was given.
     pub shifts: Vec<ShiftSums>,
+    /// With `alone` and two or more protected attributes, the inputs with hidden intersectional
+    /// flips ([`Checker::hidden_intersectional`]); 0 otherwise.
+    pub hidden: usize,
 }
 
 /// [`trial_counts`], advancing `progress` by each trial checked, with (when `alone`) the flips
@@ -95,13 +98,13 @@ pub fn trial_outcomes(
 ) -> Result<TrialOutcomes, ModelError> {
     let n_protected = if alone { domain.protected_indices().len() } else { 0 };
     if per_trial == 0 {
-        return Ok(TrialOutcomes { counts: vec![0; trials.len()], alone: vec![0; n_protected], shifts: Vec::new() });
+        return Ok(TrialOutcomes { counts: vec![0; trials.len()], alone: vec![0; n_protected], shifts: Vec::new(), hidden: 0 });
     }
     let per_group = (checker.rows_per_call(oracle) / per_trial).max(1);
     let groups: Vec<std::ops::Range<usize>> =
         trials.clone().step_by(per_group).map(|start| start..(start + per_group).min(trials.end)).collect();
     let width = domain.width().max(1);
-    type GroupOutcome = (Vec<(usize, Option<ShiftSums>)>, Vec<usize>);
+    type GroupOutcome = (Vec<(usize, Option<ShiftSums>)>, Vec<usize>, usize);
     let outcomes: Vec<GroupOutcome> = groups
         .into_par_iter()
         .map(|group| {
@@ -122,11 +125,13 @@ pub fn trial_outcomes(
                 .map(|((trial, rows), scores)| (trial.iter().filter(|c| c.discriminatory).count(), pairing.map(|p| p.sums(rows, scores))))
                 .collect();
             let by_attribute = (0..n_protected).map(|k| flags.iter().filter(|f| f[k]).count()).collect();
-            Ok((trials, by_attribute))
+            let hidden = if alone { Checker::hidden_intersectional(&verdicts, &flags).iter().filter(|h| **h).count() } else { 0 };
+            Ok((trials, by_attribute, hidden))
         })
         .collect::<Result<_, ModelError>>()?;
     let mut out = TrialOutcomes { alone: vec![0; n_protected], ..TrialOutcomes::default() };
-    for (trials, by_attribute) in outcomes {
+    for (trials, by_attribute, hidden) in outcomes {
+        out.hidden += hidden;
         for (total, n) in out.alone.iter_mut().zip(&by_attribute) {
             *total += n;
         }
@@ -138,8 +143,9 @@ pub fn trial_outcomes(
     Ok(out)
 }
 
-/// The generator trial `t` draws its inputs from: seeded with `(seed, t)` alone.
-fn trial_rng(seed: u64, t: usize) -> Xoshiro256PlusPlus {
+/// The generator trial `t` draws its inputs from: seeded with `(seed, t)` alone (public so that a
+/// test can draw the same inputs again).
+pub fn trial_rng(seed: u64, t: usize) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(seed ^ (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 

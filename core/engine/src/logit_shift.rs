@@ -12,6 +12,10 @@
 //!
 //! The scores come from [`crate::check::Checker::scores`] (each input followed by all its
 //! protected variants), so the measure costs no model call beyond the flip check's.
+//!
+//! A model whose score is a rating ([`fairpipe_models::Model::score_scale`]: an LLM asked for a
+//! number on a scale) is paired the same way on the rating itself, not its logit: `score_shift`,
+//! the mean change of the expected rating, in the scale's units ([`Measure::Rating`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +29,54 @@ pub const CLIP: f64 = 1e-6;
 pub fn logit(p: f64) -> f64 {
     let p = p.clamp(CLIP, 1.0 - CLIP);
     (p / (1.0 - p)).ln()
+}
+
+/// What a paired difference is taken of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Measure {
+    /// discrim-eval's logit of P(favourable) (`logit_shift`).
+    Logit,
+    /// A rating on the scale `[low, high]`, the model's score being (rating − low) / (high − low)
+    /// (`score_shift`, in the scale's units).
+    Rating {
+        /// The lowest rating.
+        low: f64,
+        /// The highest rating.
+        high: f64,
+    },
+}
+
+impl Measure {
+    /// The measure of `oracle`'s model: `None` for a labels-only model, a rating for a model with
+    /// a score scale, else the logit.
+    pub fn of(oracle: &crate::oracle::Oracle) -> Option<Measure> {
+        let model = oracle.model();
+        if model.labels_only() {
+            return None;
+        }
+        Some(match model.score_scale() {
+            Some([low, high]) => Measure::Rating { low, high },
+            None => Measure::Logit,
+        })
+    }
+
+    /// What a score is compared as.
+    fn value(self, score: f64) -> f64 {
+        match self {
+            Measure::Logit => logit(score),
+            Measure::Rating { low, high } => low + score * (high - low),
+        }
+    }
+}
+
+/// A check's or an estimate's paired figures: discrim-eval's logit shift for a probability, the
+/// score shift for a rating (the other empty).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Shifts {
+    /// `logit_shift`.
+    pub logit_shift: Vec<LogitShift>,
+    /// `score_shift`.
+    pub score_shift: Vec<LogitShift>,
 }
 
 /// One protected attribute's pairs: its position among the protected attributes, its grid.
@@ -47,6 +99,7 @@ pub struct Pairing {
     attributes: Vec<PairedAttribute>,
     width: usize,
     combos: usize,
+    measure: Measure,
 }
 
 /// Running sums of the paired differences, one slot per (attribute, non-reference value) in
@@ -79,7 +132,8 @@ impl ShiftSums {
 }
 
 /// The measure for one value of one protected attribute (`summary.json`: an entry of
-/// `logit_shift` in `check` and `estimate`).
+/// `logit_shift`, or of `score_shift` for a rating, in `check` and `estimate`; there `mean` is the
+/// mean change of the rating and `sd` that of the changes).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogitShift {
     /// The protected attribute.
@@ -101,9 +155,14 @@ pub struct LogitShift {
 }
 
 impl Pairing {
-    /// The pairing for `domain`'s protected attributes (in the order of
+    /// The pairing of logits for `domain`'s protected attributes (in the order of
     /// [`Domain::protected_combinations`]).
     pub fn new(domain: &Domain) -> Pairing {
+        Pairing::of(domain, Measure::Logit)
+    }
+
+    /// The pairing of `measure` for `domain`'s protected attributes.
+    pub fn of(domain: &Domain, measure: Measure) -> Pairing {
         let protected = domain.protected_indices();
         let grids: Vec<Vec<f64>> = protected.iter().map(|&i| domain.attributes[i].grid()).collect();
         let mut attributes = Vec::with_capacity(protected.len());
@@ -119,7 +178,7 @@ impl Pairing {
             });
         }
         let combos = grids.iter().map(Vec::len).product::<usize>().max(1);
-        Pairing { attributes, width: domain.width(), combos }
+        Pairing { attributes, width: domain.width(), combos, measure }
     }
 
     /// Slots: (attribute, non-reference value) pairs.
@@ -142,9 +201,9 @@ impl Pairing {
             let mut slot = 0;
             for (a, &p) in self.attributes.iter().zip(&positions) {
                 let base = own - a.stride * p;
-                let reference = logit(s[1 + base]);
+                let reference = self.measure.value(s[1 + base]);
                 for v in 1..a.values.len() {
-                    let d = logit(s[1 + base + a.stride * v]) - reference;
+                    let d = self.measure.value(s[1 + base + a.stride * v]) - reference;
                     sums.n[slot] += 1;
                     sums.sum[slot] += d;
                     sums.sum_sq[slot] += d * d;
@@ -180,16 +239,23 @@ impl Pairing {
         }
         out
     }
+
+    /// `figures` as a check's or an estimate's `logit_shift` or `score_shift`, by this pairing's
+    /// measure.
+    pub fn shifts(&self, figures: Vec<LogitShift>) -> Shifts {
+        match self.measure {
+            Measure::Logit => Shifts { logit_shift: figures, score_shift: Vec::new() },
+            Measure::Rating { .. } => Shifts { logit_shift: Vec::new(), score_shift: figures },
+        }
+    }
 }
 
-/// The measure over `rows` scored as [`crate::check::Checker::scores`] gives (`scores`); empty for
-/// a labels-only model.
-pub fn measured(oracle: &crate::oracle::Oracle, domain: &Domain, rows: &[f64], scores: &[f64]) -> Vec<LogitShift> {
-    if oracle.model().labels_only() {
-        return Vec::new();
-    }
-    let pairing = Pairing::new(domain);
-    pairing.figures(&pairing.sums(rows, scores))
+/// The paired figures over `rows` scored as [`crate::check::Checker::scores`] gives (`scores`);
+/// empty for a labels-only model.
+pub fn measured(oracle: &crate::oracle::Oracle, domain: &Domain, rows: &[f64], scores: &[f64]) -> Shifts {
+    let Some(measure) = Measure::of(oracle) else { return Shifts::default() };
+    let pairing = Pairing::of(domain, measure);
+    pairing.shifts(pairing.figures(&pairing.sums(rows, scores)))
 }
 
 #[cfg(test)]

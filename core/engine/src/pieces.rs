@@ -33,6 +33,11 @@ pub enum Piece {
         /// model, or in a piece written before they were recorded).
         #[serde(default)]
         shifts: Vec<crate::logit_shift::ShiftSums>,
+        /// With two or more protected attributes, the piece's inputs with hidden intersectional
+        /// flips ([`crate::check::Checker::hidden_intersectional`]); `None` with one attribute or
+        /// in a piece written before it was recorded.
+        #[serde(default)]
+        hidden: Option<usize>,
     },
     /// One search over one block of seeds.
     Search(SearchPiece),

@@ -59,6 +59,14 @@ pub fn t_quantile(p: f64, df: usize) -> f64 {
     StudentsT::new(0.0, 1.0, df as f64).map(|t| t.inverse_cdf(p)).unwrap_or(f64::NAN)
 }
 
+/// P(|T| ≥ |t|) for Student's T with `df` degrees of freedom (`NaN` for `df = 0` or a `NaN` t).
+pub fn t_two_sided_p(t: f64, df: usize) -> f64 {
+    if t.is_nan() || df == 0 {
+        return f64::NAN;
+    }
+    StudentsT::new(0.0, 1.0, df as f64).map(|d| 2.0 * d.sf(t.abs())).unwrap_or(f64::NAN).min(1.0)
+}
+
 /// Which test gave a p-value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

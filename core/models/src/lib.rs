@@ -68,6 +68,15 @@ impl Model for Complement {
         self.0.labels_only()
     }
 
+    /// A rating read the other way round is still on its scale (1 − score is HIGH − rating + LOW).
+    fn score_scale(&self) -> Option<[f64; 2]> {
+        self.0.score_scale()
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        self.0.as_any()
+    }
+
     fn budget_spent(&self) -> Option<String> {
         self.0.budget_spent()
     }

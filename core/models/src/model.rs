@@ -27,6 +27,20 @@ pub trait Model: Send + Sync {
         false
     }
 
+    /// The rating scale `[low, high]` when the model's score is a rating read as
+    /// (rating − low) / (high − low) (an LLM asked for a rating: `answers.scale`), not a
+    /// probability; `check` and `estimate` then report its paired change in the scale's units.
+    fn score_scale(&self) -> Option<[f64; 2]> {
+        None
+    }
+
+    /// The model as `Any`, for a stage that needs one concrete kind of model (`pairwise` asks an
+    /// `LlmModel` for choices between two candidates, by `downcast_ref`); `None` (the default)
+    /// for a model no stage asks more of than its scores.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+
     /// The budget key (`"max_requests"`, `"max_tokens_total"`) a model behind a metered endpoint
     /// has spent, once it can send no more requests: a search that meets it ends early with
     /// `stopped_by` naming it. `None` for every other model.

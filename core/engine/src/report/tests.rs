@@ -41,6 +41,10 @@ fn estimate(rate: f64) -> EstimateFigures {
         discriminatory_alone: Default::default(),
         rate_alone: Default::default(),
         logit_shift: Vec::new(),
+        score_shift: Vec::new(),
+        hidden_intersectional: None,
+        rate_hidden_intersectional: None,
+        ci95_hidden_intersectional: None,
     }
 }
 

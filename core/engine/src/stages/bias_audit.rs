@@ -798,13 +798,21 @@ impl BiasAuditConfig {
             let width = dataset.domain.width();
             let x: Vec<f64> = rows.iter().flat_map(|&r| dataset.x.row(r).to_vec()).collect();
             debug_assert_eq!(x.len(), rows.len() * width);
-            let out = match self.outcome {
-                Outcome::Selection => model.oracle.predict_labels(&x)?.into_iter().map(f64::from).collect(),
-                Outcome::Score => model.oracle.predict_proba(&x)?,
+            // A model that rates (an LLM with `answers.scale`) is audited on its expected ratings,
+            // in the scale's points (the median split, and so every rate, is the same either way).
+            let scale = model.oracle.model().score_scale();
+            let out = match (self.outcome, scale) {
+                (Outcome::Selection, _) => model.oracle.predict_labels(&x)?.into_iter().map(f64::from).collect(),
+                (Outcome::Score, None) => model.oracle.predict_proba(&x)?,
+                (Outcome::Score, Some([low, high])) => {
+                    model.oracle.predict_proba(&x)?.into_iter().map(|p| low + p * (high - low)).collect()
+                }
             };
-            let what = match self.outcome {
-                Outcome::Selection => "labels (P(favourable) > 0.5)",
-                Outcome::Score => "scores (P(favourable))",
+            let what = match (self.outcome, scale) {
+                (Outcome::Selection, None) => "labels (P(favourable) > 0.5)".to_string(),
+                (Outcome::Selection, Some([low, high])) => format!("labels (an expected rating above {})", (low + high) / 2.0),
+                (Outcome::Score, None) => "scores (P(favourable))".to_string(),
+                (Outcome::Score, Some([low, high])) => format!("expected ratings ({low} to {high})"),
             };
             let source = format!("the model's {what}: {}", model.oracle.model().describe());
             return Ok(Outcomes { dataset, rows, outcome: out, source, decision_values: Vec::new() });

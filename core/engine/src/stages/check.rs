@@ -121,6 +121,11 @@ pub struct CheckFigures {
     /// for a labels-only model and in a summary written before this was recorded.
     #[serde(default)]
     pub logit_shift: Vec<crate::logit_shift::LogitShift>,
+    /// For a model whose score is a rating (an LLM with `answers.scale`), the mean change of the
+    /// expected rating, in the scale's units, per protected attribute and value, paired as
+    /// `logit_shift` is (which is then empty); absent for any other model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub score_shift: Vec<crate::logit_shift::LogitShift>,
 }
 
 /// A check measures the share of real rows whose decision flips: it grades the verdict, first among
@@ -169,7 +174,7 @@ impl Stage for CheckConfig {
         let scores = checker.scores_shown(&model.oracle, &rows, &ctx.progress)?;
         let verdicts = checker.verdicts(&scores);
         let alone = checker.alone_of(&model.oracle, &rows, &scores, &verdicts)?;
-        let logit_shift = crate::logit_shift::measured(&model.oracle, domain, &rows, &scores);
+        let shifts = crate::logit_shift::measured(&model.oracle, domain, &rows, &scores);
         let names = crate::stage::protected_names(domain);
         let discriminatory_alone: BTreeMap<String, usize> =
             names.iter().enumerate().map(|(k, name)| (name.clone(), alone.iter().filter(|flags| flags[k]).count())).collect();
@@ -200,7 +205,8 @@ impl Stage for CheckConfig {
             hidden_intersectional: hidden,
             rate_hidden_intersectional: hidden.map(|h| h as f64 / verdicts.len().max(1) as f64),
             ci95_hidden_intersectional: hidden.map(|h| wilson(h, verdicts.len(), 1.96)),
-            logit_shift,
+            logit_shift: shifts.logit_shift,
+            score_shift: shifts.score_shift,
         };
         let table = TableBuilder::new()
             .decoded(domain, &instances, "", None)

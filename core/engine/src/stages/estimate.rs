@@ -11,7 +11,7 @@ use crate::check::Checker;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::estimate::{trial_outcomes, Estimate};
-use crate::logit_shift::{LogitShift, Pairing, ShiftSums};
+use crate::logit_shift::{LogitShift, Measure, Pairing, ShiftSums, Shifts};
 use crate::numbers::{percent, percent_or_dash};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
@@ -145,21 +145,39 @@ pub struct EstimateFigures {
     /// this was recorded.
     #[serde(default)]
     pub logit_shift: Vec<LogitShift>,
+    /// For a model whose score is a rating (an LLM with `answers.scale`), the mean change of the
+    /// expected rating over the sampled inputs, in the scale's units, paired as `logit_shift` is
+    /// (which is then empty); absent for any other model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub score_shift: Vec<LogitShift>,
+    /// With two or more protected attributes, HInter's hidden intersectional flips among the
+    /// inputs drawn: those whose label changes when the protected attributes change together
+    /// while no single attribute's change alone changes it; absent with one attribute (or when a
+    /// piece of a sharded run did not record it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden_intersectional: Option<usize>,
+    /// `hidden_intersectional` / `samples`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_hidden_intersectional: Option<f64>,
+    /// Wilson 95% interval of `rate_hidden_intersectional`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_hidden_intersectional: Option<[f64; 2]>,
 }
 
-/// The pairing of discrim-eval's measure, unless the model gives labels only.
+/// The pairing of discrim-eval's measure (of the rating, for a model that rates), unless the
+/// model gives labels only.
 fn pairing(oracle: &crate::oracle::Oracle, domain: &Domain) -> Option<Pairing> {
-    (!oracle.model().labels_only()).then(|| Pairing::new(domain))
+    Measure::of(oracle).map(|measure| Pairing::of(domain, measure))
 }
 
 /// The measure from each trial's sums, added in trial order (the same for any split in pieces).
-fn shift_figures(pairing: Option<&Pairing>, shifts: &[ShiftSums]) -> Vec<LogitShift> {
-    let Some(pairing) = pairing else { return Vec::new() };
+fn shift_figures(pairing: Option<&Pairing>, shifts: &[ShiftSums]) -> Shifts {
+    let Some(pairing) = pairing else { return Shifts::default() };
     let mut total = ShiftSums::default();
     for s in shifts {
         total.add(s);
     }
-    pairing.figures(&total)
+    pairing.shifts(pairing.figures(&total))
 }
 
 impl EstimateConfig {
@@ -232,9 +250,11 @@ impl Stage for EstimateConfig {
         let pairing = pairing(&model.oracle, domain);
         let o =
             trial_outcomes(&model.oracle, domain, &checker, true, pairing.as_ref(), 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
-        let logit_shift = shift_figures(pairing.as_ref(), &o.shifts);
+        let shifts = shift_figures(pairing.as_ref(), &o.shifts);
         let estimate = Estimate::from_counts(&o.counts, self.samples);
-        self.output(estimate, domain, checker.n_variants(), model.oracle.rows() - before, Some(&o.alone), logit_shift)
+        let hidden = (domain.protected_indices().len() >= 2).then_some(o.hidden);
+        let flips = AloneFlips { alone: Some(&o.alone), hidden };
+        self.output(estimate, domain, checker.n_variants(), model.oracle.rows() - before, flips, shifts)
     }
 
     fn pieces(&self) -> usize {
@@ -251,7 +271,8 @@ impl Stage for EstimateConfig {
         crate::progress::start(&ctx.progress, trials.len() as u64, "trials");
         let pairing = pairing(&model.oracle, domain);
         let o = trial_outcomes(&model.oracle, domain, &checker, true, pairing.as_ref(), trials, self.samples, ctx.seed, &ctx.progress)?;
-        Ok(Piece::Trials { first, counts: o.counts, queries: model.oracle.rows() - before, alone: o.alone, shifts: o.shifts })
+        let hidden = (domain.protected_indices().len() >= 2).then_some(o.hidden);
+        Ok(Piece::Trials { first, counts: o.counts, queries: model.oracle.rows() - before, alone: o.alone, shifts: o.shifts, hidden })
     }
 
     fn combine(&self, ctx: &StageContext, inputs: &Inputs, pieces: Vec<Piece>) -> Result<StageOutput> {
@@ -264,12 +285,15 @@ impl Stage for EstimateConfig {
         let n_protected = domain.protected_indices().len();
         // Per-attribute counts, unless a piece was written before they were recorded.
         let mut alone_all = Some(vec![0usize; n_protected]);
+        // The hidden intersectional flips, unless a piece did not record them.
+        let mut hidden_all = (n_protected >= 2).then_some(0usize);
         for (k, piece) in pieces.into_iter().enumerate() {
             let expected = block(self.trials, self.pieces(), k);
             match piece {
-                Piece::Trials { first, counts: c, queries: q, alone, shifts: s }
+                Piece::Trials { first, counts: c, queries: q, alone, shifts: s, hidden }
                     if first == expected.start && c.len() == expected.len() =>
                 {
+                    hidden_all = hidden_all.and_then(|sum| hidden.map(|h| sum + h));
                     counts.extend(c);
                     shifts.extend(s);
                     queries += q;
@@ -295,24 +319,35 @@ impl Stage for EstimateConfig {
             return Err(Error::Internal(format!("the estimate's pieces hold {} of its {} trials", counts.len(), self.trials)));
         }
         let pairing = pairing(&model.oracle, domain);
-        let logit_shift = if shifts.len() == self.trials { shift_figures(pairing.as_ref(), &shifts) } else { Vec::new() };
-        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries, alone_all.as_deref(), logit_shift)
+        let shifts = if shifts.len() == self.trials { shift_figures(pairing.as_ref(), &shifts) } else { Shifts::default() };
+        let flips = AloneFlips { alone: alone_all.as_deref(), hidden: hidden_all };
+        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries, flips, shifts)
     }
+}
+
+/// What the single attributes' changes explain of an estimate's flips.
+struct AloneFlips<'a> {
+    /// Per protected attribute, the inputs its change alone flips (`None`: not known).
+    alone: Option<&'a [usize]>,
+    /// The hidden intersectional flips (`None`: one protected attribute, or not known).
+    hidden: Option<usize>,
 }
 
 impl EstimateConfig {
     /// The stage's output for estimate `est` over `domain`, `variants` protected variants per
     /// input, `model_queries` rows scored, the inputs changed by each protected attribute alone
-    /// (`None`: not known) and discrim-eval's measure.
+    /// and the hidden intersectional flips ([`AloneFlips`]) and discrim-eval's measure (of the
+    /// rating, for a model that rates).
     fn output(
         &self,
         est: Estimate,
         domain: &Domain,
         variants: usize,
         model_queries: u64,
-        alone: Option<&[usize]>,
-        logit_shift: Vec<LogitShift>,
+        flips: AloneFlips<'_>,
+        shifts: Shifts,
     ) -> Result<StageOutput> {
+        let AloneFlips { alone, hidden } = flips;
         let names = crate::stage::protected_names(domain);
         let discriminatory_alone: BTreeMap<String, usize> =
             alone.map(|a| names.iter().cloned().zip(a.iter().copied()).collect()).unwrap_or_default();
@@ -329,7 +364,11 @@ impl EstimateConfig {
             protected: names,
             discriminatory_alone,
             rate_alone,
-            logit_shift,
+            logit_shift: shifts.logit_shift,
+            score_shift: shifts.score_shift,
+            hidden_intersectional: hidden,
+            rate_hidden_intersectional: hidden.map(|h| h as f64 / est.samples.max(1) as f64),
+            ci95_hidden_intersectional: hidden.map(|h| crate::stats::wilson(h, est.samples, 1.96)),
         };
         let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
         Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: Arc::new(figures), tables: vec![table], model_queries })

@@ -817,7 +817,7 @@ fn validate_llm(llm: &LlmConfig, checks: &mut Checks<'_, '_>) {
 
 /// `Some(why)` for an `llm` block that reads labels only.
 fn llm_labels_only(llm: Option<&LlmConfig>) -> Option<String> {
-    llm.filter(|l| l.scores == ScoreFrom::Labels).map(|_| {
+    llm.filter(|l| l.scores == ScoreFrom::Labels && l.answers.scale.is_none()).map(|_| {
         "`llm.scores = \"labels\"` reads the first word of one answer as a label (set `llm.scores = \"logprobs\"` or \"samples\" for probabilities)".to_string()
     })
 }

@@ -23,6 +23,7 @@ pub mod load_text_model;
 pub mod mitigate;
 pub mod model_output;
 pub mod options;
+pub mod pairwise;
 pub mod predict;
 pub mod retrain;
 pub mod retrain_text;
@@ -49,6 +50,7 @@ pub const KINDS: &[StageKind] = &[
     group_score::KIND,
     group_metrics::KIND,
     bias_audit::KIND,
+    pairwise::KIND,
     retrain::KIND,
     load_text::KIND,
     train_text::KIND,

@@ -271,6 +271,10 @@ mod tests {
             discriminatory_alone: Default::default(),
             rate_alone: Default::default(),
             logit_shift: Vec::new(),
+            score_shift: Vec::new(),
+            hidden_intersectional: None,
+            rate_hidden_intersectional: None,
+            ci95_hidden_intersectional: None,
         };
         let summary = Summary {
             pipeline: "p".into(),

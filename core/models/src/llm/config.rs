@@ -54,16 +54,35 @@ impl Api {
     }
 }
 
-/// The answers read as each class.
+/// The answers read as each class, or the scale of a rating.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
 #[serde(deny_unknown_fields)]
 pub struct Answers {
     /// Answers (tokens or first words) meaning the favourable outcome, e.g. ["yes", "Yes"],
     /// compared exactly after trimming.
+    #[serde(default)]
     pub favourable: Vec<String>,
     /// Answers meaning the unfavourable outcome, e.g. ["no", "No"].
+    #[serde(default)]
     pub unfavourable: Vec<String>,
+    /// A rating instead of a yes/no answer: the whole numbers from LOW to HIGH, e.g. [0, 10] or
+    /// [1, 5]. The model's score is the expected rating (over the first token's `top_logprobs`
+    /// that are a number of the scale, or the mean of the sampled answers' first numbers), read
+    /// as (rating − LOW) / (HIGH − LOW): a rating above the middle of the scale is the favourable
+    /// decision, and `check` and `estimate` report `score_shift` in the scale's units.
+    #[serde(default)]
+    pub scale: Option<[i64; 2]>,
 }
+
+impl Answers {
+    /// The scale as (low, high), when the answers are a rating.
+    pub fn scale(&self) -> Option<(i64, i64)> {
+        self.scale.map(|[low, high]| (low, high))
+    }
+}
+
+/// Ratings past this are refused (a scale of a few numbers is what the rating designs ask).
+pub const MAX_SCALE: i64 = 100;
 
 fn default_top_logprobs() -> u32 {
     20
@@ -190,8 +209,22 @@ impl LlmConfig {
         if self.model.trim().is_empty() {
             say("model", "`llm.model` is empty: give the model's name as the server knows it".into());
         }
-        if self.answers.favourable.is_empty() || self.answers.unfavourable.is_empty() {
-            say("answers", "`llm.answers` needs at least one favourable and one unfavourable answer".into());
+        match self.answers.scale {
+            Some([low, high]) => {
+                if !self.answers.favourable.is_empty() || !self.answers.unfavourable.is_empty() {
+                    say("answers", "`llm.answers` gives a `scale` and yes/no answers: a rating has no favourable or unfavourable words (leave them out), a yes/no question no scale".into());
+                }
+                if !(0 <= low && low < high && high <= MAX_SCALE) {
+                    say("answers", format!("`llm.answers.scale = [{low}, {high}]`: give the lowest and highest rating, whole numbers with 0 <= LOW < HIGH <= {MAX_SCALE}, e.g. [0, 10] or [1, 5]"));
+                }
+            }
+            None if self.answers.favourable.is_empty() || self.answers.unfavourable.is_empty() => {
+                say(
+                    "answers",
+                    "`llm.answers` needs at least one favourable and one unfavourable answer, or a rating's `scale = [LOW, HIGH]`".into(),
+                );
+            }
+            None => {}
         }
         for answer in &self.answers.favourable {
             if self.answers.unfavourable.iter().any(|u| u.trim() == answer.trim()) {

@@ -38,6 +38,14 @@ pub enum LlmError {
         /// The row's value.
         value: String,
     },
+    /// A pairwise template renders the same prompt with its two candidates swapped.
+    #[error(
+        "the pairwise template {shown} renders the same prompt with its two candidates swapped: the model could not tell which is which; write each candidate's name or protected value, e.g. {{{{ first.name }}}} and {{{{ second.name }}}}, into the template"
+    )]
+    PairUnsaid {
+        /// The template's file.
+        shown: String,
+    },
     /// `llm.names` names a column the data does not have.
     #[error("`llm.names` names column {column:?}, which is not a feature; the features: {features}")]
     NamesUnknownColumn {

@@ -25,11 +25,13 @@ use serde_json::{json, Value};
 
 use self::cache::{request_key, ResponseCache};
 use self::client::{AskError, Budgets, Client, Reply};
-use self::config::{Api, LlmConfig, ScoreFrom};
+use self::config::{Answers, Api, LlmConfig, ScoreFrom};
 use self::error::LlmError;
 use self::offline::{AnswerSource, Recorder, Responses};
 use self::prompt::Renderer;
-use self::score::{first_word_class, from_logprobs, from_samples, Class};
+use self::score::{
+    first_rating, first_word_class, from_logprobs, from_samples, normalised, rating_from_logprobs, rating_from_samples, Class,
+};
 use crate::error::ModelError;
 use crate::remote::latency_percentiles;
 use crate::retry::RetryPolicy;
@@ -373,19 +375,101 @@ impl LlmModel {
         }
     }
 
-    /// P(favourable) of a row from its answers; `None` when they are neither class.
-    fn score(&self, requests: &[Request], memo: &HashMap<u128, Reply>) -> Result<Option<f64>, ModelError> {
+    /// P(favourable) of a row from its answers (read as `answers` says); `None` when they are
+    /// neither class.
+    fn score(&self, requests: &[Request], memo: &HashMap<u128, Reply>, answers: &Answers) -> Result<Option<f64>, ModelError> {
         let replies: Vec<&Reply> = requests
             .iter()
             .map(|r| memo.get(&r.key).ok_or_else(|| self.fail("an answer went missing".into())))
             .collect::<Result<_, _>>()?;
+        if let Some(scale) = answers.scale() {
+            return Ok(match self.config.scores {
+                ScoreFrom::Logprobs => rating_from_logprobs(replies[0].top.as_deref().unwrap_or_default(), scale),
+                ScoreFrom::Samples => rating_from_samples(&replies.into_iter().cloned().collect::<Vec<_>>(), scale),
+                ScoreFrom::Labels => first_rating(&replies[0].content, scale).map(|r| normalised(r as f64, scale)),
+            });
+        }
         Ok(match self.config.scores {
-            ScoreFrom::Logprobs => from_logprobs(replies[0].top.as_deref().unwrap_or_default(), &self.config.answers),
-            ScoreFrom::Samples => from_samples(&replies.into_iter().cloned().collect::<Vec<_>>(), &self.config.answers),
-            ScoreFrom::Labels => {
-                first_word_class(&replies[0].content, &self.config.answers).map(|c| f64::from(u8::from(c == Class::Favourable)))
-            }
+            ScoreFrom::Logprobs => from_logprobs(replies[0].top.as_deref().unwrap_or_default(), answers),
+            ScoreFrom::Samples => from_samples(&replies.into_iter().cloned().collect::<Vec<_>>(), answers),
+            ScoreFrom::Labels => first_word_class(&replies[0].content, answers).map(|c| f64::from(u8::from(c == Class::Favourable))),
         })
+    }
+
+    /// The error that stops a run once more prompts than `max_unparsed` got answers that are
+    /// not `expected`, quoting the first few of `asked`.
+    fn too_many_unparsed(
+        &self,
+        asked: &[Vec<Request>],
+        memo: &HashMap<u128, Reply>,
+        unparsed: &HashSet<u128>,
+        expected: &str,
+    ) -> ModelError {
+        let mut failed: Vec<String> = Vec::new();
+        for requests in asked {
+            if failed.len() >= QUOTED_PROMPTS {
+                break;
+            }
+            if unparsed.contains(&requests[0].key) {
+                let answer = memo.get(&requests[0].key).map(|r| r.content.clone()).unwrap_or_default();
+                let line = format!("{} answered {answer:?}", quoted(&requests[0].prompt));
+                if !failed.contains(&line) {
+                    failed.push(line);
+                }
+            }
+        }
+        self.fail(format!(
+            "{} answers are {expected}, more than `llm.max_unparsed = {}` allows; they are not read as any score. The first: {}",
+            unparsed.len(),
+            self.config.max_unparsed,
+            failed.join("; ")
+        ))
+    }
+
+    /// The `llm.base_url` this model asks.
+    pub fn base_url(&self) -> &str {
+        &self.config.base_url
+    }
+
+    /// A pairwise template at `path` (`shown` in messages) for this model's rows, with its
+    /// `names` table: [`prompt::Renderer::render_pair`].
+    pub fn pair_renderer(&self, path: &Path, shown: &str) -> Result<Renderer, ModelError> {
+        Renderer::load(path, shown, &self.domain, &self.config.names).map_err(|e| self.fail(e.to_string()))
+    }
+
+    /// Ask each of `prompts` (pairwise choices between two candidates) as this model asks a row's
+    /// prompt (the cache, the run's memory, `concurrency`, the budgets), and read P(the first
+    /// candidate is chosen): the answer `labels[0]` against `labels[1]`, from the first token's
+    /// `top_logprobs` normalised over the two, the share of samples, or one answer's first word.
+    /// `None` where the answers name neither; past `max_unparsed` such prompts the run stops.
+    pub fn choices(&self, prompts: &[String], labels: &[String; 2]) -> Result<Vec<Option<f64>>, ModelError> {
+        self.rows_asked.fetch_add(prompts.len() as u64, Ordering::Relaxed);
+        let per_prompt: Vec<Vec<Request>> = prompts.iter().map(|p| self.requests(p.clone())).collect::<Result<_, _>>()?;
+        let all: Vec<&Request> = per_prompt.iter().flatten().collect();
+        self.answer(&all)?;
+        if self.recorder.is_some() {
+            return Ok(vec![Some(0.5); prompts.len()]);
+        }
+        let answers = Answers { favourable: vec![labels[0].clone()], unfavourable: vec![labels[1].clone()], scale: None };
+        let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+        let mut unparsed = self.unparsed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::with_capacity(prompts.len());
+        for requests in &per_prompt {
+            let p = self.score(requests, &memo, &answers)?;
+            if p.is_none() {
+                unparsed.insert(requests[0].key);
+            }
+            out.push(p);
+        }
+        if unparsed.len() as u64 > self.config.max_unparsed {
+            return Err(self.too_many_unparsed(
+                &per_prompt,
+                &memo,
+                &unparsed,
+                &format!("neither candidate's label ({})", labels.join(", ")),
+            ));
+        }
+        Ok(out)
     }
 }
 
@@ -410,7 +494,7 @@ impl Model for LlmModel {
         let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
         let mut unparsed = self.unparsed.lock().unwrap_or_else(|p| p.into_inner());
         for (r, requests) in per_row.iter().enumerate() {
-            out[r] = match self.score(requests, &memo)? {
+            out[r] = match self.score(requests, &memo, &self.config.answers)? {
                 Some(p) => p,
                 None => {
                     unparsed.insert(requests[0].key);
@@ -419,27 +503,15 @@ impl Model for LlmModel {
             };
         }
         if unparsed.len() as u64 > self.config.max_unparsed {
-            let mut failed: Vec<String> = Vec::new();
-            for requests in &per_row {
-                if failed.len() >= QUOTED_PROMPTS {
-                    break;
+            let expected = match self.config.answers.scale() {
+                Some((low, high)) => format!("no rating from {low} to {high} (`llm.answers.scale`)"),
+                None => {
+                    let listed: Vec<String> =
+                        self.config.answers.favourable.iter().chain(&self.config.answers.unfavourable).cloned().collect();
+                    format!("neither a favourable nor an unfavourable answer ({})", listed.join(", "))
                 }
-                if unparsed.contains(&requests[0].key) {
-                    let answer = memo.get(&requests[0].key).map(|r| r.content.clone()).unwrap_or_default();
-                    let line = format!("{} answered {answer:?}", quoted(&requests[0].prompt));
-                    if !failed.contains(&line) {
-                        failed.push(line);
-                    }
-                }
-            }
-            let listed: Vec<String> = self.config.answers.favourable.iter().chain(&self.config.answers.unfavourable).cloned().collect();
-            return Err(self.fail(format!(
-                "{} answers are neither a favourable nor an unfavourable answer ({}), more than `llm.max_unparsed = {}` allows; they are not read as either class. The first: {}",
-                unparsed.len(),
-                listed.join(", "),
-                self.config.max_unparsed,
-                failed.join("; ")
-            )));
+            };
+            return Err(self.too_many_unparsed(&per_row, &memo, &unparsed, &expected));
         }
         Ok(())
     }
@@ -466,7 +538,15 @@ impl Model for LlmModel {
     }
 
     fn labels_only(&self) -> bool {
-        self.config.scores == ScoreFrom::Labels
+        self.config.scores == ScoreFrom::Labels && self.config.answers.scale.is_none()
+    }
+
+    fn score_scale(&self) -> Option<[f64; 2]> {
+        self.config.answers.scale().map(|(low, high)| [low as f64, high as f64])
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn budget_spent(&self) -> Option<String> {

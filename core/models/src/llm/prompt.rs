@@ -104,6 +104,38 @@ impl Renderer {
 
     /// The prompt of one encoded row.
     pub fn render(&self, row: &[f64]) -> Result<String, LlmError> {
+        self.render_context(self.context(row))
+    }
+
+    /// The prompt of a pairwise choice between two encoded rows (two candidates): the template
+    /// sees the first row's values at the top, as [`Renderer::render`] gives them (the document
+    /// both candidates share), and each candidate's under `first` and `second` (`first.name`,
+    /// `second.sex`, …). The two rows differ in protected values only, so they share the names'
+    /// position in each list.
+    pub fn render_pair(&self, first: &[f64], second: &[f64]) -> Result<String, LlmError> {
+        let mut context = self.context(first);
+        context.insert("first".into(), self.context(first).into_iter().collect::<Value>());
+        context.insert("second".into(), self.context(second).into_iter().collect::<Value>());
+        self.render_context(context)
+    }
+
+    /// Refuse a pair template that does not say which candidate is which: for `first` and
+    /// `second`, the prompt with the two swapped must differ.
+    pub fn check_pair_said(&self, first: &[f64], second: &[f64]) -> Result<(), LlmError> {
+        if self.render_pair(first, second)? == self.render_pair(second, first)? {
+            return Err(LlmError::PairUnsaid { shown: self.path.display().to_string() });
+        }
+        Ok(())
+    }
+
+    fn render_context(&self, context: BTreeMap<String, Value>) -> Result<String, LlmError> {
+        let fail = |e: minijinja::Error| LlmError::Template { shown: self.path.display().to_string(), message: e.to_string() };
+        let template = self.env.get_template("prompt").map_err(fail)?;
+        template.render(context.into_iter().collect::<Value>()).map(|s| s.trim().to_string()).map_err(fail)
+    }
+
+    /// What the template sees of one row: each column, `row`, and the names.
+    fn context(&self, row: &[f64]) -> BTreeMap<String, Value> {
         let mut context: BTreeMap<String, Value> = BTreeMap::new();
         let mut by_column: BTreeMap<String, Value> = BTreeMap::new();
         for (i, attribute) in self.domain.attributes.iter().enumerate() {
@@ -125,9 +157,7 @@ impl Renderer {
             }
             context.insert("names".into(), chosen.into_iter().collect::<Value>());
         }
-        let fail = |e: minijinja::Error| LlmError::Template { shown: self.path.display().to_string(), message: e.to_string() };
-        let template = self.env.get_template("prompt").map_err(fail)?;
-        template.render(context.into_iter().collect::<Value>()).map(|s| s.trim().to_string()).map_err(fail)
+        context
     }
 
     /// A fixed hash (XXH3-64) of the row's unprotected values: the same for both sides of a pair.
@@ -204,6 +234,19 @@ mod tests {
         r.check_protected_said(&[3.0, 0.0]).unwrap();
         let silent = Renderer::from_source("earns {{ income }}".into(), Path::new("t.j2"), &domain(), &BTreeMap::new()).unwrap();
         assert!(silent.check_protected_said(&[3.0, 0.0]).unwrap_err().to_string().contains("sex is Male instead of Female"));
+        // A pair: the shared document at the top, each candidate under `first` and `second`.
+        let pair = Renderer::from_source(
+            "A: {{ first.name }} ({{ first.sex }}); B: {{ second.name }} ({{ second.sex }}); earns {{ income }}".into(),
+            Path::new("pair.j2"),
+            &domain(),
+            &names,
+        )
+        .unwrap();
+        let both = pair.render_pair(&[3.0, 0.0], &[3.0, 1.0]).unwrap();
+        assert_eq!(both, format!("A: {} (Female); B: {} (Male); earns 3", ["Anna", "Maria"][fi], ["John", "Peter"][fi]));
+        pair.check_pair_said(&[3.0, 0.0], &[3.0, 1.0]).unwrap();
+        let blind = Renderer::from_source("earns {{ income }}".into(), Path::new("pair.j2"), &domain(), &names).unwrap();
+        assert!(blind.check_pair_said(&[3.0, 0.0], &[3.0, 1.0]).unwrap_err().to_string().contains("pair.j2"));
         let typo = Renderer::from_source("{{ incom }}".into(), Path::new("t.j2"), &domain(), &BTreeMap::new()).unwrap();
         assert!(typo.render(&[3.0, 0.0]).unwrap_err().to_string().contains("t.j2"));
     }

@@ -2,6 +2,12 @@
 //! favourable answers over favourable + unfavourable, as discrim-eval normalises it), from the
 //! frequency of each class among sampled answers, or a label from one answer's first word. An
 //! answer that is neither class is `None`: counted as unparsed, never read as a class.
+//!
+//! A rating (`answers.scale = [LOW, HIGH]`) is read the same three ways: the expected rating over
+//! the first token's alternatives that are a whole number of the scale (their probabilities
+//! normalised over those numbers, as the rating studies read an LLM's score), the mean of the
+//! sampled answers' first numbers, or one answer's first number; the score is
+//! (rating − LOW) / (HIGH − LOW). A first token that names no number of the scale is `None`.
 
 use super::client::Reply;
 use super::config::Answers;
@@ -61,12 +67,55 @@ pub fn from_samples(replies: &[Reply], answers: &Answers) -> Option<f64> {
     (!classes.is_empty()).then(|| favourable as f64 / classes.len() as f64)
 }
 
+/// The rating `text` (a token, or a word) is: a whole number from `low` to `high`.
+pub fn rating_of(text: &str, (low, high): (i64, i64)) -> Option<i64> {
+    let text = token_text(text);
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<i64>().ok().filter(|v| (low..=high).contains(v))
+}
+
+/// The first whole number in a reply ("7", "Rating: 7/10", "I would rate them 8."), when it is a
+/// rating of the scale.
+pub fn first_rating(content: &str, scale: (i64, i64)) -> Option<i64> {
+    let start = content.find(|c: char| c.is_ascii_digit())?;
+    let digits: String = content[start..].chars().take_while(char::is_ascii_digit).collect();
+    rating_of(&digits, scale)
+}
+
+/// `rating` on the scale as a score in [0, 1].
+pub fn normalised(rating: f64, (low, high): (i64, i64)) -> f64 {
+    (rating - low as f64) / (high - low) as f64
+}
+
+/// The expected rating over a first token's alternatives that are ratings of the scale (their
+/// probabilities normalised over them), as a score in [0, 1]; `None` when no alternative is one.
+pub fn rating_from_logprobs(top: &[(String, f64)], scale: (i64, i64)) -> Option<f64> {
+    let (mut mass, mut weighted) = (0.0, 0.0);
+    for (token, logprob) in top {
+        if let Some(v) = rating_of(token, scale) {
+            let p = logprob.exp();
+            mass += p;
+            weighted += p * v as f64;
+        }
+    }
+    (mass > 0.0 && mass.is_finite()).then(|| normalised(weighted / mass, scale))
+}
+
+/// The mean of the sampled answers' first ratings, as a score in [0, 1]; `None` when no answer
+/// names one.
+pub fn rating_from_samples(replies: &[Reply], scale: (i64, i64)) -> Option<f64> {
+    let ratings: Vec<i64> = replies.iter().filter_map(|r| first_rating(&r.content, scale)).collect();
+    (!ratings.is_empty()).then(|| normalised(ratings.iter().sum::<i64>() as f64 / ratings.len() as f64, scale))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn answers() -> Answers {
-        Answers { favourable: vec!["yes".into(), "Yes".into()], unfavourable: vec!["no".into(), "No".into()] }
+        Answers { favourable: vec!["yes".into(), "Yes".into()], unfavourable: vec!["no".into(), "No".into()], scale: None }
     }
 
     #[test]
@@ -93,5 +142,36 @@ mod tests {
         let p = from_samples(&[reply("yes"), reply("No"), reply("maybe"), reply("Yes")], &answers()).unwrap();
         assert!((p - 2.0 / 3.0).abs() < 1e-12);
         assert_eq!(from_samples(&[reply("maybe")], &answers()), None);
+    }
+
+    #[test]
+    fn a_rating_is_the_expected_number_over_the_scale_tokens() {
+        let scale = (0, 10);
+        // 0.5 on "7", 0.2 on "▁8", 0.1 on "10", 0.2 on words: E = (3.5 + 1.6 + 1.0) / 0.8.
+        let top = vec![
+            ("7".to_string(), 0.5f64.ln()),
+            ("▁8".to_string(), 0.2f64.ln()),
+            ("10".to_string(), 0.1f64.ln()),
+            ("Seven".to_string(), 0.1f64.ln()),
+            ("11".to_string(), 0.1f64.ln()),
+        ];
+        let score = rating_from_logprobs(&top, scale).unwrap();
+        assert!((score - (6.1 / 0.8) / 10.0).abs() < 1e-12, "{score}");
+        assert_eq!(rating_from_logprobs(&[("Seven".to_string(), 0.0)], scale), None);
+        // A 1-5 scale: 3 is the middle, 0.5.
+        assert!((rating_from_logprobs(&[("3".to_string(), 0.0)], (1, 5)).unwrap() - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn sampled_ratings_read_each_answers_first_number() {
+        let reply = |c: &str| Reply { content: c.into(), top: None };
+        let scale = (1, 5);
+        assert_eq!(first_rating("Rating: 4/5", scale), Some(4));
+        assert_eq!(first_rating("I would rate them 2.", scale), Some(2));
+        assert_eq!(first_rating("9", scale), None);
+        assert_eq!(first_rating("no number", scale), None);
+        let score = rating_from_samples(&[reply("4"), reply("5"), reply("n/a"), reply("3")], scale).unwrap();
+        assert!((score - (4.0 - 1.0) / 4.0).abs() < 1e-12, "{score}");
+        assert_eq!(rating_from_samples(&[reply("n/a")], scale), None);
     }
 }

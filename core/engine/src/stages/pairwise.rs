@@ -1,0 +1,362 @@
+//! `pairwise`: an LLM asked to choose between two candidates in one prompt, the design of the
+//! pairwise hiring studies (Rozado's 30,800 pairwise decisions; Wilson & Caliskan 2024). Each row
+//! (one document, e.g. a resume) becomes a pair of candidates that differ in one protected
+//! attribute only (two values of it, the row's other values kept, each candidate named from the
+//! model's `names` table at the same position of its list), and the pair is asked in both orders:
+//! the first candidate listed is labelled `labels[0]` ("A"), the second `labels[1]` ("B").
+//!
+//! Figures, from P(the first listed is chosen) of each prompt (the first token's `top_logprobs`
+//! normalised over the two labels, the share of samples, or one answer; [`LlmModel::choices`]):
+//! - `position_effect`: P(the first listed is chosen) − 0.5, averaged over both orders of every
+//!   pair, so that who the candidates are cancels (Yin et al. 2025 found position weighing more
+//!   than gender); its interval is Student's t over the pairs;
+//! - `chosen_rate`: per protected value, the mean share of the pairs it is in that it wins (each
+//!   pair's win averaged over its two orders);
+//! - `versus_reference`: per value other than the attribute's reference (its first), over the
+//!   pairs of that value and the reference: both rates, their ratio, Student's t interval of the
+//!   value's rate over the pairs, and the t test of that rate against 0.5 (two-sided).
+//!
+//! A pair whose answers name neither label in an order is left out of every figure and counted
+//! (`unparsed_pairs`). The pairs are independent units here (one per row, attribute and pair of
+//! values); what rows share (a name, a template) is not modelled.
+//!
+//! [`LlmModel::choices`]: crate::models::llm::LlmModel::choices
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::estimate::MODEL_INPUT;
+use super::options::{check_protected, Rows};
+use crate::error::{Result, StageError};
+use crate::models::llm::error::LlmError;
+use crate::models::llm::LlmModel;
+use crate::output::TableBuilder;
+use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
+use crate::stage::keys::StageKeys;
+use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
+use crate::stage::meaning::StageFigures;
+use crate::stage::{
+    audited_rows, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext, StageOutput,
+};
+use crate::stats::{t_quantile, t_two_sided_p};
+
+/// The `pairwise` stage kind.
+pub const KIND: StageKind = StageKind {
+    name: "pairwise",
+    doc: "Ask an LLM to choose between two candidates who differ only in a protected attribute (the same document under two names), each pair in both orders: the position effect (P(the first listed is chosen) − 0.5), each protected value's chosen rate, its ratio to the reference's and a t test.",
+    inputs: MODEL_INPUT,
+    output: ArtifactKind::GroupMetrics,
+    keys: PairwiseConfig::keys,
+    tag: None,
+    example: "[stages.pairwise]\nkind = \"pairwise\"\nmodel = \"model\"\nprompt = \"prompts/resume-pairwise.j2\"",
+    configure: configure::<PairwiseConfig>,
+    fields: fields_of::<PairwiseConfig>,
+    read: read_debug::<PairwiseConfig>,
+    offline_plan: crate::stage::kind::OfflinePlan::Runs,
+    figures: FigureDoc::of::<PairwiseFigures>(),
+};
+
+fn default_labels() -> Vec<String> {
+    vec!["A".into(), "B".into()]
+}
+
+fn default_split() -> Rows {
+    Rows::All
+}
+
+/// The `pairwise` stage's config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, StageKeys)]
+#[serde(deny_unknown_fields)]
+pub struct PairwiseConfig {
+    /// The pair's prompt template (minijinja), relative to the pipeline file: it sees the row's
+    /// values as the model's template does, and each candidate's under `first` and `second`
+    /// (`{{ first.name }}`, `{{ second.sex }}`).
+    pub prompt: PathBuf,
+    /// The answers naming the first and the second candidate listed.
+    #[serde(default = "default_labels")]
+    pub labels: Vec<String>,
+    /// Rows made into pairs (one document each; an LLM is not trained, so every row by default).
+    #[serde(default = "default_split")]
+    pub split: Rows,
+    /// Audit these protected attributes instead of the data's.
+    #[serde(default)]
+    #[key(shared = super::options::PROTECTED)]
+    pub protected: Option<Vec<String>>,
+}
+
+impl StageConfig for PairwiseConfig {
+    type Facts = ();
+
+    fn kind() -> &'static StageKind {
+        &KIND
+    }
+
+    fn validate(&self, c: &mut Checks<'_, '_>) {
+        check_protected(c, &self.protected);
+        if self.labels.len() != 2
+            || self.labels.iter().any(|l| l.trim().is_empty())
+            || self.labels[0].trim() == self.labels.get(1).map_or("", |l| l.trim())
+        {
+            c.problem(
+                "labels",
+                "`labels` must be two different answers, the first listed candidate's and the second's, e.g. [\"A\", \"B\"]",
+            );
+        }
+        if !c.dir().join(&self.prompt).is_file() {
+            c.problem(
+                "prompt",
+                format!("the pairwise template {} does not exist (paths are relative to the pipeline file)", self.prompt.display()),
+            );
+        }
+    }
+
+    fn instantiate(self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
+        Ok(Box::new(PairwiseStage { config: self, dir: env.dir.clone() }))
+    }
+}
+
+/// A configured `pairwise` stage: its config and the folder its template is relative to.
+struct PairwiseStage {
+    config: PairwiseConfig,
+    dir: PathBuf,
+}
+
+/// One protected value's chosen rate over every pair it is in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChosenRate {
+    /// The protected attribute.
+    pub attribute: String,
+    /// The value (decoded).
+    pub value: String,
+    /// Pairs it is in.
+    pub pairs: u64,
+    /// Mean over those pairs of its win (P(chosen), averaged over the two orders).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate: f64,
+    /// Student's t 95% interval of the rate over the pairs; none under two pairs.
+    pub ci95: Option<[f64; 2]>,
+}
+
+/// A value against the attribute's reference, over the pairs of the two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersusReference {
+    /// The protected attribute.
+    pub attribute: String,
+    /// The value compared (decoded).
+    pub value: String,
+    /// The reference value (the attribute's first).
+    pub reference: String,
+    /// Pairs of the value and the reference.
+    pub pairs: u64,
+    /// The value's chosen rate over them.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub rate: f64,
+    /// The reference's (1 − `rate`: each answer chooses one of the two).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub reference_rate: f64,
+    /// `rate` / `reference_rate`.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub ratio: f64,
+    /// Student's t 95% interval of `rate`; none under two pairs.
+    pub ci95: Option<[f64; 2]>,
+    /// t statistic of `rate` against 0.5 (n − 1 degrees of freedom).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub t: f64,
+    /// Its two-sided p-value.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p_value: f64,
+}
+
+/// Figures of a `pairwise` stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, FigureNames)]
+pub struct PairwiseFigures {
+    /// Pairs asked (rows × protected attributes × pairs of their values) whose answers were read
+    /// in both orders.
+    pub pairs: u64,
+    /// Prompts asked (two per pair).
+    pub prompts: u64,
+    /// Pairs left out: an answer in one of the orders named neither label.
+    pub unparsed_pairs: u64,
+    /// The labels of the first and the second candidate listed.
+    pub labels: Vec<String>,
+    /// P(the first listed is chosen) − 0.5, averaged over both orders of every pair.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub position_effect: f64,
+    /// Student's t 95% interval of `position_effect` over the pairs; none under two pairs.
+    pub position_effect_ci95: Option<[f64; 2]>,
+    /// Per protected value, the mean share of its pairs it wins.
+    pub chosen_rate: Vec<ChosenRate>,
+    /// Per value other than its attribute's reference, against the reference.
+    pub versus_reference: Vec<VersusReference>,
+}
+
+/// A pairwise stage's headline: the position effect and the pairs.
+impl StageFigures for PairwiseFigures {
+    const HEADLINE: &'static [&'static str] = &["position_effect", "pairs"];
+}
+
+/// Mean, and Student's t 95% interval of the mean (none under two values).
+fn mean_ci(values: &[f64]) -> (f64, Option<[f64; 2]>, f64) {
+    let n = values.len();
+    if n == 0 {
+        return (f64::NAN, None, f64::NAN);
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, None, f64::NAN);
+    }
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let half = t_quantile(0.975, n - 1) * sd / (n as f64).sqrt();
+    (mean, Some([mean - half, mean + half]), sd)
+}
+
+/// One pair's answers: which row, attribute and values, and P(the first listed is chosen) in each
+/// order (`ab`: the first value listed first).
+struct PairAnswer {
+    row: usize,
+    attribute: usize,
+    values: (usize, usize),
+    ab: Option<f64>,
+    ba: Option<f64>,
+}
+
+impl Stage for PairwiseStage {
+    fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
+        let model = inputs.model("model")?;
+        let Some(llm) = model.oracle.model().as_any().and_then(|m| m.downcast_ref::<LlmModel>()) else {
+            return Err(StageError::cannot(
+                "model",
+                format!(
+                    "`pairwise` asks an LLM to choose between two candidates, but the model is {}: connect a `load_model` stage with an `llm = {{ … }}` block",
+                    model.oracle.model().describe()
+                ),
+            ));
+        };
+        let (domain, rows) = audited_rows(&model, self.config.protected.as_deref(), self.config.split.split(), &ctx.warnings)?;
+        let width = domain.width().max(1);
+        let shown = self.config.prompt.display().to_string();
+        let renderer = llm.pair_renderer(&self.dir.join(&self.config.prompt), &shown)?;
+        let protected = domain.protected_indices();
+        let grids: Vec<Vec<f64>> = protected.iter().map(|&i| domain.attributes[i].grid()).collect();
+        // Every pair: per row, per protected attribute, per two of its values (i < j).
+        let mut pairs: Vec<PairAnswer> = Vec::new();
+        let mut prompts: Vec<String> = Vec::new();
+        let mut checked_template = false;
+        for (r, row) in rows.chunks_exact(width).enumerate() {
+            for (k, &column) in protected.iter().enumerate() {
+                for i in 0..grids[k].len() {
+                    for j in i + 1..grids[k].len() {
+                        let (mut first, mut second) = (row.to_vec(), row.to_vec());
+                        first[column] = grids[k][i];
+                        second[column] = grids[k][j];
+                        let fail = |e: LlmError| crate::error::Error::from(e.at(llm.base_url()));
+                        if !checked_template {
+                            renderer.check_pair_said(&first, &second).map_err(fail)?;
+                            checked_template = true;
+                        }
+                        prompts.push(renderer.render_pair(&first, &second).map_err(fail)?);
+                        prompts.push(renderer.render_pair(&second, &first).map_err(fail)?);
+                        pairs.push(PairAnswer { row: r, attribute: k, values: (i, j), ab: None, ba: None });
+                    }
+                }
+            }
+        }
+        crate::progress::start(&ctx.progress, prompts.len() as u64, "prompts asked");
+        let labels = [self.config.labels[0].clone(), self.config.labels[1].clone()];
+        let answers = llm.choices(&prompts, &labels)?;
+        ctx.progress.inc(prompts.len() as u64);
+        for (pair, two) in pairs.iter_mut().zip(answers.chunks_exact(2)) {
+            pair.ab = two[0];
+            pair.ba = two[1];
+        }
+        let read: Vec<&PairAnswer> = pairs.iter().filter(|p| p.ab.is_some() && p.ba.is_some()).collect();
+        // P(the first value's candidate wins), averaged over its two positions.
+        let win = |p: &PairAnswer| (p.ab.unwrap_or(0.5) + 1.0 - p.ba.unwrap_or(0.5)) / 2.0;
+        let position: Vec<f64> = read.iter().map(|p| (p.ab.unwrap_or(0.5) + p.ba.unwrap_or(0.5)) / 2.0 - 0.5).collect();
+        let (position_effect, position_effect_ci95, _) = mean_ci(&position);
+        let mut chosen_rate = Vec::new();
+        let mut versus_reference = Vec::new();
+        let mut groups = Vec::new();
+        for (k, &column) in protected.iter().enumerate() {
+            let attribute = &domain.attributes[column];
+            let names: Vec<String> = grids[k].iter().map(|&v| attribute.decode(v)).collect();
+            let mut rates = Vec::new();
+            for (v, name) in names.iter().enumerate() {
+                let wins: Vec<f64> = read
+                    .iter()
+                    .filter(|p| p.attribute == k && (p.values.0 == v || p.values.1 == v))
+                    .map(|p| if p.values.0 == v { win(p) } else { 1.0 - win(p) })
+                    .collect();
+                let (rate, ci95, _) = mean_ci(&wins);
+                rates.push(rate);
+                chosen_rate.push(ChosenRate {
+                    attribute: attribute.name.clone(),
+                    value: name.clone(),
+                    pairs: wins.len() as u64,
+                    rate,
+                    ci95,
+                });
+                if v > 0 {
+                    // Pairs of the reference (value 0, listed first in the pair's `ab` order) and v.
+                    let wins: Vec<f64> = read.iter().filter(|p| p.attribute == k && p.values == (0, v)).map(|p| 1.0 - win(p)).collect();
+                    let (rate, ci95, sd) = mean_ci(&wins);
+                    let n = wins.len();
+                    let t = if n > 1 { (rate - 0.5) / (sd / (n as f64).sqrt()) } else { f64::NAN };
+                    versus_reference.push(VersusReference {
+                        attribute: attribute.name.clone(),
+                        value: name.clone(),
+                        reference: names[0].clone(),
+                        pairs: n as u64,
+                        rate,
+                        reference_rate: 1.0 - rate,
+                        ratio: rate / (1.0 - rate),
+                        ci95,
+                        t,
+                        p_value: if n > 1 { t_two_sided_p(t, n - 1) } else { f64::NAN },
+                    });
+                }
+            }
+            let highest = rates.iter().copied().filter(|r| r.is_finite()).fold(f64::NAN, f64::max);
+            for (v, name) in names.iter().enumerate() {
+                let of = chosen_rate.iter().rev().find(|c| c.attribute == attribute.name && &c.value == name);
+                groups.push(GroupMetricRow {
+                    attributes: attribute.name.clone(),
+                    group: name.clone(),
+                    n: of.map_or(0, |c| c.pairs as usize),
+                    selected: 0,
+                    rate: rates[v],
+                    ci95: of.and_then(|c| c.ci95).unwrap_or([f64::NAN, f64::NAN]),
+                    impact_ratio: rates[v] / highest,
+                });
+            }
+        }
+        let figures = PairwiseFigures {
+            pairs: read.len() as u64,
+            prompts: prompts.len() as u64,
+            unparsed_pairs: (pairs.len() - read.len()) as u64,
+            labels: self.config.labels.clone(),
+            position_effect,
+            position_effect_ci95,
+            chosen_rate,
+            versus_reference,
+        };
+        let attribute_names: Vec<String> = pairs.iter().map(|p| domain.attributes[protected[p.attribute]].name.clone()).collect();
+        let value_name = |p: &PairAnswer, v: usize| domain.attributes[protected[p.attribute]].decode(grids[p.attribute][v]);
+        let table = TableBuilder::new()
+            .i64("row", pairs.iter().map(|p| p.row as i64).collect())
+            .str("attribute", attribute_names)
+            .str("first", pairs.iter().map(|p| value_name(p, p.values.0)).collect())
+            .str("second", pairs.iter().map(|p| value_name(p, p.values.1)).collect())
+            .f64("p_first_chosen", pairs.iter().map(|p| p.ab.unwrap_or(f64::NAN)).collect())
+            .f64("p_first_chosen_swapped", pairs.iter().map(|p| p.ba.unwrap_or(f64::NAN)).collect())
+            .build("")?;
+        Ok(StageOutput {
+            artifact: Artifact::GroupMetrics(Arc::new(GroupMetricsArtifact { rows: groups })),
+            figures: Arc::new(figures),
+            tables: vec![table],
+            model_queries: prompts.len() as u64,
+        })
+    }
+}
