@@ -601,17 +601,26 @@ fn llm_show_prints_a_rows_prompt() {
     assert!(!ok && stderr.contains("past the data's 200 rows"), "{stderr}");
 }
 
+/// The bundled LLM pipeline `name` written into `dir`, asking `server` instead of port 8080 and
+/// reading its files `paths` (relative to pipelines/) from the bundle: its path and text. Each
+/// replaced string must be in the file.
+fn bundled_llm_pipeline(dir: &Path, name: &str, server: &Planted, paths: &[&str]) -> (PathBuf, String) {
+    let mut text = std::fs::read_to_string(root().join("pipelines").join(name)).unwrap();
+    let replaced = std::iter::once(("http://127.0.0.1:8080/v1".to_string(), server.base_url()))
+        .chain(paths.iter().map(|p| (p.to_string(), bundled(p))));
+    for (from, to) in replaced {
+        let quoted = format!("{from:?}");
+        assert!(text.contains(&quoted), "pipelines/{name} changed: it names no {quoted}");
+        text = text.replace(&quoted, &format!("{to:?}"));
+    }
+    (write(dir, name, &text), text)
+}
+
 #[test]
 fn the_bundled_llm_pipeline_runs_against_a_served_model() {
     let server = Planted::start();
-    let text = std::fs::read_to_string(root().join("pipelines/census-llm.toml")).unwrap();
-    assert!(text.contains("\"http://127.0.0.1:8080/v1\""));
-    let text = text
-        .replace("\"http://127.0.0.1:8080/v1\"", &format!("{:?}", server.base_url()))
-        .replace("\"data/census-200.csv\"", &format!("{:?}", bundled("data/census-200.csv")))
-        .replace("\"prompts/census-screener.j2\"", &format!("{:?}", bundled("prompts/census-screener.j2")));
     let dir = tempfile::tempdir().unwrap();
-    let file = write(dir.path(), "census-llm.toml", &text);
+    let (file, _) = bundled_llm_pipeline(dir.path(), "census-llm.toml", &server, &["data/census-200.csv", "prompts/census-screener.j2"]);
     let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
     let stages = &summary["stages"];
     assert!(stages["check"]["discriminatory"].as_u64().unwrap() > 0, "{}", stages["check"]);
@@ -814,14 +823,9 @@ fn the_bundled_rating_pipeline_recovers_the_planted_rating_shift() {
     use crate::llm_server::{resume_rating, RESUME_FEMALE_SHIFT};
     let server = Planted::start();
     server.state.resume_rating.store(true, Ordering::SeqCst);
-    let text = std::fs::read_to_string(root().join("pipelines/resumes-rating.toml")).unwrap();
-    assert!(text.contains("\"http://127.0.0.1:8080/v1\"") && text.contains("scale = [0, 10]"));
-    let text = text
-        .replace("\"http://127.0.0.1:8080/v1\"", &format!("{:?}", server.base_url()))
-        .replace("\"data/resumes.csv\"", &format!("{:?}", bundled("data/resumes.csv")))
-        .replace("\"prompts/resume-rater.j2\"", &format!("{:?}", bundled("prompts/resume-rater.j2")));
     let dir = tempfile::tempdir().unwrap();
-    let file = write(dir.path(), "resumes-rating.toml", &text);
+    let (file, text) = bundled_llm_pipeline(dir.path(), "resumes-rating.toml", &server, &["data/resumes.csv", "prompts/resume-rater.j2"]);
+    assert!(text.contains("scale = [0, 10]"));
     let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
     let check = &summary["stages"]["check"];
     // Every resume rated under a woman's and a man's name: the planted rater's 1 point exactly.
@@ -875,15 +879,14 @@ fn the_bundled_pairwise_pipeline_recovers_the_planted_position_and_gender_effect
     use crate::llm_server::{pairwise_p_first, MALE_CHOICE_LOGIT, POSITION_LOGIT};
     let server = Planted::start();
     server.state.pairwise.store(true, Ordering::SeqCst);
-    let text = std::fs::read_to_string(root().join("pipelines/resumes-pairwise.toml")).unwrap();
-    assert!(text.contains("\"http://127.0.0.1:8080/v1\"") && text.contains("kind = \"pairwise\""));
-    let text = text
-        .replace("\"http://127.0.0.1:8080/v1\"", &format!("{:?}", server.base_url()))
-        .replace("\"data/resumes.csv\"", &format!("{:?}", bundled("data/resumes.csv")))
-        .replace("\"prompts/resume-screener.j2\"", &format!("{:?}", bundled("prompts/resume-screener.j2")))
-        .replace("\"prompts/resume-pairwise.j2\"", &format!("{:?}", bundled("prompts/resume-pairwise.j2")));
     let dir = tempfile::tempdir().unwrap();
-    let file = write(dir.path(), "resumes-pairwise.toml", &text);
+    let (file, text) = bundled_llm_pipeline(
+        dir.path(),
+        "resumes-pairwise.toml",
+        &server,
+        &["data/resumes.csv", "prompts/resume-screener.j2", "prompts/resume-pairwise.j2"],
+    );
+    assert!(text.contains("kind = \"pairwise\""));
     let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
     let pairwise = &summary["stages"]["pairwise"];
     // The planted truth: P(the first listed is chosen) = σ(0.4 + 0.6 × (A is a man − B is a man)).

@@ -224,14 +224,14 @@ impl Pairing {
                 let (sum, sum_sq) = (sums.sum.get(slot).copied().unwrap_or(0.0), sums.sum_sq.get(slot).copied().unwrap_or(0.0));
                 let mean = if n > 0 { sum / n as f64 } else { f64::NAN };
                 let sd = if n > 1 { ((sum_sq - sum * mean).max(0.0) / (n - 1) as f64).sqrt() } else { f64::NAN };
-                let half = (n > 1).then(|| crate::stats::t_quantile(0.975, n as usize - 1) * sd / (n as f64).sqrt());
+
                 out.push(LogitShift {
                     attribute: a.name.clone(),
                     value: a.names[v].clone(),
                     reference: a.names[0].clone(),
                     pairs: n,
                     mean,
-                    ci95: half.map(|h| [mean - h, mean + h]),
+                    ci95: crate::stats::t_ci95(mean, sd, n as usize),
                     sd,
                 });
                 slot += 1;

@@ -59,6 +59,15 @@ pub fn t_quantile(p: f64, df: usize) -> f64 {
     StudentsT::new(0.0, 1.0, df as f64).map(|t| t.inverse_cdf(p)).unwrap_or(f64::NAN)
 }
 
+/// Student's t 95% interval of a mean `mean` of `n` values whose standard deviation is `sd`;
+/// `None` under two values.
+pub fn t_ci95(mean: f64, sd: f64, n: usize) -> Option<[f64; 2]> {
+    (n > 1).then(|| {
+        let half = t_quantile(0.975, n - 1) * sd / (n as f64).sqrt();
+        [mean - half, mean + half]
+    })
+}
+
 /// P(|T| ≥ |t|) for Student's T with `df` degrees of freedom (`NaN` for `df = 0` or a `NaN` t).
 pub fn t_two_sided_p(t: f64, df: usize) -> f64 {
     if t.is_nan() || df == 0 {

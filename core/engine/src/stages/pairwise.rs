@@ -40,7 +40,7 @@ use crate::stage::meaning::StageFigures;
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
-use crate::stats::{t_quantile, t_two_sided_p};
+use crate::stats::{t_ci95, t_two_sided_p};
 
 /// The `pairwise` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -197,19 +197,12 @@ impl StageFigures for PairwiseFigures {
     const HEADLINE: &'static [&'static str] = &["position_effect", "pairs"];
 }
 
-/// Mean, and Student's t 95% interval of the mean (none under two values).
+/// Mean, Student's t 95% interval of the mean (none under two values) and standard deviation.
 fn mean_ci(values: &[f64]) -> (f64, Option<[f64; 2]>, f64) {
     let n = values.len();
-    if n == 0 {
-        return (f64::NAN, None, f64::NAN);
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    if n < 2 {
-        return (mean, None, f64::NAN);
-    }
-    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-    let half = t_quantile(0.975, n - 1) * sd / (n as f64).sqrt();
-    (mean, Some([mean - half, mean + half]), sd)
+    let mean = if n == 0 { f64::NAN } else { values.iter().sum::<f64>() / n as f64 };
+    let sd = if n < 2 { f64::NAN } else { (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() };
+    (mean, t_ci95(mean, sd, n), sd)
 }
 
 /// One pair's answers: which row, attribute and values, and P(the first listed is chosen) in each
@@ -271,10 +264,11 @@ impl Stage for PairwiseStage {
             pair.ab = two[0];
             pair.ba = two[1];
         }
-        let read: Vec<&PairAnswer> = pairs.iter().filter(|p| p.ab.is_some() && p.ba.is_some()).collect();
+        // The pairs read in both orders, with P(the first listed is chosen) in each.
+        let read: Vec<(&PairAnswer, f64, f64)> = pairs.iter().filter_map(|p| Some((p, p.ab?, p.ba?))).collect();
         // P(the first value's candidate wins), averaged over its two positions.
-        let win = |p: &PairAnswer| (p.ab.unwrap_or(0.5) + 1.0 - p.ba.unwrap_or(0.5)) / 2.0;
-        let position: Vec<f64> = read.iter().map(|p| (p.ab.unwrap_or(0.5) + p.ba.unwrap_or(0.5)) / 2.0 - 0.5).collect();
+        let win = |(_, ab, ba): &(&PairAnswer, f64, f64)| (ab + 1.0 - ba) / 2.0;
+        let position: Vec<f64> = read.iter().map(|(_, ab, ba)| (ab + ba) / 2.0 - 0.5).collect();
         let (position_effect, position_effect_ci95, _) = mean_ci(&position);
         let mut chosen_rate = Vec::new();
         let mut versus_reference = Vec::new();
@@ -282,55 +276,50 @@ impl Stage for PairwiseStage {
         for (k, &column) in protected.iter().enumerate() {
             let attribute = &domain.attributes[column];
             let names: Vec<String> = grids[k].iter().map(|&v| attribute.decode(v)).collect();
-            let mut rates = Vec::new();
-            for (v, name) in names.iter().enumerate() {
-                let wins: Vec<f64> = read
-                    .iter()
-                    .filter(|p| p.attribute == k && (p.values.0 == v || p.values.1 == v))
-                    .map(|p| if p.values.0 == v { win(p) } else { 1.0 - win(p) })
-                    .collect();
-                let (rate, ci95, _) = mean_ci(&wins);
-                rates.push(rate);
-                chosen_rate.push(ChosenRate {
+            let of_attribute: Vec<&(&PairAnswer, f64, f64)> = read.iter().filter(|r| r.0.attribute == k).collect();
+            let rates: Vec<ChosenRate> = names
+                .iter()
+                .enumerate()
+                .map(|(v, name)| {
+                    let wins: Vec<f64> = of_attribute
+                        .iter()
+                        .filter(|r| r.0.values.0 == v || r.0.values.1 == v)
+                        .map(|r| if r.0.values.0 == v { win(r) } else { 1.0 - win(r) })
+                        .collect();
+                    let (rate, ci95, _) = mean_ci(&wins);
+                    ChosenRate { attribute: attribute.name.clone(), value: name.clone(), pairs: wins.len() as u64, rate, ci95 }
+                })
+                .collect();
+            for (v, name) in names.iter().enumerate().skip(1) {
+                // Pairs of the reference (value 0, listed first in the pair's `ab` order) and v.
+                let wins: Vec<f64> = of_attribute.iter().filter(|r| r.0.values == (0, v)).map(|r| 1.0 - win(r)).collect();
+                let (rate, ci95, sd) = mean_ci(&wins);
+                let n = wins.len();
+                let t = if n > 1 { (rate - 0.5) / (sd / (n as f64).sqrt()) } else { f64::NAN };
+                versus_reference.push(VersusReference {
                     attribute: attribute.name.clone(),
                     value: name.clone(),
-                    pairs: wins.len() as u64,
+                    reference: names[0].clone(),
+                    pairs: n as u64,
                     rate,
+                    reference_rate: 1.0 - rate,
+                    ratio: rate / (1.0 - rate),
                     ci95,
-                });
-                if v > 0 {
-                    // Pairs of the reference (value 0, listed first in the pair's `ab` order) and v.
-                    let wins: Vec<f64> = read.iter().filter(|p| p.attribute == k && p.values == (0, v)).map(|p| 1.0 - win(p)).collect();
-                    let (rate, ci95, sd) = mean_ci(&wins);
-                    let n = wins.len();
-                    let t = if n > 1 { (rate - 0.5) / (sd / (n as f64).sqrt()) } else { f64::NAN };
-                    versus_reference.push(VersusReference {
-                        attribute: attribute.name.clone(),
-                        value: name.clone(),
-                        reference: names[0].clone(),
-                        pairs: n as u64,
-                        rate,
-                        reference_rate: 1.0 - rate,
-                        ratio: rate / (1.0 - rate),
-                        ci95,
-                        t,
-                        p_value: if n > 1 { t_two_sided_p(t, n - 1) } else { f64::NAN },
-                    });
-                }
-            }
-            let highest = rates.iter().copied().filter(|r| r.is_finite()).fold(f64::NAN, f64::max);
-            for (v, name) in names.iter().enumerate() {
-                let of = chosen_rate.iter().rev().find(|c| c.attribute == attribute.name && &c.value == name);
-                groups.push(GroupMetricRow {
-                    attributes: attribute.name.clone(),
-                    group: name.clone(),
-                    n: of.map_or(0, |c| c.pairs as usize),
-                    selected: 0,
-                    rate: rates[v],
-                    ci95: of.and_then(|c| c.ci95).unwrap_or([f64::NAN, f64::NAN]),
-                    impact_ratio: rates[v] / highest,
+                    t,
+                    p_value: t_two_sided_p(t, n.saturating_sub(1)),
                 });
             }
+            let highest = rates.iter().map(|c| c.rate).filter(|r| r.is_finite()).fold(f64::NAN, f64::max);
+            groups.extend(rates.iter().map(|c| GroupMetricRow {
+                attributes: c.attribute.clone(),
+                group: c.value.clone(),
+                n: c.pairs as usize,
+                selected: 0,
+                rate: c.rate,
+                ci95: c.ci95.unwrap_or([f64::NAN, f64::NAN]),
+                impact_ratio: c.rate / highest,
+            }));
+            chosen_rate.extend(rates);
         }
         let figures = PairwiseFigures {
             pairs: read.len() as u64,

@@ -443,31 +443,39 @@ impl LlmModel {
     /// `top_logprobs` normalised over the two, the share of samples, or one answer's first word.
     /// `None` where the answers name neither; past `max_unparsed` such prompts the run stops.
     pub fn choices(&self, prompts: &[String], labels: &[String; 2]) -> Result<Vec<Option<f64>>, ModelError> {
+        let answers = Answers { favourable: vec![labels[0].clone()], unfavourable: vec![labels[1].clone()], scale: None };
+        self.ask_scored(prompts.to_vec(), &answers, || format!("neither candidate's label ({})", labels.join(", ")))
+    }
+
+    /// Ask `prompts` (the cache, the run's memory, `concurrency`, the budgets) and read each one's
+    /// score as `answers` says: `None` where the answers are not `expected()` (counted as unparsed;
+    /// past `max_unparsed` such prompts the run stops), 0.5 for every prompt of a plan.
+    fn ask_scored(
+        &self,
+        prompts: Vec<String>,
+        answers: &Answers,
+        expected: impl FnOnce() -> String,
+    ) -> Result<Vec<Option<f64>>, ModelError> {
         self.rows_asked.fetch_add(prompts.len() as u64, Ordering::Relaxed);
-        let per_prompt: Vec<Vec<Request>> = prompts.iter().map(|p| self.requests(p.clone())).collect::<Result<_, _>>()?;
+        let per_prompt: Vec<Vec<Request>> = prompts.into_iter().map(|p| self.requests(p)).collect::<Result<_, _>>()?;
         let all: Vec<&Request> = per_prompt.iter().flatten().collect();
         self.answer(&all)?;
         if self.recorder.is_some() {
-            return Ok(vec![Some(0.5); prompts.len()]);
+            // A plan: every answer is a placeholder.
+            return Ok(vec![Some(0.5); per_prompt.len()]);
         }
-        let answers = Answers { favourable: vec![labels[0].clone()], unfavourable: vec![labels[1].clone()], scale: None };
         let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
         let mut unparsed = self.unparsed.lock().unwrap_or_else(|p| p.into_inner());
-        let mut out = Vec::with_capacity(prompts.len());
+        let mut out = Vec::with_capacity(per_prompt.len());
         for requests in &per_prompt {
-            let p = self.score(requests, &memo, &answers)?;
+            let p = self.score(requests, &memo, answers)?;
             if p.is_none() {
                 unparsed.insert(requests[0].key);
             }
             out.push(p);
         }
         if unparsed.len() as u64 > self.config.max_unparsed {
-            return Err(self.too_many_unparsed(
-                &per_prompt,
-                &memo,
-                &unparsed,
-                &format!("neither candidate's label ({})", labels.join(", ")),
-            ));
+            return Err(self.too_many_unparsed(&per_prompt, &memo, &unparsed, &expected()));
         }
         Ok(out)
     }
@@ -480,38 +488,18 @@ impl Model for LlmModel {
 
     fn predict_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), ModelError> {
         let width = self.domain.width().max(1);
-        let rows = out.len();
-        self.rows_asked.fetch_add(rows as u64, Ordering::Relaxed);
-        let per_row: Vec<Vec<Request>> =
-            (0..rows).map(|r| self.prompt(&x[r * width..(r + 1) * width]).and_then(|p| self.requests(p))).collect::<Result<_, _>>()?;
-        let all: Vec<&Request> = per_row.iter().flatten().collect();
-        self.answer(&all)?;
-        if self.recorder.is_some() {
-            // A plan: every answer is a placeholder.
-            out.fill(0.5);
-            return Ok(());
-        }
-        let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
-        let mut unparsed = self.unparsed.lock().unwrap_or_else(|p| p.into_inner());
-        for (r, requests) in per_row.iter().enumerate() {
-            out[r] = match self.score(requests, &memo, &self.config.answers)? {
-                Some(p) => p,
-                None => {
-                    unparsed.insert(requests[0].key);
-                    0.5
-                }
-            };
-        }
-        if unparsed.len() as u64 > self.config.max_unparsed {
-            let expected = match self.config.answers.scale() {
-                Some((low, high)) => format!("no rating from {low} to {high} (`llm.answers.scale`)"),
-                None => {
-                    let listed: Vec<String> =
-                        self.config.answers.favourable.iter().chain(&self.config.answers.unfavourable).cloned().collect();
-                    format!("neither a favourable nor an unfavourable answer ({})", listed.join(", "))
-                }
-            };
-            return Err(self.too_many_unparsed(&per_row, &memo, &unparsed, &expected));
+        let prompts: Vec<String> = (0..out.len()).map(|r| self.prompt(&x[r * width..(r + 1) * width])).collect::<Result<_, _>>()?;
+        let answers = &self.config.answers;
+        let scores = self.ask_scored(prompts, answers, || match answers.scale() {
+            Some((low, high)) => format!("no rating from {low} to {high} (`llm.answers.scale`)"),
+            None => {
+                let listed: Vec<String> = answers.favourable.iter().chain(&answers.unfavourable).cloned().collect();
+                format!("neither a favourable nor an unfavourable answer ({})", listed.join(", "))
+            }
+        })?;
+        // An unparsed answer (within `max_unparsed`) is scored 0.5.
+        for (o, score) in out.iter_mut().zip(scores) {
+            *o = score.unwrap_or(0.5);
         }
         Ok(())
     }
