@@ -496,10 +496,16 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
             say!("{}", crate::llm::show(&pipeline, row, stage.as_deref())?);
         }
         Command::Llm { action: LlmAction::Plan { pipeline, out, seed } } => {
-            let (written, left_out) = crate::llm::plan(&pipeline, &out, seed)?;
-            say!("{written} requests → {}", out.display());
-            if !left_out.is_empty() {
-                say!("left out (their prompts depend on the answers, or they ask none): {}", left_out.join(", "));
+            let planned = crate::llm::plan(&pipeline, &out, seed)?;
+            say!("{} requests → {}", planned.requests, out.display());
+            say!(
+                "about {} prompt tokens ({} characters at 4 a token; the server's tokenizer decides) and at most {} answer tokens",
+                planned.prompt_tokens(),
+                planned.prompt_chars,
+                planned.max_answer_tokens
+            );
+            if !planned.left_out.is_empty() {
+                say!("left out (their prompts depend on the answers, or they ask none): {}", planned.left_out.join(", "));
             }
         }
         Command::List { markdown: Some(DocBlock::Stages), .. } => {

@@ -91,10 +91,30 @@ fn offline_plan(kind: &str) -> OfflinePlan {
     fairpipe_core::run::registry::find(kind).map_or(OfflinePlan::LeftOut, |k| k.offline_plan)
 }
 
+/// What a plan holds: its requests, the stages left out, and the tokens they would cost.
+pub struct Planned {
+    /// Requests written.
+    pub requests: usize,
+    /// Stages left out (`NAME (KIND)`).
+    pub left_out: Vec<String>,
+    /// Characters of the requests' messages (or prompts).
+    pub prompt_chars: u64,
+    /// The most answer tokens the requests allow (`max_tokens` × `n` of each).
+    pub max_answer_tokens: u64,
+}
+
+impl Planned {
+    /// The prompt tokens, estimated at 4 characters a token (OpenAI's rule of thumb for English;
+    /// the server's tokenizer decides, and a `--responses` run reports its `usage`).
+    pub fn prompt_tokens(&self) -> u64 {
+        self.prompt_chars.div_ceil(4)
+    }
+}
+
 /// Write to `out` every request the pipeline's load_model, group_metrics, check and estimate
 /// stages will send (the other stages left out), with `seed` as `run --seed` would; returns the
-/// requests written and the stages left out.
-pub fn plan(pipeline: &Path, out: &Path, seed: Option<u64>) -> anyhow::Result<(usize, Vec<String>)> {
+/// requests written, the stages left out and what the requests hold.
+pub fn plan(pipeline: &Path, out: &Path, seed: Option<u64>) -> anyhow::Result<Planned> {
     let doc = read_doc(pipeline)?;
     let stages = stages_of(pipeline, &doc)?;
     if !stages.values().any(|s| s.get("llm").is_some()) {
@@ -117,8 +137,18 @@ pub fn plan(pipeline: &Path, out: &Path, seed: Option<u64>) -> anyhow::Result<(u
     let mut p = Pipeline::parse(pipeline, &toml::to_string(&only)?, seed)?;
     p.llm_answers = AnswerSource::Record(out.to_path_buf());
     p.execute(false)?;
-    let written = std::fs::read_to_string(out).with_context(|| format!("cannot read back {}", out.display()))?.lines().count();
-    Ok((written, left_out))
+    let text = std::fs::read_to_string(out).with_context(|| format!("cannot read back {}", out.display()))?;
+    let mut planned = Planned { requests: 0, left_out, prompt_chars: 0, max_answer_tokens: 0 };
+    for line in text.lines() {
+        let request: serde_json::Value = serde_json::from_str(line).with_context(|| format!("cannot read back {}", out.display()))?;
+        let body = &request["body"];
+        let chars = |v: &serde_json::Value| v.as_str().map_or(0, |s| s.chars().count() as u64);
+        planned.prompt_chars +=
+            body["messages"].as_array().map_or_else(|| chars(&body["prompt"]), |m| m.iter().map(|m| chars(&m["content"])).sum());
+        planned.max_answer_tokens += body["max_tokens"].as_u64().unwrap_or(1) * body["n"].as_u64().unwrap_or(1);
+        planned.requests += 1;
+    }
+    Ok(planned)
 }
 
 /// Refuse a run from a responses file when the pipeline has a search: its prompts depend on the

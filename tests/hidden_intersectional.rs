@@ -139,12 +139,13 @@ fn the_check_stage_reports_hidden_flips_with_two_protected_attributes() {
 
 #[test]
 fn the_estimate_counts_the_hidden_flips_of_the_inputs_it_draws() {
-    use fairpipe_core::estimate::{trial_outcomes, trial_rng};
+    use fairpipe_core::estimate::{trial_outcomes, trial_rng, Wanted};
     let domain = domain();
     let oracle = Oracle::new(Arc::new(Planted(pure_interaction)));
     let checker = Checker::new(&domain, None);
     let (trials, per_trial, seed) = (20, 50, 7);
-    let o = trial_outcomes(&oracle, &domain, &checker, true, None, 0..trials, per_trial, seed, &indicatif::ProgressBar::hidden()).unwrap();
+    let wanted = Wanted { alone: true, ..Wanted::default() };
+    let o = trial_outcomes(&oracle, &domain, &checker, &wanted, 0..trials, per_trial, seed, &indicatif::ProgressBar::hidden()).unwrap();
     // The same inputs drawn again: under the pure interaction a row's flip is hidden exactly when
     // it has sex 0 and race 0 or 1 (only the change to sex 1 and race 2 together flips it).
     let mut truth = 0;

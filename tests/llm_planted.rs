@@ -35,7 +35,7 @@ const TEMPLATE: &str =
 
 /// A pipeline in `dir` auditing the planted server at `base_url` with `llm_extra` keys in the
 /// `llm` block and `stages` after the model.
-fn pipeline(dir: &Path, base_url: &str, llm_extra: &str, stages: &str) -> PathBuf {
+pub(crate) fn pipeline(dir: &Path, base_url: &str, llm_extra: &str, stages: &str) -> PathBuf {
     write_data(dir);
     write(dir, "prompt.j2", TEMPLATE);
     // Defaults the extra keys may replace.
@@ -67,7 +67,7 @@ llm = {{ base_url = "{base_url}", model = "planted", prompt = "prompt.j2", answe
     write(dir, "p.toml", &text)
 }
 
-const CHECK: &str = "\n[stages.check]\nkind = \"check\"\nmodel = \"model\"\n";
+pub(crate) const CHECK: &str = "\n[stages.check]\nkind = \"check\"\nmodel = \"model\"\n";
 
 /// Test rows whose planted label changes with sex.
 fn planted_flips() -> u64 {
@@ -189,6 +189,47 @@ fn group_metrics_estimate_and_grft_recover_the_planted_bias() {
     assert_eq!(distinct.len(), prompts.len(), "a prompt was asked twice");
 }
 
+/// `precision` on an estimate: trials are drawn until the confidence sequence's half-width is at
+/// most the one asked; the interval (the sequence's, valid at the stop) covers the planted rate,
+/// the stop is reported with what it cost, and a precision that cannot be one is refused.
+#[test]
+fn an_estimate_with_precision_stops_once_its_valid_interval_is_that_narrow() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let stages = "\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 2000\nsamples = 64\nprecision = 0.03\n";
+    let file = pipeline(dir.path(), &server.base_url(), "", stages);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let estimate = &summary["stages"]["estimate"];
+    let stop = &estimate["precision"];
+    let truth = (0..10).flat_map(|i| (0..10).map(move |y| (i, y))).filter(|(i, y)| planted_flip(*i, *y)).count() as f64 / 100.0;
+    assert!(truth > 0.05, "a planted rate to estimate: {truth}");
+    assert_eq!((stop["asked"].as_f64(), stop["met"].as_bool()), (Some(0.03), Some(true)), "{stop}");
+    let reached = stop["reached"].as_f64().unwrap();
+    assert!(reached <= 0.03 && reached > 0.02, "{stop}");
+    let [lo, hi] = [estimate["ci95"][0].as_f64().unwrap(), estimate["ci95"][1].as_f64().unwrap()];
+    assert_eq!(stop["ci95"], estimate["ci95"], "{estimate}");
+    assert!((hi - lo) / 2.0 <= 0.03 + 1e-12 && lo <= truth && truth <= hi, "planted {truth} against [{lo}, {hi}]");
+    // It stopped early, on a whole look (4 trials of 64 = 256 inputs), and says what it cost.
+    let (trials, samples) = (estimate["trials"].as_u64().unwrap(), estimate["samples"].as_u64().unwrap());
+    assert!(trials < 2000 && trials % 4 == 0 && samples == trials * 64, "{estimate}");
+    assert_eq!(stop["observations"].as_u64(), Some(samples), "{stop}");
+    assert_eq!(stop["model_rows"].as_u64(), Some(2 * samples), "{stop}");
+    // The grid has 200 prompts, and load_model asked every one of them for its accuracy: the
+    // run's memory answers all 5,000-odd rows the estimate scored, and it sent no request.
+    assert_eq!(stop["requests"].as_u64(), Some(0), "{stop}");
+    assert_eq!(server.state.answered.load(Ordering::SeqCst), 200);
+    // The same pipeline and seed stop at the same trial.
+    let again = run_pipeline(&file, &dir.path().join("again"), &[]);
+    assert_eq!(again["stages"]["estimate"]["trials"], estimate["trials"]);
+    // A precision that is no half-width, and units beside a precision, are refused at validate.
+    for (bad, says) in [("precision = 0.03", "precision = 0.7"), ("precision = 0.03", "precision = 0.03\nunits = 4")] {
+        let text = std::fs::read_to_string(&file).unwrap().replace(bad, says);
+        let broken = write(dir.path(), "broken.toml", &text);
+        let (ok, _, stderr) = fairpipe(&["validate", broken.to_str().unwrap()]);
+        assert!(!ok && (stderr.contains("half-width") || stderr.contains("leave `units` out")), "{says}: {stderr}");
+    }
+}
+
 /// discrim-eval's measure: with a female logit shift that varies with the features around −1.5,
 /// check's mean logit difference (Male against the reference Female) over the test rows is the
 /// planted one computed here, and estimate's interval over inputs drawn from the whole grid covers
@@ -225,9 +266,17 @@ fn the_logit_shift_recovers_the_planted_shift() {
     assert_eq!(check["pairs"].as_u64(), Some(100), "{check}");
     assert!((check["mean"].as_f64().unwrap() - mean).abs() < 1e-9, "{check} vs {mean}");
     assert!((check["sd"].as_f64().unwrap() - sd).abs() < 1e-9, "{check} vs {sd}");
-    // t(0.975, 99) = 1.9842 (NIST table).
-    let half = check["ci95"][1].as_f64().unwrap() - check["mean"].as_f64().unwrap();
+    // Treating the 100 pairs as independent: t(0.975, 99) = 1.9842 (NIST table).
+    let half = check["ci95_independent"][1].as_f64().unwrap() - check["mean"].as_f64().unwrap();
     assert!((half - 1.9842 * sd / n.sqrt()).abs() < 1e-3, "{check}");
+    // But the 100 pairs are 50 documents, each checked as its Female and its Male row (the same
+    // pair twice): the interval is clustered by document, Σ_g (2 d_g − 2 mean)² / (1 − 2/100) /
+    // 100² (CR2: each cluster's leverage is 2/100), with t(0.975, 49) = 2.0096 (NIST table).
+    assert_eq!(check["clusters"], serde_json::json!({"document": 50}), "{check}");
+    let spread: f64 = diffs.chunks(2).map(|d| (d[0] + d[1] - 2.0 * mean).powi(2)).sum();
+    let clustered = 2.0096 * (50.0 / 49.0 * spread / (n * n)).sqrt();
+    let half = check["ci95"][1].as_f64().unwrap() - check["mean"].as_f64().unwrap();
+    assert!((half - clustered).abs() < 1e-3 && half > 1.3 * 1.9842 * sd / n.sqrt(), "{check}: half-width {half} vs {clustered}");
     // estimate: 1000 inputs from the grid; the interval covers the planted 1.5.
     let estimate = shift("estimate");
     assert_eq!(estimate["pairs"].as_u64(), Some(1000), "{estimate}");
@@ -252,6 +301,26 @@ fn names_stand_in_for_the_protected_value() {
     write(dir.path(), "prompt.j2", "Applicant name={{ name }}: income={{ income }}; years={{ years }}.\nApprove? Answer yes or no.\n");
     let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
     assert_eq!(summary["stages"]["check"]["discriminatory"].as_u64(), Some(planted_flips()));
+    // The per-name table: each name stands for its sex, shown on as many prompts as the test
+    // rows' variants it was drawn for; the prompts add up to two per row checked; its mean score
+    // is the planted P(yes) over those prompts (the name carries no effect of its own here).
+    let names = std::fs::read_to_string(dir.path().join("out/check_names.csv")).unwrap();
+    let mut lines = names.lines();
+    assert_eq!(lines.next(), Some("name,stands_for,prompts,mean_score,favourable_share,flipped_rows"));
+    let mut prompts_total = 0;
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let female = FEMALE_NAMES.contains(&cells[0]);
+        assert!(female || MALE_NAMES.contains(&cells[0]), "{line}");
+        assert_eq!(cells[1], if female { "Female" } else { "Male" }, "{line}");
+        prompts_total += cells[2].parse::<u64>().unwrap();
+    }
+    assert_eq!(prompts_total, 2 * 100);
+    // The check's table names both sides of every discriminatory row.
+    let cases = std::fs::read_to_string(dir.path().join("out/check.csv")).unwrap();
+    let header = cases.lines().next().unwrap();
+    assert!(header.ends_with(",name,name_counterpart"), "{header}");
+    assert_eq!(cases.lines().count() as u64, planted_flips() + 1);
     let prompts = server.state.prompts.lock().unwrap();
     assert!(prompts.iter().all(|p| !p.contains("Female") && !p.contains("Male")));
     for p in prompts.iter() {
@@ -466,6 +535,13 @@ fn a_planned_run_answered_from_a_file_equals_the_live_run() {
     assert_eq!(server.state.requests.load(Ordering::SeqCst), asked, "the plan sent a request");
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&plan).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(stdout.contains(&format!("{} requests", lines.len())), "{stdout}");
+    // The plan counts its tokens: the messages' characters at 4 a token, one answer token each.
+    let chars: usize = lines
+        .iter()
+        .flat_map(|l| l["body"]["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap().chars().count()))
+        .sum();
+    let said = format!("about {} prompt tokens ({chars} characters", chars.div_ceil(4));
+    assert!(stdout.contains(&said) && stdout.contains(&format!("at most {} answer tokens", lines.len())), "{stdout}");
     // The plan holds exactly the distinct prompts the live run asked.
     assert_eq!(lines.len() as u64, asked);
     let live_prompts: std::collections::HashSet<String> = server.state.prompts.lock().unwrap().iter().cloned().collect();
@@ -491,6 +567,12 @@ fn a_planned_run_answered_from_a_file_equals_the_live_run() {
     assert_eq!(offline["stages"]["model"]["accuracy_test"], live["stages"]["model"]["accuracy_test"]);
     let llm = &offline["stages"]["model"]["remote"]["llm"];
     assert_eq!((llm["requests"].as_u64(), llm["from_responses"].as_u64()), (Some(0), Some(lines.len() as u64)), "{llm}");
+    // The answers' `usage` is counted as the live run counted the server's.
+    let live_llm = &live["stages"]["model"]["remote"]["llm"];
+    assert!(llm["prompt_tokens"].as_u64().unwrap() > 0, "{llm}");
+    for key in ["prompt_tokens", "completion_tokens"] {
+        assert_eq!(llm[key], live_llm[key], "{key}");
+    }
     // A prompt missing from the file is an error naming it; a search is refused up front.
     write(dir.path(), "short.jsonl", &answers.lines().skip(1).map(|l| format!("{l}\n")).collect::<String>());
     let (ok, _, stderr) = fairpipe(&[

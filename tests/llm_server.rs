@@ -5,7 +5,8 @@
 //! token's `top_logprobs` (the favourable mass split over "Yes" and " yes", 10% of the mass on
 //! "Maybe", which a reader must normalise away). Faults are queued: each request takes the next
 //! one (429 with `Retry-After`, 500, a slow answer, a body that is not JSON), and modes answer
-//! without logprobs or with neither class.
+//! without logprobs or with neither class. With `name_effects`, each name adds its own random
+//! effect to the logit (the coverage simulation of clustered intervals).
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -121,6 +122,33 @@ pub fn planted_p(income: i64, years: i64, female: bool) -> f64 {
     1.0 / (1.0 + (-planted_logit(income, years, female)).exp())
 }
 
+/// The planted random effect on the logit of a name ([`State::name_effects`]): `sd` times a
+/// standard normal drawn (Box–Muller) from a hash of (`seed`, the name), so that each seed gives
+/// every name a new independent effect, the same for every prompt of one seed.
+pub fn name_effect(seed: u64, sd: f64, name: &str) -> f64 {
+    let mut h: u64 = 1469598103934665603 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(1099511628211);
+    }
+    let mut next = || {
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^= h >> 33;
+        ((h >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    let (u1, u2) = (next(), next());
+    sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// The first name a prompt gives as `name=NAME`.
+pub fn prompt_name(prompt: &str) -> Option<&str> {
+    let at = prompt.find("name=")? + 5;
+    let rest = &prompt[at..];
+    Some(rest[..rest.find(|c: char| !c.is_alphanumeric()).unwrap_or(rest.len())].trim())
+}
+
 /// One fault to answer a request with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fault {
@@ -155,6 +183,9 @@ pub struct State {
     pub prompts: Mutex<Vec<String>>,
     /// The female shift varies with the features ([`varying_p`]).
     pub varying: AtomicBool,
+    /// Each name shown (`name=NAME`) adds its own random effect to the planted logit:
+    /// `(seed, sd)` of [`name_effect`].
+    pub name_effects: Mutex<Option<(u64, f64)>>,
     /// Answer with a rating on 0-10 ([`planted_rating`]): the first token's `top_logprobs` put
     /// 90% of the mass on the two whole numbers around it (so that their mean is the rating) and
     /// 10% on "Maybe".
@@ -380,8 +411,14 @@ fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) ->
         reply["system_fingerprint"] = json!(state.served().1);
         return ("200 OK".into(), String::new(), reply.to_string());
     }
+    let effects = *state.name_effects.lock().unwrap();
     let p = match read_prompt(&prompt) {
         Some((income, years, female)) if state.varying.load(Ordering::SeqCst) => varying_p(income, years, female),
+        Some((income, years, female)) if effects.is_some() => {
+            let (seed, sd) = effects.unwrap_or_default();
+            let effect = prompt_name(&prompt).map_or(0.0, |name| name_effect(seed, sd, name));
+            1.0 / (1.0 + (-(planted_logit(income, years, female) + effect)).exp())
+        }
         Some((income, years, female)) => planted_p(income, years, female),
         None => match census_p(&prompt) {
             Some(p) => p,
@@ -487,8 +524,8 @@ pub fn read_prompt(prompt: &str) -> Option<(i64, i64, bool)> {
     let female = match (field("sex"), field("name")) {
         (Some("Female"), _) => true,
         (Some("Male"), _) => false,
-        (None, Some(name)) if FEMALE_NAMES.contains(&name) => true,
-        (None, Some(name)) if MALE_NAMES.contains(&name) => false,
+        (None, Some(name)) if FEMALE_NAMES.contains(&name) || BM_FEMALE_NAMES.contains(&name) => true,
+        (None, Some(name)) if MALE_NAMES.contains(&name) || BM_MALE_NAMES.contains(&name) => false,
         _ => return None,
     };
     Some((income, years, female))

@@ -25,6 +25,7 @@ mod hidden_intersectional;
 mod init;
 mod label_only;
 mod linked;
+mod llm_coverage;
 mod llm_llama;
 mod llm_planted;
 mod llm_server;

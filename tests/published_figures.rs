@@ -39,6 +39,7 @@ const FAMILIES: &[Family] = &[
     Family { prefix: "label-only-sds", compute: label_only_sds },
     Family { prefix: "bias-audit", compute: bias_audit_ratio },
     Family { prefix: "llm", compute: llm_bench },
+    Family { prefix: "coverage", compute: coverage_summary },
     Family { prefix: "wheel", compute: wheel_record },
     Family { prefix: "ci-steps", compute: ci_steps },
 ];
@@ -671,6 +672,42 @@ fn llm_bench(root: &Path, args: &str) -> String {
         .unwrap_or_else(|| panic!("{}: no line `{words} VALUE`", path.display()));
     let value: f64 = value.trim().parse().unwrap_or_else(|e| panic!("{}: `{words} {value}`: {e}", path.display()));
     thousands(value.round() as u64)
+}
+
+/// A figure of the clustered intervals' coverage simulation (`scripts/coverage_clustered.sh`,
+/// `docs/figures/llm-coverage/coverage.txt`): ARGS is a key of its `coverage-summary` line
+/// (`clustered`, `independent`, `runs`: counts; `clustered-percent`, `independent-percent`: the
+/// count over `runs` in percent, one decimal). Each run's own line is checked against the summary.
+fn coverage_summary(root: &Path, args: &str) -> String {
+    let path = root.join("docs/figures/llm-coverage/coverage.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let summary: std::collections::HashMap<&str, &str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("coverage-summary "))
+        .unwrap_or_else(|| panic!("{}: no coverage-summary line", path.display()))
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    let count = |key: &str| -> u64 { summary[key].parse().unwrap_or_else(|e| panic!("{}: {key}: {e}", path.display())) };
+    // The runs' own lines give the same counts (truth 1.5, each interval read as printed).
+    let covered = |interval: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("coverage-run "))
+            .filter(|l| {
+                let at = l.find(&format!(" {interval}=[")).unwrap_or_else(|| panic!("{l}: no {interval}")) + interval.len() + 3;
+                let (lo, hi) = l[at..l[at..].find(']').unwrap() + at].split_once(',').unwrap();
+                lo.parse::<f64>().unwrap() <= 1.5 && 1.5 <= hi.parse::<f64>().unwrap()
+            })
+            .count() as u64
+    };
+    assert_eq!(covered("ci95"), count("clustered"), "{}: the runs' lines against the summary", path.display());
+    assert_eq!(covered("ci95_independent"), count("independent"), "{}: the runs' lines against the summary", path.display());
+    match args {
+        "clustered" | "independent" | "runs" => count(args).to_string(),
+        "clustered-percent" => format!("{:.1}", 100.0 * count("clustered") as f64 / count("runs") as f64),
+        "independent-percent" => format!("{:.1}", 100.0 * count("independent") as f64 / count("runs") as f64),
+        other => panic!("coverage:{other}: unknown figure"),
+    }
 }
 
 /// A figure of a record the wheel scripts wrote (`scripts/build-wheel.sh`, `build-cli.sh`,

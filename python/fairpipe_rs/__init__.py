@@ -32,6 +32,7 @@ import numpy as np
 from . import _frames, _native, _progress
 from ._errors import GateFailed, PipelineError, Problem
 from ._examples import example_data
+from . import _llm
 from ._llm import LLM
 from ._model import ModelSpec
 
@@ -476,9 +477,22 @@ def audit(
         if params:
             search_keys["params"] = params
     options_keys = {str(k): dict(v) for k, v in (options or {}).items()}
+    if isinstance(model, LLM) and "estimate" in checks:
+        # An LLM's prompts cost money and time: an estimate sized for one unless the caller sized it.
+        given = options_keys.get("estimate", {})
+        if not any(k in given for k in ("trials", "samples", "precision")):
+            options_keys["estimate"] = {**_llm.LLM_ESTIMATE, **given}
+            options = options_keys
     shown = _progress.native_progress(progress)
     if progress is not False:
-        _say_cost(data, test_mask, test_frame, protected, list(checks), options_keys, search_keys, batch_size)
+        llm_chars = None
+        if isinstance(model, LLM):
+            try:
+                with open(model["llm"]["prompt"], encoding="utf-8") as f:
+                    llm_chars = len(f.read())
+            except OSError:
+                llm_chars = 0  # the engine names the missing template
+        _say_cost(data, test_mask, test_frame, protected, list(checks), options_keys, search_keys, batch_size, llm_chars)
     native = _native.audit(
         _frames.prepare(data),
         label=str(label),
@@ -509,8 +523,10 @@ def _say_cost(
     options: Mapping[str, Mapping[str, Any]],
     search: Optional[Mapping[str, Any]],
     batch_size: int,
+    llm_prompt_chars: Optional[int] = None,
 ) -> None:
-    """Say what the audit will cost before it starts, when that is much (``_progress.cost_line``)."""
+    """Say what the audit will cost before it starts, when that is much or the model is an LLM
+    (``_progress.cost_line``)."""
     rows = _frames.row_count(data) or 0
     if test_mask is not None:
         measured = int(np.frombuffer(test_mask, dtype=np.uint8).sum())
@@ -528,7 +544,7 @@ def _say_cost(
         plan = _progress.planned_rows(measured, combinations, checks, options, search)
     except (TypeError, ValueError):
         return  # a budget that is not a number: the engine refuses it at its place in the argument
-    line = _progress.cost_line(plan, batch_size)
+    line = _progress.cost_line(plan, batch_size, llm_prompt_chars)
     if line is not None:
         print(line, file=sys.stderr, flush=True)
 

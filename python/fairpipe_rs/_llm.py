@@ -13,6 +13,12 @@ from typing import Any, Iterator, Optional, Sequence, Union
 
 _YES_NO = {"favourable": ["yes", "Yes"], "unfavourable": ["no", "No"]}
 
+#: The estimate ``audit`` runs for an LLM when ``options`` sizes none: at most 250 trials of 32
+#: inputs, stopped as soon as the flip rate is known to ±0.02 (a confidence sequence, valid at
+#: the stop). The standard estimate (100 trials × 1,000 inputs, each under every protected
+#: combination) would be 200,000 prompts for one binary attribute.
+LLM_ESTIMATE = {"trials": 250, "samples": 32, "precision": 0.02}
+
 
 class LLM(Mapping[str, Any]):
     """An LLM endpoint as a model: pass it as ``audit``'s ``model``.

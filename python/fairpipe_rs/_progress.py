@@ -158,7 +158,10 @@ def planned_rows(
         elif check == "estimate":
             trials = int(given.get("trials", defaults["estimate"]["trials"]))
             samples = int(given.get("samples", defaults["estimate"]["samples"]))
-            plan.append((check, trials * samples * combinations, f"{trials:,} trials × {samples:,} samples × {combinations} combinations"))
+            until = f", stopping at ±{float(given['precision']):g}" if given.get("precision") is not None else ""
+            plan.append(
+                (check, trials * samples * combinations, f"at most {trials:,} trials × {samples:,} samples × {combinations} combinations{until}")
+            )
     if search is not None:
         keys = {**defaults["search"], **dict(search)}
         if int(keys.get("max_queries") or 0) > 0:
@@ -170,14 +173,24 @@ def planned_rows(
     return plan
 
 
-def cost_line(plan: Sequence[Tuple[str, Optional[int], str]], batch_size: int) -> Optional[str]:
+def cost_line(plan: Sequence[Tuple[str, Optional[int], str]], batch_size: int, llm_prompt_chars: Optional[int] = None) -> Optional[str]:
     """The line said before an audit of ``plan`` (``planned_rows``), or ``None`` when it asks the
-    model about fewer than ``COST_LINE_ROWS`` rows and nothing is unbounded."""
+    model about fewer than ``COST_LINE_ROWS`` rows and nothing is unbounded. For an LLM
+    (``llm_prompt_chars``: its template's length) the line is always said, in prompts, with the
+    prompt tokens estimated at 4 characters a token of the template alone (the values a row adds
+    come on top: ``fairpipe llm plan`` writes every request for an exact count)."""
     total = sum(rows for _, rows, _ in plan if rows is not None)
     unbounded = [stage for stage, rows, _ in plan if rows is None]
+    parts = "; ".join(f"{stage}: {how}" + (f" = {_count(rows)}" if rows is not None and "×" in how else "") for stage, rows, how in plan)
+    if llm_prompt_chars is not None:
+        tokens = total * max(1, llm_prompt_chars // 4)
+        more = ", and a search until its budget" if unbounded else ""
+        return (
+            f"fairpipe: this audit asks the LLM at most {total:,} prompts{more} (at least {_count(tokens)} prompt tokens from the "
+            f"template alone; repeated prompts and cached answers cost nothing) ({parts})"
+        )
     if total < COST_LINE_ROWS and not unbounded:
         return None
-    parts = "; ".join(f"{stage}: {how}" + (f" = {_count(rows)}" if rows is not None and "×" in how else "") for stage, rows, how in plan)
     if total == 0:
         return f"fairpipe: this audit runs a search without a row budget ({parts})"
     calls = math.ceil(total / max(batch_size, 1))

@@ -138,6 +138,27 @@ def test_the_python_audit_of_an_llm_equals_the_cli_and_the_planted_truth(server,
     assert run.figures("model")["remote"]["llm"]["prompts_sent"] == cli["stages"]["model"]["remote"]["llm"]["prompts_sent"]
 
 
+def test_an_llm_audit_is_sized_for_an_llm_and_says_its_prompts_first(server, tmp_path, capfd):
+    """The estimate of an LLM audit that sizes none stops at ±0.02 (not the standard 200,000
+    prompts), and the prompts are said before the first is sent."""
+    (tmp_path / "prompt.j2").write_text(TEMPLATE)
+    llm = fairpipe_rs.LLM(base_url=server, model="planted", prompt=tmp_path / "prompt.j2", cache="", concurrency=4)
+    run = fairpipe_rs.audit(applicants(), llm, label="label", protected="sex", favourable="yes", checks=["estimate"], seed=3)
+    said = capfd.readouterr().err
+    assert "this audit asks the LLM at most 16,000 prompts" in said, said
+    assert "stopping at ±0.02" in said and "prompt tokens" in said, said
+    estimate = run.figures("estimate")
+    stop = estimate["precision"]
+    assert stop["asked"] == 0.02 and stop["met"] and stop["reached"] <= 0.02, stop
+    assert estimate["samples"] == stop["observations"] < 250 * 32, estimate
+    assert estimate["ci95"] == stop["ci95"]
+    # Sized by the caller: left as given.
+    run = fairpipe_rs.audit(
+        applicants(), llm, label="label", protected="sex", favourable="yes", checks=["estimate"], options={"estimate": {"trials": 3, "samples": 10}}
+    )
+    assert run.figures("estimate")["samples"] == 30 and "precision" not in run.figures("estimate")
+
+
 def constant_answers(plan: str, answer: str) -> str:
     """A responses file answering every request of the plan `plan` (`fairpipe llm plan`'s lines)
     with `answer` at P = 0.95, in the Batch API's output format."""

@@ -61,7 +61,7 @@ pub fn trial_counts(
     per_trial: usize,
     seed: u64,
 ) -> Result<Vec<usize>, ModelError> {
-    Ok(trial_outcomes(oracle, domain, checker, false, None, trials, per_trial, seed, &indicatif::ProgressBar::hidden())?.counts)
+    Ok(trial_outcomes(oracle, domain, checker, &Wanted::default(), trials, per_trial, seed, &indicatif::ProgressBar::hidden())?.counts)
 }
 
 /// What the trials of an estimate found ([`trial_outcomes`]).
@@ -78,33 +78,49 @@ pub struct TrialOutcomes {
     /// With `alone` and two or more protected attributes, the inputs with hidden intersectional
     /// flips ([`Checker::hidden_intersectional`]); 0 otherwise.
     pub hidden: usize,
+    /// When asked for ([`Wanted::flags`]), whether each input is discriminatory, in trial order and
+    /// within a trial in the order drawn.
+    pub flags: Vec<bool>,
 }
 
-/// [`trial_counts`], advancing `progress` by each trial checked, with (when `alone`) the flips
-/// per protected attribute alone and (when `pairing` is given) the trials' logit-shift sums, all
-/// from the same scores. Each input drawn is first made to agree with the checker's links
-/// ([`Checker::make_plausible`]).
+/// What [`trial_outcomes`] finds beside each trial's count.
+#[derive(Default, Clone, Copy)]
+pub struct Wanted<'a> {
+    /// The flips per protected attribute alone (and the hidden intersectional ones).
+    pub alone: bool,
+    /// Each trial's paired sums of discrim-eval's measure.
+    pub pairing: Option<&'a Pairing>,
+    /// The pairs' clusters ([`crate::cluster_keys`]), with `pairing`.
+    pub keys: Option<&'a crate::cluster_keys::ClusterKeys<'a>>,
+    /// Each input's verdict, in order (for a confidence sequence).
+    pub flags: bool,
+}
+
+/// [`trial_counts`], advancing `progress` by each trial checked, with what `wanted` asks for: the
+/// flips per protected attribute alone, the trials' logit-shift sums (clustered by `keys`) and
+/// each input's verdict, all from the same scores. Each input drawn is first made to agree with
+/// the checker's links ([`Checker::make_plausible`]).
 #[allow(clippy::too_many_arguments)]
 pub fn trial_outcomes(
     oracle: &Oracle,
     domain: &Domain,
     checker: &Checker,
-    alone: bool,
-    pairing: Option<&Pairing>,
+    wanted: &Wanted<'_>,
     trials: std::ops::Range<usize>,
     per_trial: usize,
     seed: u64,
     progress: &indicatif::ProgressBar,
 ) -> Result<TrialOutcomes, ModelError> {
+    let Wanted { alone, pairing, keys, flags: want_flags } = *wanted;
     let n_protected = if alone { domain.protected_indices().len() } else { 0 };
     if per_trial == 0 {
-        return Ok(TrialOutcomes { counts: vec![0; trials.len()], alone: vec![0; n_protected], shifts: Vec::new(), hidden: 0 });
+        return Ok(TrialOutcomes { counts: vec![0; trials.len()], alone: vec![0; n_protected], ..TrialOutcomes::default() });
     }
     let per_group = (checker.rows_per_call(oracle) / per_trial).max(1);
     let groups: Vec<std::ops::Range<usize>> =
         trials.clone().step_by(per_group).map(|start| start..(start + per_group).min(trials.end)).collect();
     let width = domain.width().max(1);
-    type GroupOutcome = (Vec<(usize, Option<ShiftSums>)>, Vec<usize>, usize);
+    type GroupOutcome = (Vec<(usize, Option<ShiftSums>)>, Vec<usize>, usize, Vec<bool>);
     let outcomes: Vec<GroupOutcome> = groups
         .into_par_iter()
         .map(|group| {
@@ -122,16 +138,20 @@ pub fn trial_outcomes(
                 .chunks(per_trial)
                 .zip(rows.chunks(per_trial * width))
                 .zip(scores.chunks(per_trial * per_row))
-                .map(|((trial, rows), scores)| (trial.iter().filter(|c| c.discriminatory).count(), pairing.map(|p| p.sums(rows, scores))))
+                .map(|((trial, rows), scores)| {
+                    (trial.iter().filter(|c| c.discriminatory).count(), pairing.map(|p| p.sums(rows, scores, keys)))
+                })
                 .collect();
             let by_attribute = (0..n_protected).map(|k| flags.iter().filter(|f| f[k]).count()).collect();
             let hidden = if alone { Checker::hidden_intersectional(&verdicts, &flags).iter().filter(|h| **h).count() } else { 0 };
-            Ok((trials, by_attribute, hidden))
+            let verdict_flags = if want_flags { verdicts.iter().map(|v| v.discriminatory).collect() } else { Vec::new() };
+            Ok((trials, by_attribute, hidden, verdict_flags))
         })
         .collect::<Result<_, ModelError>>()?;
     let mut out = TrialOutcomes { alone: vec![0; n_protected], ..TrialOutcomes::default() };
-    for (trials, by_attribute, hidden) in outcomes {
+    for (trials, by_attribute, hidden, verdict_flags) in outcomes {
         out.hidden += hidden;
+        out.flags.extend(verdict_flags);
         for (total, n) in out.alone.iter_mut().zip(&by_attribute) {
             *total += n;
         }

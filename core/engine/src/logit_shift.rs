@@ -112,6 +112,10 @@ pub struct ShiftSums {
     pub sum: Vec<f64>,
     /// Sum of their squares.
     pub sum_sq: Vec<f64>,
+    /// Per slot, the differences' sums per cluster of what the pairs share
+    /// ([`crate::cluster_keys`]); empty where nothing is clustered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<crate::clustered::ClusterSums>,
 }
 
 impl ShiftSums {
@@ -126,6 +130,13 @@ impl ShiftSums {
                 self.n[i] += n;
                 self.sum[i] += other.sum[i];
                 self.sum_sq[i] += other.sum_sq[i];
+            }
+        }
+        if self.clusters.is_empty() {
+            self.clusters = other.clusters.clone();
+        } else {
+            for (mine, theirs) in self.clusters.iter_mut().zip(&other.clusters) {
+                mine.add(theirs);
             }
         }
     }
@@ -147,11 +158,21 @@ pub struct LogitShift {
     /// Mean of `logit P(value) − logit P(reference)`.
     #[serde(deserialize_with = "nan_if_null")]
     pub mean: f64,
-    /// 95% interval of the mean (Student t over the pairs); none under two pairs.
+    /// 95% interval of the mean: Student t over the pairs, or, where the pairs are clustered by
+    /// what they share (`clusters`), the cluster-robust interval ([`crate::clustered`]); none
+    /// under two pairs (or two clusters).
     pub ci95: Option<[f64; 2]>,
     /// Standard deviation of the differences.
     #[serde(deserialize_with = "nan_if_null")]
     pub sd: f64,
+    /// Where the pairs are clustered: the interval that treats them as independent (Student t
+    /// over the pairs), which `ci95` replaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_independent: Option<[f64; 2]>,
+    /// Where the pairs are clustered: the clusters of each way (`names (compared side)`,
+    /// `names (reference side)`, `document`, each `cluster_by` column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<std::collections::BTreeMap<String, usize>>,
 }
 
 impl Pairing {
@@ -189,9 +210,11 @@ impl Pairing {
     /// The paired differences of `rows` (row-major) whose scores `scores` are laid out as
     /// [`crate::check::Checker::scores`] gives them (each row's own score, then every combination's).
     /// A row whose protected values are not on the grid pairs nothing.
-    pub fn sums(&self, rows: &[f64], scores: &[f64]) -> ShiftSums {
+    /// With `keys`, each pair is also added to its slot's clusters.
+    pub fn sums(&self, rows: &[f64], scores: &[f64], keys: Option<&crate::cluster_keys::ClusterKeys<'_>>) -> ShiftSums {
         let slots = self.slots();
-        let mut sums = ShiftSums { n: vec![0; slots], sum: vec![0.0; slots], sum_sq: vec![0.0; slots] };
+        let clusters = keys.map_or_else(Vec::new, |k| vec![crate::clustered::ClusterSums::new(k.pair_ways()); slots]);
+        let mut sums = ShiftSums { n: vec![0; slots], sum: vec![0.0; slots], sum_sq: vec![0.0; slots], clusters };
         let per_row = self.combos + 1;
         for (row, s) in rows.chunks_exact(self.width.max(1)).zip(scores.chunks_exact(per_row)) {
             let positions: Option<Vec<usize>> =
@@ -207,6 +230,9 @@ impl Pairing {
                     sums.n[slot] += 1;
                     sums.sum[slot] += d;
                     sums.sum_sq[slot] += d * d;
+                    if let Some(keys) = keys {
+                        sums.clusters[slot].push(&keys.pair_keys(row, base + a.stride * v, base), d);
+                    }
                     slot += 1;
                 }
             }
@@ -225,14 +251,26 @@ impl Pairing {
                 let mean = if n > 0 { sum / n as f64 } else { f64::NAN };
                 let sd = if n > 1 { ((sum_sq - sum * mean).max(0.0) / (n - 1) as f64).sqrt() } else { f64::NAN };
 
+                let independent = crate::stats::t_ci95(mean, sd, n as usize);
+                let clustered = sums.clusters.get(slot).filter(|c| !c.is_empty());
+                let (ci95, ci95_independent, clusters) = match clustered {
+                    Some(c) => {
+                        let interval = c.interval();
+                        let counts = c.variance().map_or_else(Default::default, |(_, _, counts)| counts);
+                        (interval.map(|i| i.ci95), independent, Some(counts))
+                    }
+                    None => (independent, None, None),
+                };
                 out.push(LogitShift {
                     attribute: a.name.clone(),
                     value: a.names[v].clone(),
                     reference: a.names[0].clone(),
                     pairs: n,
                     mean,
-                    ci95: crate::stats::t_ci95(mean, sd, n as usize),
+                    ci95,
                     sd,
+                    ci95_independent,
+                    clusters,
                 });
                 slot += 1;
             }
@@ -252,10 +290,17 @@ impl Pairing {
 
 /// The paired figures over `rows` scored as [`crate::check::Checker::scores`] gives (`scores`);
 /// empty for a labels-only model.
-pub fn measured(oracle: &crate::oracle::Oracle, domain: &Domain, rows: &[f64], scores: &[f64]) -> Shifts {
+/// With `keys`, the intervals are clustered by what the pairs share.
+pub fn measured(
+    oracle: &crate::oracle::Oracle,
+    domain: &Domain,
+    rows: &[f64],
+    scores: &[f64],
+    keys: Option<&crate::cluster_keys::ClusterKeys<'_>>,
+) -> Shifts {
     let Some(measure) = Measure::of(oracle) else { return Shifts::default() };
     let pairing = Pairing::of(domain, measure);
-    pairing.shifts(pairing.figures(&pairing.sums(rows, scores)))
+    pairing.shifts(pairing.figures(&pairing.sums(rows, scores, keys)))
 }
 
 #[cfg(test)]
@@ -285,7 +330,7 @@ mod tests {
             }
         }
         let pairing = Pairing::new(&domain);
-        let figures = pairing.figures(&pairing.sums(&rows, &scores));
+        let figures = pairing.figures(&pairing.sums(&rows, &scores, None));
         // a: values 1 and 2 against 0, each at the row's own b; b: value 1 against 0 at the row's own a.
         let expected_a = |v: f64| rows.chunks_exact(3).map(|r| v * (0.5 + 0.3 * r[2])).sum::<f64>() / 3.0;
         let expected_b = rows.chunks_exact(3).map(|r| -1.0 + 0.3 * r[1]).sum::<f64>() / 3.0;

@@ -45,6 +45,7 @@ fn estimate(rate: f64) -> EstimateFigures {
         hidden_intersectional: None,
         rate_hidden_intersectional: None,
         ci95_hidden_intersectional: None,
+        precision: None,
     }
 }
 

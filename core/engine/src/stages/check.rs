@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::estimate::MODEL_INPUT;
 use super::options::{check_gamma, check_protected, Rows};
 use crate::check::Checker;
+use crate::cluster_keys::ClusterKeys;
+use crate::clustered::{wilson_clustered, ClusterSums};
 use crate::error::Result;
 use crate::numbers::{percent, thousands};
 use crate::output::TableBuilder;
@@ -57,11 +59,15 @@ pub struct CheckConfig {
     /// Audit these protected attributes instead of the data's.
     #[key(shared = super::options::PROTECTED)]
     pub protected: Option<Vec<String>>,
+    /// Columns the rows share beyond the names and the document: the intervals are clustered
+    /// over them.
+    #[key(shared = super::options::CLUSTER_BY)]
+    pub cluster_by: Vec<String>,
 }
 
 impl Default for CheckConfig {
     fn default() -> Self {
-        CheckConfig { split: Rows::Test, gamma: None, protected: None }
+        CheckConfig { split: Rows::Test, gamma: None, protected: None, cluster_by: Vec::new() }
     }
 }
 
@@ -92,8 +98,22 @@ pub struct CheckFigures {
     /// discriminatory / checked.
     #[serde(deserialize_with = "nan_if_null")]
     pub rate: f64,
-    /// Wilson 95% interval of the rate.
+    /// Wilson 95% interval of the rate; where the rows are clustered by what they share
+    /// (`clusters`: an LLM's names and documents, the `cluster_by` columns), Wilson's interval at
+    /// the effective sample size (the rows over the design effect, [`crate::clustered`]).
     pub ci95: [f64; 2],
+    /// Where the rows are clustered: Wilson's interval treating them as independent, which
+    /// `ci95` replaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_independent: Option<[f64; 2]>,
+    /// Where the rows are clustered: the clusters of each way (`names`, `document`, each
+    /// `cluster_by` column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<BTreeMap<String, usize>>,
+    /// Where the rows are clustered: the design effect (the cluster-robust variance of the rate
+    /// over the independent one, at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design_effect: Option<f64>,
     /// The protected attributes changed together to make each row's counterparts (the data's,
     /// or the stage's `protected`); empty in a summary written before this was recorded.
     #[serde(default)]
@@ -174,7 +194,8 @@ impl Stage for CheckConfig {
         let scores = checker.scores_shown(&model.oracle, &rows, &ctx.progress)?;
         let verdicts = checker.verdicts(&scores);
         let alone = checker.alone_of(&model.oracle, &rows, &scores, &verdicts)?;
-        let shifts = crate::logit_shift::measured(&model.oracle, domain, &rows, &scores);
+        let keys = ClusterKeys::new(&model.oracle, domain, &checker, &self.cluster_by, true)?;
+        let shifts = crate::logit_shift::measured(&model.oracle, domain, &rows, &scores, keys.as_ref());
         let names = crate::stage::protected_names(domain);
         let discriminatory_alone: BTreeMap<String, usize> =
             names.iter().enumerate().map(|(k, name)| (name.clone(), alone.iter().filter(|flags| flags[k]).count())).collect();
@@ -194,11 +215,17 @@ impl Stage for CheckConfig {
             }
         }
         let found = p.len();
+        let flips: Vec<bool> = verdicts.iter().map(|v| v.discriminatory).collect();
+        let clustered = keys.as_ref().map(|k| clustered_rate(k, &rows, width, &flips));
+        let independent = wilson(found, verdicts.len(), 1.96);
         let figures = CheckFigures {
             checked: verdicts.len(),
             discriminatory: found,
             rate: found as f64 / verdicts.len().max(1) as f64,
-            ci95: wilson(found, verdicts.len(), 1.96),
+            ci95: clustered.as_ref().map_or(independent, |c| wilson_clustered(found, verdicts.len(), c.design_effect)),
+            ci95_independent: clustered.as_ref().map(|_| independent),
+            clusters: clustered.as_ref().map(|c| c.clusters.clone()),
+            design_effect: clustered.as_ref().map(|c| c.design_effect),
             protected: names,
             discriminatory_alone,
             rate_alone,
@@ -208,12 +235,18 @@ impl Stage for CheckConfig {
             logit_shift: shifts.logit_shift,
             score_shift: shifts.score_shift,
         };
-        let table = TableBuilder::new()
+        let mut table = TableBuilder::new()
             .decoded(domain, &instances, "", None)
             .decoded(domain, &counterparts, "_counterpart", Some(&checker.changed_columns()))
             .f64("p", p)
-            .f64("p_counterpart", q)
-            .build("")?;
+            .f64("p_counterpart", q);
+        let mut tables = Vec::new();
+        if let Some(keys) = keys.as_ref().filter(|k| k.shows_names()) {
+            let shown = |rows: &[f64]| rows.chunks_exact(width.max(1)).map(|r| keys.names_of(r).join(" / ")).collect::<Vec<_>>();
+            table = table.str("name", shown(&instances)).str("name_counterpart", shown(&counterparts));
+            tables.push(per_name_table(keys, &checker, domain, &rows, &scores, &flips)?);
+        }
+        tables.insert(0, table.build("")?);
         let model_queries = model.oracle.rows() - before;
         let cases = CasesArtifact {
             instances,
@@ -226,6 +259,84 @@ impl Stage for CheckConfig {
             elapsed_s: 0.0,
             queries: model_queries,
         };
-        Ok(StageOutput { artifact: Artifact::Cases(Arc::new(cases)), figures: Arc::new(figures), tables: vec![table], model_queries })
+        Ok(StageOutput { artifact: Artifact::Cases(Arc::new(cases)), figures: Arc::new(figures), tables, model_queries })
     }
+}
+
+/// A flip rate's clustering ([`clustered_rate`]).
+struct ClusteredRate {
+    design_effect: f64,
+    clusters: BTreeMap<String, usize>,
+}
+
+/// The design effect of the flip rate over `rows` (`flips[i]` of row `i`) clustered by `keys`, and
+/// the clusters of each way.
+fn clustered_rate(keys: &ClusterKeys<'_>, rows: &[f64], width: usize, flips: &[bool]) -> ClusteredRate {
+    let mut sums = ClusterSums::new(keys.row_ways());
+    for (row, &flip) in rows.chunks_exact(width.max(1)).zip(flips) {
+        sums.push(&keys.row_keys(row), f64::from(u8::from(flip)));
+    }
+    // The independent variance with the same small-sample factor (every row its own cluster), so
+    // that rows sharing nothing give a design effect of exactly 1.
+    let n = flips.len() as f64;
+    let p = flips.iter().filter(|f| **f).count() as f64 / n.max(1.0);
+    let independent = if n > 1.0 { n / (n - 1.0) * n * p * (1.0 - p) / (n * n) } else { 0.0 };
+    let clusters = sums.variance().map_or_else(BTreeMap::new, |(_, _, c)| c);
+    ClusteredRate { design_effect: sums.design_effect(independent), clusters }
+}
+
+/// `<stage>_names.csv`: per first name an LLM's prompts showed, the protected values it stood for,
+/// the prompts that showed it (the rows' variants), their mean score (P(favourable), or the
+/// rating read as a share of the scale), the share scored favourable, and the rows whose decision
+/// flipped among those it was shown in. One row per name, sorted by name.
+fn per_name_table(
+    keys: &ClusterKeys<'_>,
+    checker: &Checker,
+    domain: &crate::domain::Domain,
+    rows: &[f64],
+    scores: &[f64],
+    flips: &[bool],
+) -> Result<crate::output::Table> {
+    #[derive(Default)]
+    struct Shown {
+        values: String,
+        prompts: u64,
+        score: f64,
+        favourable: u64,
+        flipped: u64,
+    }
+    let width = domain.width().max(1);
+    let per_row = checker.n_variants() + 1;
+    let protected = domain.protected_indices();
+    let mut by_name: BTreeMap<String, Shown> = BTreeMap::new();
+    for ((row, s), &flip) in rows.chunks_exact(width).zip(scores.chunks_exact(per_row)).zip(flips) {
+        let mut seen_here: Vec<String> = Vec::new();
+        for combo in 0..checker.n_variants() {
+            let variant = checker.variant(row, combo);
+            let score = s[1 + combo];
+            for name in keys.names_of(&variant) {
+                let entry = by_name.entry(name.clone()).or_default();
+                if entry.values.is_empty() {
+                    entry.values = protected.iter().map(|&i| domain.attributes[i].decode(variant[i])).collect::<Vec<_>>().join(" / ");
+                }
+                entry.prompts += 1;
+                entry.score += score;
+                entry.favourable += u64::from(score > 0.5);
+                if !seen_here.contains(&name) {
+                    entry.flipped += u64::from(flip);
+                    seen_here.push(name);
+                }
+            }
+        }
+    }
+    let names: Vec<String> = by_name.keys().cloned().collect();
+    let column = |f: &dyn Fn(&Shown) -> f64| by_name.values().map(f).collect::<Vec<f64>>();
+    Ok(TableBuilder::new()
+        .str("name", names)
+        .str("stands_for", by_name.values().map(|v| v.values.clone()).collect())
+        .i64("prompts", by_name.values().map(|v| v.prompts as i64).collect())
+        .f64("mean_score", column(&|v| v.score / v.prompts.max(1) as f64))
+        .f64("favourable_share", column(&|v| v.favourable as f64 / v.prompts.max(1) as f64))
+        .i64("flipped_rows", by_name.values().map(|v| v.flipped as i64).collect())
+        .build("names")?)
 }

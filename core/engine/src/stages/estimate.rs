@@ -8,13 +8,15 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{check_gamma, check_protected};
 use crate::check::Checker;
+use crate::cluster_keys::ClusterKeys;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::estimate::{trial_outcomes, Estimate};
+use crate::estimate::{trial_outcomes, Estimate, TrialOutcomes, Wanted};
 use crate::logit_shift::{LogitShift, Measure, Pairing, ShiftSums, Shifts};
 use crate::numbers::{percent, percent_or_dash};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
+use crate::sequential::{llm_requests, ConfidenceSequence, PrecisionStop, METHOD};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
@@ -71,14 +73,25 @@ pub struct EstimateConfig {
     /// value (trial `t` draws from its own stream).
     #[key(default = "trials / 25, rounded up")]
     pub units: Option<usize>,
+    /// Columns the inputs share beyond an LLM's names and the document: the paired measure's
+    /// intervals are clustered over them.
+    #[key(shared = super::options::CLUSTER_BY)]
+    pub cluster_by: Vec<String>,
+    /// Stop drawing trials once the flip rate's 95% interval (a confidence sequence, valid at
+    /// any stop) is this wide on each side or less; `trials` is then the most drawn.
+    #[key(shared = super::options::PRECISION)]
+    pub precision: Option<f64>,
 }
+
+/// Inputs drawn between two looks at a `precision` stop (at least one trial).
+const INPUTS_PER_LOOK: usize = 256;
 
 /// Trials per block when `units` is not given.
 const TRIALS_PER_UNIT: usize = 25;
 
 impl Default for EstimateConfig {
     fn default() -> Self {
-        EstimateConfig { trials: 400, samples: 1000, gamma: None, protected: None, units: None }
+        EstimateConfig { trials: 400, samples: 1000, gamma: None, protected: None, units: None, cluster_by: Vec::new(), precision: None }
     }
 }
 
@@ -100,6 +113,17 @@ impl StageConfig for EstimateConfig {
             c.at_least("units", units, 1);
             c.at_most("units", units as u128, self.trials.max(1) as u128);
         }
+        if let Some(precision) = self.precision {
+            if !(precision > 0.0 && precision < 0.5) {
+                c.problem(
+                    "precision",
+                    format!("`precision` is the interval's half-width: a number above 0 and below 0.5, not {precision}"),
+                );
+            }
+            if self.units.is_some_and(|u| u > 1) {
+                c.problem("units", "`precision` decides when to stop from every trial so far, so the trials cannot be dealt out in `units`: leave `units` out");
+            }
+        }
     }
 
     fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
@@ -113,7 +137,8 @@ pub struct EstimateFigures {
     /// Mean share of discriminatory inputs.
     #[serde(deserialize_with = "nan_if_null")]
     pub rate: f64,
-    /// 95% interval (t over trials).
+    /// 95% interval (t over trials; with `precision`, the confidence sequence's, valid at the
+    /// stop).
     pub ci95: [f64; 2],
     /// 95% Wilson interval over all inputs.
     pub ci95_wilson: [f64; 2],
@@ -162,6 +187,10 @@ pub struct EstimateFigures {
     /// Wilson 95% interval of `rate_hidden_intersectional`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci95_hidden_intersectional: Option<[f64; 2]>,
+    /// With `precision`: how asking stopped, what it cost and the interval valid at the stop
+    /// (then also `ci95`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<PrecisionStop>,
 }
 
 /// The pairing of discrim-eval's measure (of the rating, for a model that rates), unless the
@@ -246,18 +275,37 @@ impl Stage for EstimateConfig {
         let domain = &self.audited_domain(&model.data.domain, &ctx.warnings)?;
         let checker = Checker::new(domain, self.gamma).with_links(&model.data.links);
         let before = model.oracle.rows();
+        let requests_before = llm_requests(&model.oracle);
         crate::progress::start(&ctx.progress, self.trials as u64, "trials");
         let pairing = pairing(&model.oracle, domain);
-        let o =
-            trial_outcomes(&model.oracle, domain, &checker, true, pairing.as_ref(), 0..self.trials, self.samples, ctx.seed, &ctx.progress)?;
+        let keys = ClusterKeys::new(&model.oracle, domain, &checker, &self.cluster_by, false)?;
+        let wanted = Wanted { alone: true, pairing: pairing.as_ref(), keys: keys.as_ref(), flags: self.precision.is_some() };
+        let (o, stop) = match self.precision {
+            None => {
+                (trial_outcomes(&model.oracle, domain, &checker, &wanted, 0..self.trials, self.samples, ctx.seed, &ctx.progress)?, None)
+            }
+            Some(precision) => {
+                let (o, mut stop) = self.until_precise(&model.oracle, domain, &checker, &wanted, precision, ctx)?;
+                stop.model_rows = model.oracle.rows() - before;
+                stop.requests = llm_requests(&model.oracle).zip(requests_before).map(|(after, before)| after - before);
+                (o, Some(stop))
+            }
+        };
         let shifts = shift_figures(pairing.as_ref(), &o.shifts);
-        let estimate = Estimate::from_counts(&o.counts, self.samples);
+        let mut estimate = Estimate::from_counts(&o.counts, self.samples);
+        if let Some(stop) = &stop {
+            estimate.ci95 = stop.ci95;
+        }
         let hidden = (domain.protected_indices().len() >= 2).then_some(o.hidden);
         let flips = AloneFlips { alone: Some(&o.alone), hidden };
-        self.output(estimate, domain, checker.n_variants(), model.oracle.rows() - before, flips, shifts)
+        let found = Found { estimate, flips, shifts, precision: stop };
+        self.output(found, domain, checker.n_variants(), model.oracle.rows() - before)
     }
 
     fn pieces(&self) -> usize {
+        if self.precision.is_some() {
+            return 1;
+        }
         self.units.unwrap_or(self.trials.div_ceil(TRIALS_PER_UNIT)).clamp(1, self.trials.max(1))
     }
 
@@ -270,7 +318,9 @@ impl Stage for EstimateConfig {
         let first = trials.start;
         crate::progress::start(&ctx.progress, trials.len() as u64, "trials");
         let pairing = pairing(&model.oracle, domain);
-        let o = trial_outcomes(&model.oracle, domain, &checker, true, pairing.as_ref(), trials, self.samples, ctx.seed, &ctx.progress)?;
+        let keys = ClusterKeys::new(&model.oracle, domain, &checker, &self.cluster_by, false)?;
+        let wanted = Wanted { alone: true, pairing: pairing.as_ref(), keys: keys.as_ref(), flags: false };
+        let o = trial_outcomes(&model.oracle, domain, &checker, &wanted, trials, self.samples, ctx.seed, &ctx.progress)?;
         let hidden = (domain.protected_indices().len() >= 2).then_some(o.hidden);
         Ok(Piece::Trials { first, counts: o.counts, queries: model.oracle.rows() - before, alone: o.alone, shifts: o.shifts, hidden })
     }
@@ -321,7 +371,59 @@ impl Stage for EstimateConfig {
         let pairing = pairing(&model.oracle, domain);
         let shifts = if shifts.len() == self.trials { shift_figures(pairing.as_ref(), &shifts) } else { Shifts::default() };
         let flips = AloneFlips { alone: alone_all.as_deref(), hidden: hidden_all };
-        self.output(Estimate::from_counts(&counts, self.samples), domain, checker.n_variants(), queries, flips, shifts)
+        let found = Found { estimate: Estimate::from_counts(&counts, self.samples), flips, shifts, precision: None };
+        self.output(found, domain, checker.n_variants(), queries)
+    }
+}
+
+impl EstimateConfig {
+    /// Draw trials in order, [`INPUTS_PER_LOOK`] inputs at a time, until the confidence sequence
+    /// over every input's verdict so far is within `precision` on each side or `trials` are
+    /// drawn: the trials' outcomes and how it stopped (its `model_rows` and `requests` left for
+    /// the caller).
+    fn until_precise(
+        &self,
+        oracle: &crate::oracle::Oracle,
+        domain: &Domain,
+        checker: &Checker,
+        wanted: &Wanted<'_>,
+        precision: f64,
+        ctx: &StageContext,
+    ) -> Result<(TrialOutcomes, PrecisionStop)> {
+        let step = (INPUTS_PER_LOOK / self.samples.max(1)).max(1);
+        let mut sequence = ConfidenceSequence::new(0.05);
+        let mut all = TrialOutcomes::default();
+        let mut next = 0;
+        while next < self.trials {
+            let end = (next + step).min(self.trials);
+            let o = trial_outcomes(oracle, domain, checker, wanted, next..end, self.samples, ctx.seed, &ctx.progress)?;
+            for &flip in &o.flags {
+                sequence.push(f64::from(u8::from(flip)));
+            }
+            all.counts.extend(o.counts);
+            all.shifts.extend(o.shifts);
+            all.hidden += o.hidden;
+            if all.alone.is_empty() {
+                all.alone = o.alone;
+            } else {
+                all.alone.iter_mut().zip(&o.alone).for_each(|(a, b)| *a += b);
+            }
+            next = end;
+            if sequence.half_width() <= precision {
+                break;
+            }
+        }
+        let stop = PrecisionStop {
+            asked: precision,
+            reached: sequence.half_width(),
+            met: sequence.half_width() <= precision,
+            observations: sequence.n(),
+            ci95: sequence.interval(),
+            method: METHOD.to_string(),
+            model_rows: 0,
+            requests: None,
+        };
+        Ok((all, stop))
     }
 }
 
@@ -333,20 +435,23 @@ struct AloneFlips<'a> {
     hidden: Option<usize>,
 }
 
+/// What an estimate found, for its output.
+struct Found<'a> {
+    /// The rate and its intervals.
+    estimate: Estimate,
+    /// The inputs changed by each protected attribute alone and the hidden intersectional flips.
+    flips: AloneFlips<'a>,
+    /// discrim-eval's measure (of the rating, for a model that rates).
+    shifts: Shifts,
+    /// How a `precision` stop stopped.
+    precision: Option<PrecisionStop>,
+}
+
 impl EstimateConfig {
-    /// The stage's output for estimate `est` over `domain`, `variants` protected variants per
-    /// input, `model_queries` rows scored, the inputs changed by each protected attribute alone
-    /// and the hidden intersectional flips ([`AloneFlips`]) and discrim-eval's measure (of the
-    /// rating, for a model that rates).
-    fn output(
-        &self,
-        est: Estimate,
-        domain: &Domain,
-        variants: usize,
-        model_queries: u64,
-        flips: AloneFlips<'_>,
-        shifts: Shifts,
-    ) -> Result<StageOutput> {
+    /// The stage's output for what it found over `domain`, `variants` protected variants per
+    /// input, `model_queries` rows scored.
+    fn output(&self, found: Found<'_>, domain: &Domain, variants: usize, model_queries: u64) -> Result<StageOutput> {
+        let Found { estimate: est, flips, shifts, precision } = found;
         let AloneFlips { alone, hidden } = flips;
         let names = crate::stage::protected_names(domain);
         let discriminatory_alone: BTreeMap<String, usize> =
@@ -369,6 +474,7 @@ impl EstimateConfig {
             hidden_intersectional: hidden,
             rate_hidden_intersectional: hidden.map(|h| h as f64 / est.samples.max(1) as f64),
             ci95_hidden_intersectional: hidden.map(|h| crate::stats::wilson(h, est.samples, 1.96)),
+            precision,
         };
         let table = TableBuilder::new().i64("trial", (0..est.trials as i64).collect()).f64("rate", est.trial_rates.clone()).build("")?;
         Ok(StageOutput { artifact: Artifact::Estimate(Arc::new(est)), figures: Arc::new(figures), tables: vec![table], model_queries })

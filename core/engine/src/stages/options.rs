@@ -54,6 +54,23 @@ pub const GAMMA: KeyDoc = KeyDoc::new(
     "count a pair as discriminatory when |f(x) - f(x')| > gamma (Aequitas Def. 4.1) instead of when labels differ",
 );
 
+/// The `cluster_by` columns several stages share, described once (their configs'
+/// `#[key(shared = CLUSTER_BY)]`).
+pub const CLUSTER_BY: KeyDoc = KeyDoc::new(
+    "cluster_by",
+    "string list",
+    "[] (an LLM's pairs are clustered by the names shown and the document anyway)",
+    "columns the observations share beyond the names and the document (a decision template, say): intervals are cluster-robust over them",
+);
+
+/// The `precision` several stages share, described once.
+pub const PRECISION: KeyDoc = KeyDoc::new(
+    "precision",
+    "float",
+    "none (ask everything)",
+    "stop asking once the 95% interval's half-width is this or less (an anytime-valid confidence sequence, so the interval stays valid); the stage's size becomes a cap",
+);
+
 /// Check the `protected` override: when given, it names at least one column.
 pub fn check_protected(checks: &mut Checks<'_, '_>, protected: &Option<Vec<String>>) {
     if protected.as_ref().is_some_and(Vec::is_empty) {

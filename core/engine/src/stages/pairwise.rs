@@ -9,19 +9,25 @@
 //! normalised over the two labels, the share of samples, or one answer; [`LlmModel::choices`]):
 //! - `position_effect`: P(the first listed is chosen) − 0.5, averaged over both orders of every
 //!   pair, so that who the candidates are cancels (Yin et al. 2025 found position weighing more
-//!   than gender); its interval is Student's t over the pairs;
+//!   than gender);
 //! - `chosen_rate`: per protected value, the mean share of the pairs it is in that it wins (each
 //!   pair's win averaged over its two orders);
 //! - `versus_reference`: per value other than the attribute's reference (its first), over the
-//!   pairs of that value and the reference: both rates, their ratio, Student's t interval of the
-//!   value's rate over the pairs, and the t test of that rate against 0.5 (two-sided).
+//!   pairs of that value and the reference: both rates, their ratio, the interval of the value's
+//!   rate, and the t test of that rate against 0.5 (two-sided).
+//!
+//! Pairs are not independent: the same first names serve many documents, and a model that
+//! reacts to one name moves every pair showing it. Every interval and test is therefore
+//! cluster-robust over the names each side shows, the document and the stage's `cluster_by` columns
+//! ([`crate::clustered`], [`crate::cluster_keys`]); the independent (Student t over the pairs)
+//! interval is kept beside as `…ci95_independent`.
 //!
 //! A pair whose answers name neither label in an order is left out of every figure and counted
-//! (`unparsed_pairs`). The pairs are independent units here (one per row, attribute and pair of
-//! values); what rows share (a name, a template) is not modelled.
+//! (`unparsed_pairs`).
 //!
 //! [`LlmModel::choices`]: crate::models::llm::LlmModel::choices
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -29,6 +35,9 @@ use serde::{Deserialize, Serialize};
 
 use super::estimate::MODEL_INPUT;
 use super::options::{check_protected, Rows};
+use crate::check::Checker;
+use crate::cluster_keys::ClusterKeys;
+use crate::clustered::ClusterSums;
 use crate::error::{Result, StageError};
 use crate::models::llm::error::LlmError;
 use crate::models::llm::LlmModel;
@@ -84,6 +93,11 @@ pub struct PairwiseConfig {
     #[serde(default)]
     #[key(shared = super::options::PROTECTED)]
     pub protected: Option<Vec<String>>,
+    /// Columns the pairs share beyond the names and the document: the intervals are clustered
+    /// over them.
+    #[serde(default)]
+    #[key(shared = super::options::CLUSTER_BY)]
+    pub cluster_by: Vec<String>,
 }
 
 impl StageConfig for PairwiseConfig {
@@ -135,8 +149,13 @@ pub struct ChosenRate {
     /// Mean over those pairs of its win (P(chosen), averaged over the two orders).
     #[serde(deserialize_with = "nan_if_null")]
     pub rate: f64,
-    /// Student's t 95% interval of the rate over the pairs; none under two pairs.
+    /// 95% interval of the rate over the pairs, cluster-robust over the names each side shows,
+    /// the document and the `cluster_by` columns ([`crate::clustered`]); none under two pairs (or
+    /// two clusters).
     pub ci95: Option<[f64; 2]>,
+    /// Student's t interval treating the pairs as independent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_independent: Option<[f64; 2]>,
 }
 
 /// A value against the attribute's reference, over the pairs of the two.
@@ -159,14 +178,23 @@ pub struct VersusReference {
     /// `rate` / `reference_rate`.
     #[serde(deserialize_with = "nan_if_null")]
     pub ratio: f64,
-    /// Student's t 95% interval of `rate`; none under two pairs.
+    /// 95% interval of `rate`, cluster-robust as `chosen_rate`'s; none under two pairs (or two
+    /// clusters).
     pub ci95: Option<[f64; 2]>,
-    /// t statistic of `rate` against 0.5 (n − 1 degrees of freedom).
+    /// t statistic of `rate` against 0.5, with the cluster-robust standard error (the fewest
+    /// clusters of one way − 1 degrees of freedom).
     #[serde(deserialize_with = "nan_if_null")]
     pub t: f64,
     /// Its two-sided p-value.
     #[serde(deserialize_with = "nan_if_null")]
     pub p_value: f64,
+    /// Student's t interval treating the pairs as independent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_independent: Option<[f64; 2]>,
+    /// The clusters of each way (`names (compared side)`, `names (reference side)`, `document`,
+    /// each `cluster_by` column).
+    #[serde(default)]
+    pub clusters: BTreeMap<String, usize>,
 }
 
 /// Figures of a `pairwise` stage.
@@ -184,8 +212,12 @@ pub struct PairwiseFigures {
     /// P(the first listed is chosen) − 0.5, averaged over both orders of every pair.
     #[serde(deserialize_with = "nan_if_null")]
     pub position_effect: f64,
-    /// Student's t 95% interval of `position_effect` over the pairs; none under two pairs.
+    /// 95% interval of `position_effect`, cluster-robust over the names each side shows, the
+    /// document and the `cluster_by` columns; none under two pairs (or two clusters).
     pub position_effect_ci95: Option<[f64; 2]>,
+    /// Student's t interval of `position_effect` treating the pairs as independent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position_effect_ci95_independent: Option<[f64; 2]>,
     /// Per protected value, the mean share of its pairs it wins.
     pub chosen_rate: Vec<ChosenRate>,
     /// Per value other than its attribute's reference, against the reference.
@@ -197,22 +229,48 @@ impl StageFigures for PairwiseFigures {
     const HEADLINE: &'static [&'static str] = &["position_effect", "pairs"];
 }
 
-/// Mean, Student's t 95% interval of the mean (none under two values) and standard deviation.
-fn mean_ci(values: &[f64]) -> (f64, Option<[f64; 2]>, f64) {
-    let n = values.len();
-    let mean = if n == 0 { f64::NAN } else { values.iter().sum::<f64>() / n as f64 };
-    let sd = if n < 2 { f64::NAN } else { (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() };
-    (mean, t_ci95(mean, sd, n), sd)
+/// A mean over pairs: the mean, its cluster-robust 95% interval and standard error with their
+/// degrees of freedom and clusters, and the independent (Student t) interval.
+struct PairMean {
+    mean: f64,
+    ci95: Option<[f64; 2]>,
+    se: f64,
+    df: usize,
+    clusters: BTreeMap<String, usize>,
+    independent: Option<[f64; 2]>,
 }
 
-/// One pair's answers: which row, attribute and values, and P(the first listed is chosen) in each
-/// order (`ab`: the first value listed first).
+/// The [`PairMean`] of `values`, the pair `i`'s value being `values[i].1` and its clusters'
+/// keys `values[i].0` in `ways`.
+fn pair_mean(ways: &[String], values: &[(Vec<String>, f64)]) -> PairMean {
+    let n = values.len();
+    let mean = if n == 0 { f64::NAN } else { values.iter().map(|v| v.1).sum::<f64>() / n as f64 };
+    let sd = if n < 2 { f64::NAN } else { (values.iter().map(|v| (v.1 - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() };
+    let mut sums = ClusterSums::new(ways.to_vec());
+    for (keys, v) in values {
+        sums.push(keys, *v);
+    }
+    let clustered = sums.interval();
+    PairMean {
+        mean,
+        ci95: clustered.as_ref().map(|c| c.ci95),
+        se: clustered.as_ref().map_or(f64::NAN, |c| c.se),
+        df: clustered.as_ref().map_or(0, |c| c.df),
+        clusters: clustered.map(|c| c.clusters).unwrap_or_default(),
+        independent: t_ci95(mean, sd, n),
+    }
+}
+
+/// One pair's answers: which row, attribute and values, P(the first listed is chosen) in each
+/// order (`ab`: the first value listed first), and the pair's cluster keys (the `ab` order's first
+/// candidate taken as the compared side).
 struct PairAnswer {
     row: usize,
     attribute: usize,
     values: (usize, usize),
     ab: Option<f64>,
     ba: Option<f64>,
+    keys: Vec<String>,
 }
 
 impl Stage for PairwiseStage {
@@ -233,6 +291,10 @@ impl Stage for PairwiseStage {
         let renderer = llm.pair_renderer(&self.dir.join(&self.config.prompt), &shown)?;
         let protected = domain.protected_indices();
         let grids: Vec<Vec<f64>> = protected.iter().map(|&i| domain.attributes[i].grid()).collect();
+        let checker = Checker::new(&domain, None);
+        let cluster_keys = ClusterKeys::new(&model.oracle, &domain, &checker, &self.config.cluster_by, true)?
+            .ok_or_else(|| crate::error::Error::Internal("an LLM's pairs are always clustered".into()))?;
+        let ways = cluster_keys.pair_ways();
         // Every pair: per row, per protected attribute, per two of its values (i < j).
         let mut pairs: Vec<PairAnswer> = Vec::new();
         let mut prompts: Vec<String> = Vec::new();
@@ -251,7 +313,8 @@ impl Stage for PairwiseStage {
                         }
                         prompts.push(renderer.render_pair(&first, &second).map_err(fail)?);
                         prompts.push(renderer.render_pair(&second, &first).map_err(fail)?);
-                        pairs.push(PairAnswer { row: r, attribute: k, values: (i, j), ab: None, ba: None });
+                        let keys = cluster_keys.keys_of_two(&first, &second);
+                        pairs.push(PairAnswer { row: r, attribute: k, values: (i, j), ab: None, ba: None, keys });
                     }
                 }
             }
@@ -268,8 +331,8 @@ impl Stage for PairwiseStage {
         let read: Vec<(&PairAnswer, f64, f64)> = pairs.iter().filter_map(|p| Some((p, p.ab?, p.ba?))).collect();
         // P(the first value's candidate wins), averaged over its two positions.
         let win = |(_, ab, ba): &(&PairAnswer, f64, f64)| (ab + 1.0 - ba) / 2.0;
-        let position: Vec<f64> = read.iter().map(|(_, ab, ba)| (ab + ba) / 2.0 - 0.5).collect();
-        let (position_effect, position_effect_ci95, _) = mean_ci(&position);
+        let position: Vec<(Vec<String>, f64)> = read.iter().map(|(p, ab, ba)| (p.keys.clone(), (ab + ba) / 2.0 - 0.5)).collect();
+        let position = pair_mean(&ways, &position);
         let mut chosen_rate = Vec::new();
         let mut versus_reference = Vec::new();
         let mut groups = Vec::new();
@@ -281,32 +344,41 @@ impl Stage for PairwiseStage {
                 .iter()
                 .enumerate()
                 .map(|(v, name)| {
-                    let wins: Vec<f64> = of_attribute
+                    let wins: Vec<(Vec<String>, f64)> = of_attribute
                         .iter()
                         .filter(|r| r.0.values.0 == v || r.0.values.1 == v)
-                        .map(|r| if r.0.values.0 == v { win(r) } else { 1.0 - win(r) })
+                        .map(|r| (r.0.keys.clone(), if r.0.values.0 == v { win(r) } else { 1.0 - win(r) }))
                         .collect();
-                    let (rate, ci95, _) = mean_ci(&wins);
-                    ChosenRate { attribute: attribute.name.clone(), value: name.clone(), pairs: wins.len() as u64, rate, ci95 }
+                    let m = pair_mean(&ways, &wins);
+                    ChosenRate {
+                        attribute: attribute.name.clone(),
+                        value: name.clone(),
+                        pairs: wins.len() as u64,
+                        rate: m.mean,
+                        ci95: m.ci95,
+                        ci95_independent: m.independent,
+                    }
                 })
                 .collect();
             for (v, name) in names.iter().enumerate().skip(1) {
                 // Pairs of the reference (value 0, listed first in the pair's `ab` order) and v.
-                let wins: Vec<f64> = of_attribute.iter().filter(|r| r.0.values == (0, v)).map(|r| 1.0 - win(r)).collect();
-                let (rate, ci95, sd) = mean_ci(&wins);
-                let n = wins.len();
-                let t = if n > 1 { (rate - 0.5) / (sd / (n as f64).sqrt()) } else { f64::NAN };
+                let wins: Vec<(Vec<String>, f64)> =
+                    of_attribute.iter().filter(|r| r.0.values == (0, v)).map(|r| (r.0.keys.clone(), 1.0 - win(r))).collect();
+                let m = pair_mean(&ways, &wins);
+                let t = if m.se > 0.0 { (m.mean - 0.5) / m.se } else { f64::NAN };
                 versus_reference.push(VersusReference {
                     attribute: attribute.name.clone(),
                     value: name.clone(),
                     reference: names[0].clone(),
-                    pairs: n as u64,
-                    rate,
-                    reference_rate: 1.0 - rate,
-                    ratio: rate / (1.0 - rate),
-                    ci95,
+                    pairs: wins.len() as u64,
+                    rate: m.mean,
+                    reference_rate: 1.0 - m.mean,
+                    ratio: m.mean / (1.0 - m.mean),
+                    ci95: m.ci95,
                     t,
-                    p_value: t_two_sided_p(t, n.saturating_sub(1)),
+                    p_value: t_two_sided_p(t, m.df),
+                    ci95_independent: m.independent,
+                    clusters: m.clusters,
                 });
             }
             let highest = rates.iter().map(|c| c.rate).filter(|r| r.is_finite()).fold(f64::NAN, f64::max);
@@ -326,8 +398,9 @@ impl Stage for PairwiseStage {
             prompts: prompts.len() as u64,
             unparsed_pairs: (pairs.len() - read.len()) as u64,
             labels: self.config.labels.clone(),
-            position_effect,
-            position_effect_ci95,
+            position_effect: position.mean,
+            position_effect_ci95: position.ci95,
+            position_effect_ci95_independent: position.independent,
             chosen_rate,
             versus_reference,
         };

@@ -275,6 +275,7 @@ mod tests {
             hidden_intersectional: None,
             rate_hidden_intersectional: None,
             ci95_hidden_intersectional: None,
+            precision: None,
         };
         let summary = Summary {
             pipeline: "p".into(),

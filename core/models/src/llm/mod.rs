@@ -329,8 +329,13 @@ impl LlmModel {
             let reply = if let Some(recorder) = &self.recorder {
                 recorder.write(request.key, self.client.url(), &request.body).map_err(|e| self.fail(e.to_string()))?;
                 Reply { content: String::new(), top: None }
-            } else if let Some(reply) = self.responses.as_ref().and_then(|r| r.get(request.key)) {
+            } else if let Some((reply, usage)) = self.responses.as_ref().and_then(|r| r.get(request.key)) {
                 self.from_responses.fetch_add(1, Ordering::Relaxed);
+                // What the answers cost where they were asked (a batch API's `usage`).
+                if let Some((prompt, completion)) = usage {
+                    self.client.counters.prompt_tokens.fetch_add(*prompt, Ordering::Relaxed);
+                    self.client.counters.completion_tokens.fetch_add(*completion, Ordering::Relaxed);
+                }
                 reply.clone()
             } else {
                 let file = self.responses.as_ref().map(|r| r.path().display().to_string()).unwrap_or_default();
@@ -424,6 +429,17 @@ impl LlmModel {
             self.config.max_unparsed,
             failed.join("; ")
         ))
+    }
+
+    /// Whether the prompts show first names (the pipeline gave a `names` table).
+    pub fn shows_names(&self) -> bool {
+        self.renderer.shows_names()
+    }
+
+    /// The first names the prompt of encoded `row` shows, one per protected attribute with a
+    /// `names` table (empty without one): see [`Renderer::names_shown`].
+    pub fn names_shown(&self, row: &[f64]) -> Vec<String> {
+        self.renderer.names_shown(row)
     }
 
     /// The `llm.base_url` this model asks.

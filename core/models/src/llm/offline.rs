@@ -69,7 +69,7 @@ impl Recorder {
 
 /// Answers read from a responses file, by request key.
 pub struct Responses {
-    answers: HashMap<u128, Reply>,
+    answers: HashMap<u128, (Reply, Option<crate::llm::client::Usage>)>,
     path: PathBuf,
 }
 
@@ -101,14 +101,15 @@ impl Responses {
             }
             let body = response.get("body").unwrap_or(response);
             let text = serde_json::to_vec(body).map_err(|e| LlmError::Json(e.to_string()))?;
-            let (reply, _, _) = read_reply(&text, want_logprobs).map_err(|e| wrong(e.message))?;
-            answers.insert(key, reply);
+            let (reply, usage, _) = read_reply(&text, want_logprobs).map_err(|e| wrong(e.message))?;
+            answers.insert(key, (reply, usage));
         }
         Ok(Responses { answers, path: path.to_path_buf() })
     }
 
-    /// The answer to the request `key`.
-    pub fn get(&self, key: u128) -> Option<&Reply> {
+    /// The answer to the request `key`, with the tokens its `usage` counts (prompt, completion)
+    /// when it has one.
+    pub fn get(&self, key: u128) -> Option<&(Reply, Option<crate::llm::client::Usage>)> {
         self.answers.get(&key)
     }
 
@@ -137,7 +138,7 @@ mod tests {
         std::fs::write(&answers, format!("{}\n", json!({"custom_id": line["custom_id"], "response": {"status_code": 200, "body": body}})))
             .unwrap();
         let read = Responses::read(&answers, true).unwrap();
-        assert_eq!(read.get(0xabc).unwrap().content, "Yes");
+        assert_eq!(read.get(0xabc).unwrap().0.content, "Yes");
         std::fs::write(&answers, format!("\n{}\n", json!({"custom_id": "zz", "response": body}))).unwrap();
         let e = Responses::read(&answers, true).err().unwrap().to_string();
         assert!(e.contains("a.jsonl:2") && e.contains("32 hex digits"), "{e}");

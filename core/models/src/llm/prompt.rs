@@ -145,11 +145,8 @@ impl Renderer {
         }
         context.insert("row".into(), by_column.into_iter().collect::<Value>());
         if !self.names.is_empty() {
-            let pick = self.name_hash(row);
             let mut chosen: BTreeMap<String, Value> = BTreeMap::new();
-            for (index, table) in &self.names {
-                let list = &table[&value_key(&self.domain, *index, row[*index])];
-                let name = &list[(pick % list.len() as u64) as usize];
+            for ((index, _), name) in self.names.iter().zip(self.names_shown(row)) {
                 chosen.insert(self.domain.attributes[*index].name.clone(), Value::from(name.as_str()));
                 if !context.contains_key("name") {
                     context.insert("name".into(), Value::from(name.as_str()));
@@ -158,6 +155,25 @@ impl Renderer {
             context.insert("names".into(), chosen.into_iter().collect::<Value>());
         }
         context
+    }
+
+    /// Whether the prompts show first names (the pipeline gave a `names` table).
+    pub fn shows_names(&self) -> bool {
+        !self.names.is_empty()
+    }
+
+    /// The first names the prompt of encoded `row` shows, one per protected attribute with a
+    /// `names` table (in the table's column order; empty without a table): what pairs of rows
+    /// share when they are clustered by name.
+    pub fn names_shown(&self, row: &[f64]) -> Vec<String> {
+        let pick = self.name_hash(row);
+        self.names
+            .iter()
+            .map(|(index, table)| {
+                let list = &table[&value_key(&self.domain, *index, row[*index])];
+                list[(pick % list.len() as u64) as usize].clone()
+            })
+            .collect()
     }
 
     /// A fixed hash (XXH3-64) of the row's unprotected values: the same for both sides of a pair.
