@@ -1008,3 +1008,39 @@ fn the_bundled_pairwise_pipeline_recovers_the_planted_position_and_gender_effect
     let (ok, _, stderr) = fairpipe(&["validate", broken.to_str().unwrap()]);
     assert!(!ok && stderr.contains("`labels` must be two different answers"), "{stderr}");
 }
+
+/// `precision` on `pairwise`: the pairs are asked in a seeded order until the position effect and
+/// the men's rate against women are known to ±0.05; the stop's interval holds the planted position
+/// effect, fewer than the 600 prompts are asked, and the same seed stops at the same pair.
+#[test]
+fn a_pairwise_stage_with_precision_stops_once_its_valid_intervals_are_that_narrow() {
+    use crate::llm_server::{MALE_CHOICE_LOGIT, POSITION_LOGIT};
+    let server = Planted::start();
+    server.state.pairwise.store(true, Ordering::SeqCst);
+    let dir = tempfile::tempdir().unwrap();
+    let (file, text) = bundled_llm_pipeline(
+        dir.path(),
+        "resumes-pairwise.toml",
+        &server,
+        &["data/resumes.csv", "prompts/resume-screener.j2", "prompts/resume-pairwise.j2"],
+    );
+    let text = text.replace("labels = [\"A\", \"B\"]", "labels = [\"A\", \"B\"]\nprecision = 0.05");
+    let file = write(file.parent().unwrap(), "precise.toml", &text);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let pairwise = &summary["stages"]["pairwise"];
+    let stop = &pairwise["precision"];
+    assert_eq!((stop["asked"].as_f64(), stop["met"].as_bool()), (Some(0.05), Some(true)), "{stop}");
+    assert!(stop["reached"].as_f64().unwrap() <= 0.05, "{stop}");
+    let sigma = |z: f64| 1.0 / (1.0 + (-z).exp());
+    let position = (sigma(POSITION_LOGIT - MALE_CHOICE_LOGIT) + sigma(POSITION_LOGIT + MALE_CHOICE_LOGIT)) / 2.0 - 0.5;
+    let [lo, hi] = [stop["ci95"][0].as_f64().unwrap(), stop["ci95"][1].as_f64().unwrap()];
+    assert!(lo <= position && position <= hi && hi - lo <= 0.1 + 1e-12, "planted {position} against [{lo}, {hi}]");
+    let (pairs, prompts) = (pairwise["pairs"].as_u64().unwrap(), pairwise["prompts"].as_u64().unwrap());
+    assert!(pairs < 300 && pairs % 32 == 0 && prompts == 2 * pairs && stop["observations"].as_u64() == Some(pairs), "{pairwise}");
+    // Every figure is over the pairs asked, and exact there (the planted chooser has no noise).
+    assert!((pairwise["position_effect"].as_f64().unwrap() - position).abs() < 1e-12, "{pairwise}");
+    let table = std::fs::read_to_string(dir.path().join("out/pairwise.csv")).unwrap();
+    assert_eq!(table.lines().count() as u64, pairs + 1);
+    let again = run_pipeline(&file, &dir.path().join("again"), &[]);
+    assert_eq!(again["stages"]["pairwise"]["pairs"], pairwise["pairs"]);
+}

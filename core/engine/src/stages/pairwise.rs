@@ -42,6 +42,7 @@ use crate::error::{Result, StageError};
 use crate::models::llm::error::LlmError;
 use crate::models::llm::LlmModel;
 use crate::output::TableBuilder;
+use crate::sequential::ConfidenceSequence;
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{FigureDoc, FigureNames, StageEnv, StageKind};
@@ -98,7 +99,16 @@ pub struct PairwiseConfig {
     #[serde(default)]
     #[key(shared = super::options::CLUSTER_BY)]
     pub cluster_by: Vec<String>,
+    /// Ask the pairs in a seeded random order and stop once the position effect and every
+    /// value's rate against the reference are known to this half-width (confidence sequences,
+    /// valid at the stop).
+    #[serde(default)]
+    #[key(shared = super::options::PRECISION)]
+    pub precision: Option<f64>,
 }
+
+/// Pairs asked between two looks at a `precision` stop.
+const PAIRS_PER_LOOK: usize = 32;
 
 impl StageConfig for PairwiseConfig {
     type Facts = ();
@@ -109,6 +119,14 @@ impl StageConfig for PairwiseConfig {
 
     fn validate(&self, c: &mut Checks<'_, '_>) {
         check_protected(c, &self.protected);
+        if let Some(precision) = self.precision {
+            if !(precision > 0.0 && precision < 0.5) {
+                c.problem(
+                    "precision",
+                    format!("`precision` is the intervals' half-width: a number above 0 and below 0.5, not {precision}"),
+                );
+            }
+        }
         if self.labels.len() != 2
             || self.labels.iter().any(|l| l.trim().is_empty())
             || self.labels[0].trim() == self.labels.get(1).map_or("", |l| l.trim())
@@ -222,6 +240,11 @@ pub struct PairwiseFigures {
     pub chosen_rate: Vec<ChosenRate>,
     /// Per value other than its attribute's reference, against the reference.
     pub versus_reference: Vec<VersusReference>,
+    /// With `precision`: how asking stopped (`reached` is the widest of the position effect's and
+    /// each `versus_reference` rate's confidence sequences; `ci95` the position effect's, valid at
+    /// the stop; `observations` the pairs read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<crate::sequential::PrecisionStop>,
 }
 
 /// A pairwise stage's headline: the position effect and the pairs.
@@ -321,12 +344,29 @@ impl Stage for PairwiseStage {
         }
         crate::progress::start(&ctx.progress, prompts.len() as u64, "prompts asked");
         let labels = [self.config.labels[0].clone(), self.config.labels[1].clone()];
-        let answers = llm.choices(&prompts, &labels)?;
-        ctx.progress.inc(prompts.len() as u64);
-        for (pair, two) in pairs.iter_mut().zip(answers.chunks_exact(2)) {
-            pair.ab = two[0];
-            pair.ba = two[1];
-        }
+        let requests_before = crate::sequential::llm_requests(&model.oracle);
+        let stop = match self.config.precision {
+            None => {
+                let answers = llm.choices(&prompts, &labels)?;
+                ctx.progress.inc(prompts.len() as u64);
+                for (pair, two) in pairs.iter_mut().zip(answers.chunks_exact(2)) {
+                    pair.ab = two[0];
+                    pair.ba = two[1];
+                }
+                None
+            }
+            Some(precision) => {
+                let (kept, mut stop) = ask_until_precise(llm, &mut pairs, &prompts, &labels, precision, ctx)?;
+                stop.requests = crate::sequential::llm_requests(&model.oracle).zip(requests_before).map(|(after, before)| after - before);
+                stop.model_rows = 2 * kept as u64;
+                Some(stop)
+            }
+        };
+        let asked = stop.as_ref().map_or(pairs.len(), |s| s.model_rows as usize / 2);
+        // With a precision stop, the figures are over the pairs asked (the first `asked` of the
+        // seeded order); the rest are not in the table either.
+        let prompts_asked = 2 * asked;
+        let pairs: Vec<PairAnswer> = pairs.into_iter().take(asked).collect();
         // The pairs read in both orders, with P(the first listed is chosen) in each.
         let read: Vec<(&PairAnswer, f64, f64)> = pairs.iter().filter_map(|p| Some((p, p.ab?, p.ba?))).collect();
         // P(the first value's candidate wins), averaged over its two positions.
@@ -395,7 +435,7 @@ impl Stage for PairwiseStage {
         }
         let figures = PairwiseFigures {
             pairs: read.len() as u64,
-            prompts: prompts.len() as u64,
+            prompts: prompts_asked as u64,
             unparsed_pairs: (pairs.len() - read.len()) as u64,
             labels: self.config.labels.clone(),
             position_effect: position.mean,
@@ -403,6 +443,7 @@ impl Stage for PairwiseStage {
             position_effect_ci95_independent: position.independent,
             chosen_rate,
             versus_reference,
+            precision: stop,
         };
         let attribute_names: Vec<String> = pairs.iter().map(|p| domain.attributes[protected[p.attribute]].name.clone()).collect();
         let value_name = |p: &PairAnswer, v: usize| domain.attributes[protected[p.attribute]].decode(grids[p.attribute][v]);
@@ -418,7 +459,75 @@ impl Stage for PairwiseStage {
             artifact: Artifact::GroupMetrics(Arc::new(GroupMetricsArtifact { rows: groups })),
             figures: Arc::new(figures),
             tables: vec![table],
-            model_queries: prompts.len() as u64,
+            model_queries: prompts_asked as u64,
         })
     }
+}
+
+/// Ask `pairs` (whose two prompts each are `prompts[2i]`, `prompts[2i + 1]`) in a random order
+/// seeded by the stage, [`PAIRS_PER_LOOK`] at a time, until the confidence sequences of the
+/// position effect and of every value's rate against its reference (pairs with the reference) are
+/// within `precision` on each side. `pairs` is reordered so that the pairs asked come first, with
+/// their answers; returns how many were asked and how it stopped (`requests` left for the
+/// caller).
+fn ask_until_precise(
+    llm: &LlmModel,
+    pairs: &mut Vec<PairAnswer>,
+    prompts: &[String],
+    labels: &[String; 2],
+    precision: f64,
+    ctx: &StageContext,
+) -> Result<(usize, crate::sequential::PrecisionStop)> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut order: Vec<usize> = (0..pairs.len()).collect();
+    order.shuffle(&mut rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(ctx.seed));
+    let mut position = ConfidenceSequence::new(0.05);
+    // One sequence per (attribute, compared value) with the reference.
+    let mut versus: BTreeMap<(usize, usize), ConfidenceSequence> = BTreeMap::new();
+    for p in pairs.iter().filter(|p| p.values.0 == 0) {
+        versus.entry((p.attribute, p.values.1)).or_insert_with(|| ConfidenceSequence::new(0.05));
+    }
+    let widest = |position: &ConfidenceSequence, versus: &BTreeMap<(usize, usize), ConfidenceSequence>| {
+        versus.values().map(ConfidenceSequence::half_width).fold(position.half_width(), f64::max)
+    };
+    let mut asked = 0;
+    for look in order.chunks(PAIRS_PER_LOOK) {
+        let look_prompts: Vec<String> = look.iter().flat_map(|&i| [prompts[2 * i].clone(), prompts[2 * i + 1].clone()]).collect();
+        let answers = llm.choices(&look_prompts, labels)?;
+        ctx.progress.inc(look_prompts.len() as u64);
+        for (&i, two) in look.iter().zip(answers.chunks_exact(2)) {
+            let pair = &mut pairs[i];
+            pair.ab = two[0];
+            pair.ba = two[1];
+            if let (Some(ab), Some(ba)) = (pair.ab, pair.ba) {
+                position.push((ab + ba) / 2.0);
+                if let Some(sequence) = versus.get_mut(&(pair.attribute, pair.values.1)).filter(|_| pair.values.0 == 0) {
+                    // The compared value's win: listed second in the `ab` order.
+                    sequence.push(1.0 - (ab + 1.0 - ba) / 2.0);
+                }
+            }
+        }
+        asked += look.len();
+        if widest(&position, &versus) <= precision {
+            break;
+        }
+    }
+    // The pairs asked first, in the seeded order.
+    let mut taken: Vec<Option<PairAnswer>> = std::mem::take(pairs).into_iter().map(Some).collect();
+    let mut reordered: Vec<PairAnswer> = order.iter().filter_map(|&i| taken[i].take()).collect();
+    pairs.append(&mut reordered);
+    let reached = widest(&position, &versus);
+    let [lo, hi] = position.interval();
+    let stop = crate::sequential::PrecisionStop {
+        asked: precision,
+        reached,
+        met: reached <= precision,
+        observations: position.n(),
+        ci95: [lo - 0.5, hi - 0.5],
+        method: crate::sequential::METHOD.to_string(),
+        model_rows: 0,
+        requests: None,
+    };
+    Ok((asked, stop))
 }
