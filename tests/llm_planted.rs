@@ -1044,3 +1044,36 @@ fn a_pairwise_stage_with_precision_stops_once_its_valid_intervals_are_that_narro
     let again = run_pipeline(&file, &dir.path().join("again"), &[]);
     assert_eq!(again["stages"]["pairwise"]["pairs"], pairwise["pairs"]);
 }
+
+/// `llm.validity`: every row also asked 10 times at temperature 1; the planted server answers its
+/// more likely word every time, so the sampled favourable share is 1 or 0 and the difference
+/// from the logprob P(yes) is known row by row; past 0.05 the run warns, naming the fix.
+#[test]
+fn validity_compares_the_logprob_score_with_sampled_answers_and_warns() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &server.base_url(), ", cache = \"\", validity = 200", CHECK);
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let model = &summary["stages"]["model"];
+    let validity = &model["remote"]["llm"]["validity"];
+    let mut differences = Vec::new();
+    for income in 0..10 {
+        for years in 0..10 {
+            for female in [true, false] {
+                let p = planted_p(income, years, female);
+                differences.push((p - if p > 0.5 { 1.0 } else { 0.0 }).abs());
+            }
+        }
+    }
+    let mean = differences.iter().sum::<f64>() / 200.0;
+    assert_eq!((validity["prompts"].as_u64(), validity["samples"].as_u64()), (Some(200), Some(10)), "{validity}");
+    assert!((validity["mean_abs_difference"].as_f64().unwrap() - mean).abs() < 1e-9, "{validity} vs {mean}");
+    assert_eq!(validity["requests"].as_u64(), Some(2000), "{validity}");
+    assert!(mean > 0.05);
+    let warned = model["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("scores = \"samples\""));
+    assert!(warned, "{}", model["warnings"]);
+    // validity needs logprob scores.
+    let broken = pipeline(dir.path(), &server.base_url(), ", validity = 5, scores = \"labels\"", CHECK);
+    let (ok, _, stderr) = fairpipe(&["validate", broken.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("`llm.validity`"), "{stderr}");
+}

@@ -40,6 +40,7 @@ const FAMILIES: &[Family] = &[
     Family { prefix: "bias-audit", compute: bias_audit_ratio },
     Family { prefix: "llm", compute: llm_bench },
     Family { prefix: "coverage", compute: coverage_summary },
+    Family { prefix: "llm-precision", compute: precision_bench },
     Family { prefix: "wheel", compute: wheel_record },
     Family { prefix: "ci-steps", compute: ci_steps },
 ];
@@ -707,6 +708,38 @@ fn coverage_summary(root: &Path, args: &str) -> String {
         "clustered-percent" => format!("{:.1}", 100.0 * count("clustered") as f64 / count("runs") as f64),
         "independent-percent" => format!("{:.1}", 100.0 * count("independent") as f64 / count("runs") as f64),
         other => panic!("coverage:{other}: unknown figure"),
+    }
+}
+
+/// A figure of the `precision` benchmark (`scripts/bench_llm_precision.py`,
+/// `docs/figures/llm-precision/runs.jsonl`), recomputed from its run lines: ARGS is `runs`,
+/// `covered` (runs whose interval at the stop held the planted 0.06), `median-requests` (the whole
+/// run's requests, load_model's 200 included, median over the runs with `precision`),
+/// `max-half-width` (four decimals), `fixed-requests` (the fixed estimate's run), `ratio` (fixed
+/// over median, one decimal) or `median-inputs`.
+fn precision_bench(root: &Path, args: &str) -> String {
+    let path = root.join("docs/figures/llm-precision/runs.jsonl");
+    let lines: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let precise: Vec<&Value> = lines.iter().filter(|l| l["mode"] == "precision=0.01").collect();
+    let fixed = lines.iter().find(|l| l["mode"] == "fixed 100 x 1000").unwrap_or_else(|| panic!("{}: no fixed run", path.display()));
+    let median = |key: &str| {
+        let mut v: Vec<u64> = precise.iter().map(|l| l[key].as_u64().unwrap()).collect();
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    match args {
+        "runs" => precise.len().to_string(),
+        "covered" => precise.iter().filter(|l| l["covered"] == true).count().to_string(),
+        "median-requests" => thousands(median("run_requests")),
+        "median-inputs" => thousands(median("inputs")),
+        "max-half-width" => format!("{:.4}", precise.iter().map(|l| l["half_width"].as_f64().unwrap()).fold(0.0, f64::max)),
+        "fixed-requests" => thousands(fixed["run_requests"].as_u64().unwrap()),
+        "ratio" => format!("{:.1}", fixed["run_requests"].as_f64().unwrap() / median("run_requests") as f64),
+        other => panic!("llm-precision:{other}: unknown figure"),
     }
 }
 

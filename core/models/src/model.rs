@@ -187,7 +187,31 @@ pub struct LlmUsage {
     /// absent for a plan and for a `--responses` run, which reach no server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<EndpointIdentity>,
+    /// With `llm.validity`: does the logprob score match the answers sampled at the deployed
+    /// temperature?
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<Validity>,
 }
+
+/// The logprob score against sampled answers (`remote.llm.validity`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Validity {
+    /// Prompts compared (the data's rows, evenly spaced).
+    pub prompts: u64,
+    /// Answers sampled per prompt.
+    pub samples: u32,
+    /// Their temperature.
+    pub temperature: f64,
+    /// Mean over the prompts of |logprob P(favourable) − the sampled answers' favourable share|.
+    pub mean_abs_difference: f64,
+    /// The largest such difference.
+    pub max_abs_difference: f64,
+    /// Requests the samples took (beside the run's own, which `requests` counts).
+    pub requests: u64,
+}
+
+/// Past this mean |difference| the logprob score is warned of as not the deployment's.
+pub const VALIDITY_WARNING: f64 = 0.05;
 
 /// What an OpenAI-compatible endpoint says of the model it serves, asked once before the run's
 /// first prompt: `GET …/models` (the model's entry: `id`, `owned_by` and llama.cpp's `meta`, its

@@ -166,7 +166,15 @@ impl Pipeline {
                         )
                     })
                 });
-                if let Some(message) = warning {
+                let validity = entry.remote.as_ref().and_then(|r| r.llm.as_ref()).and_then(|llm| llm.validity.as_ref()).and_then(|v| {
+                    (v.mean_abs_difference > fairpipe_models::model::VALIDITY_WARNING).then(|| {
+                        format!(
+                            "the logprob score is {:.3} from the share of favourable answers sampled at temperature {} (mean |difference| over {} prompts, {} samples each; more than {}): the model deployed at that temperature does not decide as its first token's probabilities say — audit with `scores = \"samples\"` and `temperature = {}` to measure the deployed model",
+                            v.mean_abs_difference, v.temperature, v.prompts, v.samples, fairpipe_models::model::VALIDITY_WARNING, v.temperature
+                        )
+                    })
+                });
+                for message in warning.into_iter().chain(validity) {
                     entry.warnings.push(message.clone());
                     warnings.push(RunWarning { stage: name.clone(), message });
                 }

@@ -182,6 +182,25 @@ pub struct LlmConfig {
     /// The response cache (SQLite), relative to the pipeline file; `""`: none.
     #[serde(default = "default_cache")]
     pub cache: Option<PathBuf>,
+    /// Does the score match the deployment? This many of the data's rows (evenly spaced) are
+    /// also asked `validity_samples` times at `validity_temperature`, and the logprob P(favourable)
+    /// is compared with the favourable share of those answers (`remote.llm.validity`; warned when
+    /// the mean |difference| passes 0.05). Only with `scores = "logprobs"`.
+    #[serde(default)]
+    pub validity: Option<u32>,
+    /// Answers sampled per prompt for `validity`.
+    #[serde(default = "default_validity_samples")]
+    pub validity_samples: u32,
+    /// The temperature the model is deployed at, for `validity`'s samples.
+    #[serde(default = "default_validity_temperature")]
+    pub validity_temperature: f64,
+}
+
+fn default_validity_samples() -> u32 {
+    10
+}
+fn default_validity_temperature() -> f64 {
+    1.0
 }
 
 impl LlmConfig {
@@ -208,6 +227,23 @@ impl LlmConfig {
         }
         if self.model.trim().is_empty() {
             say("model", "`llm.model` is empty: give the model's name as the server knows it".into());
+        }
+        if self.validity.is_some() {
+            if self.scores != ScoreFrom::Logprobs {
+                say("validity", "`llm.validity` compares the logprob score with sampled answers: it needs `scores = \"logprobs\"`".into());
+            }
+            if self.validity == Some(0) || self.validity_samples < 2 {
+                say("validity", "`llm.validity` needs at least 1 prompt and `validity_samples` at least 2".into());
+            }
+            if !(self.validity_temperature > 0.0 && self.validity_temperature <= 2.0) {
+                say(
+                    "validity_temperature",
+                    format!(
+                        "`llm.validity_temperature` is a sampling temperature above 0 and at most 2, not {}",
+                        self.validity_temperature
+                    ),
+                );
+            }
         }
         match self.answers.scale {
             Some([low, high]) => {

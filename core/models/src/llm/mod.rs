@@ -71,6 +71,8 @@ pub struct LlmModel {
     identity: Option<EndpointIdentity>,
     /// The cache holds answers stored while the endpoint said something else of its model.
     cache_from_another_model: bool,
+    /// `llm.validity`'s comparison, once made ([`LlmModel::check_validity`]).
+    validity: Mutex<Option<crate::model::Validity>>,
 }
 
 impl std::fmt::Debug for LlmModel {
@@ -170,6 +172,7 @@ impl LlmModel {
             from_responses: AtomicU64::new(0),
             identity,
             cache_from_another_model,
+            validity: Mutex::new(None),
         })
     }
 
@@ -377,7 +380,44 @@ impl LlmModel {
             system_fingerprints: c.system_fingerprints.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect(),
             identity: self.identity.clone(),
             cache_from_another_model: self.cache_from_another_model,
+            validity: self.validity.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         }
+    }
+
+    /// `llm.validity`: ask `rows` (row-major) also `validity_samples` times each at
+    /// `validity_temperature` (through a second model of the same block scoring from samples, with
+    /// the same cache), and keep how far this model's logprob P(favourable) is from the sampled
+    /// answers' favourable share ([`crate::model::Validity`]). `dir` and `answers` as for
+    /// [`LlmModel::load`].
+    pub fn check_validity(&self, rows: &[f64], dir: &Path, answers: &AnswerSource) -> Result<(), ModelError> {
+        let width = self.domain.width().max(1);
+        let n = rows.len() / width;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut logprob = vec![0.0; n];
+        crate::model::Model::predict_into(self, rows, &mut logprob)?;
+        let sampling = LlmConfig {
+            scores: ScoreFrom::Samples,
+            samples: self.config.validity_samples,
+            temperature: Some(self.config.validity_temperature),
+            validity: None,
+            ..self.config.clone()
+        };
+        let sampler = LlmModel::load(&sampling, dir, &self.domain, rows.get(..width), answers)?;
+        let mut sampled = vec![0.0; n];
+        crate::model::Model::predict_into(&sampler, rows, &mut sampled)?;
+        let differences: Vec<f64> = logprob.iter().zip(&sampled).map(|(a, b)| (a - b).abs()).collect();
+        let validity = crate::model::Validity {
+            prompts: n as u64,
+            samples: self.config.validity_samples,
+            temperature: self.config.validity_temperature,
+            mean_abs_difference: differences.iter().sum::<f64>() / n as f64,
+            max_abs_difference: differences.iter().copied().fold(0.0, f64::max),
+            requests: sampler.llm_usage().requests,
+        };
+        *self.validity.lock().unwrap_or_else(|p| p.into_inner()) = Some(validity);
+        Ok(())
     }
 
     /// P(favourable) of a row from its answers (read as `answers` says); `None` when they are

@@ -22,6 +22,16 @@ pub(super) fn open(
 ) -> Result<Arc<dyn Model>, ModelError> {
     let first: Vec<f64> = data.x.rows().into_iter().next().map(|r| r.to_vec()).unwrap_or_default();
     let model = LlmModel::load(llm, dir, &data.domain, (!first.is_empty()).then_some(first.as_slice()), answers)?;
+    if let Some(prompts) = llm.validity {
+        // The data's rows, evenly spaced.
+        let all = data.x.nrows();
+        let take = (prompts as usize).min(all);
+        let mut rows = Vec::with_capacity(take * data.x.ncols());
+        for k in 0..take {
+            rows.extend(data.x.row(k * all / take.max(1)).iter());
+        }
+        model.check_validity(&rows, dir, answers)?;
+    }
     opened.output_read = Some(match llm.scores {
         ScoreFrom::Logprobs => "P(favourable): the favourable answers' share of the first answer token's top_logprobs".to_string(),
         ScoreFrom::Samples => format!("P(favourable): the favourable share of {} sampled answers", llm.samples),
