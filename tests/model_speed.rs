@@ -36,7 +36,7 @@ fn speed(args: &[&str], predictions: &std::path::Path) -> (Value, Vec<f64>) {
     assert!(ok, "model-speed {args:?}: {stdout}{stderr}");
     let line: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     let text = std::fs::read_to_string(predictions).unwrap();
-    (line, text.lines().map(|l| l.parse().unwrap_or_else(|e| panic!("{l}: {e}"))).collect())
+    (line, text.lines().map(|l| l.parse::<f64>().unwrap_or_else(|e| panic!("{l}: {e}"))).collect())
 }
 
 #[test]

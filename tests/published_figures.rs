@@ -658,13 +658,13 @@ fn tree_peers(root: &Path, args: &str) -> String {
                 _ => "wrong P".to_string(),
             }
         }
-        ["fastest", model, batch, threads] => fastest(model, batch, threads, None).0,
+        ["fastest", model, batch, threads] => fastest(*model, *batch, *threads, None).0,
         ["vs", library, model, batch, threads] => {
-            format!("{:.1}×", speed("fairpipe-native", model, batch, threads) / speed(library, model, batch, threads))
+            format!("{:.1}×", speed("fairpipe-native", *model, *batch, *threads) / speed(*library, *model, *batch, *threads))
         }
         ["vs-best-other", model, batch, threads] => {
-            let (_, best) = fastest(model, batch, threads, Some("fairpipe-native"));
-            format!("{:.1}×", speed("fairpipe-native", model, batch, threads) / best)
+            let (_, best) = fastest(*model, *batch, *threads, Some("fairpipe-native"));
+            format!("{:.1}×", speed("fairpipe-native", *model, *batch, *threads) / best)
         }
         _ => panic!("tree-peers:{args}: expected cell|fastest|vs|vs-best-other with their arguments"),
     }
