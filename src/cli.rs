@@ -173,6 +173,18 @@ enum Command {
         #[command(subcommand)]
         action: LlmAction,
     },
+    /// Time how fast a model scores a data file's rows: opened as a load_model stage opens it,
+    /// scored batch after batch through the audit's oracle on a pool of threads, for at least
+    /// --seconds. Prints the rows scored, the wall and CPU seconds of the scoring (not the
+    /// loading) and rows per second (scripts/bench_tree_peers.py compares it with other
+    /// libraries).
+    ModelSpeed {
+        #[command(flatten)]
+        options: crate::speed::SpeedOptions,
+        /// Print one JSON object instead of a line for people.
+        #[arg(long)]
+        json: bool,
+    },
     /// Create a method plugin crate from the template, to build outside this workspace.
     NewPlugin {
         /// The plugin's name (lower-case letters, digits, `_`): `plugin = "NAME"` in a pipeline.
@@ -460,6 +472,24 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
                 say!("  dropped: {}", dropped.join("; "));
             }
             say!("next: read the CONFIRM lines, then fairpipe validate {0} && fairpipe run {0}", written.path.display());
+        }
+        Command::ModelSpeed { options, json } => {
+            let speed = crate::speed::measure(&options)?;
+            if json {
+                say!("{}", serde_json::to_string(&speed)?);
+            } else {
+                let cpu = speed.rows_per_cpu_s.map(|r| format!(", {r:.0} rows per CPU second")).unwrap_or_default();
+                say!(
+                    "{}: {} rows × {} passes in batches of {} on {} thread(s): {:.0} rows/s{cpu} ({})",
+                    options.model.display(),
+                    speed.rows,
+                    speed.passes,
+                    speed.batch,
+                    speed.threads,
+                    speed.rows_per_s,
+                    speed.executor
+                );
+            }
         }
         Command::NewPlugin { name, dir, sdk } => {
             let sdk = sdk.unwrap_or_else(crate::scaffold::default_sdk_path);

@@ -12,6 +12,7 @@ pub mod json;
 pub mod llm;
 pub mod page;
 pub mod scaffold;
+pub mod speed;
 
 pub use fairpipe_builtins::{builtin_reference, file_plugins_reference, register_builtins, BUILTINS};
 

@@ -32,6 +32,7 @@ mod llm_server;
 mod maft_gradient;
 mod model_exports;
 mod model_inputs;
+mod model_speed;
 mod model_trust;
 mod model_zoo;
 mod multiclass;

@@ -34,6 +34,7 @@ const FAMILIES: &[Family] = &[
     Family { prefix: "trees-rows", compute: trees_rows },
     Family { prefix: "tree-pipeline-ratio", compute: tree_pipeline_ratio },
     Family { prefix: "tree-pipeline-s", compute: tree_pipeline_seconds },
+    Family { prefix: "tree-peers", compute: tree_peers },
     Family { prefix: "maft-port", compute: maft_port },
     Family { prefix: "label-only", compute: label_only },
     Family { prefix: "label-only-sds", compute: label_only_sds },
@@ -587,6 +588,88 @@ fn tree_pipeline_seconds(root: &Path, args: &str) -> String {
         (parts.next().unwrap(), parts.next().unwrap(), parts.next().expect("tree-pipeline-s:PIPELINE:MODEL:EXECUTOR"));
     let seconds: Vec<f64> = pipeline_runs(root, pipeline, model).iter().filter(|((_, e), _)| e == executor).map(|(_, s)| *s).collect();
     collapse(range(&seconds, 2))
+}
+
+// ---- the tree executors beside other libraries (docs/figures/trees/peers/: scripts/bench_tree_peers.py) ----
+
+/// The largest |P − P_model| a library's record may have for its speed to count: a library that
+/// scores wrongly posts no figure.
+const PEER_MAX_ABS_DP: f64 = 1e-4;
+
+/// The measures of docs/figures/trees/peers/runs.jsonl of `model` at `batch` ("1000", "all") on
+/// `threads` threads, by library: every round's record.
+fn peer_records(root: &Path, model: &str, batch: &str, threads: &str) -> BTreeMap<String, Vec<Value>> {
+    let mut by_library: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for r in jsonl(&root.join("docs/figures/trees/peers/runs.jsonl")) {
+        let this_batch = match &r["batch"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if text(&r, "model") == model && this_batch == batch && r["threads"].to_string() == threads {
+            by_library.entry(text(&r, "library").to_string()).or_default().push(r);
+        }
+    }
+    by_library
+}
+
+/// A library's figure over its rounds: the best rows/s (rows per CPU second on one thread, per
+/// wall second on more; `None` when no round ran or one scored wrongly) and the largest peak MB.
+fn peer_figure(records: &[Value]) -> (Option<f64>, Option<f64>) {
+    let ran: Vec<&Value> = records.iter().filter(|r| r.get("error").is_none()).collect();
+    if ran.is_empty() || ran.iter().any(|r| num(r, "max_abs_dp") > PEER_MAX_ABS_DP) {
+        return (None, None);
+    }
+    let rows = common::finite_max(&ran.iter().map(|r| num(r, "rows_per_s")).collect::<Vec<_>>());
+    let mb = common::finite_max(&ran.iter().map(|r| num(r, "max_rss_mb")).collect::<Vec<_>>());
+    (Some(rows), Some(mb))
+}
+
+/// `WHAT:…` of docs/figures/trees/peers/runs.jsonl (BATCH `1000`, `16000` or `all`; THREADS `1`
+/// or `2`):
+/// - `cell:LIBRARY:MODEL:BATCH:THREADS`: "R k / M MB", R thousands of rows/s (whole, thousands
+///   separated), M the peak MB (whole), "did not run" or "wrong P" (max |Δp| past 1e-4);
+/// - `fastest:MODEL:BATCH:THREADS`: the library with the most rows/s;
+/// - `vs:LIBRARY:MODEL:BATCH:THREADS`: fairpipe-native's rows/s over LIBRARY's, "N.N×";
+/// - `vs-best-other:MODEL:BATCH:THREADS`: fairpipe-native's rows/s over the fastest other
+///   library's, "N.N×" (below 1: that library is faster).
+fn tree_peers(root: &Path, args: &str) -> String {
+    let parts: Vec<&str> = args.split(':').collect();
+    let speed = |library: &str, model: &str, batch: &str, threads: &str| {
+        let records = peer_records(root, model, batch, threads);
+        let found =
+            records.get(library).unwrap_or_else(|| panic!("tree-peers:{args}: no record of {library} on {model} {batch} {threads}"));
+        peer_figure(found)
+            .0
+            .unwrap_or_else(|| panic!("tree-peers:{args}: {library} on {model} {batch} {threads} did not run or scored wrongly"))
+    };
+    let fastest = |model: &str, batch: &str, threads: &str, except: Option<&str>| -> (String, f64) {
+        peer_records(root, model, batch, threads)
+            .iter()
+            .filter(|(library, _)| Some(library.as_str()) != except)
+            .filter_map(|(library, records)| peer_figure(records).0.map(|rows| (library.clone(), rows)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or_else(|| panic!("tree-peers:{args}: no library ran"))
+    };
+    match parts.as_slice() {
+        ["cell", library, model, batch, threads] => {
+            let records = peer_records(root, model, batch, threads);
+            let found = records.get(*library).unwrap_or_else(|| panic!("tree-peers:{args}: no record"));
+            match peer_figure(found) {
+                (Some(rows), Some(mb)) => format!("{} k / {:.0} MB", thousands((rows / 1000.0).round() as u64), mb),
+                _ if found.iter().all(|r| r.get("error").is_some()) => "did not run".to_string(),
+                _ => "wrong P".to_string(),
+            }
+        }
+        ["fastest", model, batch, threads] => fastest(*model, *batch, *threads, None).0,
+        ["vs", library, model, batch, threads] => {
+            format!("{:.1}×", speed("fairpipe-native", *model, *batch, *threads) / speed(*library, *model, *batch, *threads))
+        }
+        ["vs-best-other", model, batch, threads] => {
+            let (_, best) = fastest(*model, *batch, *threads, Some("fairpipe-native"));
+            format!("{:.1}×", speed("fairpipe-native", *model, *batch, *threads) / best)
+        }
+        _ => panic!("tree-peers:{args}: expected cell|fastest|vs|vs-best-other with their arguments"),
+    }
 }
 
 // ---- the MAFT reference port (docs/figures/maft-reference/: scripts/bench_maft_reference.py) ----
