@@ -103,8 +103,8 @@ pub enum SpeedError {
     Model {
         /// The model file.
         model: PathBuf,
-        /// What failed.
-        source: fairpipe_core::models::error::ModelError,
+        /// What failed (boxed: the error is large).
+        source: Box<fairpipe_core::models::error::ModelError>,
     },
     /// `--batch 0`, `--threads 0` or a data file without rows.
     #[error("{0}")]
@@ -131,7 +131,7 @@ pub fn measure(options: &SpeedOptions) -> Result<Speed, SpeedError> {
         spec.codes = Some(fairpipe_core::codes::read(codes).map_err(SpeedError::Codes)?);
     }
     let data = load(&spec)?;
-    let model_error = |source| SpeedError::Model { model: options.model.clone(), source };
+    let model_error = |source| SpeedError::Model { model: options.model.clone(), source: Box::new(source) };
     let started = Instant::now();
     let request = OpenRequest {
         place: Place::File(options.model.clone()),

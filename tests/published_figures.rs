@@ -605,7 +605,7 @@ fn peer_records(root: &Path, model: &str, batch: &str, threads: &str) -> BTreeMa
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        if text(&r, "model") == model && this_batch == batch && r["threads"].to_string() == threads {
+        if text(&r, "model") == model && this_batch == batch && r["threads"] == threads.parse::<u64>().map_or(Value::Null, Value::from) {
             by_library.entry(text(&r, "library").to_string()).or_default().push(r);
         }
     }
@@ -660,13 +660,13 @@ fn tree_peers(root: &Path, args: &str) -> String {
                 _ => "wrong P".to_string(),
             }
         }
-        ["fastest", model, batch, threads] => fastest(*model, *batch, *threads, None).0,
+        ["fastest", model, batch, threads] => fastest(model, batch, threads, None).0,
         ["vs", library, model, batch, threads] => {
-            format!("{:.1}×", speed("fairpipe-native", *model, *batch, *threads) / speed(*library, *model, *batch, *threads))
+            format!("{:.1}×", speed("fairpipe-native", model, batch, threads) / speed(library, model, batch, threads))
         }
         ["vs-best-other", model, batch, threads] => {
-            let (_, best) = fastest(*model, *batch, *threads, Some("fairpipe-native"));
-            format!("{:.1}×", speed("fairpipe-native", *model, *batch, *threads) / best)
+            let (_, best) = fastest(model, batch, threads, Some("fairpipe-native"));
+            format!("{:.1}×", speed("fairpipe-native", model, batch, threads) / best)
         }
         _ => panic!("tree-peers:{args}: expected cell|fastest|vs|vs-best-other with their arguments"),
     }
