@@ -158,10 +158,8 @@ def planned_rows(
         elif check == "estimate":
             trials = int(given.get("trials", defaults["estimate"]["trials"]))
             samples = int(given.get("samples", defaults["estimate"]["samples"]))
-            until = f", stopping at ±{float(given['precision']):g}" if given.get("precision") is not None else ""
-            plan.append(
-                (check, trials * samples * combinations, f"at most {trials:,} trials × {samples:,} samples × {combinations} combinations{until}")
-            )
+            until = f" at most, stopping at ±{float(given['precision']):g}" if given.get("precision") is not None else ""
+            plan.append((check, trials * samples * combinations, f"{trials:,} trials × {samples:,} samples × {combinations} combinations{until}"))
     if search is not None:
         keys = {**defaults["search"], **dict(search)}
         if int(keys.get("max_queries") or 0) > 0:
