@@ -956,27 +956,60 @@ fn the_bundled_rating_pipeline_recovers_the_planted_rating_shift() {
     assert_eq!(summary["stages"]["model"]["remote"]["llm"]["unparsed"].as_u64(), Some(0));
 }
 
-#[test]
-fn the_bundled_pairwise_pipeline_recovers_the_planted_position_and_gender_effects() {
-    use crate::llm_server::{pairwise_p_first, MALE_CHOICE_LOGIT, POSITION_LOGIT};
+/// The planted server answering pairwise prompts.
+fn pairwise_server() -> Planted {
     let server = Planted::start();
     server.state.pairwise.store(true, Ordering::SeqCst);
-    let dir = tempfile::tempdir().unwrap();
-    let (file, text) = bundled_llm_pipeline(
-        dir.path(),
+    server
+}
+
+/// pipelines/resumes-pairwise.toml in `dir`, pointed at `server`: its file and text.
+fn pairwise_pipeline(dir: &Path, server: &Planted) -> (PathBuf, String) {
+    bundled_llm_pipeline(
+        dir,
         "resumes-pairwise.toml",
-        &server,
+        server,
         &["data/resumes.csv", "prompts/resume-screener.j2", "prompts/resume-pairwise.j2"],
-    );
+    )
+}
+
+/// The planted pairwise chooser's truth: P(the first listed is chosen) = σ(0.4 + 0.6 × (A is a
+/// man − B is a man)).
+struct PairwiseTruth {
+    /// P(the first listed is chosen) when a woman is listed first.
+    woman_first: f64,
+    /// … when a man is listed first.
+    man_first: f64,
+    /// The position effect over both orders.
+    position: f64,
+    /// The man's win, averaged over both orders.
+    man_wins: f64,
+}
+
+impl PairwiseTruth {
+    fn planted() -> PairwiseTruth {
+        use crate::llm_server::{MALE_CHOICE_LOGIT, POSITION_LOGIT};
+        let sigma = |z: f64| 1.0 / (1.0 + (-z).exp());
+        let woman_first = sigma(POSITION_LOGIT - MALE_CHOICE_LOGIT);
+        let man_first = sigma(POSITION_LOGIT + MALE_CHOICE_LOGIT);
+        PairwiseTruth {
+            woman_first,
+            man_first,
+            position: (woman_first + man_first) / 2.0 - 0.5,
+            man_wins: (1.0 - woman_first + man_first) / 2.0,
+        }
+    }
+}
+
+#[test]
+fn the_bundled_pairwise_pipeline_recovers_the_planted_position_and_gender_effects() {
+    use crate::llm_server::pairwise_p_first;
+    let (server, dir) = (pairwise_server(), tempfile::tempdir().unwrap());
+    let (file, text) = pairwise_pipeline(dir.path(), &server);
     assert!(text.contains("kind = \"pairwise\""));
     let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
     let pairwise = &summary["stages"]["pairwise"];
-    // The planted truth: P(the first listed is chosen) = σ(0.4 + 0.6 × (A is a man − B is a man)).
-    let sigma = |z: f64| 1.0 / (1.0 + (-z).exp());
-    let woman_first = sigma(POSITION_LOGIT - MALE_CHOICE_LOGIT);
-    let man_first = sigma(POSITION_LOGIT + MALE_CHOICE_LOGIT);
-    let position = (woman_first + man_first) / 2.0 - 0.5;
-    let man_wins = (1.0 - woman_first + man_first) / 2.0;
+    let PairwiseTruth { woman_first, man_first, position, man_wins } = PairwiseTruth::planted();
     let close = |figure: &serde_json::Value, truth: f64| (figure.as_f64().unwrap() - truth).abs() < 1e-12;
     assert_eq!(
         (pairwise["pairs"].as_u64(), pairwise["prompts"].as_u64(), pairwise["unparsed_pairs"].as_u64()),
@@ -1014,16 +1047,8 @@ fn the_bundled_pairwise_pipeline_recovers_the_planted_position_and_gender_effect
 /// effect, fewer than the 600 prompts are asked, and the same seed stops at the same pair.
 #[test]
 fn a_pairwise_stage_with_precision_stops_once_its_valid_intervals_are_that_narrow() {
-    use crate::llm_server::{MALE_CHOICE_LOGIT, POSITION_LOGIT};
-    let server = Planted::start();
-    server.state.pairwise.store(true, Ordering::SeqCst);
-    let dir = tempfile::tempdir().unwrap();
-    let (file, text) = bundled_llm_pipeline(
-        dir.path(),
-        "resumes-pairwise.toml",
-        &server,
-        &["data/resumes.csv", "prompts/resume-screener.j2", "prompts/resume-pairwise.j2"],
-    );
+    let (server, dir) = (pairwise_server(), tempfile::tempdir().unwrap());
+    let (file, text) = pairwise_pipeline(dir.path(), &server);
     let text = text.replace("labels = [\"A\", \"B\"]", "labels = [\"A\", \"B\"]\nprecision = 0.05");
     let file = write(file.parent().unwrap(), "precise.toml", &text);
     let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
@@ -1031,8 +1056,7 @@ fn a_pairwise_stage_with_precision_stops_once_its_valid_intervals_are_that_narro
     let stop = &pairwise["precision"];
     assert_eq!((stop["asked"].as_f64(), stop["met"].as_bool()), (Some(0.05), Some(true)), "{stop}");
     assert!(stop["reached"].as_f64().unwrap() <= 0.05, "{stop}");
-    let sigma = |z: f64| 1.0 / (1.0 + (-z).exp());
-    let position = (sigma(POSITION_LOGIT - MALE_CHOICE_LOGIT) + sigma(POSITION_LOGIT + MALE_CHOICE_LOGIT)) / 2.0 - 0.5;
+    let position = PairwiseTruth::planted().position;
     let [lo, hi] = [stop["ci95"][0].as_f64().unwrap(), stop["ci95"][1].as_f64().unwrap()];
     assert!(lo <= position && position <= hi && hi - lo <= 0.1 + 1e-12, "planted {position} against [{lo}, {hi}]");
     let (pairs, prompts) = (pairwise["pairs"].as_u64().unwrap(), pairwise["prompts"].as_u64().unwrap());

@@ -142,9 +142,9 @@ pub fn name_effect(seed: u64, sd: f64, name: &str) -> f64 {
     sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-/// The first name a prompt gives as `name=NAME`.
-pub fn prompt_name(prompt: &str) -> Option<&str> {
-    let at = prompt.find("name=")? + 5;
+/// The value a prompt gives as `KEY=VALUE` (letters and digits), e.g. the name of `name=Anna`.
+pub fn prompt_field<'a>(prompt: &'a str, key: &str) -> Option<&'a str> {
+    let at = prompt.find(&format!("{key}="))? + key.len() + 1;
     let rest = &prompt[at..];
     Some(rest[..rest.find(|c: char| !c.is_alphanumeric()).unwrap_or(rest.len())].trim())
 }
@@ -416,7 +416,7 @@ fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) ->
         Some((income, years, female)) if state.varying.load(Ordering::SeqCst) => varying_p(income, years, female),
         Some((income, years, female)) if effects.is_some() => {
             let (seed, sd) = effects.unwrap_or_default();
-            let effect = prompt_name(&prompt).map_or(0.0, |name| name_effect(seed, sd, name));
+            let effect = prompt_field(&prompt, "name").map_or(0.0, |name| name_effect(seed, sd, name));
             1.0 / (1.0 + (-(planted_logit(income, years, female) + effect)).exp())
         }
         Some((income, years, female)) => planted_p(income, years, female),
@@ -514,11 +514,7 @@ pub fn text_reply(model: &Value, prompt: &str, p: f64, logprobs: bool) -> Value 
 
 /// `income=I`, `years=Y` and the applicant's sex (stated or from the name) from a prompt.
 pub fn read_prompt(prompt: &str) -> Option<(i64, i64, bool)> {
-    let field = |key: &str| -> Option<&str> {
-        let at = prompt.find(&format!("{key}="))? + key.len() + 1;
-        let rest = &prompt[at..];
-        Some(rest[..rest.find(|c: char| !c.is_alphanumeric()).unwrap_or(rest.len())].trim())
-    };
+    let field = |key: &str| prompt_field(prompt, key);
     let income = field("income")?.parse().ok()?;
     let years = field("years")?.parse().ok()?;
     let female = match (field("sex"), field("name")) {

@@ -188,13 +188,7 @@ pub fn wilson_clustered(successes: usize, n: usize, design_effect: f64) -> [f64;
     if n == 0 {
         return [0.0, 1.0];
     }
-    let effective = n as f64 / design_effect.max(1.0);
-    let p = successes as f64 / n as f64;
-    let z = 1.96f64;
-    let denom = 1.0 + z * z / effective;
-    let centre = (p + z * z / (2.0 * effective)) / denom;
-    let half = z * (p * (1.0 - p) / effective + z * z / (4.0 * effective * effective)).sqrt() / denom;
-    [(centre - half).max(0.0), (centre + half).min(1.0)]
+    crate::stats::wilson_of_share(successes as f64 / n as f64, n as f64 / design_effect.max(1.0), 1.96)
 }
 
 #[cfg(test)]

@@ -136,6 +136,24 @@ pub struct PrecisionStop {
     pub requests: Option<u64>,
 }
 
+impl PrecisionStop {
+    /// The stop at half-width `reached` (`met` when it is within `asked`) after `observations`,
+    /// with the interval valid there; what it cost (`model_rows`, `requests`) is left for the
+    /// caller.
+    pub fn new(asked: f64, reached: f64, observations: u64, ci95: [f64; 2]) -> PrecisionStop {
+        PrecisionStop {
+            asked,
+            reached,
+            met: reached <= asked,
+            observations,
+            ci95,
+            method: METHOD.to_string(),
+            model_rows: 0,
+            requests: None,
+        }
+    }
+}
+
 /// The HTTP requests `oracle`'s model has sent so far, when it is an LLM.
 pub fn llm_requests(oracle: &crate::oracle::Oracle) -> Option<u64> {
     oracle.model().as_any().and_then(|m| m.downcast_ref::<fairpipe_models::llm::LlmModel>()).map(|m| m.llm_usage().requests)

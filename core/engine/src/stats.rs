@@ -23,8 +23,12 @@ pub fn wilson(successes: usize, n: usize, z: f64) -> [f64; 2] {
     if n == 0 {
         return [0.0, 1.0];
     }
-    let n = n as f64;
-    let p = successes as f64 / n;
+    wilson_of_share(successes as f64 / n as f64, n as f64, z)
+}
+
+/// Wilson score interval of the share `p` observed over a sample worth `n` independent
+/// observations (an effective size, not necessarily whole) at normal quantile `z`.
+pub fn wilson_of_share(p: f64, n: f64, z: f64) -> [f64; 2] {
     let denom = 1.0 + z * z / n;
     let centre = (p + z * z / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;

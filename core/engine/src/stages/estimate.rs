@@ -16,7 +16,7 @@ use crate::logit_shift::{LogitShift, Measure, Pairing, ShiftSums, Shifts};
 use crate::numbers::{percent, percent_or_dash};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
-use crate::sequential::{llm_requests, ConfidenceSequence, PrecisionStop, METHOD};
+use crate::sequential::{llm_requests, ConfidenceSequence, PrecisionStop};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
@@ -413,17 +413,7 @@ impl EstimateConfig {
                 break;
             }
         }
-        let stop = PrecisionStop {
-            asked: precision,
-            reached: sequence.half_width(),
-            met: sequence.half_width() <= precision,
-            observations: sequence.n(),
-            ci95: sequence.interval(),
-            method: METHOD.to_string(),
-            model_rows: 0,
-            requests: None,
-        };
-        Ok((all, stop))
+        Ok((all, PrecisionStop::new(precision, sequence.half_width(), sequence.n(), sequence.interval())))
     }
 }
 

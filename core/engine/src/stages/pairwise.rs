@@ -345,7 +345,7 @@ impl Stage for PairwiseStage {
         crate::progress::start(&ctx.progress, prompts.len() as u64, "prompts asked");
         let labels = [self.config.labels[0].clone(), self.config.labels[1].clone()];
         let requests_before = crate::sequential::llm_requests(&model.oracle);
-        let stop = match self.config.precision {
+        let (asked, stop) = match self.config.precision {
             None => {
                 let answers = llm.choices(&prompts, &labels)?;
                 ctx.progress.inc(prompts.len() as u64);
@@ -353,16 +353,15 @@ impl Stage for PairwiseStage {
                     pair.ab = two[0];
                     pair.ba = two[1];
                 }
-                None
+                (pairs.len(), None)
             }
             Some(precision) => {
-                let (kept, mut stop) = ask_until_precise(llm, &mut pairs, &prompts, &labels, precision, ctx)?;
+                let (asked, mut stop) = ask_until_precise(llm, &mut pairs, &prompts, &labels, precision, ctx)?;
                 stop.requests = crate::sequential::llm_requests(&model.oracle).zip(requests_before).map(|(after, before)| after - before);
-                stop.model_rows = 2 * kept as u64;
-                Some(stop)
+                stop.model_rows = 2 * asked as u64;
+                (asked, Some(stop))
             }
         };
-        let asked = stop.as_ref().map_or(pairs.len(), |s| s.model_rows as usize / 2);
         // With a precision stop, the figures are over the pairs asked (the first `asked` of the
         // seeded order); the rest are not in the table either.
         let prompts_asked = 2 * asked;
@@ -517,17 +516,6 @@ fn ask_until_precise(
     let mut taken: Vec<Option<PairAnswer>> = std::mem::take(pairs).into_iter().map(Some).collect();
     let mut reordered: Vec<PairAnswer> = order.iter().filter_map(|&i| taken[i].take()).collect();
     pairs.append(&mut reordered);
-    let reached = widest(&position, &versus);
     let [lo, hi] = position.interval();
-    let stop = crate::sequential::PrecisionStop {
-        asked: precision,
-        reached,
-        met: reached <= precision,
-        observations: position.n(),
-        ci95: [lo - 0.5, hi - 0.5],
-        method: crate::sequential::METHOD.to_string(),
-        model_rows: 0,
-        requests: None,
-    };
-    Ok((asked, stop))
+    Ok((asked, crate::sequential::PrecisionStop::new(precision, widest(&position, &versus), position.n(), [lo - 0.5, hi - 0.5])))
 }
