@@ -1101,3 +1101,18 @@ fn validity_compares_the_logprob_score_with_sampled_answers_and_warns() {
     let (ok, _, stderr) = fairpipe(&["validate", broken.to_str().unwrap()]);
     assert!(!ok && stderr.contains("`llm.validity`"), "{stderr}");
 }
+
+/// A `cluster_by` column the model's input does not have is refused naming the key, its place in
+/// the file and the columns there are, before the LLM is asked anything.
+#[test]
+fn an_unknown_cluster_by_column_is_refused_before_any_prompt() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = pipeline(dir.path(), &server.base_url(), "", &format!("{CHECK}cluster_by = [\"template\"]\n"));
+    let out = dir.path().join("out");
+    let (ok, _, stderr) = fairpipe(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(!ok && stderr.contains("`template` is not a column of the model's input (its columns: income, years, sex)"), "{stderr}");
+    assert!(stderr.contains("`cluster_by`") && stderr.contains("p.toml:"), "{stderr}");
+    assert_eq!(server.state.requests.load(Ordering::SeqCst), 0, "a prompt was asked");
+    assert!(!out.exists());
+}

@@ -55,17 +55,7 @@ impl<'a> ClusterKeys<'a> {
         if llm.is_none() && columns.is_empty() {
             return Ok(None);
         }
-        let mut named = Vec::with_capacity(columns.len());
-        for column in columns {
-            let Some(index) = domain.attributes.iter().position(|a| &a.name == column) else {
-                let known: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
-                return Err(StageError::cannot(
-                    "cluster_by",
-                    format!("`{column}` is not a column of the model's input (its columns: {})", known.join(", ")),
-                ));
-            };
-            named.push((column.clone(), index));
-        }
+        let named = cluster_columns(domain, columns)?;
         let names = llm.is_some_and(LlmModel::shows_names);
         let document = if documents {
             domain.attributes.iter().enumerate().filter(|(_, a)| !a.protected).map(|(i, _)| i).collect()
@@ -157,6 +147,23 @@ impl<'a> ClusterKeys<'a> {
     fn document_of(&self, row: &[f64]) -> String {
         self.document.iter().map(|&i| key_of(row[i])).collect::<Vec<_>>().join(",")
     }
+}
+
+/// The stage's `cluster_by` columns with their places in `domain`; a column not in it is an error
+/// naming the key (at validate, through the stages' preflight, and again at the run).
+pub fn cluster_columns(domain: &Domain, columns: &[String]) -> Result<Vec<(String, usize)>> {
+    let mut named = Vec::with_capacity(columns.len());
+    for column in columns {
+        let Some(index) = domain.attributes.iter().position(|a| &a.name == column) else {
+            let known: Vec<&str> = domain.attributes.iter().map(|a| a.name.as_str()).collect();
+            return Err(StageError::cannot(
+                "cluster_by",
+                format!("`{column}` is not a column of the model's input (its columns: {})", known.join(", ")),
+            ));
+        };
+        named.push((column.clone(), index));
+    }
+    Ok(named)
 }
 
 /// An encoded value as a key (its bits, so that every value keys apart).

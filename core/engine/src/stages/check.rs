@@ -181,6 +181,7 @@ impl Stage for CheckConfig {
     }
 
     fn preflight(&self, data: &crate::data::Dataset, warnings: &crate::warnings::Warnings) -> Result<()> {
+        crate::cluster_keys::cluster_columns(&data.domain, &self.cluster_by)?;
         crate::stage::with_protected(&data.domain, self.protected.as_deref(), warnings).map(|_| ())
     }
 

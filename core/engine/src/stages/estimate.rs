@@ -267,6 +267,7 @@ impl Stage for EstimateConfig {
     }
 
     fn preflight(&self, data: &crate::data::Dataset, warnings: &Warnings) -> Result<()> {
+        crate::cluster_keys::cluster_columns(&data.domain, &self.cluster_by)?;
         self.audited_domain(&data.domain, warnings).map(|_| ())
     }
 

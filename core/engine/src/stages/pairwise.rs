@@ -297,6 +297,10 @@ struct PairAnswer {
 }
 
 impl Stage for PairwiseStage {
+    fn preflight(&self, data: &crate::data::Dataset, _warnings: &crate::warnings::Warnings) -> Result<()> {
+        crate::cluster_keys::cluster_columns(&data.domain, &self.config.cluster_by).map(|_| ())
+    }
+
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
         let Some(llm) = model.oracle.model().as_any().and_then(|m| m.downcast_ref::<LlmModel>()) else {
