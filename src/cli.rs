@@ -399,6 +399,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
                 }
                 return Ok(gate_outcome(report.gate_passed, quiet));
             }
+            // What the LLM will be asked, before the first prompt (a plan of the run, sent nowhere).
+            if !quiet && matches!(sweep.llm_answers, AnswerSource::Live) {
+                match crate::llm::cost_before_run(&pipeline, seed) {
+                    Ok(Some(line)) => eprintln!("{line}"),
+                    Ok(None) => {}
+                    Err(e) => eprintln!("LLM: no cost line: the plan of this run failed: {e:#}"),
+                }
+            }
             let p = sweep.pipeline(0)?;
             let report = p.run(&out, !quiet)?;
             let pdfs = if pdf { crate::page::pdfs(&out, None)? } else { Vec::new() };
@@ -534,6 +542,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
                 planned.prompt_chars,
                 planned.max_answer_tokens
             );
+            if planned.cached > 0 {
+                say!("{} of them answered by the response cache (a live run sends those nowhere)", planned.cached);
+            }
+            if let Some(cost) = planned.cost {
+                say!("at `price`, at most {cost:.2} for the requests not cached");
+            }
             if !planned.left_out.is_empty() {
                 say!("left out (their prompts depend on the answers, or they ask none): {}", planned.left_out.join(", "));
             }

@@ -8,9 +8,11 @@
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context};
-use fairpipe_core::models::llm::config::LlmConfig;
+use fairpipe_core::models::llm::cache::ResponseCache;
+use fairpipe_core::models::llm::config::{LlmConfig, Price};
 use fairpipe_core::models::llm::offline::AnswerSource;
 use fairpipe_core::models::llm::prompt::Renderer;
+use fairpipe_core::numbers::thousands;
 use fairpipe_core::run::Artifact;
 use fairpipe_core::run::{OfflinePlan, Pipeline};
 
@@ -101,6 +103,11 @@ pub struct Planned {
     pub prompt_chars: u64,
     /// The most answer tokens the requests allow (`max_tokens` × `n` of each).
     pub max_answer_tokens: u64,
+    /// Requests the pipeline's response caches already answer (a live run sends them nowhere).
+    pub cached: usize,
+    /// With `price` in every `llm` block: the most the requests not cached cost (their prompt
+    /// tokens estimated as [`Planned::prompt_tokens`] does, their answers at `max_tokens`).
+    pub cost: Option<f64>,
 }
 
 impl Planned {
@@ -109,6 +116,52 @@ impl Planned {
     pub fn prompt_tokens(&self) -> u64 {
         self.prompt_chars.div_ceil(4)
     }
+
+    /// The line said before a live run: the requests, those cached, the tokens, the most they
+    /// cost with `price`, and the stages not counted.
+    pub fn cost_line(&self) -> String {
+        let mut line = format!(
+            "LLM: this run asks up to {} prompts ({} of them answered by the response cache): about {} prompt tokens (characters / 4; the server's tokenizer decides) and at most {} answer tokens",
+            thousands(self.requests as u64),
+            thousands(self.cached as u64),
+            thousands(self.prompt_tokens()),
+            thousands(self.max_answer_tokens)
+        );
+        if let Some(cost) = self.cost {
+            line.push_str(&format!("; at `price`, at most {cost:.2} for the prompts not cached"));
+        }
+        if !self.left_out.is_empty() {
+            line.push_str(&format!(
+                "; not planned: {} (a search, and what checks its finds, asks as the answers lead; `max_requests` caps it)",
+                self.left_out.join(", ")
+            ));
+        }
+        line
+    }
+}
+
+/// An `llm` block of the pipeline as a plan's costing reads it: its model's name, its price and
+/// its response cache (when the file exists).
+struct Block {
+    model: String,
+    price: Option<Price>,
+    cache: Option<ResponseCache>,
+}
+
+/// The `llm` blocks of `stages` (of `pipeline`, whose folder the caches are relative to).
+fn blocks(pipeline: &Path, stages: &toml::Table) -> anyhow::Result<Vec<Block>> {
+    let dir = pipeline.parent().unwrap_or(Path::new("."));
+    let mut found = Vec::new();
+    for (name, stage) in stages {
+        let Some(llm) = stage.get("llm") else { continue };
+        let config: LlmConfig = llm.clone().try_into().with_context(|| format!("{}: stage {name}: the `llm` block", pipeline.display()))?;
+        let cache = match config.cache.as_deref().filter(|p| !p.as_os_str().is_empty()).map(|p| dir.join(p)) {
+            Some(path) if path.is_file() => Some(ResponseCache::open(&path).map_err(|e| anyhow!(e))?),
+            _ => None,
+        };
+        found.push(Block { model: config.model, price: config.price, cache });
+    }
+    Ok(found)
 }
 
 /// Write to `out` every request the pipeline's load_model, group_metrics, check and estimate
@@ -134,21 +187,50 @@ pub fn plan(pipeline: &Path, out: &Path, seed: Option<u64>) -> anyhow::Result<Pl
         only.insert("pipeline".into(), head.clone());
     }
     only.insert("stages".into(), toml::Value::Table(kept));
+    let blocks = blocks(pipeline, stages)?;
     let mut p = Pipeline::parse(pipeline, &toml::to_string(&only)?, seed)?;
     p.llm_answers = AnswerSource::Record(out.to_path_buf());
     p.execute(false)?;
     let text = std::fs::read_to_string(out).with_context(|| format!("cannot read back {}", out.display()))?;
-    let mut planned = Planned { requests: 0, left_out, prompt_chars: 0, max_answer_tokens: 0 };
+    let priced = blocks.iter().all(|b| b.price.is_some());
+    let mut planned = Planned { requests: 0, left_out, prompt_chars: 0, max_answer_tokens: 0, cached: 0, cost: priced.then_some(0.0) };
     for line in text.lines() {
         let request: serde_json::Value = serde_json::from_str(line).with_context(|| format!("cannot read back {}", out.display()))?;
         let body = &request["body"];
         let chars = |v: &serde_json::Value| v.as_str().map_or(0, |s| s.chars().count() as u64);
-        planned.prompt_chars +=
+        let prompt_chars =
             body["messages"].as_array().map_or_else(|| chars(&body["prompt"]), |m| m.iter().map(|m| chars(&m["content"])).sum());
-        planned.max_answer_tokens += body["max_tokens"].as_u64().unwrap_or(1) * body["n"].as_u64().unwrap_or(1);
+        let answer_tokens = body["max_tokens"].as_u64().unwrap_or(1) * body["n"].as_u64().unwrap_or(1);
+        planned.prompt_chars += prompt_chars;
+        planned.max_answer_tokens += answer_tokens;
         planned.requests += 1;
+        let block = blocks.iter().find(|b| body["model"].as_str() == Some(b.model.as_str()));
+        let key = request["custom_id"].as_str().and_then(|id| u128::from_str_radix(id, 16).ok());
+        let cached = match (block.and_then(|b| b.cache.as_ref()), key) {
+            (Some(cache), Some(key)) => cache.get(key).map_err(|e| anyhow!(e))?.is_some(),
+            _ => false,
+        };
+        if cached {
+            planned.cached += 1;
+        } else if let (Some(cost), Some(price)) = (planned.cost.as_mut(), block.and_then(|b| b.price)) {
+            *cost += price.cost(prompt_chars.div_ceil(4), answer_tokens);
+        }
     }
     Ok(planned)
+}
+
+/// The cost line said before a live run of `pipeline` (with `seed`), from a plan written to a
+/// file of its own and removed; `None` when the pipeline asks no LLM.
+pub fn cost_before_run(pipeline: &Path, seed: Option<u64>) -> anyhow::Result<Option<String>> {
+    let doc = read_doc(pipeline)?;
+    if !stages_of(pipeline, &doc)?.values().any(|s| s.get("llm").is_some()) {
+        return Ok(None);
+    }
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let file = std::env::temp_dir().join(format!("fairpipe-cost-{}-{nanos}.jsonl", std::process::id()));
+    let planned = plan(pipeline, &file, seed);
+    let _ = std::fs::remove_file(&file);
+    Ok(Some(planned?.cost_line()))
 }
 
 /// Refuse a run from a responses file when the pipeline has a search: its prompts depend on the

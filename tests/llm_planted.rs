@@ -880,6 +880,8 @@ fn a_rating_scale_that_cannot_work_is_refused_with_the_fix() {
         ("answers = { scale = [5, 5] }", "0 <= LOW < HIGH"),
         ("answers = { scale = [0, 10], favourable = [\"yes\"] }", "a rating has no favourable or unfavourable words"),
         ("answers = { }", "or a rating's `scale = [LOW, HIGH]`"),
+        // A rating of 10 read from one answer token: "1" where a tokenizer splits the digits.
+        ("answers = { scale = [0, 10] }, scores = \"labels\"", "give `max_tokens = 2` or more"),
     ] {
         let text = std::fs::read_to_string(&file).unwrap().replace("answers = { scale = [0, 10] }", bad);
         let broken = write(dir.path(), "broken.toml", &text);
@@ -1115,4 +1117,56 @@ fn an_unknown_cluster_by_column_is_refused_before_any_prompt() {
     assert!(stderr.contains("`cluster_by`") && stderr.contains("p.toml:"), "{stderr}");
     assert_eq!(server.state.requests.load(Ordering::SeqCst), 0, "a prompt was asked");
     assert!(!out.exists());
+}
+
+/// The cost line before a live run (issue 61 item 5): `fairpipe run` (not `--quiet`) first plans
+/// the run, sending nothing, and says the prompts it will ask (exactly the distinct prompts the
+/// live run sends), those its response cache answers (all of them on a rerun), the tokens, and
+/// with `price` the most the prompts not cached cost (no less than what the answers' `usage` then
+/// cost, which `remote.llm.cost` gives exactly). A `precision` estimate is planned to its cap: the
+/// plan of `trials` and `samples` with `precision` holds the requests of the same estimate without.
+#[test]
+fn a_live_run_says_its_prompts_tokens_and_cost_before_the_first_prompt() {
+    let server = Planted::start();
+    let dir = tempfile::tempdir().unwrap();
+    let estimate = "\n[stages.estimate]\nkind = \"estimate\"\nmodel = \"model\"\ntrials = 4\nsamples = 50\n";
+    let file = pipeline(dir.path(), &server.base_url(), ", price = { prompt = 2.5, completion = 10 }", &format!("{CHECK}{estimate}"));
+    let out = dir.path().join("out");
+    let (ok, _, stderr) = fairpipe(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let llm = &summary["stages"]["model"]["remote"]["llm"];
+    let sent = llm["prompts_sent"].as_u64().unwrap();
+    let line = stderr.lines().find(|l| l.starts_with("LLM: this run asks")).unwrap_or_else(|| panic!("no cost line: {stderr}"));
+    assert!(line.contains(&format!("up to {} prompts (0 of them answered by the response cache)", thousands(sent))), "{line}\n{llm}");
+    // The cost of what was answered, at the price given: exactly the answers' usage.
+    let (prompt_tokens, completion_tokens) = (llm["prompt_tokens"].as_u64().unwrap(), llm["completion_tokens"].as_u64().unwrap());
+    let cost = (prompt_tokens as f64 * 2.5 + completion_tokens as f64 * 10.0) / 1e6;
+    assert!(prompt_tokens > 0 && (llm["cost"].as_f64().unwrap() - cost).abs() < 1e-12, "{llm}");
+    // The most the plan said, from the characters it will send: no less than that, and close.
+    let most: f64 = line.split("at most ").nth(2).and_then(|t| t.split_whitespace().next()).unwrap().parse().unwrap();
+    assert!(most + 0.005 >= cost && most <= cost * 1.1 + 0.01, "{most} against {cost}: {line}");
+    // The rerun: every prompt in the cache, nothing to pay.
+    let (ok, _, stderr) = fairpipe(&["run", file.to_str().unwrap(), "--out", dir.path().join("again").to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains(&format!("({} of them answered by the response cache)", thousands(sent))) && stderr.contains("at most 0.00 for"),
+        "{stderr}"
+    );
+    // `--quiet` says nothing of it.
+    let (ok, _, stderr) = fairpipe(&["run", file.to_str().unwrap(), "--out", dir.path().join("quiet").to_str().unwrap(), "--quiet"]);
+    assert!(ok && !stderr.contains("LLM: this run asks"), "{stderr}");
+    // A `precision` estimate is planned to its cap.
+    let planned = |text: &str, name: &str| {
+        let plan = dir.path().join(format!("{name}.jsonl"));
+        let (ok, stdout, stderr) =
+            fairpipe(&["llm", "plan", write(dir.path(), &format!("{name}.toml"), text).to_str().unwrap(), "--out", plan.to_str().unwrap()]);
+        assert!(ok, "{stderr}");
+        assert!(stdout.contains(&format!("{} of them answered by the response cache", sent)) || name == "precise", "{stdout}");
+        std::fs::read_to_string(&plan).unwrap().lines().count()
+    };
+    let text = std::fs::read_to_string(&file).unwrap();
+    let precise = text.replace("samples = 50\n", "samples = 50\nprecision = 0.3\n").replace("cache.sqlite", "other-cache.sqlite");
+    assert!(precise.contains("precision = 0.3"));
+    assert_eq!(planned(&precise, "precise"), planned(&text, "fixed"));
 }

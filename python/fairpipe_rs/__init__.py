@@ -42,9 +42,10 @@ __version__: str = _native.version()
 
 #: The checks ``audit`` runs unless told otherwise.
 DEFAULT_CHECKS = ("group_metrics", "estimate", "check")
-#: Every check ``audit`` can run: the default ones and the Local Law 144 tables of the model's
-#: decisions (``"bias_audit"``, with ``sex=`` and/or ``race=``).
-CHECKS = DEFAULT_CHECKS + ("bias_audit",)
+#: Every check ``audit`` can run: the default ones, the Local Law 144 tables of the model's
+#: decisions (``"bias_audit"``, with ``sex=`` and/or ``race=``) and an LLM's choices between two
+#: candidates (``"pairwise"``, with its pair template in ``options={"pairwise": {"prompt": ...}}``).
+CHECKS = DEFAULT_CHECKS + ("bias_audit", "pairwise")
 
 # Keys of a `generate` stage, from the engine's description of the kind (everything else in a
 # `search=` dict is a parameter of the method).
@@ -375,7 +376,12 @@ def audit(
         ``options={"estimate": {"trials": ..., "samples": ...}}`` to change it). ``"bias_audit"``
         adds the NYC Local Law 144 tables of the model's decisions per ``sex`` and ``race``
         category and their intersection (a stage named ``bias_audit``; its other keys, such as
-        ``categories``, go in ``options={"bias_audit": {...}}``).
+        ``categories``, go in ``options={"bias_audit": {...}}``). ``"pairwise"`` asks an
+        :class:`LLM` to choose between two candidates of each row that differ in a protected
+        attribute, each pair in both orders: the position effect, each value's chosen rate and
+        its ratio to the reference's with a test (a stage named ``pairwise``; its template and
+        other keys in ``options={"pairwise": {"prompt": "pair.j2", "labels": ["A", "B"]}}``;
+        docs/llm-audits.md, "Pairwise choices").
     search:
         A search for discriminatory inputs, verified by the host: a method name (``"maft"``,
         ``"aequitas"``, ``"eidig"``, ``"sg"``, ``"random"`` or a plugin's), or a dict with
@@ -434,6 +440,14 @@ def audit(
         raise ValueError(f'{" and ".join(f"{k}=" for k in axes)} name(s) the columns of the Local Law 144 tables: add "bias_audit" to checks')
     if axes:
         options = {**dict(options or {}), "bias_audit": {**axes, **dict((options or {}).get("bias_audit") or {})}}
+    if "pairwise" in checks:
+        pairwise = dict((options or {}).get("pairwise") or {})
+        if not isinstance(model, LLM) or "prompt" not in pairwise:
+            raise ValueError('checks: "pairwise" asks an LLM (model=fairpipe_rs.LLM(...)) with its pair template: '
+                             'options={"pairwise": {"prompt": "pair.j2"}}')
+        # Absolute, as LLM's own template: an in-process audit has no pipeline folder.
+        pairwise["prompt"] = os.path.abspath(os.fspath(pairwise["prompt"]))
+        options = {**dict(options or {}), "pairwise": pairwise}
     test_mask = None
     test_frame = None
     if test is not None:
@@ -492,7 +506,9 @@ def audit(
                     llm_chars = len(f.read())
             except OSError:
                 llm_chars = 0  # the engine names the missing template
-        _say_cost(data, test_mask, test_frame, protected, list(checks), options_keys, search_keys, batch_size, llm_chars)
+        llm_block = model["llm"] if isinstance(model, LLM) else {}
+        _say_cost(data, test_mask, test_frame, protected, list(checks), options_keys, search_keys, batch_size, llm_chars,
+                  llm_block.get("price"), int(llm_block.get("max_tokens", 1)))
     native = _native.audit(
         _frames.prepare(data),
         label=str(label),
@@ -524,6 +540,8 @@ def _say_cost(
     search: Optional[Mapping[str, Any]],
     batch_size: int,
     llm_prompt_chars: Optional[int] = None,
+    llm_price: Optional[Mapping[str, Any]] = None,
+    llm_answer_tokens: int = 1,
 ) -> None:
     """Say what the audit will cost before it starts, when that is much or the model is an LLM
     (``_progress.cost_line``)."""
@@ -534,17 +552,19 @@ def _say_cost(
         measured = _frames.row_count(test_frame) or 0
     else:
         measured = rows
-    combinations = 1
+    combinations, value_pairs = 1, 0
     for name in protected:
         try:
-            combinations *= max(1, len(np.unique(_frames.column_values(data, name).astype(str))))
+            values = max(1, len(np.unique(_frames.column_values(data, name).astype(str))))
         except (KeyError, TypeError, ValueError, AttributeError):
             return  # a missing column: the engine says so, in the argument's terms
+        combinations *= values
+        value_pairs += values * (values - 1) // 2
     try:
-        plan = _progress.planned_rows(measured, combinations, checks, options, search)
+        plan = _progress.planned_rows(measured, combinations, checks, options, search, value_pairs)
     except (TypeError, ValueError):
         return  # a budget that is not a number: the engine refuses it at its place in the argument
-    line = _progress.cost_line(plan, batch_size, llm_prompt_chars)
+    line = _progress.cost_line(plan, batch_size, llm_prompt_chars, llm_price, llm_answer_tokens)
     if line is not None:
         print(line, file=sys.stderr, flush=True)
 

@@ -47,7 +47,10 @@ class LLM(Mapping[str, Any]):
         Any other key of the ``llm`` block: ``scores``, ``api``, ``temperature``, ``samples``,
         ``top_logprobs``, ``max_tokens``, ``seed``, ``api_key_env``, ``concurrency``,
         ``timeout_s``, ``retries``, ``backoff_s``, ``max_requests``, ``max_tokens_total``,
-        ``max_unparsed``. An unknown key is an error when the audit starts.
+        ``max_unparsed``, ``grammar`` (llama.cpp: each request carries a grammar allowing only the
+        expected answers), ``price`` (``{"prompt": 0.15, "completion": 0.60}`` per million tokens:
+        the cost line before the audit gives the money, and ``remote.llm.cost`` what the answers
+        cost). An unknown key is an error when the audit starts.
     """
 
     def __init__(

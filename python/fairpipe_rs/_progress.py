@@ -141,10 +141,12 @@ def planned_rows(
     checks: Sequence[str],
     options: Mapping[str, Mapping[str, Any]],
     search: Optional[Mapping[str, Any]],
+    value_pairs: int = 1,
 ) -> List[Tuple[str, Optional[int], str]]:
     """The model rows each stage of an audit will ask about, from its budgets: ``(stage, rows or
     None when unbounded, how)``. ``measured``: the rows measured; ``combinations``: the protected
-    attributes' combinations (each row is scored under each)."""
+    attributes' combinations (each row is scored under each); ``value_pairs``: the pairs of two
+    values of one protected attribute (a ``pairwise`` check asks each row's in both orders)."""
     defaults: Dict[str, Dict[str, Any]] = _native.audit_defaults()
     plan: List[Tuple[str, Optional[int], str]] = []
     for check in checks:
@@ -155,6 +157,8 @@ def planned_rows(
             plan.append((check, measured * combinations, f"{measured:,} rows × {combinations} combinations"))
         elif check == "bias_audit":
             plan.append((check, measured, f"{measured:,} rows"))
+        elif check == "pairwise":
+            plan.append((check, measured * value_pairs * 2, f"{measured:,} rows × {value_pairs} pairs of values × 2 orders"))
         elif check == "estimate":
             trials = int(given.get("trials", defaults["estimate"]["trials"]))
             samples = int(given.get("samples", defaults["estimate"]["samples"]))
@@ -171,21 +175,34 @@ def planned_rows(
     return plan
 
 
-def cost_line(plan: Sequence[Tuple[str, Optional[int], str]], batch_size: int, llm_prompt_chars: Optional[int] = None) -> Optional[str]:
+def cost_line(
+    plan: Sequence[Tuple[str, Optional[int], str]],
+    batch_size: int,
+    llm_prompt_chars: Optional[int] = None,
+    llm_price: Optional[Mapping[str, Any]] = None,
+    llm_answer_tokens: int = 1,
+) -> Optional[str]:
     """The line said before an audit of ``plan`` (``planned_rows``), or ``None`` when it asks the
     model about fewer than ``COST_LINE_ROWS`` rows and nothing is unbounded. For an LLM
     (``llm_prompt_chars``: its template's length) the line is always said, in prompts, with the
     prompt tokens estimated at 4 characters a token of the template alone (the values a row adds
-    come on top: ``fairpipe llm plan`` writes every request for an exact count)."""
+    come on top: ``fairpipe llm plan`` writes every request for an exact count); with the LLM's
+    ``price`` (per million ``prompt`` and ``completion`` tokens) also the money: at least that of
+    those prompt tokens, at most that of ``llm_answer_tokens`` (``max_tokens``) answers each."""
     total = sum(rows for _, rows, _ in plan if rows is not None)
     unbounded = [stage for stage, rows, _ in plan if rows is None]
     parts = "; ".join(f"{stage}: {how}" + (f" = {_count(rows)}" if rows is not None and "×" in how else "") for stage, rows, how in plan)
     if llm_prompt_chars is not None:
         tokens = total * max(1, llm_prompt_chars // 4)
         more = ", and a search until its budget" if unbounded else ""
+        money = ""
+        if llm_price is not None:
+            prompt_cost = tokens * float(llm_price["prompt"]) / 1e6
+            answer_cost = total * llm_answer_tokens * float(llm_price["completion"]) / 1e6
+            money = f"; at `price`: at least {prompt_cost:.2f} for those prompt tokens, at most {answer_cost:.2f} for the answers"
         return (
             f"fairpipe: this audit asks the LLM at most {total:,} prompts{more} (at least {_count(tokens)} prompt tokens from the "
-            f"template alone; repeated prompts and cached answers cost nothing) ({parts})"
+            f"template alone; repeated prompts and cached answers cost nothing{money}) ({parts})"
         )
     if total < COST_LINE_ROWS and not unbounded:
         return None

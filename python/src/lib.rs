@@ -17,7 +17,7 @@ use std::sync::Arc;
 use fairpipe_core::error::{ConfigError, ConfigProblem, Error};
 use fairpipe_core::models::provided::ProvidedModel;
 use fairpipe_core::output::Table;
-use fairpipe_core::preset::stage_names::{BIAS_AUDIT, CHECK, DATA, ESTIMATE, GROUP_METRICS};
+use fairpipe_core::preset::stage_names::{BIAS_AUDIT, CHECK, DATA, ESTIMATE, GROUP_METRICS, PAIRWISE};
 use fairpipe_core::preset::{standard_estimate, standard_generate, ModelStage, Search, Seeds, StandardAudit, SEARCH_METHOD};
 use fairpipe_core::run::{Pipeline, Replacement};
 use fairpipe_core::stages::bias_audit::BiasAuditConfig;
@@ -443,10 +443,15 @@ fn audit(
                     // The model's decisions on the measured rows; the axes come in its options.
                     audit.bias_audit = Some(config_from(check, with_split(Value::Object(Default::default())), option(check))?);
                 }
+                PAIRWISE => {
+                    // An LLM's choices between two candidates of each measured row: its `prompt`
+                    // (the pair's template) and other keys come in its options.
+                    audit.pairwise = Some(config_from(check, with_split(Value::Object(Default::default())), option(check))?);
+                }
                 other => {
                     return Err(ArgumentError::new(
                         "checks",
-                        format!("unknown check {other:?}; the checks are group_metrics, estimate, check and bias_audit"),
+                        format!("unknown check {other:?}; the checks are group_metrics, estimate, check, bias_audit and pairwise"),
                     )
                     .into())
                 }

@@ -24,12 +24,29 @@ def planted_p(income: int, years: int, female: bool) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def read_applicant(handler: BaseHTTPRequestHandler) -> tuple:
-    """The request's last message, and the income, years and sex (female) it states."""
-    body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
-    prompt = body["messages"][-1]["content"]
+def read_applicant(prompt: str) -> tuple:
+    """The income, years and sex (female) a prompt states."""
     m = re.search(r"income=(\d+); years=(\d+); sex=(Female|Male)", prompt)
-    return prompt, int(m[1]), int(m[2]), m[3] == "Female"
+    return int(m[1]), int(m[2]), m[3] == "Female"
+
+
+def read_prompt(handler: BaseHTTPRequestHandler) -> str:
+    """The request's last message."""
+    body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+    return body["messages"][-1]["content"]
+
+
+#: The pairwise chooser: P(the first listed is chosen) = σ(POSITION + GENDER × (A is a man − B is a man)).
+POSITION, GENDER = 0.4, 0.6
+
+PAIR_TEMPLATE = ("Income {{ income }}, {{ years }} years. Applicant A: sex={{ first.sex }}. Applicant B: sex={{ second.sex }}.\n"
+                 "Which applicant should get the loan? Answer A or B.\n")
+
+
+def p_first(prompt: str) -> float:
+    """The planted chooser's P(A) for a pair prompt."""
+    m = re.search(r"Applicant A: sex=(Female|Male)\. Applicant B: sex=(Female|Male)\.", prompt)
+    return 1.0 / (1.0 + math.exp(-(POSITION + GENDER * ((m[1] == "Male") - (m[2] == "Male")))))
 
 
 def send_answer(handler: BaseHTTPRequestHandler, content: str, top: list) -> None:
@@ -55,9 +72,13 @@ class Planted(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
-        prompt, income, years, female = read_applicant(self)
-        p = planted_p(income, years, female)
+        prompt = read_prompt(self)
         Planted.asked.append(prompt)
+        if "Applicant A:" in prompt:
+            p = p_first(prompt)
+            send_answer(self, "A" if p > 0.5 else "B", [{"token": "A", "logprob": math.log(p)}, {"token": "B", "logprob": math.log(1 - p)}])
+            return
+        p = planted_p(*read_applicant(prompt))
         top = [
             {"token": "Yes", "logprob": math.log(0.9 * p)},
             {"token": "No", "logprob": math.log(0.9 * (1 - p))},
@@ -142,11 +163,18 @@ def test_an_llm_audit_is_sized_for_an_llm_and_says_its_prompts_first(server, tmp
     """The estimate of an LLM audit that sizes none stops at ±0.02 (not the standard 200,000
     prompts), and the prompts are said before the first is sent."""
     (tmp_path / "prompt.j2").write_text(TEMPLATE)
-    llm = fairpipe_rs.LLM(base_url=server, model="planted", prompt=tmp_path / "prompt.j2", cache="", concurrency=4)
+    llm = fairpipe_rs.LLM(base_url=server, model="planted", prompt=tmp_path / "prompt.j2", cache="", concurrency=4,
+                          price={"prompt": 2.0, "completion": 8.0})
     run = fairpipe_rs.audit(applicants(), llm, label="label", protected="sex", favourable="yes", checks=["estimate"], seed=3)
     said = capfd.readouterr().err
     assert "this audit asks the LLM at most 16,000 prompts" in said, said
     assert "stopping at ±0.02" in said and "prompt tokens" in said, said
+    # With `price`: the template's tokens of every prompt at least, one answer token each at most.
+    prompt_cost = 16000 * (len(TEMPLATE) // 4) * 2.0 / 1e6
+    assert f"at `price`: at least {prompt_cost:.2f} for those prompt tokens, at most {16000 * 8.0 / 1e6:.2f} for the answers" in said, said
+    usage = run.figures("model")["remote"]["llm"]
+    assert usage["cost"] == pytest.approx((usage["prompt_tokens"] * 2.0 + usage["completion_tokens"] * 8.0) / 1e6, abs=1e-12)
+    assert usage["prompt_tokens"] > 0, usage
     estimate = run.figures("estimate")
     stop = estimate["precision"]
     assert stop["asked"] == 0.02 and stop["met"] and stop["reached"] <= 0.02, stop
@@ -240,7 +268,7 @@ class PlantedRater(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
-        _, income, years, female = read_applicant(self)
+        income, years, female = read_applicant(read_prompt(self))
         rating = planted_rating(income, years, female)
         low = math.floor(rating)
         part = rating - low
@@ -280,3 +308,34 @@ def test_a_rating_scale_gives_the_planted_score_shift_as_the_cli_does(tmp_path):
         assert without_timings(run.figures("check")) == without_timings(cli["stages"]["check"])
     finally:
         httpd.shutdown()
+
+
+def test_pairwise_choices_from_python_equal_the_cli_and_the_planted_effects(server, tmp_path):
+    """``checks=["pairwise"]``: each applicant under both sexes in one prompt, in both orders, gives
+    the planted chooser's position effect and each sex's chosen rate, as the CLI's stage does."""
+    (tmp_path / "prompt.j2").write_text(TEMPLATE)
+    (tmp_path / "pair.j2").write_text(PAIR_TEMPLATE)
+    frame = applicants()
+    llm = fairpipe_rs.LLM(base_url=server, model="planted", prompt=tmp_path / "prompt.j2", cache="", concurrency=4)
+    run = fairpipe_rs.audit(frame, llm, label="label", protected="sex", favourable="yes", checks=["pairwise"],
+                            options={"pairwise": {"prompt": tmp_path / "pair.j2"}})
+    figures = run.figures("pairwise")
+    assert (figures["pairs"], figures["prompts"], figures["unparsed_pairs"]) == (200, 400, 0), figures
+    sigma = lambda z: 1.0 / (1.0 + math.exp(-z))  # noqa: E731
+    woman_first, man_first = sigma(POSITION - GENDER), sigma(POSITION + GENDER)
+    assert figures["position_effect"] == pytest.approx((woman_first + man_first) / 2 - 0.5, abs=1e-12)
+    man_wins = ((1 - woman_first) + man_first) / 2
+    [versus] = figures["versus_reference"]
+    assert (versus["value"], versus["reference"]) == ("Male", "Female")
+    assert versus["rate"] == pytest.approx(man_wins, abs=1e-12) and versus["ratio"] == pytest.approx(man_wins / (1 - man_wins), abs=1e-12)
+    # The CLI on the same rows, templates and server.
+    frame.to_csv(tmp_path / "applicants.csv", index=False)
+    text = cli_pipeline("llm-pairwise", server, ()) + '\n[stages.pairwise]\nkind = "pairwise"\nmodel = "model"\nprompt = "pair.j2"\n'
+    (tmp_path / "p.toml").write_text(text)
+    done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    cli = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert without_timings(figures) == without_timings(cli["stages"]["pairwise"])
+    # Asked of a model that is not an LLM, or without its template: said before anything runs.
+    with pytest.raises(ValueError, match="pair template"):
+        fairpipe_rs.audit(frame, llm, label="label", protected="sex", favourable="yes", checks=["pairwise"])

@@ -69,7 +69,7 @@ pub mod grouping;
 pub mod interrupt;
 pub mod limits;
 pub mod logit_shift;
-mod numbers;
+pub mod numbers;
 pub mod output;
 pub mod pieces;
 pub mod plugin;

@@ -2,7 +2,7 @@
 //! the page, the report, the verdict and the stages' messages print them.
 
 /// A count with thousands separated by commas ("16,281").
-pub(crate) fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (k, c) in digits.chars().enumerate() {

@@ -34,6 +34,7 @@ use crate::stages::group_metrics::GroupMetricsConfig;
 use crate::stages::load::LoadConfig;
 use crate::stages::load_model::LoadModelConfig;
 use crate::stages::options::Rows;
+use crate::stages::pairwise::PairwiseConfig;
 use crate::stages::train::{Algorithm, TrainConfig};
 use crate::stages::verify::VerifyConfig;
 
@@ -126,6 +127,9 @@ pub struct StandardAudit {
     pub estimate: Option<EstimateConfig>,
     /// Stage `check`.
     pub check: Option<CheckConfig>,
+    /// Stage `pairwise` (an LLM asked to choose between two candidates that differ in a
+    /// protected attribute).
+    pub pairwise: Option<PairwiseConfig>,
     /// Stages `seeds` (when from clusters), `search` and `verify`.
     pub search: Option<Search>,
 }
@@ -145,6 +149,8 @@ pub mod stage_names {
     pub const ESTIMATE: &str = "estimate";
     /// The real rows checked (`check`).
     pub const CHECK: &str = "check";
+    /// An LLM's choices between two candidates (`pairwise`).
+    pub const PAIRWISE: &str = "pairwise";
     /// The search's seeds (`cluster`).
     pub const SEEDS: &str = "seeds";
     /// The search (`generate`).
@@ -165,6 +171,7 @@ pub fn stage_kind(stage: &str) -> Option<&'static StageKind> {
         BIAS_AUDIT => &k::bias_audit::KIND,
         ESTIMATE => &k::estimate::KIND,
         CHECK => &k::check::KIND,
+        PAIRWISE => &k::pairwise::KIND,
         SEEDS => &k::cluster::KIND,
         SEARCH => &k::generate::KIND,
         VERIFY => &k::verify::KIND,
@@ -183,6 +190,7 @@ enum Config {
     BiasAudit(BiasAuditConfig),
     Estimate(EstimateConfig),
     Check(CheckConfig),
+    Pairwise(PairwiseConfig),
     Cluster(ClusterConfig),
     Generate(GenerateConfig),
     Verify(VerifyConfig),
@@ -238,6 +246,7 @@ impl StandardAudit {
             bias_audit: None,
             estimate: Some(standard_estimate()),
             check: Some(CheckConfig { split: Rows::Test, ..CheckConfig::default() }),
+            pairwise: None,
             search: None,
         }
     }
@@ -265,6 +274,9 @@ impl StandardAudit {
         if let Some(c) = self.check {
             out.push((CHECK.into(), Config::Check(c), on_model()));
         }
+        if let Some(c) = self.pairwise {
+            out.push((PAIRWISE.into(), Config::Pairwise(c), on_model()));
+        }
         if let Some(search) = self.search {
             let mut inputs = on_model();
             if let Seeds::Clusters(c) = search.seeds {
@@ -290,6 +302,7 @@ impl StandardAudit {
                 Config::BiasAudit(c) => b.stage(&name, c, &inputs),
                 Config::Estimate(c) => b.stage(&name, c, &inputs),
                 Config::Check(c) => b.stage(&name, c, &inputs),
+                Config::Pairwise(c) => b.stage(&name, c, &inputs),
                 Config::Cluster(c) => b.stage(&name, c, &inputs),
                 Config::Generate(c) => b.stage(&name, c, &inputs),
                 Config::Verify(c) => b.stage(&name, c, &inputs),
@@ -325,6 +338,7 @@ impl StandardAudit {
                     Config::BiasAudit(c) => (kind_of(c), written_keys(c, &[])),
                     Config::Estimate(c) => (kind_of(c), written_keys(c, &["trials", "samples"])),
                     Config::Check(c) => (kind_of(c), written_keys(c, &[])),
+                    Config::Pairwise(c) => (kind_of(c), written_keys(c, &["prompt"])),
                     Config::Cluster(c) => (kind_of(c), written_keys(c, &["k", "seeds"])),
                     Config::Generate(c) => (kind_of(c), written_keys(c, &["plugin", "max_queries"])),
                     Config::Verify(c) => (kind_of(c), written_keys(c, &[])),

@@ -41,6 +41,14 @@ pub trait Model: Send + Sync {
         None
     }
 
+    /// Whether the model's answers are placeholders: an LLM whose requests are written down, not
+    /// sent (`fairpipe llm plan`, and the cost line before a live run). A stage that stops asking
+    /// on what the answers say (`precision`) then asks up to its cap, so that the plan holds every
+    /// request the live run may send.
+    fn answers_are_placeholders(&self) -> bool {
+        false
+    }
+
     /// The budget key (`"max_requests"`, `"max_tokens_total"`) a model behind a metered endpoint
     /// has spent, once it can send no more requests: a search that meets it ends early with
     /// `stopped_by` naming it. `None` for every other model.
@@ -191,6 +199,10 @@ pub struct LlmUsage {
     /// temperature?
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validity: Option<Validity>,
+    /// With `llm.price`: what this run's answers cost, `prompt_tokens` and `completion_tokens` at
+    /// that price (answers from the cache or a responses file cost nothing here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 /// The logprob score against sampled answers (`remote.llm.validity`).

@@ -380,7 +380,7 @@ impl Stage for EstimateConfig {
 impl EstimateConfig {
     /// Draw trials in order, [`INPUTS_PER_LOOK`] inputs at a time, until the confidence sequence
     /// over every input's verdict so far is within `precision` on each side or `trials` are
-    /// drawn: the trials' outcomes and how it stopped (its `model_rows` and `requests` left for
+    /// drawn (all of them for a plan's placeholder answers): the trials' outcomes and how it stopped (its `model_rows` and `requests` left for
     /// the caller).
     fn until_precise(
         &self,
@@ -410,7 +410,8 @@ impl EstimateConfig {
                 all.alone.iter_mut().zip(&o.alone).for_each(|(a, b)| *a += b);
             }
             next = end;
-            if sequence.half_width() <= precision {
+            // A plan's placeholder answers say nothing: it lists every trial the run may ask.
+            if sequence.half_width() <= precision && !oracle.model().answers_are_placeholders() {
                 break;
             }
         }

@@ -81,6 +81,24 @@ impl Answers {
     }
 }
 
+/// What an endpoint charges, per million tokens, in any one currency (the costs reported are in
+/// it): `price = { prompt = 0.15, completion = 0.60 }`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, StageKeys)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Per million prompt tokens.
+    pub prompt: f64,
+    /// Per million answer (completion) tokens.
+    pub completion: f64,
+}
+
+impl Price {
+    /// The cost of `prompt_tokens` and `completion_tokens` at this price.
+    pub fn cost(&self, prompt_tokens: u64, completion_tokens: u64) -> f64 {
+        (prompt_tokens as f64 * self.prompt + completion_tokens as f64 * self.completion) / 1e6
+    }
+}
+
 /// Ratings past this are refused (a scale of a few numbers is what the rating designs ask).
 pub const MAX_SCALE: i64 = 100;
 
@@ -194,6 +212,19 @@ pub struct LlmConfig {
     /// The temperature the model is deployed at, for `validity`'s samples.
     #[serde(default = "default_validity_temperature")]
     pub validity_temperature: f64,
+    /// Keep every answer to the ones the prompt expects: each request carries llama.cpp's
+    /// `grammar` field, a GBNF allowing exactly the favourable and unfavourable answers, the
+    /// scale's numbers, or a pairwise prompt's two labels (a llama.cpp server; OpenAI's API has no
+    /// such field). It shapes the answers `scores = "samples"` and `"labels"` read; llama.cpp's
+    /// `top_logprobs` come from before the grammar, so a logprob score is the same with or without.
+    #[serde(default)]
+    pub grammar: bool,
+    /// What the endpoint charges per million tokens, e.g. `{ prompt = 0.15, completion = 0.60 }`:
+    /// the cost line before a live run gives the most the run's planned requests cost, and
+    /// `remote.llm.cost` what its answers' `usage` cost.
+    #[serde(default)]
+    #[key(nested, ty = "table", default = "none")]
+    pub price: Option<Price>,
 }
 
 fn default_validity_samples() -> u32 {
@@ -300,8 +331,33 @@ impl LlmConfig {
         if self.scores == ScoreFrom::Logprobs && !(1..=20).contains(&self.top_logprobs) {
             say("top_logprobs", format!("`llm.top_logprobs` must be between 1 and 20 (OpenAI's limit), not {}", self.top_logprobs));
         }
+        if let Some(price) = self.price {
+            if !(price.prompt.is_finite() && price.prompt >= 0.0 && price.completion.is_finite() && price.completion >= 0.0) {
+                say(
+                    "price",
+                    format!(
+                        "`llm.price` is what a million prompt and completion tokens cost, two numbers of 0 or more, not {{ prompt = {}, completion = {} }}",
+                        price.prompt, price.completion
+                    ),
+                );
+            }
+        }
         if self.max_tokens == 0 {
             say("max_tokens", "`llm.max_tokens` must be at least 1".into());
+        }
+        // A rating read from the answer's text needs room for its longest number: a tokenizer
+        // that splits digits answers "10" as "1" then "0", and one token would read it as 1.
+        if let (Some((_, high)), ScoreFrom::Samples | ScoreFrom::Labels) = (self.answers.scale(), self.scores) {
+            let digits = high.to_string().len() as u32;
+            if self.max_tokens < digits {
+                say(
+                    "max_tokens",
+                    format!(
+                        "`llm.max_tokens = {}` cannot hold the rating {high} when a tokenizer splits its digits (\"{high}\" would be read as its first digit): give `max_tokens = {digits}` or more",
+                        self.max_tokens
+                    ),
+                );
+            }
         }
         if self.max_requests == Some(0) {
             say("max_requests", "`llm.max_requests` must be at least 1 (leave it out for no cap)".into());

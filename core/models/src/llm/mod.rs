@@ -9,6 +9,7 @@ pub mod cache;
 pub mod client;
 pub mod config;
 pub mod error;
+pub mod grammar;
 pub mod offline;
 pub mod prompt;
 pub mod score;
@@ -185,9 +186,10 @@ impl LlmModel {
         ModelError::Remote { url: self.client.url().to_string(), message }
     }
 
-    /// The request for `prompt` (its `sample`-th answer): a chat completion's, or a text
-    /// completion's with `api = "completions"`.
-    pub fn request_body(&self, prompt: &str, sample: u32) -> Value {
+    /// The request for `prompt` (its `sample`-th answer), whose answer is one of `answers`: a chat
+    /// completion's, or a text completion's with `api = "completions"`; with `llm.grammar`, the
+    /// grammar allowing only those answers.
+    pub fn request_body(&self, prompt: &str, sample: u32, answers: &Answers) -> Value {
         let logprobs = self.config.scores == ScoreFrom::Logprobs;
         let mut body = match self.config.api {
             Api::Chat => {
@@ -230,14 +232,17 @@ impl LlmModel {
             (None, ScoreFrom::Samples) => body["seed"] = json!(sample),
             _ => {}
         }
+        if self.config.grammar {
+            body["grammar"] = json!(grammar::gbnf(answers));
+        }
         body
     }
 
-    /// The requests of one row's prompt.
-    fn requests(&self, prompt: String) -> Result<Vec<Request>, ModelError> {
+    /// The requests of one prompt, answered with one of `answers`.
+    fn requests(&self, prompt: String, answers: &Answers) -> Result<Vec<Request>, ModelError> {
         (0..self.config.samples_per_prompt())
             .map(|sample| {
-                let body = serde_json::to_vec(&self.request_body(&prompt, sample)).map_err(|e| self.fail(e.to_string()))?;
+                let body = serde_json::to_vec(&self.request_body(&prompt, sample, answers)).map_err(|e| self.fail(e.to_string()))?;
                 Ok(Request { key: request_key(self.client.url(), &body), body: Bytes::from(body), prompt: prompt.clone() })
             })
             .collect()
@@ -381,6 +386,10 @@ impl LlmModel {
             identity: self.identity.clone(),
             cache_from_another_model: self.cache_from_another_model,
             validity: self.validity.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            cost: self
+                .config
+                .price
+                .map(|price| price.cost(c.prompt_tokens.load(Ordering::Relaxed), c.completion_tokens.load(Ordering::Relaxed))),
         }
     }
 
@@ -513,7 +522,7 @@ impl LlmModel {
         expected: impl FnOnce() -> String,
     ) -> Result<Vec<Option<f64>>, ModelError> {
         self.rows_asked.fetch_add(prompts.len() as u64, Ordering::Relaxed);
-        let per_prompt: Vec<Vec<Request>> = prompts.into_iter().map(|p| self.requests(p)).collect::<Result<_, _>>()?;
+        let per_prompt: Vec<Vec<Request>> = prompts.into_iter().map(|p| self.requests(p, answers)).collect::<Result<_, _>>()?;
         let all: Vec<&Request> = per_prompt.iter().flatten().collect();
         self.answer(&all)?;
         if self.recorder.is_some() {
@@ -595,6 +604,10 @@ impl Model for LlmModel {
 
     fn budget_spent(&self) -> Option<String> {
         self.client.budget_spent().map(str::to_string)
+    }
+
+    fn answers_are_placeholders(&self) -> bool {
+        self.recorder.is_some()
     }
 
     fn wants_thread_chunks(&self) -> bool {
