@@ -6,8 +6,8 @@ where they are reported: each such literal is a place a new kind must be added b
   scripts/count_kind_literals.py [--by-file] [--list]
 
 The kinds are read from the registry's list, core/engine/src/stages/mod.rs (`NAME::KIND,`); a file's test code
-(from its first `#[cfg(test)]` line on, and `tests.rs` files), examples and comments are not
-counted; `fairpipe init`'s writer (src/init/write.rs) is a pipeline builder. Prints the total, and with
+(from its first `#[cfg(test)]` line on, and `tests.rs` files), examples, comments and one-line
+name-word lists (`const …_WORDS: &[&str]`) are not counted; `fairpipe init`'s writer (src/init/write.rs) is a pipeline builder. Prints the total, and with
 --by-file one line per file, with --list every literal with its file and line.
 """
 import argparse
@@ -35,13 +35,19 @@ def kinds():
     return set(names)
 
 
+# A list of words a column's name is matched against (`const SCORE_WORDS: &[&str] = &[…]`, in
+# `fairpipe init`'s guesses): its words are English, not kind names, even where one is spelled
+# like a kind ("ranking").
+WORD_LIST = re.compile(r"^\s*(pub(\([\w:]+\))?\s+)?const \w+_WORDS: &\[&str\]")
+
+
 def code_lines(path):
-    """(line number, text) of a file's non-test code, comments removed."""
+    """(line number, text) of a file's non-test code, comments and name-word lists removed."""
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if line.strip().startswith("#[cfg(test)]"):
             return
         stripped = line.strip()
-        if stripped.startswith("//"):
+        if stripped.startswith("//") or WORD_LIST.match(line):
             continue
         yield number, line
 

@@ -1170,3 +1170,78 @@ fn a_live_run_says_its_prompts_tokens_and_cost_before_the_first_prompt() {
     assert!(precise.contains("precision = 0.3"));
     assert_eq!(planned(&precise, "precise"), planned(&text, "fixed"));
 }
+
+/// The bundled ranking pipeline (issue 61: Bloomberg's design) against the planted ranker, whose
+/// P(pick) is a softmax of 0.4 for the candidate listed first and 0.6 for each man
+/// ([`crate::llm_server::ranking_picks`]): four candidates per resume (two of each sex, each under
+/// its own name), listed in the four rotations of their order. Each sex's share of the picks,
+/// its ratio to parity, the impact ratio and every position's share equal the planted ranker's,
+/// computed here from its rule, to 10⁻¹²; every prompt lists four different names; a number of
+/// candidates the sexes cannot share equally is refused.
+#[test]
+fn the_bundled_ranking_pipeline_recovers_the_planted_position_and_gender_effects() {
+    use crate::llm_server::{BM_FEMALE_NAMES, BM_MALE_NAMES, FIRST_LISTED_LOGIT, MALE_CHOICE_LOGIT};
+    let server = pairwise_server();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, text) = bundled_llm_pipeline(
+        dir.path(),
+        "resumes-ranking.toml",
+        &server,
+        &["data/resumes.csv", "prompts/resume-screener.j2", "prompts/resume-ranking.j2"],
+    );
+    let summary = run_pipeline(&file, &dir.path().join("out"), &[]);
+    let ranking = &summary["stages"]["ranking"];
+    assert_eq!(
+        (ranking["rankings"].as_u64(), ranking["prompts"].as_u64(), ranking["unparsed_rankings"].as_u64()),
+        (Some(300), Some(1200), Some(0)),
+        "{ranking}"
+    );
+    // The truth, from the planted rule: the base order lists Female, Male, Female, Male; rotation
+    // r lists slot (r + p) mod 4 at position p.
+    let sexes = ["Female", "Male", "Female", "Male"];
+    let (mut female, mut positions) = (0.0, [0.0; 4]);
+    for rotation in 0..4 {
+        let listed: Vec<&str> = (0..4).map(|p| sexes[(rotation + p) % 4]).collect();
+        let logits: Vec<f64> = listed
+            .iter()
+            .enumerate()
+            .map(|(p, s)| if p == 0 { FIRST_LISTED_LOGIT } else { 0.0 } + if *s == "Male" { MALE_CHOICE_LOGIT } else { 0.0 })
+            .collect();
+        let total: f64 = logits.iter().map(|l| l.exp()).sum();
+        for (p, l) in logits.iter().enumerate() {
+            positions[p] += l.exp() / total / 4.0;
+            if listed[p] == "Female" {
+                female += l.exp() / total / 4.0;
+            }
+        }
+    }
+    let close = |figure: &serde_json::Value, truth: f64| (figure.as_f64().unwrap() - truth).abs() < 1e-12;
+    for (pos, truth) in positions.iter().enumerate() {
+        assert!(close(&ranking["position_shares"][pos], *truth), "position {pos}: {ranking}");
+    }
+    assert!(close(&ranking["first_position_effect"], positions[0] - 0.25), "{ranking}");
+    for share in ranking["top_share"].as_array().unwrap() {
+        let truth = if share["value"] == "Female" { female } else { 1.0 - female };
+        assert!(close(&share["share"], truth) && close(&share["ratio_to_parity"], truth / 0.5), "{share}");
+        assert!(close(&share["impact_ratio"], truth / female.max(1.0 - female)), "{share}");
+        assert_eq!((share["parity"].as_f64(), share["candidates"].as_u64(), share["rankings"].as_u64()), (Some(0.5), Some(2), Some(300)));
+    }
+    // Every ranking prompt names four different applicants, two of each sex.
+    let prompts: Vec<String> = server.state.prompts.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 1200);
+    for prompt in &prompts {
+        let names: Vec<&str> =
+            prompt.lines().filter_map(|l| l.strip_prefix("Candidate ").and_then(|r| r.split_once(": ")).map(|(_, n)| n)).collect();
+        let women = names.iter().filter(|n| BM_FEMALE_NAMES.contains(n)).count();
+        let men = names.iter().filter(|n| BM_MALE_NAMES.contains(n)).count();
+        let mut distinct = names.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(names.len() == 4 && women == 2 && men == 2 && distinct.len() == 4, "{names:?}");
+    }
+    assert!(dir.path().join("out/ranking.csv").is_file());
+    // Three candidates cannot list two sexes equally often.
+    let broken = write(dir.path(), "broken.toml", &text.replace("candidates = 4", "candidates = 3"));
+    let (ok, _, stderr) = fairpipe(&["run", broken.to_str().unwrap(), "--out", dir.path().join("broken").to_str().unwrap(), "--quiet"]);
+    assert!(!ok && stderr.contains("give a multiple of 2"), "{stderr}");
+}

@@ -104,6 +104,35 @@ pub fn pairwise_p_first(prompt: &str) -> Option<f64> {
     Some(1.0 / (1.0 + (-logit).exp()))
 }
 
+/// The planted ranker's logit in favour of the candidate listed first ([`ranking_picks`]).
+pub const FIRST_LISTED_LOGIT: f64 = 0.4;
+
+/// P(each listed candidate is picked) of the planted ranker ([`State::pairwise`]) for a prompt
+/// listing "Candidate LABEL: NAME" lines (Bertrand & Mullainathan's names), in the order listed:
+/// a softmax of FIRST_LISTED_LOGIT for the first listed plus MALE_CHOICE_LOGIT for each man; `None`
+/// when the prompt lists no such candidates. Returns the labels and their probabilities.
+pub fn ranking_picks(prompt: &str) -> Option<(Vec<String>, Vec<f64>)> {
+    let mut labels = Vec::new();
+    let mut logits = Vec::new();
+    for line in prompt.lines() {
+        let Some((label, name)) = line.trim().strip_prefix("Candidate ").and_then(|rest| rest.split_once(": ")) else { continue };
+        let male = if BM_MALE_NAMES.contains(&name.trim()) {
+            1.0
+        } else if BM_FEMALE_NAMES.contains(&name.trim()) {
+            0.0
+        } else {
+            return None;
+        };
+        logits.push(if labels.is_empty() { FIRST_LISTED_LOGIT } else { 0.0 } + MALE_CHOICE_LOGIT * male);
+        labels.push(label.to_string());
+    }
+    if labels.len() < 2 {
+        return None;
+    }
+    let total: f64 = logits.iter().map(|l: &f64| l.exp()).sum();
+    Some((labels, logits.iter().map(|l| l.exp() / total).collect()))
+}
+
 /// The female logit shift at (income, years) when the server's shift varies
 /// ([`State::varying`]): `FEMALE_SHIFT + 0.25 · ((7·income + 3·years) mod 5 − 2)`, whose mean over
 /// the 10 × 10 grid of (income, years) is exactly `FEMALE_SHIFT` (each residue occurs 20 times).
@@ -194,7 +223,9 @@ pub struct State {
     /// gives its ratings.
     pub resume_rating: AtomicBool,
     /// Answer a pairwise prompt "A" or "B" ([`pairwise_p_first`]): the first token's
-    /// `top_logprobs` give "A" 90% of P(the first is chosen), "B" 90% of the rest, "Maybe" 10%.
+    /// `top_logprobs` give "A" 90% of P(the first is chosen), "B" 90% of the rest, "Maybe" 10%;
+    /// and a ranking prompt with the label of one candidate ([`ranking_picks`]), 90% of the mass
+    /// over the labels as the ranker picks, "Maybe" 10%.
     pub pairwise: AtomicBool,
     /// Requests to `/v1/completions` answered.
     pub text_completions: AtomicU64,
@@ -372,6 +403,21 @@ fn answer(state: &State, request_line: &str, auth: Option<&str>, body: &[u8]) ->
         request["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_string()
     };
     if state.pairwise.load(Ordering::SeqCst) && !text_completion {
+        if let Some((labels, picks)) = ranking_picks(&prompt) {
+            state.prompts.lock().unwrap().push(prompt.clone());
+            state.answered.fetch_add(1, Ordering::SeqCst);
+            let most = picks.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i);
+            let mut top: Vec<Value> = labels.iter().zip(&picks).map(|(l, p)| json!({"token": l, "logprob": (0.9 * p).ln()})).collect();
+            top.push(json!({"token": "Maybe", "logprob": 0.1f64.ln()}));
+            let tokens = (prompt.len() / 4) as u64;
+            let reply = json!({
+                "id": "planted", "object": "chat.completion", "model": request["model"], "system_fingerprint": state.served().1,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": labels[most]}, "finish_reason": "length",
+                    "logprobs": {"content": [{"token": labels[most], "logprob": -0.5, "top_logprobs": top}]}}],
+                "usage": {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
+            });
+            return ("200 OK".into(), String::new(), reply.to_string());
+        }
         let Some(p) = pairwise_p_first(&prompt) else {
             // One applicant (the model's own yes/no template, asked for its accuracy): P(yes) from
             // the planted resume rating.

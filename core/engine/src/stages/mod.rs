@@ -16,6 +16,7 @@ pub mod group_score;
 pub mod group_score_text;
 pub mod label_value;
 pub mod linked;
+pub mod llm_prompts;
 pub mod load;
 pub mod load_model;
 pub mod load_text;
@@ -25,6 +26,7 @@ pub mod model_output;
 pub mod options;
 pub mod pairwise;
 pub mod predict;
+pub mod ranking;
 pub mod retrain;
 pub mod retrain_text;
 pub mod train;
@@ -51,6 +53,7 @@ pub const KINDS: &[StageKind] = &[
     group_metrics::KIND,
     bias_audit::KIND,
     pairwise::KIND,
+    ranking::KIND,
     retrain::KIND,
     load_text::KIND,
     train_text::KIND,

@@ -34,11 +34,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::estimate::MODEL_INPUT;
+use super::llm_prompts::{asked_llm, check_template, unit_mean};
 use super::options::{check_protected, Rows};
 use crate::check::Checker;
 use crate::cluster_keys::ClusterKeys;
-use crate::clustered::ClusterSums;
-use crate::error::{Result, StageError};
+use crate::error::Result;
 use crate::models::llm::error::LlmError;
 use crate::models::llm::LlmModel;
 use crate::output::TableBuilder;
@@ -50,7 +50,7 @@ use crate::stage::meaning::StageFigures;
 use crate::stage::{
     audited_rows, nan_if_null, Artifact, ArtifactKind, GroupMetricRow, GroupMetricsArtifact, Inputs, Stage, StageContext, StageOutput,
 };
-use crate::stats::{t_ci95, t_two_sided_p};
+use crate::stats::t_two_sided_p;
 
 /// The `pairwise` stage kind.
 pub const KIND: StageKind = StageKind {
@@ -136,12 +136,7 @@ impl StageConfig for PairwiseConfig {
                 "`labels` must be two different answers, the first listed candidate's and the second's, e.g. [\"A\", \"B\"]",
             );
         }
-        if !c.dir().join(&self.prompt).is_file() {
-            c.problem(
-                "prompt",
-                format!("the pairwise template {} does not exist (paths are relative to the pipeline file)", self.prompt.display()),
-            );
-        }
+        check_template(c, &self.prompt, "pairwise");
     }
 
     fn instantiate(self, _facts: (), env: &StageEnv) -> Result<Box<dyn Stage>> {
@@ -252,38 +247,6 @@ impl StageFigures for PairwiseFigures {
     const HEADLINE: &'static [&'static str] = &["position_effect", "pairs"];
 }
 
-/// A mean over pairs: the mean, its cluster-robust 95% interval and standard error with their
-/// degrees of freedom and clusters, and the independent (Student t) interval.
-struct PairMean {
-    mean: f64,
-    ci95: Option<[f64; 2]>,
-    se: f64,
-    df: usize,
-    clusters: BTreeMap<String, usize>,
-    independent: Option<[f64; 2]>,
-}
-
-/// The [`PairMean`] of `values`, the pair `i`'s value being `values[i].1` and its clusters'
-/// keys `values[i].0` in `ways`.
-fn pair_mean(ways: &[String], values: &[(Vec<String>, f64)]) -> PairMean {
-    let n = values.len();
-    let mean = if n == 0 { f64::NAN } else { values.iter().map(|v| v.1).sum::<f64>() / n as f64 };
-    let sd = if n < 2 { f64::NAN } else { (values.iter().map(|v| (v.1 - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() };
-    let mut sums = ClusterSums::new(ways.to_vec());
-    for (keys, v) in values {
-        sums.push(keys, *v);
-    }
-    let clustered = sums.interval();
-    PairMean {
-        mean,
-        ci95: clustered.as_ref().map(|c| c.ci95),
-        se: clustered.as_ref().map_or(f64::NAN, |c| c.se),
-        df: clustered.as_ref().map_or(0, |c| c.df),
-        clusters: clustered.map(|c| c.clusters).unwrap_or_default(),
-        independent: t_ci95(mean, sd, n),
-    }
-}
-
 /// One pair's answers: which row, attribute and values, P(the first listed is chosen) in each
 /// order (`ab`: the first value listed first), and the pair's cluster keys (the `ab` order's first
 /// candidate taken as the compared side).
@@ -303,15 +266,7 @@ impl Stage for PairwiseStage {
 
     fn run(&self, ctx: &StageContext, inputs: &Inputs) -> Result<StageOutput> {
         let model = inputs.model("model")?;
-        let Some(llm) = model.oracle.model().as_any().and_then(|m| m.downcast_ref::<LlmModel>()) else {
-            return Err(StageError::cannot(
-                "model",
-                format!(
-                    "`pairwise` asks an LLM to choose between two candidates, but the model is {}: connect a `load_model` stage with an `llm = {{ … }}` block",
-                    model.oracle.model().describe()
-                ),
-            ));
-        };
+        let llm = asked_llm(&model, KIND.name, "to choose between two candidates")?;
         let (domain, rows) = audited_rows(&model, self.config.protected.as_deref(), self.config.split.split(), &ctx.warnings)?;
         let width = domain.width().max(1);
         let shown = self.config.prompt.display().to_string();
@@ -375,7 +330,7 @@ impl Stage for PairwiseStage {
         // P(the first value's candidate wins), averaged over its two positions.
         let win = |(_, ab, ba): &(&PairAnswer, f64, f64)| (ab + 1.0 - ba) / 2.0;
         let position: Vec<(Vec<String>, f64)> = read.iter().map(|(p, ab, ba)| (p.keys.clone(), (ab + ba) / 2.0 - 0.5)).collect();
-        let position = pair_mean(&ways, &position);
+        let position = unit_mean(&ways, &position);
         let mut chosen_rate = Vec::new();
         let mut versus_reference = Vec::new();
         let mut groups = Vec::new();
@@ -392,7 +347,7 @@ impl Stage for PairwiseStage {
                         .filter(|r| r.0.values.0 == v || r.0.values.1 == v)
                         .map(|r| (r.0.keys.clone(), if r.0.values.0 == v { win(r) } else { 1.0 - win(r) }))
                         .collect();
-                    let m = pair_mean(&ways, &wins);
+                    let m = unit_mean(&ways, &wins);
                     ChosenRate {
                         attribute: attribute.name.clone(),
                         value: name.clone(),
@@ -407,7 +362,7 @@ impl Stage for PairwiseStage {
                 // Pairs of the reference (value 0, listed first in the pair's `ab` order) and v.
                 let wins: Vec<(Vec<String>, f64)> =
                     of_attribute.iter().filter(|r| r.0.values == (0, v)).map(|r| (r.0.keys.clone(), 1.0 - win(r))).collect();
-                let m = pair_mean(&ways, &wins);
+                let m = unit_mean(&ways, &wins);
                 let t = if m.se > 0.0 { (m.mean - 0.5) / m.se } else { f64::NAN };
                 versus_reference.push(VersusReference {
                     attribute: attribute.name.clone(),

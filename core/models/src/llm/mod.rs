@@ -31,7 +31,8 @@ use self::error::LlmError;
 use self::offline::{AnswerSource, Recorder, Responses};
 use self::prompt::Renderer;
 use self::score::{
-    first_rating, first_word_class, from_logprobs, from_samples, normalised, rating_from_logprobs, rating_from_samples, Class,
+    first_rating, first_word_class, first_word_label, from_logprobs, from_samples, label_shares_from_logprobs, label_shares_from_samples,
+    normalised, rating_from_logprobs, rating_from_samples, Class,
 };
 use crate::error::ModelError;
 use crate::remote::latency_percentiles;
@@ -432,10 +433,7 @@ impl LlmModel {
     /// P(favourable) of a row from its answers (read as `answers` says); `None` when they are
     /// neither class.
     fn score(&self, requests: &[Request], memo: &HashMap<u128, Reply>, answers: &Answers) -> Result<Option<f64>, ModelError> {
-        let replies: Vec<&Reply> = requests
-            .iter()
-            .map(|r| memo.get(&r.key).ok_or_else(|| self.fail("an answer went missing".into())))
-            .collect::<Result<_, _>>()?;
+        let replies = self.replies(requests, memo)?;
         if let Some(scale) = answers.scale() {
             return Ok(match self.config.scores {
                 ScoreFrom::Logprobs => rating_from_logprobs(replies[0].top.as_deref().unwrap_or_default(), scale),
@@ -512,6 +510,35 @@ impl LlmModel {
         self.ask_scored(prompts.to_vec(), &answers, || format!("neither candidate's label ({})", labels.join(", ")))
     }
 
+    /// Ask each of `prompts` (a choice of one among several candidates, labelled `labels` in the
+    /// order listed) as this model asks a row's prompt, and read P(each label is chosen): from the
+    /// first token's `top_logprobs` normalised over the labels, the share of samples, or one
+    /// answer's first word. `None` where the answers name no label; past `max_unparsed` such
+    /// prompts the run stops. A plan's placeholder is every label equally likely.
+    pub fn picks(&self, prompts: &[String], labels: &[String]) -> Result<Vec<Option<Vec<f64>>>, ModelError> {
+        // Every label an answer may be (the grammar, with `llm.grammar`, allows exactly these).
+        let answers = Answers { favourable: labels.to_vec(), unfavourable: Vec::new(), scale: None };
+        let uniform = vec![1.0 / labels.len().max(1) as f64; labels.len()];
+        let read = |requests: &[Request], memo: &HashMap<u128, Reply>| -> Result<Option<Vec<f64>>, ModelError> {
+            let replies = self.replies(requests, memo)?;
+            Ok(match self.config.scores {
+                ScoreFrom::Logprobs => label_shares_from_logprobs(replies[0].top.as_deref().unwrap_or_default(), labels),
+                ScoreFrom::Samples => label_shares_from_samples(&replies.into_iter().cloned().collect::<Vec<_>>(), labels),
+                ScoreFrom::Labels => first_word_label(&replies[0].content, labels).map(|i| {
+                    let mut one = vec![0.0; labels.len()];
+                    one[i] = 1.0;
+                    one
+                }),
+            })
+        };
+        self.ask_read(prompts.to_vec(), &answers, uniform, read, || format!("no candidate's label ({})", labels.join(", ")))
+    }
+
+    /// The replies to one prompt's requests, from this run's memory.
+    fn replies<'m>(&self, requests: &[Request], memo: &'m HashMap<u128, Reply>) -> Result<Vec<&'m Reply>, ModelError> {
+        requests.iter().map(|r| memo.get(&r.key).ok_or_else(|| self.fail("an answer went missing".into()))).collect()
+    }
+
     /// Ask `prompts` (the cache, the run's memory, `concurrency`, the budgets) and read each one's
     /// score as `answers` says: `None` where the answers are not `expected()` (counted as unparsed;
     /// past `max_unparsed` such prompts the run stops), 0.5 for every prompt of a plan.
@@ -521,23 +548,37 @@ impl LlmModel {
         answers: &Answers,
         expected: impl FnOnce() -> String,
     ) -> Result<Vec<Option<f64>>, ModelError> {
+        self.ask_read(prompts, answers, 0.5, |requests, memo| self.score(requests, memo, answers), expected)
+    }
+
+    /// Ask `prompts`, whose answers are one of `answers`, and `read` each one's answers: `None`
+    /// (counted as unparsed; past `max_unparsed` such prompts the run stops, saying the answers
+    /// are not `expected()`), `placeholder` for every prompt of a plan.
+    fn ask_read<T: Clone>(
+        &self,
+        prompts: Vec<String>,
+        answers: &Answers,
+        placeholder: T,
+        read: impl Fn(&[Request], &HashMap<u128, Reply>) -> Result<Option<T>, ModelError>,
+        expected: impl FnOnce() -> String,
+    ) -> Result<Vec<Option<T>>, ModelError> {
         self.rows_asked.fetch_add(prompts.len() as u64, Ordering::Relaxed);
         let per_prompt: Vec<Vec<Request>> = prompts.into_iter().map(|p| self.requests(p, answers)).collect::<Result<_, _>>()?;
         let all: Vec<&Request> = per_prompt.iter().flatten().collect();
         self.answer(&all)?;
         if self.recorder.is_some() {
             // A plan: every answer is a placeholder.
-            return Ok(vec![Some(0.5); per_prompt.len()]);
+            return Ok(vec![Some(placeholder); per_prompt.len()]);
         }
         let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
         let mut unparsed = self.unparsed.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::with_capacity(per_prompt.len());
         for requests in &per_prompt {
-            let p = self.score(requests, &memo, answers)?;
-            if p.is_none() {
+            let value = read(requests, &memo)?;
+            if value.is_none() {
                 unparsed.insert(requests[0].key);
             }
-            out.push(p);
+            out.push(value);
         }
         if unparsed.len() as u64 > self.config.max_unparsed {
             return Err(self.too_many_unparsed(&per_prompt, &memo, &unparsed, &expected()));

@@ -128,6 +128,28 @@ impl Renderer {
         Ok(())
     }
 
+    /// The prompt of a choice among several candidates (encoded rows that differ in protected
+    /// values only), listed in the order given: the template sees the first row's values at the
+    /// top (the document they share) and `candidates`, each candidate's values with its `label`
+    /// (`{% for c in candidates %}{{ c.label }}: {{ c.name }}{% endfor %}`). Candidate `i` takes
+    /// the names at `offsets[i]` places after the row's own in each list, so that candidates of
+    /// one protected value show different names.
+    pub fn render_candidates(&self, rows: &[&[f64]], offsets: &[usize], labels: &[String]) -> Result<String, LlmError> {
+        let mut context = self.context(rows[0]);
+        let candidates: Vec<Value> = rows
+            .iter()
+            .zip(offsets)
+            .zip(labels)
+            .map(|((row, &offset), label)| {
+                let mut candidate = self.context_at(row, offset);
+                candidate.insert("label".into(), Value::from(label.as_str()));
+                candidate.into_iter().collect::<Value>()
+            })
+            .collect();
+        context.insert("candidates".into(), Value::from(candidates));
+        self.render_context(context)
+    }
+
     fn render_context(&self, context: BTreeMap<String, Value>) -> Result<String, LlmError> {
         let fail = |e: minijinja::Error| LlmError::Template { shown: self.path.display().to_string(), message: e.to_string() };
         let template = self.env.get_template("prompt").map_err(fail)?;
@@ -136,6 +158,11 @@ impl Renderer {
 
     /// What the template sees of one row: each column, `row`, and the names.
     fn context(&self, row: &[f64]) -> BTreeMap<String, Value> {
+        self.context_at(row, 0)
+    }
+
+    /// [`Renderer::context`] with the names `offset` places after the row's own in each list.
+    fn context_at(&self, row: &[f64], offset: usize) -> BTreeMap<String, Value> {
         let mut context: BTreeMap<String, Value> = BTreeMap::new();
         let mut by_column: BTreeMap<String, Value> = BTreeMap::new();
         for (i, attribute) in self.domain.attributes.iter().enumerate() {
@@ -146,7 +173,7 @@ impl Renderer {
         context.insert("row".into(), by_column.into_iter().collect::<Value>());
         if !self.names.is_empty() {
             let mut chosen: BTreeMap<String, Value> = BTreeMap::new();
-            for ((index, _), name) in self.names.iter().zip(self.names_shown(row)) {
+            for ((index, _), name) in self.names.iter().zip(self.names_shown_at(row, offset)) {
                 chosen.insert(self.domain.attributes[*index].name.clone(), Value::from(name.as_str()));
                 if !context.contains_key("name") {
                     context.insert("name".into(), Value::from(name.as_str()));
@@ -166,12 +193,17 @@ impl Renderer {
     /// `names` table (in the table's column order; empty without a table): what pairs of rows
     /// share when they are clustered by name.
     pub fn names_shown(&self, row: &[f64]) -> Vec<String> {
+        self.names_shown_at(row, 0)
+    }
+
+    /// [`Renderer::names_shown`], each name `offset` places further on in its list (wrapping).
+    pub fn names_shown_at(&self, row: &[f64], offset: usize) -> Vec<String> {
         let pick = self.name_hash(row);
         self.names
             .iter()
             .map(|(index, table)| {
                 let list = &table[&value_key(&self.domain, *index, row[*index])];
-                list[(pick % list.len() as u64) as usize].clone()
+                list[((pick % list.len() as u64) as usize + offset) % list.len()].clone()
             })
             .collect()
     }

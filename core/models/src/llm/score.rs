@@ -110,6 +110,34 @@ pub fn rating_from_samples(replies: &[Reply], scale: (i64, i64)) -> Option<f64> 
     (!ratings.is_empty()).then(|| normalised(ratings.iter().sum::<i64>() as f64 / ratings.len() as f64, scale))
 }
 
+/// Which of `labels` (a choice among candidates) a reply's first word is (trailing punctuation
+/// dropped; compared exactly after trimming).
+pub fn first_word_label(content: &str, labels: &[String]) -> Option<usize> {
+    let word = content.split_whitespace().next().unwrap_or_default();
+    let word = token_text(word.trim_end_matches(|c: char| c.is_ascii_punctuation()));
+    labels.iter().position(|l| l.trim() == word)
+}
+
+/// P(each label is chosen) from a first token's alternatives: each label's mass over all the
+/// labels' mass; `None` when no label is among them.
+pub fn label_shares_from_logprobs(top: &[(String, f64)], labels: &[String]) -> Option<Vec<f64>> {
+    let mut mass = vec![0.0; labels.len()];
+    for (token, logprob) in top {
+        if let Some(i) = labels.iter().position(|l| l.trim() == token_text(token)) {
+            mass[i] += logprob.exp();
+        }
+    }
+    let total: f64 = mass.iter().sum();
+    (total > 0.0 && total.is_finite()).then(|| mass.iter().map(|m| m / total).collect())
+}
+
+/// P(each label is chosen) as its share of the samples that name a label; `None` when none does.
+pub fn label_shares_from_samples(replies: &[Reply], labels: &[String]) -> Option<Vec<f64>> {
+    let chosen: Vec<usize> = replies.iter().filter_map(|r| first_word_label(&r.content, labels)).collect();
+    (!chosen.is_empty())
+        .then(|| (0..labels.len()).map(|i| chosen.iter().filter(|c| **c == i).count() as f64 / chosen.len() as f64).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +188,22 @@ mod tests {
         assert_eq!(rating_from_logprobs(&[("Seven".to_string(), 0.0)], scale), None);
         // A 1-5 scale: 3 is the middle, 0.5.
         assert!((rating_from_logprobs(&[("3".to_string(), 0.0)], (1, 5)).unwrap() - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_choice_among_labels_is_each_labels_share() {
+        let labels: Vec<String> = ["1", "2", "3"].iter().map(|s| s.to_string()).collect();
+        let top = vec![("1".to_string(), 0.2f64.ln()), ("▁3".to_string(), 0.6f64.ln()), ("Maybe".to_string(), 0.2f64.ln())];
+        let shares = label_shares_from_logprobs(&top, &labels).unwrap();
+        assert!((shares[0] - 0.25).abs() < 1e-12 && shares[1] == 0.0 && (shares[2] - 0.75).abs() < 1e-12, "{shares:?}");
+        assert_eq!(label_shares_from_logprobs(&[("Maybe".to_string(), 0.0)], &labels), None);
+        let reply = |c: &str| Reply { content: c.into(), top: None };
+        assert_eq!(first_word_label("3.", &labels), Some(2));
+        assert_eq!(first_word_label("Candidate 3", &labels), None);
+        assert_eq!(
+            label_shares_from_samples(&[reply("2"), reply("2"), reply("x"), reply("1")], &labels),
+            Some(vec![1.0 / 3.0, 2.0 / 3.0, 0.0])
+        );
     }
 
     #[test]
