@@ -197,7 +197,7 @@ impl Renderer {
     }
 
     /// [`Renderer::names_shown`], each name `offset` places further on in its list (wrapping).
-    pub fn names_shown_at(&self, row: &[f64], offset: usize) -> Vec<String> {
+    fn names_shown_at(&self, row: &[f64], offset: usize) -> Vec<String> {
         let pick = self.name_hash(row);
         self.names
             .iter()

@@ -37,11 +37,15 @@ pub fn classify(text: &str, answers: &Answers) -> Option<Class> {
     }
 }
 
+/// A reply's first word as an answer: trailing punctuation and word markers dropped.
+fn first_word(content: &str) -> &str {
+    let word = content.split_whitespace().next().unwrap_or_default();
+    token_text(word.trim_end_matches(|c: char| c.is_ascii_punctuation()))
+}
+
 /// The class of a reply's first word (trailing punctuation dropped).
 pub fn first_word_class(content: &str, answers: &Answers) -> Option<Class> {
-    let word = content.split_whitespace().next().unwrap_or_default();
-    let word = word.trim_end_matches(|c: char| c.is_ascii_punctuation());
-    classify(token_text(word), answers)
+    classify(first_word(content), answers)
 }
 
 /// P(favourable) from a first token's alternatives: favourable mass / (favourable + unfavourable
@@ -113,8 +117,7 @@ pub fn rating_from_samples(replies: &[Reply], scale: (i64, i64)) -> Option<f64> 
 /// Which of `labels` (a choice among candidates) a reply's first word is (trailing punctuation
 /// dropped; compared exactly after trimming).
 pub fn first_word_label(content: &str, labels: &[String]) -> Option<usize> {
-    let word = content.split_whitespace().next().unwrap_or_default();
-    let word = token_text(word.trim_end_matches(|c: char| c.is_ascii_punctuation()));
+    let word = first_word(content);
     labels.iter().position(|l| l.trim() == word)
 }
 
