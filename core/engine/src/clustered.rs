@@ -181,6 +181,37 @@ impl ClusterSums {
     }
 }
 
+/// How clustered a share is: its design effect and the clusters of each way ([`ClusterSums::share_clustering`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShareClustering {
+    /// The cluster-robust variance of the share over the independent one, at least 1.
+    pub design_effect: f64,
+    /// Clusters per way (empty where no way has two clusters).
+    pub clusters: BTreeMap<String, usize>,
+}
+
+impl ClusterSums {
+    /// For sums of 0/1 observations (a flip per row): the share's design effect against the
+    /// independent variance with the same small-sample factor (every row its own cluster, so that
+    /// rows sharing nothing give exactly 1), and the clusters of each way.
+    pub fn share_clustering(&self) -> ShareClustering {
+        let (n, hits) = self.by_subset.first().map_or((0, 0.0), |all| all.values().fold((0u64, 0.0), |(n, s), (m, t)| (n + m, s + t)));
+        let n = n as f64;
+        let p = hits / n.max(1.0);
+        let independent = if n > 1.0 { n / (n - 1.0) * n * p * (1.0 - p) / (n * n) } else { 0.0 };
+        let clusters = self.variance().map_or_else(BTreeMap::new, |(_, _, c)| c);
+        ShareClustering { design_effect: self.design_effect(independent), clusters }
+    }
+}
+
+/// `interval` of a mean at `centre` widened by the design effect: each side's distance from the
+/// centre times `√design_effect` (an interval made for independent observations, at Kish's
+/// effective sample size), clipped to [0, 1].
+pub fn widened(interval: [f64; 2], centre: f64, design_effect: f64) -> [f64; 2] {
+    let scale = design_effect.max(1.0).sqrt();
+    [(centre - (centre - interval[0]) * scale).max(0.0), (centre + (interval[1] - centre) * scale).min(1.0)]
+}
+
 /// The Wilson interval of `successes` of `n` with `n` shrunk by the design effect (Kish's effective
 /// sample size): the interval for a share whose observations are clustered; Wilson's own when
 /// `design_effect` is 1.

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::check::Checker;
+use crate::clustered::ClusterSums;
 use crate::domain::Domain;
 use crate::error::ModelError;
 use crate::logit_shift::{Pairing, ShiftSums};
@@ -81,6 +82,10 @@ pub struct TrialOutcomes {
     /// When asked for ([`Wanted::flags`]), whether each input is discriminatory, in trial order and
     /// within a trial in the order drawn.
     pub flags: Vec<bool>,
+    /// With [`Wanted::keys`], every input's verdict (1 discriminatory, 0 not) summed per cluster of
+    /// what its prompts share ([`crate::cluster_keys::ClusterKeys::row_keys`]: the names its
+    /// variants show, the `cluster_by` columns): the flip rate's clustered variance.
+    pub flip_clusters: Option<ClusterSums>,
 }
 
 /// What [`trial_outcomes`] finds beside each trial's count.
@@ -90,7 +95,8 @@ pub struct Wanted<'a> {
     pub alone: bool,
     /// Each trial's paired sums of discrim-eval's measure.
     pub pairing: Option<&'a Pairing>,
-    /// The pairs' clusters ([`crate::cluster_keys`]), with `pairing`.
+    /// What observations share ([`crate::cluster_keys`]): the pairs' clusters (with `pairing`)
+    /// and the inputs' (their flips).
     pub keys: Option<&'a crate::cluster_keys::ClusterKeys<'a>>,
     /// Each input's verdict, in order (for a confidence sequence).
     pub flags: bool,
@@ -120,7 +126,7 @@ pub fn trial_outcomes(
     let groups: Vec<std::ops::Range<usize>> =
         trials.clone().step_by(per_group).map(|start| start..(start + per_group).min(trials.end)).collect();
     let width = domain.width().max(1);
-    type GroupOutcome = (Vec<(usize, Option<ShiftSums>)>, Vec<usize>, usize, Vec<bool>);
+    type GroupOutcome = (Vec<(usize, Option<ShiftSums>)>, Vec<usize>, usize, Vec<bool>, Option<ClusterSums>);
     let outcomes: Vec<GroupOutcome> = groups
         .into_par_iter()
         .map(|group| {
@@ -145,12 +151,22 @@ pub fn trial_outcomes(
             let by_attribute = (0..n_protected).map(|k| flags.iter().filter(|f| f[k]).count()).collect();
             let hidden = if alone { Checker::hidden_intersectional(&verdicts, &flags).iter().filter(|h| **h).count() } else { 0 };
             let verdict_flags = if want_flags { verdicts.iter().map(|v| v.discriminatory).collect() } else { Vec::new() };
-            Ok((trials, by_attribute, hidden, verdict_flags))
+            let flip_clusters = keys.map(|keys| {
+                let mut sums = ClusterSums::new(keys.row_ways());
+                for (row, verdict) in rows.chunks_exact(width).zip(&verdicts) {
+                    sums.push(&keys.row_keys(row), f64::from(u8::from(verdict.discriminatory)));
+                }
+                sums
+            });
+            Ok((trials, by_attribute, hidden, verdict_flags, flip_clusters))
         })
         .collect::<Result<_, ModelError>>()?;
     let mut out = TrialOutcomes { alone: vec![0; n_protected], ..TrialOutcomes::default() };
-    for (trials, by_attribute, hidden, verdict_flags) in outcomes {
+    for (trials, by_attribute, hidden, verdict_flags, flip_clusters) in outcomes {
         out.hidden += hidden;
+        if let Some(sums) = flip_clusters {
+            out.flip_clusters.get_or_insert_with(ClusterSums::default).add(&sums);
+        }
         out.flags.extend(verdict_flags);
         for (total, n) in out.alone.iter_mut().zip(&by_attribute) {
             *total += n;

@@ -38,6 +38,11 @@ pub enum Piece {
         /// in a piece written before it was recorded.
         #[serde(default)]
         hidden: Option<usize>,
+        /// Where the inputs are clustered (an LLM's names, `cluster_by` columns), their verdicts
+        /// summed per cluster ([`crate::estimate::TrialOutcomes::flip_clusters`]); `None` where
+        /// nothing is clustered or in a piece written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        flip_clusters: Option<crate::clustered::ClusterSums>,
     },
     /// One search over one block of seeds.
     Search(SearchPiece),

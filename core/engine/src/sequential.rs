@@ -134,6 +134,11 @@ pub struct PrecisionStop {
     /// cost none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
+    /// Where the observations are clustered (an LLM's names): the part of `reached` that the
+    /// clusters' own spread gives (`reached · √(1 − 1/design effect)`), which no number of prompts
+    /// over the same clusters narrows; asking stopped early, unmet, once it was above `asked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_floor: Option<f64>,
 }
 
 impl PrecisionStop {
@@ -150,6 +155,7 @@ impl PrecisionStop {
             method: METHOD.to_string(),
             model_rows: 0,
             requests: None,
+            cluster_floor: None,
         }
     }
 }

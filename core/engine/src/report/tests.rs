@@ -31,6 +31,9 @@ fn estimate(rate: f64) -> EstimateFigures {
     EstimateFigures {
         rate,
         ci95: [rate - 0.01, rate + 0.01],
+        ci95_independent: None,
+        clusters: None,
+        design_effect: None,
         ci95_wilson: [rate - 0.01, rate + 0.01],
         samples: 1000,
         trials: 10,

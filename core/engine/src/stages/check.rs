@@ -9,7 +9,7 @@ use super::estimate::MODEL_INPUT;
 use super::options::{check_gamma, check_protected, Rows};
 use crate::check::Checker;
 use crate::cluster_keys::ClusterKeys;
-use crate::clustered::{wilson_clustered, ClusterSums};
+use crate::clustered::{wilson_clustered, ClusterSums, ShareClustering};
 use crate::error::Result;
 use crate::numbers::{percent, thousands};
 use crate::output::TableBuilder;
@@ -264,26 +264,13 @@ impl Stage for CheckConfig {
     }
 }
 
-/// A flip rate's clustering ([`clustered_rate`]).
-struct ClusteredRate {
-    design_effect: f64,
-    clusters: BTreeMap<String, usize>,
-}
-
-/// The design effect of the flip rate over `rows` (`flips[i]` of row `i`) clustered by `keys`, and
-/// the clusters of each way.
-fn clustered_rate(keys: &ClusterKeys<'_>, rows: &[f64], width: usize, flips: &[bool]) -> ClusteredRate {
+/// The flip rate's clustering over `rows` (`flips[i]` of row `i`) clustered by `keys`.
+fn clustered_rate(keys: &ClusterKeys<'_>, rows: &[f64], width: usize, flips: &[bool]) -> ShareClustering {
     let mut sums = ClusterSums::new(keys.row_ways());
     for (row, &flip) in rows.chunks_exact(width.max(1)).zip(flips) {
         sums.push(&keys.row_keys(row), f64::from(u8::from(flip)));
     }
-    // The independent variance with the same small-sample factor (every row its own cluster), so
-    // that rows sharing nothing give a design effect of exactly 1.
-    let n = flips.len() as f64;
-    let p = flips.iter().filter(|f| **f).count() as f64 / n.max(1.0);
-    let independent = if n > 1.0 { n / (n - 1.0) * n * p * (1.0 - p) / (n * n) } else { 0.0 };
-    let clusters = sums.variance().map_or_else(BTreeMap::new, |(_, _, c)| c);
-    ClusteredRate { design_effect: sums.design_effect(independent), clusters }
+    sums.share_clustering()
 }
 
 /// `<stage>_names.csv`: per first name an LLM's prompts showed, the protected values it stood for,

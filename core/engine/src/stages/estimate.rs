@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::options::{check_gamma, check_protected};
 use crate::check::Checker;
 use crate::cluster_keys::ClusterKeys;
+use crate::clustered::{widened, wilson_clustered, ClusterSums};
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::estimate::{trial_outcomes, Estimate, TrialOutcomes, Wanted};
@@ -137,9 +138,23 @@ pub struct EstimateFigures {
     /// Mean share of discriminatory inputs.
     #[serde(deserialize_with = "nan_if_null")]
     pub rate: f64,
-    /// 95% interval (t over trials; with `precision`, the confidence sequence's, valid at the
-    /// stop).
+    /// 95% interval: t over trials; where the inputs are clustered by what their prompts share
+    /// (`clusters`: an LLM's names, the `cluster_by` columns), Wilson's interval at the effective
+    /// sample size (the inputs over the design effect, [`crate::clustered`]); with `precision`, the
+    /// confidence sequence's, valid at the stop (widened by √`design_effect` where clustered).
     pub ci95: [f64; 2],
+    /// Where the inputs are clustered: the interval treating them as independent (t over trials,
+    /// or the confidence sequence's), which `ci95` replaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_independent: Option<[f64; 2]>,
+    /// Where the inputs are clustered: the clusters of each way (`names`, each `cluster_by`
+    /// column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<BTreeMap<String, usize>>,
+    /// Where the inputs are clustered: the design effect (the cluster-robust variance of the rate
+    /// over the independent one, at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design_effect: Option<f64>,
     /// 95% Wilson interval over all inputs.
     pub ci95_wilson: [f64; 2],
     /// Inputs drawn in all.
@@ -281,15 +296,17 @@ impl Stage for EstimateConfig {
         let pairing = pairing(&model.oracle, domain);
         let keys = ClusterKeys::new(&model.oracle, domain, &checker, &self.cluster_by, false)?;
         let wanted = Wanted { alone: true, pairing: pairing.as_ref(), keys: keys.as_ref(), flags: self.precision.is_some() };
-        let (o, stop) = match self.precision {
-            None => {
-                (trial_outcomes(&model.oracle, domain, &checker, &wanted, 0..self.trials, self.samples, ctx.seed, &ctx.progress)?, None)
-            }
+        let (o, stop, sequence_interval) = match self.precision {
+            None => (
+                trial_outcomes(&model.oracle, domain, &checker, &wanted, 0..self.trials, self.samples, ctx.seed, &ctx.progress)?,
+                None,
+                None,
+            ),
             Some(precision) => {
-                let (o, mut stop) = self.until_precise(&model.oracle, domain, &checker, &wanted, precision, ctx)?;
+                let (o, mut stop, sequence) = self.until_precise(&model.oracle, domain, &checker, &wanted, precision, ctx)?;
                 stop.model_rows = model.oracle.rows() - before;
                 stop.requests = llm_requests(&model.oracle).zip(requests_before).map(|(after, before)| after - before);
-                (o, Some(stop))
+                (o, Some(stop), Some(sequence))
             }
         };
         let shifts = shift_figures(pairing.as_ref(), &o.shifts);
@@ -299,7 +316,7 @@ impl Stage for EstimateConfig {
         }
         let hidden = (domain.protected_indices().len() >= 2).then_some(o.hidden);
         let flips = AloneFlips { alone: Some(&o.alone), hidden };
-        let found = Found { estimate, flips, shifts, precision: stop };
+        let found = Found { estimate, flips, shifts, precision: stop, flip_clusters: o.flip_clusters.as_ref(), sequence_interval };
         self.output(found, domain, checker.n_variants(), model.oracle.rows() - before)
     }
 
@@ -323,7 +340,15 @@ impl Stage for EstimateConfig {
         let wanted = Wanted { alone: true, pairing: pairing.as_ref(), keys: keys.as_ref(), flags: false };
         let o = trial_outcomes(&model.oracle, domain, &checker, &wanted, trials, self.samples, ctx.seed, &ctx.progress)?;
         let hidden = (domain.protected_indices().len() >= 2).then_some(o.hidden);
-        Ok(Piece::Trials { first, counts: o.counts, queries: model.oracle.rows() - before, alone: o.alone, shifts: o.shifts, hidden })
+        Ok(Piece::Trials {
+            first,
+            counts: o.counts,
+            queries: model.oracle.rows() - before,
+            alone: o.alone,
+            shifts: o.shifts,
+            hidden,
+            flip_clusters: o.flip_clusters,
+        })
     }
 
     fn combine(&self, ctx: &StageContext, inputs: &Inputs, pieces: Vec<Piece>) -> Result<StageOutput> {
@@ -338,13 +363,19 @@ impl Stage for EstimateConfig {
         let mut alone_all = Some(vec![0usize; n_protected]);
         // The hidden intersectional flips, unless a piece did not record them.
         let mut hidden_all = (n_protected >= 2).then_some(0usize);
+        // The verdicts' clusters, where every piece recorded them.
+        let mut clusters_all = Some(ClusterSums::default());
         for (k, piece) in pieces.into_iter().enumerate() {
             let expected = block(self.trials, self.pieces(), k);
             match piece {
-                Piece::Trials { first, counts: c, queries: q, alone, shifts: s, hidden }
+                Piece::Trials { first, counts: c, queries: q, alone, shifts: s, hidden, flip_clusters }
                     if first == expected.start && c.len() == expected.len() =>
                 {
                     hidden_all = hidden_all.and_then(|sum| hidden.map(|h| sum + h));
+                    clusters_all = clusters_all.zip(flip_clusters).map(|(mut all, piece)| {
+                        all.add(&piece);
+                        all
+                    });
                     counts.extend(c);
                     shifts.extend(s);
                     queries += q;
@@ -372,7 +403,14 @@ impl Stage for EstimateConfig {
         let pairing = pairing(&model.oracle, domain);
         let shifts = if shifts.len() == self.trials { shift_figures(pairing.as_ref(), &shifts) } else { Shifts::default() };
         let flips = AloneFlips { alone: alone_all.as_deref(), hidden: hidden_all };
-        let found = Found { estimate: Estimate::from_counts(&counts, self.samples), flips, shifts, precision: None };
+        let found = Found {
+            estimate: Estimate::from_counts(&counts, self.samples),
+            flips,
+            shifts,
+            precision: None,
+            flip_clusters: clusters_all.as_ref().filter(|c| !c.is_empty()),
+            sequence_interval: None,
+        };
         self.output(found, domain, checker.n_variants(), queries)
     }
 }
@@ -380,8 +418,9 @@ impl Stage for EstimateConfig {
 impl EstimateConfig {
     /// Draw trials in order, [`INPUTS_PER_LOOK`] inputs at a time, until the confidence sequence
     /// over every input's verdict so far is within `precision` on each side or `trials` are
-    /// drawn (all of them for a plan's placeholder answers): the trials' outcomes and how it stopped (its `model_rows` and `requests` left for
-    /// the caller).
+    /// drawn (all of them for a plan's placeholder answers): the trials' outcomes, how it stopped (its `model_rows` and `requests` left for
+    /// the caller) and the sequence's own interval. Where the inputs are clustered, the half-width
+    /// compared with `precision` and the stop's interval are widened by √(design effect).
     fn until_precise(
         &self,
         oracle: &crate::oracle::Oracle,
@@ -390,11 +429,12 @@ impl EstimateConfig {
         wanted: &Wanted<'_>,
         precision: f64,
         ctx: &StageContext,
-    ) -> Result<(TrialOutcomes, PrecisionStop)> {
+    ) -> Result<(TrialOutcomes, PrecisionStop, [f64; 2])> {
         let step = (INPUTS_PER_LOOK / self.samples.max(1)).max(1);
         let mut sequence = ConfidenceSequence::new(0.05);
         let mut all = TrialOutcomes::default();
         let mut next = 0;
+        let mut floor = None;
         while next < self.trials {
             let end = (next + step).min(self.trials);
             let o = trial_outcomes(oracle, domain, checker, wanted, next..end, self.samples, ctx.seed, &ctx.progress)?;
@@ -404,6 +444,9 @@ impl EstimateConfig {
             all.counts.extend(o.counts);
             all.shifts.extend(o.shifts);
             all.hidden += o.hidden;
+            if let Some(sums) = &o.flip_clusters {
+                all.flip_clusters.get_or_insert_with(ClusterSums::default).add(sums);
+            }
             if all.alone.is_empty() {
                 all.alone = o.alone;
             } else {
@@ -411,12 +454,60 @@ impl EstimateConfig {
             }
             next = end;
             // A plan's placeholder answers say nothing: it lists every trial the run may ask.
-            if sequence.half_width() <= precision && !oracle.model().answers_are_placeholders() {
+            if oracle.model().answers_are_placeholders() {
+                continue;
+            }
+            if widened_half_width(&sequence, all.flip_clusters.as_ref()) <= precision {
+                break;
+            }
+            floor = all.flip_clusters.as_ref().map(|sums| cluster_floor(&sequence, sums));
+            if floor.is_some_and(|f| f > precision) && sequence.n() >= FLOOR_AFTER_INPUTS {
+                ctx.warnings.warn(format!(
+                    "the estimate stopped before `precision = {precision}`: its inputs show {} sets of names, each on its \
+                     own share of the domain, and the spread between those clusters alone keeps the flip rate's 95% interval \
+                     ±{:.3} wide however many prompts are asked (more names in the `names` table, or a wider `precision`, \
+                     reach it)",
+                    all.flip_clusters.as_ref().and_then(|c| c.variance()).map_or(0, |(_, _, clusters)| clusters
+                        .values()
+                        .copied()
+                        .max()
+                        .unwrap_or(0)),
+                    floor.unwrap_or_default()
+                ));
                 break;
             }
         }
-        Ok((all, PrecisionStop::new(precision, sequence.half_width(), sequence.n(), sequence.interval())))
+        let interval = match &all.flip_clusters {
+            Some(sums) => {
+                let [low, high] = sequence.interval();
+                widened([low, high], (low + high) / 2.0, sums.share_clustering().design_effect)
+            }
+            None => sequence.interval(),
+        };
+        let reached = widened_half_width(&sequence, all.flip_clusters.as_ref());
+        let mut stop = PrecisionStop::new(precision, reached, sequence.n(), interval);
+        stop.cluster_floor = floor;
+        Ok((all, stop, sequence.interval()))
     }
+}
+
+/// Inputs drawn before an estimate judges that its clusters keep it from its precision (before,
+/// the clusters' spread is read off too few inputs).
+const FLOOR_AFTER_INPUTS: u64 = 2_000;
+
+/// The part of the stop's half-width that the clusters' own spread gives: the half-width widened
+/// by √d (d the design effect) is `√(V_independent + V_between)` in the sequence's units, and
+/// `V_between` (the clusters' spread of means, `1 − 1/d` of the variance) does not shrink with more
+/// observations over the same clusters: `reached · √(1 − 1/d)`.
+fn cluster_floor(sequence: &ConfidenceSequence, sums: &ClusterSums) -> f64 {
+    let d = sums.share_clustering().design_effect;
+    widened_half_width(sequence, Some(sums)) * (1.0 - 1.0 / d).sqrt()
+}
+
+/// The confidence sequence's half-width, times √(design effect) where the inputs are clustered
+/// (`flip_clusters`): the sequence at Kish's effective sample size.
+fn widened_half_width(sequence: &ConfidenceSequence, flip_clusters: Option<&ClusterSums>) -> f64 {
+    sequence.half_width() * flip_clusters.map_or(1.0, |c| c.share_clustering().design_effect.sqrt())
 }
 
 /// What the single attributes' changes explain of an estimate's flips.
@@ -437,13 +528,26 @@ struct Found<'a> {
     shifts: Shifts,
     /// How a `precision` stop stopped.
     precision: Option<PrecisionStop>,
+    /// Where the inputs are clustered, their verdicts summed per cluster.
+    flip_clusters: Option<&'a ClusterSums>,
+    /// With `precision`, the confidence sequence's own interval (before any widening by the
+    /// design effect).
+    sequence_interval: Option<[f64; 2]>,
 }
 
 impl EstimateConfig {
     /// The stage's output for what it found over `domain`, `variants` protected variants per
     /// input, `model_queries` rows scored.
     fn output(&self, found: Found<'_>, domain: &Domain, variants: usize, model_queries: u64) -> Result<StageOutput> {
-        let Found { estimate: est, flips, shifts, precision } = found;
+        let Found { estimate: est, flips, shifts, precision, flip_clusters, sequence_interval } = found;
+        let clustering = flip_clusters.map(ClusterSums::share_clustering);
+        // Clustered: Wilson's at the effective sample size (a precision stop's interval is already
+        // widened by the design effect); the interval over independent inputs kept beside.
+        let (ci95, ci95_independent) = match (&clustering, &precision) {
+            (None, _) => (est.ci95, None),
+            (Some(_), Some(_)) => (est.ci95, sequence_interval),
+            (Some(c), None) => (wilson_clustered(est.discriminatory, est.samples, c.design_effect), Some(est.ci95)),
+        };
         let AloneFlips { alone, hidden } = flips;
         let names = crate::stage::protected_names(domain);
         let discriminatory_alone: BTreeMap<String, usize> =
@@ -451,7 +555,10 @@ impl EstimateConfig {
         let rate_alone = discriminatory_alone.iter().map(|(k, &n)| (k.clone(), n as f64 / est.samples.max(1) as f64)).collect();
         let figures = EstimateFigures {
             rate: est.rate,
-            ci95: est.ci95,
+            ci95,
+            ci95_independent,
+            clusters: clustering.as_ref().map(|c| c.clusters.clone()),
+            design_effect: clustering.as_ref().map(|c| c.design_effect),
             ci95_wilson: est.ci95_wilson,
             samples: est.samples,
             trials: est.trials,

@@ -261,6 +261,9 @@ mod tests {
         let estimate = EstimateFigures {
             rate,
             ci95: [0.01, 0.03],
+            ci95_independent: None,
+            clusters: None,
+            design_effect: None,
             ci95_wilson: [0.01, 0.03],
             samples: 100,
             trials: 2,
