@@ -248,3 +248,54 @@ fn census_zoo_gives_identical_results_at_one_thread_and_on_every_core() {
     }
     assert!(tables >= 8, "expected the zoo's estimate and verify tables, found {tables}");
 }
+
+/// `precision` on `check`: the census model's rows are checked in a random order seeded by the
+/// stage, 256 between looks, until the flip rate's confidence sequence is within ±0.01. The rows
+/// it checked are a part of every row; each of them is discriminatory exactly when the full check
+/// says so; the rate of the full check lies in the interval at the stop; the same seed checks the
+/// same rows again.
+#[test]
+fn a_check_with_precision_stops_once_its_valid_interval_is_that_narrow() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = |precision: &str| {
+        format!(
+            "[pipeline]\nseed = 3\n\n{}\n[stages.model]\nkind = \"load_model\"\ndata = \"data\"\npath = \"{}\"\n\n[stages.check]\nkind = \"check\"\nmodel = \"model\"\nsplit = \"all\"\n{precision}",
+            census_data_stage(),
+            bundled("models/census.onnx")
+        )
+    };
+    let full_file = write(dir.path(), "full.toml", &text(""));
+    let file = write(dir.path(), "precise.toml", &text("precision = 0.01\n"));
+    let full = run_pipeline(&full_file, &dir.path().join("full"), &[]);
+    let precise = run_pipeline(&file, &dir.path().join("precise"), &[]);
+    let (all, part) = (&full["stages"]["check"], &precise["stages"]["check"]);
+    let stop = &part["precision"];
+    let checked = part["checked"].as_u64().unwrap();
+    let available = part["rows_available"].as_u64().unwrap();
+    assert_eq!(Some(available), all["checked"].as_u64(), "{part}");
+    assert!(stop["met"] == true && stop["reached"].as_f64().unwrap() <= 0.01, "{part}");
+    assert_eq!(stop["observations"].as_u64(), Some(checked));
+    assert!(checked % 256 == 0 && checked < available / 2, "stopped early, at a look: {checked} of {available}");
+    assert_eq!(part["ci95"], stop["ci95"], "{part}");
+    let [lo, hi] = [part["ci95"][0].as_f64().unwrap(), part["ci95"][1].as_f64().unwrap()];
+    let truth = all["rate"].as_f64().unwrap();
+    assert!(lo <= truth && truth <= hi && hi - lo <= 0.02 + 1e-12, "the full check's {truth} outside [{lo}, {hi}]");
+    // Every discriminatory row of the part is one of the full check's, with the same counterpart
+    // (counted: census repeats some rows).
+    let rows_of = |out: &str| -> std::collections::BTreeMap<String, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for line in std::fs::read_to_string(dir.path().join(out).join("check.csv")).unwrap().lines().skip(1) {
+            *counts.entry(line.to_string()).or_insert(0) += 1;
+        }
+        counts
+    };
+    let (full_rows, part_rows) = (rows_of("full"), rows_of("precise"));
+    assert_eq!(part_rows.values().sum::<usize>() as u64, part["discriminatory"].as_u64().unwrap());
+    let missing: Vec<&String> = part_rows.iter().filter(|(row, n)| full_rows.get(*row).is_none_or(|m| m < n)).map(|(r, _)| r).collect();
+    assert!(!part_rows.is_empty() && missing.is_empty(), "rows not in the full check: {missing:?}");
+    // The model scored the rows checked and their counterparts, nothing more.
+    assert_eq!(stop["model_rows"].as_u64(), Some(checked * 2), "{stop}");
+    let again = run_pipeline(&file, &dir.path().join("again"), &[]);
+    assert_eq!(again["stages"]["check"]["ci95"], part["ci95"]);
+    assert_eq!(rows_of("again"), part_rows);
+}

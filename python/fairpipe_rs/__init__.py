@@ -44,8 +44,10 @@ __version__: str = _native.version()
 DEFAULT_CHECKS = ("group_metrics", "estimate", "check")
 #: Every check ``audit`` can run: the default ones, the Local Law 144 tables of the model's
 #: decisions (``"bias_audit"``, with ``sex=`` and/or ``race=``) and an LLM's choices between two
-#: candidates (``"pairwise"``, with its pair template in ``options={"pairwise": {"prompt": ...}}``).
-CHECKS = DEFAULT_CHECKS + ("bias_audit", "pairwise")
+#: candidates (``"pairwise"``, with its pair template in ``options={"pairwise": {"prompt": ...}}``)
+#: and an LLM's pick among several candidates (``"ranking"``, with its list template in
+#: ``options={"ranking": {"prompt": ...}}``).
+CHECKS = DEFAULT_CHECKS + ("bias_audit", "pairwise", "ranking")
 
 # Keys of a `generate` stage, from the engine's description of the kind (everything else in a
 # `search=` dict is a parameter of the method).
@@ -381,7 +383,13 @@ def audit(
         attribute, each pair in both orders: the position effect, each value's chosen rate and
         its ratio to the reference's with a test (a stage named ``pairwise``; its template and
         other keys in ``options={"pairwise": {"prompt": "pair.j2", "labels": ["A", "B"]}}``;
-        docs/llm-audits.md, "Pairwise choices").
+        docs/llm-audits.md, "Pairwise choices"). ``"ranking"`` lists ``candidates`` (default 4)
+        versions of each row, every protected value equally often under different names, in
+        every rotation, and asks the :class:`LLM` to pick one: each value's share of the picks
+        against parity with its impact ratio and test, and each position's share (a stage named
+        ``ranking``; its template in ``options={"ranking": {"prompt": "list.j2"}}``;
+        docs/llm-audits.md, "Rankings"). ``options={"check": {"precision": 0.02}}`` checks the
+        rows in a random order until the flip rate is known to ±0.02.
     search:
         A search for discriminatory inputs, verified by the host: a method name (``"maft"``,
         ``"aequitas"``, ``"eidig"``, ``"sg"``, ``"random"`` or a plugin's), or a dict with
@@ -440,14 +448,16 @@ def audit(
         raise ValueError(f'{" and ".join(f"{k}=" for k in axes)} name(s) the columns of the Local Law 144 tables: add "bias_audit" to checks')
     if axes:
         options = {**dict(options or {}), "bias_audit": {**axes, **dict((options or {}).get("bias_audit") or {})}}
-    if "pairwise" in checks:
-        pairwise = dict((options or {}).get("pairwise") or {})
-        if not isinstance(model, LLM) or "prompt" not in pairwise:
-            raise ValueError('checks: "pairwise" asks an LLM (model=fairpipe_rs.LLM(...)) with its pair template: '
-                             'options={"pairwise": {"prompt": "pair.j2"}}')
+    for llm_check, what, template in (("pairwise", "pair", "pair.j2"), ("ranking", "list", "list.j2")):
+        if llm_check not in checks:
+            continue
+        keys = dict((options or {}).get(llm_check) or {})
+        if not isinstance(model, LLM) or "prompt" not in keys:
+            raise ValueError(f'checks: "{llm_check}" asks an LLM (model=fairpipe_rs.LLM(...)) with its {what} template: '
+                             f'options={{"{llm_check}": {{"prompt": "{template}"}}}}')
         # Absolute, as LLM's own template: an in-process audit has no pipeline folder.
-        pairwise["prompt"] = os.path.abspath(os.fspath(pairwise["prompt"]))
-        options = {**dict(options or {}), "pairwise": pairwise}
+        keys["prompt"] = os.path.abspath(os.fspath(keys["prompt"]))
+        options = {**dict(options or {}), llm_check: keys}
     test_mask = None
     test_frame = None
     if test is not None:

@@ -146,7 +146,8 @@ def planned_rows(
     """The model rows each stage of an audit will ask about, from its budgets: ``(stage, rows or
     None when unbounded, how)``. ``measured``: the rows measured; ``combinations``: the protected
     attributes' combinations (each row is scored under each); ``value_pairs``: the pairs of two
-    values of one protected attribute (a ``pairwise`` check asks each row's in both orders)."""
+    values of one protected attribute (a ``pairwise`` check asks each row's in both orders; a
+    ``ranking`` check lists each row's ``candidates`` in every rotation)."""
     defaults: Dict[str, Dict[str, Any]] = _native.audit_defaults()
     plan: List[Tuple[str, Optional[int], str]] = []
     for check in checks:
@@ -154,11 +155,16 @@ def planned_rows(
         if check == "group_metrics":
             plan.append((check, measured, f"{measured:,} rows"))
         elif check == "check":
-            plan.append((check, measured * combinations, f"{measured:,} rows × {combinations} combinations"))
+            until = f" at most, stopping at ±{float(given['precision']):g}" if given.get("precision") is not None else ""
+            plan.append((check, measured * combinations, f"{measured:,} rows × {combinations} combinations{until}"))
         elif check == "bias_audit":
             plan.append((check, measured, f"{measured:,} rows"))
         elif check == "pairwise":
             plan.append((check, measured * value_pairs * 2, f"{measured:,} rows × {value_pairs} pairs of values × 2 orders"))
+        elif check == "ranking":
+            # Each row becomes `candidates` candidates, listed in every rotation: one prompt each.
+            k = int(given.get("candidates", defaults["ranking"]["candidates"]))
+            plan.append((check, measured * k, f"{measured:,} rows × {k} rotations of {k} candidates"))
         elif check == "estimate":
             trials = int(given.get("trials", defaults["estimate"]["trials"]))
             samples = int(given.get("samples", defaults["estimate"]["samples"]))

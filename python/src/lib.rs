@@ -17,7 +17,7 @@ use std::sync::Arc;
 use fairpipe_core::error::{ConfigError, ConfigProblem, Error};
 use fairpipe_core::models::provided::ProvidedModel;
 use fairpipe_core::output::Table;
-use fairpipe_core::preset::stage_names::{BIAS_AUDIT, CHECK, DATA, ESTIMATE, GROUP_METRICS, PAIRWISE};
+use fairpipe_core::preset::stage_names::{BIAS_AUDIT, CHECK, DATA, ESTIMATE, GROUP_METRICS, PAIRWISE, RANKING};
 use fairpipe_core::preset::{standard_estimate, standard_generate, ModelStage, Search, Seeds, StandardAudit, SEARCH_METHOD};
 use fairpipe_core::run::{Pipeline, Replacement};
 use fairpipe_core::stages::bias_audit::BiasAuditConfig;
@@ -448,10 +448,15 @@ fn audit(
                     // (the pair's template) and other keys come in its options.
                     audit.pairwise = Some(config_from(check, with_split(Value::Object(Default::default())), option(check))?);
                 }
+                RANKING => {
+                    // An LLM's pick among several candidates of the measured rows: its `prompt`
+                    // (the list's template) and other keys come in its options.
+                    audit.ranking = Some(config_from(check, with_split(Value::Object(Default::default())), option(check))?);
+                }
                 other => {
                     return Err(ArgumentError::new(
                         "checks",
-                        format!("unknown check {other:?}; the checks are group_metrics, estimate, check, bias_audit and pairwise"),
+                        format!("unknown check {other:?}; the checks are group_metrics, estimate, check, bias_audit, pairwise and ranking"),
                     )
                     .into())
                 }

@@ -49,6 +49,24 @@ def p_first(prompt: str) -> float:
     return 1.0 / (1.0 + math.exp(-(POSITION + GENDER * ((m[1] == "Male") - (m[2] == "Male")))))
 
 
+#: The ranker: a softmax over the candidates listed of FIRST_LISTED for the first plus GENDER per man.
+FIRST_LISTED = 0.4
+
+RANKING_TEMPLATE = ("Income {{ income }}, {{ years }} years.\n{% for c in candidates %}Candidate {{ c.label }}: {{ c.name }}, sex={{ c.sex }}\n"
+                    "{% endfor %}Which candidate should get the loan? Answer with the number only.\n")
+
+#: The names of the ranking's candidates, two per sex.
+RANK_NAMES = {"sex": {"Female": ["Anna", "Maria"], "Male": ["John", "Peter"]}}
+
+
+def picks(prompt: str) -> list:
+    """The planted ranker's (label, P(picked)) for a ranking prompt, in the order listed."""
+    listed = re.findall(r"Candidate (\w+): \w+, sex=(Female|Male)", prompt)
+    logits = [(FIRST_LISTED if i == 0 else 0.0) + GENDER * (sex == "Male") for i, (_, sex) in enumerate(listed)]
+    total = sum(math.exp(z) for z in logits)
+    return [(label, math.exp(z) / total) for (label, _), z in zip(listed, logits)]
+
+
 def send_answer(handler: BaseHTTPRequestHandler, content: str, top: list) -> None:
     """Answer a chat completion with `content` and the first token's alternatives `top`."""
     reply = {
@@ -74,6 +92,11 @@ class Planted(BaseHTTPRequestHandler):
     def do_POST(self):
         prompt = read_prompt(self)
         Planted.asked.append(prompt)
+        if "Candidate " in prompt:
+            ranked = picks(prompt)
+            best = max(ranked, key=lambda c: c[1])[0]
+            send_answer(self, best, [{"token": label, "logprob": math.log(p)} for label, p in ranked])
+            return
         if "Applicant A:" in prompt:
             p = p_first(prompt)
             send_answer(self, "A" if p > 0.5 else "B", [{"token": "A", "logprob": math.log(p)}, {"token": "B", "logprob": math.log(1 - p)}])
@@ -339,3 +362,41 @@ def test_pairwise_choices_from_python_equal_the_cli_and_the_planted_effects(serv
     # Asked of a model that is not an LLM, or without its template: said before anything runs.
     with pytest.raises(ValueError, match="pair template"):
         fairpipe_rs.audit(frame, llm, label="label", protected="sex", favourable="yes", checks=["pairwise"])
+
+
+def test_ranking_from_python_equals_the_cli_and_the_planted_ranker(server, tmp_path):
+    """``checks=["ranking"]``: each applicant listed as four candidates, two per sex under their own
+    names, in every rotation: each sex's share of the picks equals the planted ranker's to 1e-12,
+    the first position's share too, and the figures equal the CLI's stage."""
+    (tmp_path / "prompt.j2").write_text(TEMPLATE)
+    (tmp_path / "list.j2").write_text(RANKING_TEMPLATE)
+    frame = applicants()
+    llm = fairpipe_rs.LLM(base_url=server, model="planted", prompt=tmp_path / "prompt.j2", cache="", concurrency=4, names=RANK_NAMES)
+    run = fairpipe_rs.audit(frame, llm, label="label", protected="sex", favourable="yes", checks=["ranking"],
+                            options={"ranking": {"prompt": tmp_path / "list.j2"}})
+    figures = run.figures("ranking")
+    assert (figures["rankings"], figures["prompts"], figures["unparsed_rankings"]) == (200, 800, 0), figures
+    # Over the four rotations a man is first twice and a woman twice.
+    exp = math.exp
+    man_first = (exp(FIRST_LISTED + GENDER) + exp(GENDER)) / (exp(FIRST_LISTED + GENDER) + exp(GENDER) + 2)
+    woman_first = 2 * exp(GENDER) / (exp(FIRST_LISTED) + 2 * exp(GENDER) + 1)
+    male_share = (man_first + woman_first) / 2
+    shares = {s["value"]: s for s in figures["top_share"]}
+    assert shares["Male"]["share"] == pytest.approx(male_share, abs=1e-12)
+    assert shares["Female"]["share"] == pytest.approx(1 - male_share, abs=1e-12)
+    assert shares["Male"]["parity"] == 0.5
+    first = (exp(FIRST_LISTED + GENDER) / (exp(FIRST_LISTED + GENDER) + exp(GENDER) + 2)
+             + exp(FIRST_LISTED) / (exp(FIRST_LISTED) + 2 * exp(GENDER) + 1)) / 2
+    assert figures["first_position_effect"] == pytest.approx(first - 0.25, abs=1e-12)
+    # The CLI on the same rows, templates and server.
+    frame.to_csv(tmp_path / "applicants.csv", index=False)
+    names = 'names = { sex = { Female = ["Anna", "Maria"], Male = ["John", "Peter"] } }, '
+    text = cli_pipeline("llm-ranking", server, ()).replace("cache = \"\", ", "cache = \"\", " + names)
+    text += '\n[stages.ranking]\nkind = "ranking"\nmodel = "model"\nprompt = "list.j2"\n'
+    (tmp_path / "p.toml").write_text(text)
+    done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    cli = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert without_timings(figures) == without_timings(cli["stages"]["ranking"])
+    with pytest.raises(ValueError, match="list.j2"):
+        fairpipe_rs.audit(frame, llm, label="label", protected="sex", favourable="yes", checks=["ranking"])

@@ -63,6 +63,7 @@ pub mod clustered;
 pub mod error;
 pub mod estimate;
 pub mod fairness;
+pub mod flip_sequence;
 pub mod gate;
 pub mod group_rule;
 pub mod grouping;

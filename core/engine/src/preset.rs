@@ -35,6 +35,7 @@ use crate::stages::load::LoadConfig;
 use crate::stages::load_model::LoadModelConfig;
 use crate::stages::options::Rows;
 use crate::stages::pairwise::PairwiseConfig;
+use crate::stages::ranking::RankingConfig;
 use crate::stages::train::{Algorithm, TrainConfig};
 use crate::stages::verify::VerifyConfig;
 
@@ -130,6 +131,9 @@ pub struct StandardAudit {
     /// Stage `pairwise` (an LLM asked to choose between two candidates that differ in a
     /// protected attribute).
     pub pairwise: Option<PairwiseConfig>,
+    /// Stage `ranking` (an LLM asked to pick one of several candidates, each protected value
+    /// listed equally often).
+    pub ranking: Option<RankingConfig>,
     /// Stages `seeds` (when from clusters), `search` and `verify`.
     pub search: Option<Search>,
 }
@@ -151,6 +155,8 @@ pub mod stage_names {
     pub const CHECK: &str = "check";
     /// An LLM's choices between two candidates (`pairwise`).
     pub const PAIRWISE: &str = "pairwise";
+    /// An LLM's pick of one among several candidates (`ranking`).
+    pub const RANKING: &str = "ranking";
     /// The search's seeds (`cluster`).
     pub const SEEDS: &str = "seeds";
     /// The search (`generate`).
@@ -172,6 +178,7 @@ pub fn stage_kind(stage: &str) -> Option<&'static StageKind> {
         ESTIMATE => &k::estimate::KIND,
         CHECK => &k::check::KIND,
         PAIRWISE => &k::pairwise::KIND,
+        RANKING => &k::ranking::KIND,
         SEEDS => &k::cluster::KIND,
         SEARCH => &k::generate::KIND,
         VERIFY => &k::verify::KIND,
@@ -191,6 +198,7 @@ enum Config {
     Estimate(EstimateConfig),
     Check(CheckConfig),
     Pairwise(PairwiseConfig),
+    Ranking(RankingConfig),
     Cluster(ClusterConfig),
     Generate(GenerateConfig),
     Verify(VerifyConfig),
@@ -247,6 +255,7 @@ impl StandardAudit {
             estimate: Some(standard_estimate()),
             check: Some(CheckConfig { split: Rows::Test, ..CheckConfig::default() }),
             pairwise: None,
+            ranking: None,
             search: None,
         }
     }
@@ -277,6 +286,9 @@ impl StandardAudit {
         if let Some(c) = self.pairwise {
             out.push((PAIRWISE.into(), Config::Pairwise(c), on_model()));
         }
+        if let Some(c) = self.ranking {
+            out.push((RANKING.into(), Config::Ranking(c), on_model()));
+        }
         if let Some(search) = self.search {
             let mut inputs = on_model();
             if let Seeds::Clusters(c) = search.seeds {
@@ -303,6 +315,7 @@ impl StandardAudit {
                 Config::Estimate(c) => b.stage(&name, c, &inputs),
                 Config::Check(c) => b.stage(&name, c, &inputs),
                 Config::Pairwise(c) => b.stage(&name, c, &inputs),
+                Config::Ranking(c) => b.stage(&name, c, &inputs),
                 Config::Cluster(c) => b.stage(&name, c, &inputs),
                 Config::Generate(c) => b.stage(&name, c, &inputs),
                 Config::Verify(c) => b.stage(&name, c, &inputs),
@@ -339,6 +352,7 @@ impl StandardAudit {
                     Config::Estimate(c) => (kind_of(c), written_keys(c, &["trials", "samples"])),
                     Config::Check(c) => (kind_of(c), written_keys(c, &[])),
                     Config::Pairwise(c) => (kind_of(c), written_keys(c, &["prompt"])),
+                    Config::Ranking(c) => (kind_of(c), written_keys(c, &["prompt"])),
                     Config::Cluster(c) => (kind_of(c), written_keys(c, &["k", "seeds"])),
                     Config::Generate(c) => (kind_of(c), written_keys(c, &["plugin", "max_queries"])),
                     Config::Verify(c) => (kind_of(c), written_keys(c, &[])),

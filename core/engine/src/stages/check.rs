@@ -6,13 +6,15 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::estimate::MODEL_INPUT;
-use super::options::{check_gamma, check_protected, Rows};
+use super::options::{check_gamma, check_precision, check_protected, Rows};
 use crate::check::Checker;
 use crate::cluster_keys::ClusterKeys;
 use crate::clustered::{wilson_clustered, ClusterSums, ShareClustering};
 use crate::error::Result;
+use crate::flip_sequence::FlipSequence;
 use crate::numbers::{percent, thousands};
 use crate::output::TableBuilder;
+use crate::sequential::{llm_requests, PrecisionStop};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, StageEnv, StageKind};
@@ -63,11 +65,19 @@ pub struct CheckConfig {
     /// over them.
     #[key(shared = super::options::CLUSTER_BY)]
     pub cluster_by: Vec<String>,
+    /// Check the rows in a random order seeded by the stage and stop once the flip rate's 95%
+    /// interval (a confidence sequence, valid at any stop) is this wide on each side or less;
+    /// the figures are then over the rows checked.
+    #[key(shared = super::options::PRECISION)]
+    pub precision: Option<f64>,
 }
+
+/// Rows checked between two looks at a `precision` stop.
+const ROWS_PER_LOOK: usize = 256;
 
 impl Default for CheckConfig {
     fn default() -> Self {
-        CheckConfig { split: Rows::Test, gamma: None, protected: None, cluster_by: Vec::new() }
+        CheckConfig { split: Rows::Test, gamma: None, protected: None, cluster_by: Vec::new(), precision: None }
     }
 }
 
@@ -81,6 +91,7 @@ impl StageConfig for CheckConfig {
     fn validate(&self, c: &mut Checks<'_, '_>) {
         check_gamma(c, self.gamma);
         check_protected(c, &self.protected);
+        check_precision(c, self.precision);
     }
 
     fn instantiate(self, _facts: (), _env: &StageEnv) -> Result<Box<dyn Stage>> {
@@ -146,6 +157,13 @@ pub struct CheckFigures {
     /// `logit_shift` is (which is then empty); absent for any other model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub score_shift: Vec<crate::logit_shift::LogitShift>,
+    /// With `precision`: the rows of the split, of which `checked` were checked before the stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_available: Option<usize>,
+    /// With `precision`: how checking stopped, what it cost and the interval valid at the stop
+    /// (then also `ci95`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<PrecisionStop>,
 }
 
 /// A check measures the share of real rows whose decision flips: it grades the verdict, first among
@@ -191,11 +209,23 @@ impl Stage for CheckConfig {
         let domain = &domain;
         let checker = Checker::new(domain, self.gamma).with_links(&model.data.links);
         let before = model.oracle.rows();
-        crate::progress::start(&ctx.progress, (rows.len() / domain.width().max(1)) as u64, "rows checked");
-        let scores = checker.scores_shown(&model.oracle, &rows, &ctx.progress)?;
+        let available = rows.len() / domain.width().max(1);
+        crate::progress::start(&ctx.progress, available as u64, "rows checked");
+        let keys = ClusterKeys::new(&model.oracle, domain, &checker, &self.cluster_by, true)?;
+        let requests_before = llm_requests(&model.oracle);
+        let (rows, scores, stopped) = match self.precision {
+            None => {
+                let scores = checker.scores_shown(&model.oracle, &rows, &ctx.progress)?;
+                (rows, scores, None)
+            }
+            Some(precision) => {
+                let (rows, scores, stop, own) =
+                    until_precise(&model.oracle, &checker, keys.as_ref(), &rows, domain.width(), precision, ctx)?;
+                (rows, scores, Some((stop, own)))
+            }
+        };
         let verdicts = checker.verdicts(&scores);
         let alone = checker.alone_of(&model.oracle, &rows, &scores, &verdicts)?;
-        let keys = ClusterKeys::new(&model.oracle, domain, &checker, &self.cluster_by, true)?;
         let shifts = crate::logit_shift::measured(&model.oracle, domain, &rows, &scores, keys.as_ref());
         let names = crate::stage::protected_names(domain);
         let discriminatory_alone: BTreeMap<String, usize> =
@@ -219,12 +249,18 @@ impl Stage for CheckConfig {
         let flips: Vec<bool> = verdicts.iter().map(|v| v.discriminatory).collect();
         let clustered = keys.as_ref().map(|k| clustered_rate(k, &rows, width, &flips));
         let independent = wilson(found, verdicts.len(), 1.96);
+        // With `precision`, the stop's interval (widened where clustered) and the sequence's own.
+        let (ci95, ci95_independent) = match (&stopped, &clustered) {
+            (Some((stop, own)), clustered) => (stop.ci95, clustered.as_ref().map(|_| *own)),
+            (None, Some(c)) => (wilson_clustered(found, verdicts.len(), c.design_effect), Some(independent)),
+            (None, None) => (independent, None),
+        };
         let figures = CheckFigures {
             checked: verdicts.len(),
             discriminatory: found,
             rate: found as f64 / verdicts.len().max(1) as f64,
-            ci95: clustered.as_ref().map_or(independent, |c| wilson_clustered(found, verdicts.len(), c.design_effect)),
-            ci95_independent: clustered.as_ref().map(|_| independent),
+            ci95,
+            ci95_independent,
             clusters: clustered.as_ref().map(|c| c.clusters.clone()),
             design_effect: clustered.as_ref().map(|c| c.design_effect),
             protected: names,
@@ -235,6 +271,13 @@ impl Stage for CheckConfig {
             ci95_hidden_intersectional: hidden.map(|h| wilson(h, verdicts.len(), 1.96)),
             logit_shift: shifts.logit_shift,
             score_shift: shifts.score_shift,
+            rows_available: stopped.as_ref().map(|_| available),
+            precision: stopped.map(|(mut stop, _)| {
+                // What the whole stage cost, the single attributes' variants included.
+                stop.model_rows = model.oracle.rows() - before;
+                stop.requests = llm_requests(&model.oracle).zip(requests_before).map(|(after, before)| after - before);
+                stop
+            }),
         };
         let mut table = TableBuilder::new()
             .decoded(domain, &instances, "", None)
@@ -262,6 +305,54 @@ impl Stage for CheckConfig {
         };
         Ok(StageOutput { artifact: Artifact::Cases(Arc::new(cases)), figures: Arc::new(figures), tables, model_queries })
     }
+}
+
+/// What a `precision` check asked: the rows checked in the order asked, their scores as
+/// [`Checker::scores_shown`] gives them, how it stopped and the sequence's own interval.
+type Asked = (Vec<f64>, Vec<f64>, PrecisionStop, [f64; 2]);
+
+/// Check `rows` (of `width` columns) in a random order seeded by the stage, [`ROWS_PER_LOOK`] at a time, until the
+/// confidence sequence of their flips ([`FlipSequence`], clustered by `keys`) is within
+/// `precision` on each side, the clusters keep it from that (a warning), or every row is checked
+/// (every row for a plan's placeholder answers): the rows checked in the order asked, their
+/// scores as [`Checker::scores_shown`] gives them, how it stopped (its `model_rows` and
+/// `requests` left for the caller) and the sequence's own interval.
+fn until_precise(
+    oracle: &crate::oracle::Oracle,
+    checker: &Checker,
+    keys: Option<&ClusterKeys<'_>>,
+    rows: &[f64],
+    width: usize,
+    precision: f64,
+    ctx: &StageContext,
+) -> Result<Asked> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let width = width.max(1);
+    let mut order: Vec<usize> = (0..rows.len() / width).collect();
+    order.shuffle(&mut rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(ctx.seed));
+    let mut sequence = FlipSequence::new(keys.is_some());
+    let (mut asked, mut scores) = (Vec::new(), Vec::new());
+    for look in order.chunks(ROWS_PER_LOOK) {
+        let chunk: Vec<f64> = look.iter().flat_map(|&i| rows[i * width..(i + 1) * width].iter().copied()).collect();
+        let chunk_scores = checker.scores_shown(oracle, &chunk, &ctx.progress)?;
+        let flips: Vec<bool> = checker.verdicts(&chunk_scores).iter().map(|v| v.discriminatory).collect();
+        let sums = keys.map(|keys| {
+            let mut sums = ClusterSums::new(keys.row_ways());
+            for (row, &flip) in chunk.chunks_exact(width).zip(&flips) {
+                sums.push(&keys.row_keys(row), f64::from(u8::from(flip)));
+            }
+            sums
+        });
+        sequence.take(flips, sums.as_ref());
+        asked.extend(chunk);
+        scores.extend(chunk_scores);
+        if sequence.should_stop(precision, oracle.model().answers_are_placeholders(), KIND.name, &ctx.warnings) {
+            break;
+        }
+    }
+    let (stop, own) = sequence.stop(precision);
+    Ok((asked, scores, stop, own))
 }
 
 /// The flip rate's clustering over `rows` (`flips[i]` of row `i`) clustered by `keys`.

@@ -6,18 +6,19 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::options::{check_gamma, check_protected};
+use super::options::{check_gamma, check_precision, check_protected};
 use crate::check::Checker;
 use crate::cluster_keys::ClusterKeys;
-use crate::clustered::{widened, wilson_clustered, ClusterSums};
+use crate::clustered::{wilson_clustered, ClusterSums};
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::estimate::{trial_outcomes, Estimate, TrialOutcomes, Wanted};
+use crate::flip_sequence::FlipSequence;
 use crate::logit_shift::{LogitShift, Measure, Pairing, ShiftSums, Shifts};
 use crate::numbers::{percent, percent_or_dash};
 use crate::output::TableBuilder;
 use crate::pieces::{block, Piece};
-use crate::sequential::{llm_requests, ConfidenceSequence, PrecisionStop};
+use crate::sequential::{llm_requests, PrecisionStop};
 use crate::stage::config::{configure, fields_of, read_debug, Checks, StageConfig};
 use crate::stage::keys::StageKeys;
 use crate::stage::kind::{compare_as, FigureDoc, FigureNames, InputDoc, StageEnv, StageKind};
@@ -114,16 +115,12 @@ impl StageConfig for EstimateConfig {
             c.at_least("units", units, 1);
             c.at_most("units", units as u128, self.trials.max(1) as u128);
         }
-        if let Some(precision) = self.precision {
-            if !(precision > 0.0 && precision < 0.5) {
-                c.problem(
-                    "precision",
-                    format!("`precision` is the interval's half-width: a number above 0 and below 0.5, not {precision}"),
-                );
-            }
-            if self.units.is_some_and(|u| u > 1) {
-                c.problem("units", "`precision` decides when to stop from every trial so far, so the trials cannot be dealt out in `units`: leave `units` out");
-            }
+        check_precision(c, self.precision);
+        if self.precision.is_some() && self.units.is_some_and(|u| u > 1) {
+            c.problem(
+                "units",
+                "`precision` decides when to stop from every trial so far, so the trials cannot be dealt out in `units`: leave `units` out",
+            );
         }
     }
 
@@ -431,16 +428,13 @@ impl EstimateConfig {
         ctx: &StageContext,
     ) -> Result<(TrialOutcomes, PrecisionStop, [f64; 2])> {
         let step = (INPUTS_PER_LOOK / self.samples.max(1)).max(1);
-        let mut sequence = ConfidenceSequence::new(0.05);
+        let mut sequence = FlipSequence::new(wanted.keys.is_some());
         let mut all = TrialOutcomes::default();
         let mut next = 0;
-        let mut floor = None;
         while next < self.trials {
             let end = (next + step).min(self.trials);
             let o = trial_outcomes(oracle, domain, checker, wanted, next..end, self.samples, ctx.seed, &ctx.progress)?;
-            for &flip in &o.flags {
-                sequence.push(f64::from(u8::from(flip)));
-            }
+            sequence.take(o.flags.iter().copied(), o.flip_clusters.as_ref());
             all.counts.extend(o.counts);
             all.shifts.extend(o.shifts);
             all.hidden += o.hidden;
@@ -453,61 +447,13 @@ impl EstimateConfig {
                 all.alone.iter_mut().zip(&o.alone).for_each(|(a, b)| *a += b);
             }
             next = end;
-            // A plan's placeholder answers say nothing: it lists every trial the run may ask.
-            if oracle.model().answers_are_placeholders() {
-                continue;
-            }
-            if widened_half_width(&sequence, all.flip_clusters.as_ref()) <= precision {
-                break;
-            }
-            floor = all.flip_clusters.as_ref().map(|sums| cluster_floor(&sequence, sums));
-            if floor.is_some_and(|f| f > precision) && sequence.n() >= FLOOR_AFTER_INPUTS {
-                ctx.warnings.warn(format!(
-                    "the estimate stopped before `precision = {precision}`: its inputs show {} sets of names, each on its \
-                     own share of the domain, and the spread between those clusters alone keeps the flip rate's 95% interval \
-                     ±{:.3} wide however many prompts are asked (more names in the `names` table, or a wider `precision`, \
-                     reach it)",
-                    all.flip_clusters.as_ref().and_then(|c| c.variance()).map_or(0, |(_, _, clusters)| clusters
-                        .values()
-                        .copied()
-                        .max()
-                        .unwrap_or(0)),
-                    floor.unwrap_or_default()
-                ));
+            if sequence.should_stop(precision, oracle.model().answers_are_placeholders(), KIND.name, &ctx.warnings) {
                 break;
             }
         }
-        let interval = match &all.flip_clusters {
-            Some(sums) => {
-                let [low, high] = sequence.interval();
-                widened([low, high], (low + high) / 2.0, sums.share_clustering().design_effect)
-            }
-            None => sequence.interval(),
-        };
-        let reached = widened_half_width(&sequence, all.flip_clusters.as_ref());
-        let mut stop = PrecisionStop::new(precision, reached, sequence.n(), interval);
-        stop.cluster_floor = floor;
-        Ok((all, stop, sequence.interval()))
+        let (stop, own) = sequence.stop(precision);
+        Ok((all, stop, own))
     }
-}
-
-/// Inputs drawn before an estimate judges that its clusters keep it from its precision (before,
-/// the clusters' spread is read off too few inputs).
-const FLOOR_AFTER_INPUTS: u64 = 2_000;
-
-/// The part of the stop's half-width that the clusters' own spread gives: the half-width widened
-/// by √d (d the design effect) is `√(V_independent + V_between)` in the sequence's units, and
-/// `V_between` (the clusters' spread of means, `1 − 1/d` of the variance) does not shrink with more
-/// observations over the same clusters: `reached · √(1 − 1/d)`.
-fn cluster_floor(sequence: &ConfidenceSequence, sums: &ClusterSums) -> f64 {
-    let d = sums.share_clustering().design_effect;
-    widened_half_width(sequence, Some(sums)) * (1.0 - 1.0 / d).sqrt()
-}
-
-/// The confidence sequence's half-width, times √(design effect) where the inputs are clustered
-/// (`flip_clusters`): the sequence at Kish's effective sample size.
-fn widened_half_width(sequence: &ConfidenceSequence, flip_clusters: Option<&ClusterSums>) -> f64 {
-    sequence.half_width() * flip_clusters.map_or(1.0, |c| c.share_clustering().design_effect.sqrt())
 }
 
 /// What the single attributes' changes explain of an estimate's flips.

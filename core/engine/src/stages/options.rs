@@ -71,6 +71,13 @@ pub const PRECISION: KeyDoc = KeyDoc::new(
     "stop asking once the 95% interval's half-width is this or less (an anytime-valid confidence sequence, so the interval stays valid); the stage's size becomes a cap",
 );
 
+/// Check a `precision`: a half-width above 0 and below 0.5.
+pub fn check_precision(checks: &mut Checks<'_, '_>, precision: Option<f64>) {
+    if let Some(precision) = precision.filter(|p| !(*p > 0.0 && *p < 0.5)) {
+        checks.problem("precision", format!("`precision` is the interval's half-width: a number above 0 and below 0.5, not {precision}"));
+    }
+}
+
 /// Check the `protected` override: when given, it names at least one column.
 pub fn check_protected(checks: &mut Checks<'_, '_>, protected: &Option<Vec<String>>) {
     if protected.as_ref().is_some_and(Vec::is_empty) {

@@ -64,8 +64,11 @@ pub const KIND: StageKind = StageKind {
     figures: FigureDoc::of::<RankingFigures>(),
 };
 
+/// The candidates one prompt lists unless `candidates` says otherwise.
+pub const DEFAULT_CANDIDATES: usize = 4;
+
 fn default_candidates() -> usize {
-    4
+    DEFAULT_CANDIDATES
 }
 
 fn default_split() -> Rows {
