@@ -404,7 +404,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
                 match crate::llm::cost_before_run(&pipeline, seed) {
                     Ok(Some(line)) => eprintln!("{line}"),
                     Ok(None) => {}
-                    Err(e) => eprintln!("LLM: no cost line: the plan of this run failed: {e:#}"),
+                    // The run meets the same error and says it with its place in this file (the
+                    // plan's place is in its temporary copy): one short line here.
+                    Err(e) => eprintln!(
+                        "LLM: no cost line: planning the run failed ({}); the run goes on",
+                        e.to_string().split(" (pipeline: ").next().unwrap_or_default()
+                    ),
                 }
             }
             let p = sweep.pipeline(0)?;
