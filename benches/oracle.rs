@@ -13,6 +13,9 @@
 //! `python-onnxruntime MODEL threadsT BATCH ROWS_PER_S` lines. `FAIRPIPE_BENCH_TREES=xgboost,…`
 //! keeps to some exports.
 //!
+//! The native tree executor alone on the same exports (`trees-executor/EXPORT/native-trees/cpu1/4096`:
+//! the graph on rows already f32, no oracle), one thread, CPU time.
+//!
 //! `cargo bench --bench oracle` (ONNX Runtime: `pip install onnxruntime`).
 
 use std::path::PathBuf;
@@ -150,6 +153,7 @@ fn trees_throughput(c: &mut Criterion) {
             continue;
         };
         let ort = ort_model(&path, &data, favourable);
+        bench_tree_executor(c, name, &graph, &rows, width);
         for (executor, oracle) in [
             ("native-trees", Oracle::new(Arc::new(native) as Arc<dyn Model>)),
             ("onnxruntime", Oracle::new(Arc::new(ort) as Arc<dyn Model>)),
@@ -165,6 +169,32 @@ fn trees_throughput(c: &mut Criterion) {
         Ok(out) => eprintln!("{python} {}: {}", script.display(), String::from_utf8_lossy(&out.stderr)),
         Err(e) => eprintln!("{python}: {e} (set FAIRPIPE_TREES_PYTHON to a Python with onnxruntime, pandas)"),
     }
+}
+
+/// The native tree executor alone (`trees-executor/EXPORT/native-trees/cpu1/4096`): the export's
+/// graph run on 4,096 census rows already cast to f32, every output asked for, on the calling
+/// thread, timed by the CPU time it ran; no oracle, no output reading (issue 62: the executor's
+/// own speed, before and after a change to it).
+fn bench_tree_executor(c: &mut Criterion, name: &str, graph: &Graph, rows: &[f64], width: usize) {
+    if thread_cpu().is_none() {
+        return;
+    }
+    let batch = 4096;
+    let x: Vec<f32> = rows[..batch * width].iter().map(|&v| v as f32).collect();
+    let all: Vec<usize> = (0..graph.output_names().len()).collect();
+    let mut group = c.benchmark_group(format!("trees-executor/{name}/native-trees"));
+    group.sample_size(10).measurement_time(std::time::Duration::from_secs(2));
+    group.throughput(Throughput::Elements(batch as u64));
+    group.bench_with_input(BenchmarkId::new("cpu1", batch), &batch, |b, _| {
+        b.iter_custom(|iters| {
+            let start = thread_cpu().unwrap_or_default();
+            for _ in 0..iters {
+                std::hint::black_box(graph.run(x.clone(), batch, &all).expect("run"));
+            }
+            thread_cpu().unwrap_or_default().saturating_sub(start)
+        })
+    });
+    group.finish();
 }
 
 /// Batch 64 and 4096, each on one thread and on all threads.

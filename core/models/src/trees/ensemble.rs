@@ -9,7 +9,7 @@
 use tract_onnx::pb::NodeProto;
 
 use super::attributes::{Attributes, Uncovered};
-use super::layout::{set_keys, Columns, Keyed, Layout, Mode, Rows, TreeAttributes, Wide, MASKED_BLOCK};
+use super::layout::{set_keys, BinBlock, Columns, Keyed, Layout, Mode, Rows, TreeAttributes, Wide, MASKED_BLOCK};
 use super::opset5::Opset5;
 
 /// Rows evaluated together, tree after tree (ONNX Runtime uses 128).
@@ -302,6 +302,9 @@ impl Ensemble {
         let masked = self.layout.masked.iter().any(Option::is_some) && features <= width;
         let mut by_column = vec![0.0f32; if masked { features * block } else { 0 }];
         let mut keys_by_column = vec![0u32; if masked && self.layout.leq_and_sets { features * block } else { 0 }];
+        // Binned trees read the block's bins, binned once from the columns.
+        let binned = masked && !self.layout.bins.columns.is_empty();
+        let mut bins = BinBlock::default();
         let mut start = 0;
         while start < rows {
             let len = BLOCK.min(rows - start);
@@ -316,7 +319,10 @@ impl Ensemble {
                 for (key, &v) in keys.iter_mut().zip(&by_column[..features * len]) {
                     *key = set_keys(v);
                 }
-                Columns { values: &by_column[..features * len], keys, rows: len }
+                if binned {
+                    self.layout.bins.fill(&by_column[..features * len], len, &mut bins);
+                }
+                Columns { values: &by_column[..features * len], keys, rows: len, bins: binned.then_some(&bins) }
             });
             sums[..len * n].iter_mut().for_each(|s| *s = 0.0);
             has[..len * n].iter_mut().for_each(|h| *h = false);

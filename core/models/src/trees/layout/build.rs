@@ -247,6 +247,7 @@ impl Layout {
         }
         // After the sets are padded: a set is found by its index masked.
         layout.masked = (0..layout.trees.len()).map(|t| layout.masked_tree(t)).collect();
+        layout.bin_masked();
         Ok(layout)
     }
 
@@ -308,7 +309,8 @@ impl Layout {
         }
         // Leaves numbered from the left: a depth-first walk taking the true child first. A node's
         // true subtree holds the leaves numbered between its entry and the false child's entry.
-        let mut tree = Masked { nodes: Vec::new(), set_nodes: Vec::new(), set_tables: Vec::new(), leaves: Vec::new() };
+        let mut tree =
+            Masked { nodes: Vec::new(), set_nodes: Vec::new(), set_tables: Vec::new(), leaves: Vec::new(), count: 0, binned: None };
         let mut stack = vec![(root, None::<usize>)];
         // Per branch: the comparison and its mask, its flags, the number of its true subtree's
         // first leaf.
@@ -340,6 +342,7 @@ impl Layout {
             return None;
         }
         let last = *tree.leaves.last()?;
+        tree.count = tree.leaves.len();
         tree.leaves.resize(MASKED_LEAVES, last);
         for (node, flags, _) in branches {
             let feature = node.comparison.feature;

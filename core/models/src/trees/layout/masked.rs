@@ -8,6 +8,13 @@ impl Layout {
     /// [`Masked`] tree `tree`. Not inlined: one call per tree and block, kept out of the walks' code.
     #[inline(never)]
     pub(super) fn masked_leaves<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, tree: &Masked, rows: &Columns<'_>, leaves: &mut [u32]) {
+        if let (Some(binned), Some(bins)) = (&tree.binned, rows.bins) {
+            return match binned.width {
+                1 => Self::binned_leaves(tree, binned, &bins.bytes, rows, leaves),
+                2 => Self::binned_leaves(tree, binned, &bins.halves, rows, leaves),
+                _ => Self::binned_leaves(tree, binned, &bins.words, rows, leaves),
+            };
+        }
         let n = leaves.len();
         let mut exits = [u32::MAX; MASKED_BLOCK];
         let exits = &mut exits[..n];
@@ -24,6 +31,33 @@ impl Layout {
         let table: &[u32; MASKED_LEAVES] = tree.leaves.as_slice().try_into().expect("padded");
         for (leaf, exit) in leaves.iter_mut().zip(exits.iter()) {
             *leaf = table[exit.trailing_zeros() as usize & (MASKED_LEAVES - 1)];
+        }
+    }
+
+    /// [`Layout::masked_leaves`] of a [`Binned`] tree: its comparisons on the block's bins (`bins`,
+    /// column after column, in the width of its leaf masks), its set nodes by their tables.
+    fn binned_leaves<M: Word>(tree: &Masked, binned: &Binned, bins: &[M], rows: &Columns<'_>, leaves: &mut [u32]) {
+        let n = leaves.len();
+        let mut exits = [M::ALL; MASKED_BLOCK];
+        let exits = &mut exits[..n];
+        for node in &binned.nodes {
+            let column = &bins[node.column as usize * n..][..n];
+            let (cut, keep) = (M::from_u32(node.cut), M::from_u32(node.keep));
+            for (exit, &bin) in exits.iter_mut().zip(column) {
+                *exit &= if bin > cut { keep } else { M::ALL };
+            }
+        }
+        for table in &tree.set_tables {
+            let f = (table.feature & !FEATURE_MISSING) as usize;
+            let keys = &rows.keys[f * rows.rows..][..n];
+            let (masks, last) = (table.masks.as_slice(), table.masks.len() - 1);
+            for (exit, &key) in exits.iter_mut().zip(keys) {
+                *exit &= M::from_u32(masks[((key >> table.shift & 0xffff) as usize).min(last)]);
+            }
+        }
+        let table: &[u32; MASKED_LEAVES] = tree.leaves.as_slice().try_into().expect("padded");
+        for (leaf, exit) in leaves.iter_mut().zip(exits.iter()) {
+            *leaf = table[exit.lowest() as usize & (MASKED_LEAVES - 1)];
         }
     }
 

@@ -26,8 +26,11 @@
 //! One job per file: this one holds the layout's types, the rows a walk reads and the choice of
 //! evaluator per tree ([`Layout::leaves`]); [`build`] lays an ensemble out (and finds the trees read
 //! [`Oblivious`] or [`Masked`]); [`walk`] walks rows node by node; [`masked`] evaluates a [`Masked`]
-//! tree over a block of columns.
+//! tree over a block of columns; [`bins`] quantises the [`Masked`] trees' thresholds per feature,
+//! so that their comparisons are made on small integer bins of the block's rows, binned once
+//! (measured in docs/figures/trees/binning.md).
 
+mod bins;
 mod build;
 mod masked;
 #[cfg(test)]
@@ -35,6 +38,7 @@ mod tests;
 mod walk;
 
 use super::attributes::Uncovered;
+pub use bins::{bin_of, binned, BinBlock, BinColumn, Binned, BinnedNode, Bins, Encoding, Plain, Word, MAX_EDGES};
 
 /// How a node compares the feature `x` with its threshold `t` (`nodes_modes`); the values are
 /// ONNX Runtime's.
@@ -189,6 +193,10 @@ pub struct Masked {
     /// The leaves ([`Layout::nodes`] indices) from left (true side) to right, padded to
     /// [`MASKED_LEAVES`] with the last.
     pub leaves: Vec<u32>,
+    /// The number of leaves before the padding.
+    pub count: usize,
+    /// The plain comparisons on bins ([`Layout::bins`]), when they can be.
+    pub binned: Option<Binned>,
 }
 
 /// A branch of a [`Masked`] tree.
@@ -235,6 +243,8 @@ pub struct Columns<'a> {
     pub keys: &'a [u32],
     /// Rows in the block (at most [`MASKED_BLOCK`]).
     pub rows: usize,
+    /// The rows' bins ([`Layout::bins`]), column after column, when the layout bins some tree.
+    pub bins: Option<&'a BinBlock>,
 }
 
 /// Most rows of a [`Columns`] block.
@@ -318,6 +328,8 @@ pub struct Layout {
     pub has_missing: bool,
     /// The largest feature index read.
     pub max_feature: usize,
+    /// The features and columns the [`Masked`] trees' bins are read from.
+    pub bins: Bins,
     /// The sets of [`Mode::Member`] nodes, the empty set first: bit `k` set when the value `k`
     /// (0 ≤ k < [`SET_BITS`]) goes to the true child.
     pub sets: Vec<[u64; SET_WORDS]>,

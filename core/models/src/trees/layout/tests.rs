@@ -72,7 +72,9 @@ fn check(trees: &[&[Spec]], rows: &[[f32; 2]]) -> Layout {
         for (b, (block, out)) in rows.chunks(MASKED_BLOCK).zip(masked.chunks_mut(MASKED_BLOCK)).enumerate() {
             let values: Vec<f32> = (0..2).flat_map(|f| block.iter().map(move |row| row[f])).collect();
             let keys: Vec<u32> = values.iter().map(|&v| set_keys(v)).collect();
-            let columns = Columns { values: &values, keys: &keys, rows: block.len() };
+            let mut bins = BinBlock::default();
+            layout.bins.fill(&values, block.len(), &mut bins);
+            let columns = Columns { values: &values, keys: &keys, rows: block.len(), bins: Some(&bins) };
             layout.leaves(tree, &copied[b * MASKED_BLOCK..][..block.len()], Some(&columns), out);
         }
         assert_eq!(leaves, masked, "tree {tree}, read from columns");
@@ -295,4 +297,164 @@ fn a_tree_of_at_most_32_leaves_is_read_from_columns_with_the_walks_leaves() {
     assert_eq!(layout.masked.iter().map(Option::is_some).collect::<Vec<_>>(), [false, true]);
     let layout = check(&[&spine(Lt, 4), &spine(Leq, 4)], &rows());
     assert!(layout.same_mode.is_none() && layout.masked.iter().all(Option::is_none));
+}
+
+/// Whether `v` goes to the true child of a [`Masked`] tree's plain node, compared on f32 as the
+/// layout's walk compares it (the dispatch of [`Layout::leaves`], then [`Layout::masked_leaves`]'s
+/// mode for plain nodes).
+fn float_goes(layout: &Layout, comparison: &Comparison, v: f32) -> bool {
+    let node = Node { threshold: comparison.threshold, feature: comparison.feature, children: [0, 0] };
+    let sets = layout.sets.as_slice();
+    macro_rules! goes {
+        ($mode:expr, $missing:expr) => {
+            Layout::goes::<{ $mode }, { $missing }>(sets, &node, 0, v, || 0)
+        };
+    }
+    match (layout.same_mode, layout.has_missing) {
+        (Some(Mode::Leq), false) => goes!(Mode::Leq as u8, false),
+        (Some(Mode::Lt), false) => goes!(Mode::Lt as u8, false),
+        (Some(Mode::Gt), false) => goes!(Mode::Gt as u8, false),
+        (Some(Mode::Gte), false) => goes!(Mode::Gte as u8, false),
+        (Some(Mode::Leq), true) if layout.signed => goes!(SIGNED, true),
+        (Some(Mode::Leq), true) => goes!(Mode::Leq as u8, true),
+        (Some(Mode::Lt), true) => goes!(Mode::Lt as u8, true),
+        _ if layout.leq_and_sets && layout.signed => goes!(SIGNED, true),
+        _ if layout.leq_and_sets => match layout.has_missing {
+            true => goes!(Mode::Leq as u8, true),
+            false => goes!(Mode::Leq as u8, false),
+        },
+        _ => panic!("no masked tree in a layout of mixed modes"),
+    }
+}
+
+/// The least f32 above `t`, and the greatest below (not NaN or ±inf).
+fn neighbours(t: f32) -> [f32; 2] {
+    let up = |t: f32| match t {
+        0.0 => f32::from_bits(1),
+        t if t > 0.0 => f32::from_bits(t.to_bits() + 1),
+        t => f32::from_bits(t.to_bits() - 1),
+    };
+    [up(t), -up(-t)]
+}
+
+/// Every binned comparison of `layout` against the float comparison it stands for, at every
+/// threshold of the layout's binned features (at it, just below and just above it), at the node's
+/// own stored threshold and its negation, and at NaN, ±inf, ±0, ±f32::MAX and the smallest
+/// subnormals; and [`Bins::fill`] (the block's binning) against [`bin_of`] on those values. Returns
+/// the comparisons checked.
+fn check_bins(name: &str, layout: &Layout) -> usize {
+    let mut checked = 0;
+    let specials =
+        [f32::NAN, -f32::NAN, f32::INFINITY, -f32::INFINITY, 0.0, -0.0, f32::MAX, -f32::MAX, f32::from_bits(1), -f32::from_bits(1)];
+    for (tree, masked) in layout.masked.iter().enumerate() {
+        let Some(masked) = masked else { continue };
+        let Some(binned) = &masked.binned else { continue };
+        assert_eq!(binned.nodes.len(), masked.nodes.len(), "{name}: tree {tree}");
+        let width_bits = 8 * u32::from(binned.width);
+        assert!(masked.count as u32 <= width_bits, "{name}: tree {tree}: {} leaves in {width_bits}-bit masks", masked.count);
+        for (node, b) in masked.nodes.iter().zip(&binned.nodes) {
+            assert_eq!(node.keep, b.keep, "{name}: tree {tree}");
+            let column = &layout.bins.columns[b.column as usize];
+            let (feature, edges) = &layout.bins.edges[column.feature as usize];
+            assert_eq!(*feature, node.comparison.feature & !FEATURE_MISSING, "{name}: tree {tree}");
+            assert!(edges.len() <= MAX_EDGES && edges.windows(2).all(|w| w[0] < w[1]), "{name}: edges {edges:?}");
+            let own = [node.comparison.threshold, -node.comparison.threshold];
+            let values: Vec<f32> = edges
+                .iter()
+                .chain(&own)
+                .flat_map(|&t| {
+                    let [up, down] = neighbours(t);
+                    [t, up, down]
+                })
+                .chain(specials)
+                .collect();
+            for &v in &values {
+                let bin = bin_of(edges, column.encoding, v);
+                assert!(bin <= 2 * edges.len() as u32 + 1, "{name}: bin {bin} of {v}");
+                let fails = bin > b.cut;
+                assert_eq!(
+                    fails,
+                    !float_goes(layout, &node.comparison, v),
+                    "{name}: tree {tree}: node {:?} at {v} ({:?}, bin {bin}, cut {})",
+                    node.comparison,
+                    column.encoding,
+                    b.cut
+                );
+                checked += 1;
+            }
+            // The block's binning of these values, as the executor bins a block: the layout's own
+            // bins over a block whose every feature column holds them (a block at a time), the
+            // node's column read in each width some tree reads, against `bin_of`.
+            let features = layout.max_feature + 1;
+            for chunk in values.chunks(MASKED_BLOCK) {
+                let rows = chunk.len();
+                let block: Vec<f32> = (0..features).flat_map(|_| chunk.iter().copied()).collect();
+                let mut filled = BinBlock::default();
+                layout.bins.fill(&block, rows, &mut filled);
+                let at = b.column as usize * rows;
+                for (r, &v) in chunk.iter().enumerate() {
+                    let bin = bin_of(edges, column.encoding, v);
+                    let widths = layout.bins.widths;
+                    assert!(widths & 7 != 0, "{name}: no width");
+                    if widths & 1 != 0 {
+                        assert_eq!(u32::from(filled.bytes[at + r]), bin, "{name}: u8 bin of {v}");
+                    }
+                    if widths & 2 != 0 {
+                        assert_eq!(u32::from(filled.halves[at + r]), bin, "{name}: u16 bin of {v}");
+                    }
+                    if widths & 4 != 0 {
+                        assert_eq!(filled.words[at + r], bin, "{name}: u32 bin of {v}");
+                    }
+                }
+            }
+        }
+    }
+    checked
+}
+
+#[test]
+fn binned_comparisons_equal_the_float_comparisons_at_every_threshold_of_each_fixture() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/onnx/trees");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the tree fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .collect();
+    names.sort();
+    let mut binned_exports = Vec::new();
+    for path in &names {
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let proto = crate::onnx::external::read_model(path).expect("a fixture");
+        for node in proto.graph.iter().flat_map(|g| &g.node) {
+            let ensemble = match node.op_type.as_str() {
+                "TreeEnsemble" => crate::trees::ensemble::Ensemble::from_opset5(node),
+                "TreeEnsembleClassifier" | "TreeEnsembleRegressor" => crate::trees::ensemble::Ensemble::from_node(node),
+                _ => continue,
+            }
+            .expect("a covered ensemble");
+            let checked = check_bins(&name, &ensemble.layout);
+            let layout = &ensemble.layout;
+            let masked = layout.masked.iter().flatten().count();
+            let binned: Vec<&Binned> = layout.masked.iter().flatten().filter_map(|m| m.binned.as_ref()).collect();
+            let width = |w: u8| binned.iter().filter(|b| b.width == w).count();
+            // What is binned, for the record (`--nocapture`).
+            println!(
+                "{name} {}: {} trees, {masked} masked, {} binned (u8 {}, u16 {}, u32 {}), {} binned features, {checked} comparisons checked",
+                node.op_type,
+                layout.trees.len(),
+                binned.len(),
+                width(1),
+                width(2),
+                width(4),
+                layout.bins.edges.len()
+            );
+            if checked > 0 {
+                binned_exports.push(name.clone());
+            }
+        }
+    }
+    // The boosted exports' trees are binned (the forests' are walked, CatBoost's are tables).
+    for expected in ["lightgbm_categorical", "lightgbm_multiclass", "sklearn_gbc", "sklearn_hgb", "xgboost", "xgboost_multiclass"] {
+        assert!(binned_exports.iter().any(|n| n == expected), "{expected} is not binned: {binned_exports:?}");
+    }
 }
