@@ -40,6 +40,8 @@ def main():
     log = os.path.splitext(out)[0] + '.log'
     os.makedirs(os.path.dirname(out), exist_ok=True)
     env = {'FAIRPIPE_TREES_PYTHON': '/bin/true'}
+    if os.environ.get('FAIRPIPE_BENCH_TREES'):  # the exports kept (recorded in the command)
+        env['FAIRPIPE_BENCH_TREES'] = os.environ['FAIRPIPE_BENCH_TREES']
     shown = ['%s=%s' % (k, v) for k, v in env.items()]
     for rnd in range(1, args.rounds + 1):
         for label, binary, build in (('before', args.before, args.build_before), ('after', args.after, args.build_after)):
