@@ -100,6 +100,16 @@ impl<'a> ClusterKeys<'a> {
         keys
     }
 
+    /// The flips of `rows` (of `width` columns; `flips[i]` of row `i`, 1 or 0) summed per cluster
+    /// of each row's keys ([`ClusterKeys::row_keys`]): a flip rate's clustered variance.
+    pub fn flip_sums(&self, rows: &[f64], width: usize, flips: impl IntoIterator<Item = bool>) -> crate::clustered::ClusterSums {
+        let mut sums = crate::clustered::ClusterSums::new(self.row_ways());
+        for (row, flip) in rows.chunks_exact(width.max(1)).zip(flips) {
+            sums.push(&self.row_keys(row), f64::from(u8::from(flip)));
+        }
+        sums
+    }
+
     /// The ways a pair (a row at a compared value against the reference) is clustered.
     pub fn pair_ways(&self) -> Vec<String> {
         let mut ways = Vec::new();

@@ -151,13 +151,7 @@ pub fn trial_outcomes(
             let by_attribute = (0..n_protected).map(|k| flags.iter().filter(|f| f[k]).count()).collect();
             let hidden = if alone { Checker::hidden_intersectional(&verdicts, &flags).iter().filter(|h| **h).count() } else { 0 };
             let verdict_flags = if want_flags { verdicts.iter().map(|v| v.discriminatory).collect() } else { Vec::new() };
-            let flip_clusters = keys.map(|keys| {
-                let mut sums = ClusterSums::new(keys.row_ways());
-                for (row, verdict) in rows.chunks_exact(width).zip(&verdicts) {
-                    sums.push(&keys.row_keys(row), f64::from(u8::from(verdict.discriminatory)));
-                }
-                sums
-            });
+            let flip_clusters = keys.map(|keys| keys.flip_sums(&rows, width, verdicts.iter().map(|v| v.discriminatory)));
             Ok((trials, by_attribute, hidden, verdict_flags, flip_clusters))
         })
         .collect::<Result<_, ModelError>>()?;

@@ -51,6 +51,11 @@ impl FlipSequence {
         }
     }
 
+    /// The verdicts so far summed per cluster (`None` unless clustered).
+    pub fn clusters(&self) -> Option<&ClusterSums> {
+        self.clusters.as_ref()
+    }
+
     /// The design effect of the verdicts so far (1 unless clustered).
     pub fn design_effect(&self) -> f64 {
         self.clusters.as_ref().map_or(1.0, |c| c.share_clustering().design_effect)

@@ -219,9 +219,8 @@ impl Stage for CheckConfig {
                 (rows, scores, None)
             }
             Some(precision) => {
-                let (rows, scores, stop, own) =
-                    until_precise(&model.oracle, &checker, keys.as_ref(), &rows, domain.width(), precision, ctx)?;
-                (rows, scores, Some((stop, own)))
+                let asked = until_precise(&model.oracle, &checker, keys.as_ref(), &rows, domain.width(), precision, ctx)?;
+                (asked.rows, asked.scores, Some((asked.stop, asked.own, asked.clustering)))
             }
         };
         let verdicts = checker.verdicts(&scores);
@@ -247,11 +246,15 @@ impl Stage for CheckConfig {
         }
         let found = p.len();
         let flips: Vec<bool> = verdicts.iter().map(|v| v.discriminatory).collect();
-        let clustered = keys.as_ref().map(|k| clustered_rate(k, &rows, width, &flips));
+        // A `precision` check's sequence already holds the flips' clusters.
+        let clustered = match &stopped {
+            Some((_, _, clustering)) => clustering.clone(),
+            None => keys.as_ref().map(|k| k.flip_sums(&rows, width, flips.iter().copied()).share_clustering()),
+        };
         let independent = wilson(found, verdicts.len(), 1.96);
         // With `precision`, the stop's interval (widened where clustered) and the sequence's own.
         let (ci95, ci95_independent) = match (&stopped, &clustered) {
-            (Some((stop, own)), clustered) => (stop.ci95, clustered.as_ref().map(|_| *own)),
+            (Some((stop, own, _)), clustered) => (stop.ci95, clustered.as_ref().map(|_| *own)),
             (None, Some(c)) => (wilson_clustered(found, verdicts.len(), c.design_effect), Some(independent)),
             (None, None) => (independent, None),
         };
@@ -272,7 +275,7 @@ impl Stage for CheckConfig {
             logit_shift: shifts.logit_shift,
             score_shift: shifts.score_shift,
             rows_available: stopped.as_ref().map(|_| available),
-            precision: stopped.map(|(mut stop, _)| {
+            precision: stopped.map(|(mut stop, _, _)| {
                 // What the whole stage cost, the single attributes' variants included.
                 stop.model_rows = model.oracle.rows() - before;
                 stop.requests = llm_requests(&model.oracle).zip(requests_before).map(|(after, before)| after - before);
@@ -307,16 +310,24 @@ impl Stage for CheckConfig {
     }
 }
 
-/// What a `precision` check asked: the rows checked in the order asked, their scores as
-/// [`Checker::scores_shown`] gives them, how it stopped and the sequence's own interval.
-type Asked = (Vec<f64>, Vec<f64>, PrecisionStop, [f64; 2]);
+/// What a `precision` check asked ([`until_precise`]).
+struct Asked {
+    /// The rows checked, in the order asked.
+    rows: Vec<f64>,
+    /// Their scores as [`Checker::scores_shown`] gives them.
+    scores: Vec<f64>,
+    /// How it stopped (its `model_rows` and `requests` left for the caller).
+    stop: PrecisionStop,
+    /// The confidence sequence's own interval.
+    own: [f64; 2],
+    /// Where the rows are clustered, their flip rate's clustering (the sequence's sums).
+    clustering: Option<ShareClustering>,
+}
 
 /// Check `rows` (of `width` columns) in a random order seeded by the stage, [`ROWS_PER_LOOK`] at a time, until the
 /// confidence sequence of their flips ([`FlipSequence`], clustered by `keys`) is within
 /// `precision` on each side, the clusters keep it from that (a warning), or every row is checked
-/// (every row for a plan's placeholder answers): the rows checked in the order asked, their
-/// scores as [`Checker::scores_shown`] gives them, how it stopped (its `model_rows` and
-/// `requests` left for the caller) and the sequence's own interval.
+/// (every row for a plan's placeholder answers).
 fn until_precise(
     oracle: &crate::oracle::Oracle,
     checker: &Checker,
@@ -337,13 +348,7 @@ fn until_precise(
         let chunk: Vec<f64> = look.iter().flat_map(|&i| rows[i * width..(i + 1) * width].iter().copied()).collect();
         let chunk_scores = checker.scores_shown(oracle, &chunk, &ctx.progress)?;
         let flips: Vec<bool> = checker.verdicts(&chunk_scores).iter().map(|v| v.discriminatory).collect();
-        let sums = keys.map(|keys| {
-            let mut sums = ClusterSums::new(keys.row_ways());
-            for (row, &flip) in chunk.chunks_exact(width).zip(&flips) {
-                sums.push(&keys.row_keys(row), f64::from(u8::from(flip)));
-            }
-            sums
-        });
+        let sums = keys.map(|keys| keys.flip_sums(&chunk, width, flips.iter().copied()));
         sequence.take(flips, sums.as_ref());
         asked.extend(chunk);
         scores.extend(chunk_scores);
@@ -352,16 +357,8 @@ fn until_precise(
         }
     }
     let (stop, own) = sequence.stop(precision);
-    Ok((asked, scores, stop, own))
-}
-
-/// The flip rate's clustering over `rows` (`flips[i]` of row `i`) clustered by `keys`.
-fn clustered_rate(keys: &ClusterKeys<'_>, rows: &[f64], width: usize, flips: &[bool]) -> ShareClustering {
-    let mut sums = ClusterSums::new(keys.row_ways());
-    for (row, &flip) in rows.chunks_exact(width.max(1)).zip(flips) {
-        sums.push(&keys.row_keys(row), f64::from(u8::from(flip)));
-    }
-    sums.share_clustering()
+    let clustering = sequence.clusters().map(ClusterSums::share_clustering);
+    Ok(Asked { rows: asked, scores, stop, own, clustering })
 }
 
 /// `<stage>_names.csv`: per first name an LLM's prompts showed, the protected values it stood for,

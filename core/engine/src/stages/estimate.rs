@@ -438,9 +438,6 @@ impl EstimateConfig {
             all.counts.extend(o.counts);
             all.shifts.extend(o.shifts);
             all.hidden += o.hidden;
-            if let Some(sums) = &o.flip_clusters {
-                all.flip_clusters.get_or_insert_with(ClusterSums::default).add(sums);
-            }
             if all.alone.is_empty() {
                 all.alone = o.alone;
             } else {
@@ -451,6 +448,8 @@ impl EstimateConfig {
                 break;
             }
         }
+        // The sequence holds the verdicts' clusters of every trial drawn.
+        all.flip_clusters = sequence.clusters().cloned();
         let (stop, own) = sequence.stop(precision);
         Ok((all, stop, own))
     }
