@@ -29,7 +29,9 @@ Predictor) and `hummingbird` (hummingbird-ml on PyTorch, CPU).
 Rows: all 48,842 census rows, scored in batches of 1,000, 16,000 and all of them, passes over the
 rows repeated until --seconds of wall time have passed; one thread and all threads. Each
 (library, model, batch, threads) runs in its own process, so that its peak memory (max RSS, from
-os.wait4) is its own: the interpreter or the binary, the library, the model and the rows. Rows
+os.wait4 in a launcher that imports nothing, whose own ~8 MB are the floor: Linux starts a child's
+max RSS from its parent's) is its own: the interpreter or the binary, the library, the model and
+the rows. Rows
 reach each library as it takes them, converted once before the timing (float32 for ONNX Runtime,
 XGBoost, treelite and PyTorch; float64 for lleaves, LightGBM and scikit-learn); a wrapper a library
 wants per call (tl2cgen's DMatrix) is made inside the timed loop. Timed: the scoring loop alone,
@@ -331,15 +333,28 @@ def library_version(library: str) -> str:
 
 # ---- the parent: every measure in a process of its own ----
 
+# The measured process is started by this launcher, an interpreter that imports nothing but `os`
+# and `sys`: Linux starts a child's peak RSS (ru_maxrss) from its parent's at the fork, so the
+# launcher's own few MB (not this script's, which grows with the records it reads) are the floor.
+LAUNCHER = """import os, sys
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], 'w') as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(cmd: list[str], env: dict) -> tuple[int, str, str, float]:
-    """Run `cmd` to its end: (exit code, stdout, stderr, its max RSS in MB)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=ROOT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    """Run `cmd` to its end through LAUNCHER: (exit code, stdout, stderr, its max RSS in MB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
+        peak = os.path.join(tmp, 'maxrss')
+        proc = subprocess.Popen([sys.executable, '-S', '-c', LAUNCHER, peak, *cmd], stdout=out, stderr=err, env=env, cwd=ROOT)
+        proc.wait()
         out.seek(0)
         err.seek(0)
-        return proc.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss / 1024
+        kb = open(peak).read() if os.path.exists(peak) else ''
+        return proc.returncode, out.read().decode(), err.read().decode(), (int(kb) / 1024 if kb else float('nan'))
 
 
 def measure(args, library: str, model: str, batch: int | None, threads: int) -> dict:
@@ -439,6 +454,7 @@ def main() -> None:
     ap.add_argument('--threads', default=f'1,{os.cpu_count()}')
     ap.add_argument('--seconds', type=float, default=2.0, help='wall seconds of passes over the rows, at least')
     ap.add_argument('--rounds', type=int, default=1)
+    ap.add_argument('--first-round', type=int, default=1, help='the number the first round is recorded as (a later run adding rounds)')
     ap.add_argument('--out', default=str(OUT))
     ap.add_argument('--prepare-only', action='store_true', help='train, export and compile; measure nothing')
     ap.add_argument('--markdown', action='store_true', help="print docs/benchmarks.md's table of --out's results with its markers")
@@ -463,14 +479,17 @@ def main() -> None:
     if any(lib.startswith('fairpipe') for lib in libraries) and not args.prepare_only and not args.fairpipe:
         ap.error('--fairpipe BINARY is needed for the fairpipe libraries')
     args.work = os.path.abspath(args.work)
-    train(Path(args.work), models)
-    compile_native(Path(args.work), models, libraries)
     if args.prepare_only:
+        train(Path(args.work), models)
+        compile_native(Path(args.work), models, libraries)
         return
+    # Prepared in a process of its own, so that this one stays small (see LAUNCHER).
+    subprocess.run([sys.executable, __file__, '--prepare-only', '--work', args.work, '--models', args.models,
+                    '--libraries', args.libraries], check=True)
     batches = [None if b == 'all' else int(b) for b in args.batches.split(',')]
     threads = [int(t) for t in args.threads.split(',')]
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    for rnd in range(1, args.rounds + 1):
+    for rnd in range(args.first_round, args.first_round + args.rounds):
         for model in models:
             for library in libraries:
                 if MODELS[model][0] not in LIBRARIES[library]:

@@ -321,6 +321,7 @@ impl Ensemble {
                 }
                 if binned {
                     self.layout.bins.fill(&by_column[..features * len], len, &mut bins);
+                    self.layout.bins.index_sets(keys, len, &mut bins);
                 }
                 Columns { values: &by_column[..features * len], keys, rows: len, bins: binned.then_some(&bins) }
             });

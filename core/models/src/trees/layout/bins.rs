@@ -63,6 +63,24 @@ pub struct Bins {
     pub columns: Vec<BinColumn>,
     /// Which widths of bins some tree reads: bit 0 `u8`, bit 1 `u16`, bit 2 `u32`.
     pub widths: u8,
+    /// The set keys the binned trees' set tables are looked up by, one column per feature and
+    /// key (exact or truncated).
+    pub sets: Vec<SetColumn>,
+}
+
+/// A column of a block's set-table indices: a feature's [`set_keys`] (the exact key or the
+/// truncated one) clamped to the last entry of the tables read by it, which every binned tree's
+/// table on that feature and key is padded to. The key's shift and clamp are made once per row
+/// and feature, not once per tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetColumn {
+    /// The feature (its column in [`Columns::keys`]).
+    pub feature: u32,
+    /// As [`SetTable::shift`].
+    pub shift: u32,
+    /// The length of every table read by this column: one past the largest member of their sets,
+    /// then one entry for every other key.
+    pub length: u32,
 }
 
 /// A node of a binned tree: it fails (ruling out the leaves of its true subtree) when the bin in
@@ -82,6 +100,9 @@ pub struct BinnedNode {
 pub struct Binned {
     /// The comparisons.
     pub nodes: Vec<BinnedNode>,
+    /// Per set table of the tree ([`Masked::set_tables`], in order): its column in
+    /// [`Bins::sets`].
+    pub tables: Vec<u32>,
     /// Bytes of the leaf masks and bins: 1, 2 or 4.
     pub width: u8,
 }
@@ -145,17 +166,23 @@ fn finish(count: u32, nan: bool, top: u32, encoding: Encoding) -> u32 {
 }
 
 /// A leaf mask and bin word: `u8`, `u16` or `u32`.
-pub trait Word: Copy + PartialOrd + std::ops::BitAnd<Output = Self> + std::ops::BitAndAssign + Default {
+pub trait Word:
+    Copy + PartialOrd + std::ops::BitAnd<Output = Self> + std::ops::BitAndAssign + std::ops::Not<Output = Self> + Default
+{
     /// Every bit set.
     const ALL: Self;
     /// The low bits of `v`.
     fn from_u32(v: u32) -> Self;
     /// The index of the lowest bit set.
     fn lowest(self) -> u32;
+    /// Every bit set when the bin `self` is above `cut`, none when not. Bins are below 256 (at
+    /// most [`MAX_EDGES`] edges a feature), so a `u16` or `u32` bin is compared as signed: the
+    /// one comparison SSE2 has for those widths (unsigned takes two more instructions a vector).
+    fn above(self, cut: Self) -> Self;
 }
 
 macro_rules! word {
-    ($($t:ty)*) => {$(
+    ($($t:ty, $compared:ty;)*) => {$(
         impl Word for $t {
             const ALL: Self = <$t>::MAX;
             #[inline(always)]
@@ -166,10 +193,14 @@ macro_rules! word {
             fn lowest(self) -> u32 {
                 self.trailing_zeros()
             }
+            #[inline(always)]
+            fn above(self, cut: Self) -> Self {
+                <$t>::from((self as $compared) > (cut as $compared)).wrapping_neg()
+            }
         }
     )*};
 }
-word!(u8 u16 u32);
+word!(u8, u8; u16, i16; u32, i32;);
 
 /// A block's binned columns, column after column, in each width some tree reads.
 #[derive(Debug, Clone, Default)]
@@ -180,9 +211,27 @@ pub struct BinBlock {
     pub halves: Vec<u16>,
     /// `u32` bins.
     pub words: Vec<u32>,
+    /// The set-table indices of [`Bins::sets`], column after column.
+    pub sets: Vec<u16>,
 }
 
 impl Bins {
+    /// The set-table index of each of the block's rows (its [`Columns::keys`], `rows` each) in
+    /// every column of [`Bins::sets`], into `block`.
+    pub fn index_sets(&self, keys: &[u32], rows: usize, block: &mut BinBlock) {
+        block.sets.resize(self.sets.len() * rows, 0);
+        if rows == 0 {
+            return;
+        }
+        for (column, index) in self.sets.iter().zip(block.sets.chunks_exact_mut(rows)) {
+            let keys = &keys[column.feature as usize * rows..][..rows];
+            let last = column.length - 1;
+            for (i, &key) in index.iter_mut().zip(keys) {
+                *i = (key >> column.shift & 0xffff).min(last) as u16;
+            }
+        }
+    }
+
     /// Bin the block's rows (`values`: column after column, `rows` each, as [`Columns::values`])
     /// into `block`, every column of [`Bins::columns`] in each width of [`Bins::widths`].
     pub fn fill(&self, values: &[f32], rows: usize, block: &mut BinBlock) {
@@ -289,8 +338,29 @@ impl Layout {
                 });
                 nodes.push(BinnedNode { column, cut, keep: node.keep });
             }
+            let mut tables = Vec::with_capacity(tree.set_tables.len());
+            for table in &tree.set_tables {
+                let (feature, shift, length) = (table.feature, table.shift, table.masks.len() as u32);
+                let at = match bins.sets.iter().position(|c| (c.feature, c.shift) == (feature, shift)) {
+                    Some(at) => at,
+                    None => {
+                        bins.sets.push(SetColumn { feature, shift, length });
+                        bins.sets.len() - 1
+                    }
+                };
+                bins.sets[at].length = bins.sets[at].length.max(length);
+                tables.push(at as u32);
+            }
             bins.widths |= width;
-            tree.binned = Some(Binned { nodes, width });
+            tree.binned = Some(Binned { nodes, tables, width });
+        }
+        // Every table padded to its column's length with its last entry (every other key's).
+        for tree in self.masked.iter_mut().flatten() {
+            let Some(binned) = &tree.binned else { continue };
+            for (table, &column) in tree.set_tables.iter_mut().zip(&binned.tables) {
+                let others = *table.masks.last().unwrap_or(&u32::MAX);
+                table.masks.resize(bins.sets[column as usize].length as usize, others);
+            }
         }
         self.bins = bins;
     }

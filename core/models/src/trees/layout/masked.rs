@@ -2,6 +2,7 @@
 //! each failed one ruling out its true subtree's leaves; the row's leaf is the leftmost left.
 
 use super::*;
+use multiversion::multiversion;
 
 impl Layout {
     /// The leaf each row of `rows` (as many as `leaves`, at most [`MASKED_BLOCK`]) reaches in
@@ -10,9 +11,9 @@ impl Layout {
     pub(super) fn masked_leaves<const MODE: u8, const MISSING_TO_TRUE: bool>(&self, tree: &Masked, rows: &Columns<'_>, leaves: &mut [u32]) {
         if let (Some(binned), Some(bins)) = (&tree.binned, rows.bins) {
             return match binned.width {
-                1 => Self::binned_leaves(tree, binned, &bins.bytes, rows, leaves),
-                2 => Self::binned_leaves(tree, binned, &bins.halves, rows, leaves),
-                _ => Self::binned_leaves(tree, binned, &bins.words, rows, leaves),
+                1 => Self::binned_leaves::<u8, 128>(tree, binned, &bins.bytes, &bins.sets, leaves),
+                2 => Self::binned_leaves::<u16, 64>(tree, binned, &bins.halves, &bins.sets, leaves),
+                _ => Self::binned_leaves::<u32, 32>(tree, binned, &bins.words, &bins.sets, leaves),
             };
         }
         let n = leaves.len();
@@ -35,29 +36,32 @@ impl Layout {
     }
 
     /// [`Layout::masked_leaves`] of a [`Binned`] tree: its comparisons on the block's bins (`bins`,
-    /// column after column, in the width of its leaf masks), its set nodes by their tables.
-    fn binned_leaves<M: Word>(tree: &Masked, binned: &Binned, bins: &[M], rows: &Columns<'_>, leaves: &mut [u32]) {
+    /// column after column, in the width of its leaf masks), then its set nodes by their tables,
+    /// looked up by the block's set-table indices (`sets`, [`Bins::index_sets`]), in the same pass
+    /// over the rows as their leaves.
+    fn binned_leaves<M: Word, const C: usize>(tree: &Masked, binned: &Binned, bins: &[M], sets: &[u16], leaves: &mut [u32]) {
         let n = leaves.len();
         let mut exits = [M::ALL; MASKED_BLOCK];
         let exits = &mut exits[..n];
-        for node in &binned.nodes {
-            let column = &bins[node.column as usize * n..][..n];
-            let (cut, keep) = (M::from_u32(node.cut), M::from_u32(node.keep));
-            for (exit, &bin) in exits.iter_mut().zip(column) {
-                *exit &= if bin > cut { keep } else { M::ALL };
+        rule_out::<M, C>(&binned.nodes, bins, exits);
+        let index = |column: u32| &sets[column as usize * n..][..n];
+        let leaf_of: &[u32; MASKED_LEAVES] = tree.leaves.as_slice().try_into().expect("padded");
+        let tables = tree.set_tables.iter().zip(&binned.tables).map(|(table, &column)| (table.masks.as_slice(), index(column)));
+        // Up to four tables with the leaves, the rest before them (no tree here has more than six).
+        let before = tree.set_tables.len().saturating_sub(4);
+        for (masks, index) in tables.clone().take(before) {
+            for (exit, &i) in exits.iter_mut().zip(index) {
+                *exit &= M::from_u32(masks[i as usize]);
             }
         }
-        for table in &tree.set_tables {
-            let f = (table.feature & !FEATURE_MISSING) as usize;
-            let keys = &rows.keys[f * rows.rows..][..n];
-            let (masks, last) = (table.masks.as_slice(), table.masks.len() - 1);
-            for (exit, &key) in exits.iter_mut().zip(keys) {
-                *exit &= M::from_u32(masks[((key >> table.shift & 0xffff) as usize).min(last)]);
-            }
-        }
-        let table: &[u32; MASKED_LEAVES] = tree.leaves.as_slice().try_into().expect("padded");
-        for (leaf, exit) in leaves.iter_mut().zip(exits.iter()) {
-            *leaf = table[exit.lowest() as usize & (MASKED_LEAVES - 1)];
+        let mut last = tables.skip(before);
+        let mut next = || last.next().expect("counted");
+        match tree.set_tables.len() - before {
+            0 => leaves_with::<M, 0>(exits, [], leaf_of, leaves),
+            1 => leaves_with::<M, 1>(exits, [next()], leaf_of, leaves),
+            2 => leaves_with::<M, 2>(exits, [next(), next()], leaf_of, leaves),
+            3 => leaves_with::<M, 3>(exits, [next(), next(), next()], leaf_of, leaves),
+            _ => leaves_with::<M, 4>(exits, [next(), next(), next(), next()], leaf_of, leaves),
         }
     }
 
@@ -104,5 +108,53 @@ impl Layout {
                 *exit &= node.keep | 0u32.wrapping_sub(u32::from(go));
             }
         }
+    }
+}
+
+/// Rule out of `exits` (one leaf mask a row, as many rows as the block) the leaves of every
+/// binned node's true subtree where its comparison fails, the bins read from `bins` (column after
+/// column, as many rows each as `exits`).
+///
+/// The rows go `C` at a time (64 bytes of masks: four SSE2 registers) through all the nodes, so
+/// that their masks stay in registers from node to node instead of being loaded and stored for
+/// each; the rows left over go node after node. Compiled twice: for the baseline x86-64 (SSE2) and
+/// for AVX2, picked at run time by the CPU (twice the rows a vector instruction, and three-operand
+/// forms that need no register copies).
+#[multiversion(targets("x86_64+avx2"))]
+fn rule_out<M: Word, const C: usize>(nodes: &[BinnedNode], bins: &[M], exits: &mut [M]) {
+    let n = exits.len();
+    let whole = n - n % C;
+    for (at, chunk) in exits[..whole].chunks_exact_mut(C).enumerate() {
+        let mut masks = [M::ALL; C];
+        for node in nodes {
+            let column: &[M; C] = bins[node.column as usize * n + at * C..][..C].try_into().expect("C bins");
+            let (cut, ruled_out) = (M::from_u32(node.cut), !M::from_u32(node.keep));
+            for (mask, &bin) in masks.iter_mut().zip(column) {
+                *mask &= !(bin.above(cut) & ruled_out);
+            }
+        }
+        chunk.copy_from_slice(&masks);
+    }
+    for node in nodes {
+        let column = &bins[node.column as usize * n + whole..][..n - whole];
+        let (cut, ruled_out) = (M::from_u32(node.cut), !M::from_u32(node.keep));
+        for (exit, &bin) in exits[whole..].iter_mut().zip(column) {
+            *exit &= !(bin.above(cut) & ruled_out);
+        }
+    }
+}
+
+/// Each row's leaf: its mask in `exits` narrowed by `K` set tables (each the table's masks and
+/// the block's indices into it, one a row), the lowest leaf left looked up in `leaf_of`.
+#[inline(always)]
+fn leaves_with<M: Word, const K: usize>(exits: &[M], tables: [(&[u32], &[u16]); K], leaf_of: &[u32; MASKED_LEAVES], leaves: &mut [u32]) {
+    let n = exits.len();
+    let tables = tables.map(|(masks, index)| (masks, &index[..n]));
+    for (r, (leaf, &exit)) in leaves[..n].iter_mut().zip(exits).enumerate() {
+        let mut exit = exit;
+        for (masks, index) in &tables {
+            exit &= M::from_u32(masks[index[r] as usize]);
+        }
+        *leaf = leaf_of[exit.lowest() as usize & (MASKED_LEAVES - 1)];
     }
 }

@@ -28,7 +28,8 @@
 //! [`Oblivious`] or [`Masked`]); [`walk`] walks rows node by node; [`masked`] evaluates a [`Masked`]
 //! tree over a block of columns; [`bins`] quantises the [`Masked`] trees' thresholds per feature,
 //! so that their comparisons are made on small integer bins of the block's rows, binned once
-//! (measured in docs/figures/trees/binning.md).
+//! (measured in docs/figures/trees/binning.md), and indexes their set tables once per block
+//! (docs/figures/trees/blocked-avx2.md).
 
 mod bins;
 mod build;
@@ -38,7 +39,7 @@ mod tests;
 mod walk;
 
 use super::attributes::Uncovered;
-pub use bins::{bin_of, binned, BinBlock, BinColumn, Binned, BinnedNode, Bins, Encoding, Plain, Word, MAX_EDGES};
+pub use bins::{bin_of, binned, BinBlock, BinColumn, Binned, BinnedNode, Bins, Encoding, Plain, SetColumn, Word, MAX_EDGES};
 
 /// How a node compares the feature `x` with its threshold `t` (`nodes_modes`); the values are
 /// ONNX Runtime's.
@@ -218,7 +219,9 @@ pub struct SetTable {
     /// Shift of the key read: 0 for [`set_key`], 16 for the value truncated (see [`set_keys`]).
     pub shift: u32,
     /// Per key `0..=m` (`m` the largest member of the nodes' sets) the AND of the masks of the
-    /// nodes whose set lacks it; then one entry for every other key, [`NO_MEMBER`] included.
+    /// nodes whose set lacks it; then one entry for every other key, [`NO_MEMBER`] included (in a
+    /// binned tree, repeated up to its [`SetColumn`]'s length, which every table on that key
+    /// shares).
     pub masks: Vec<u32>,
 }
 

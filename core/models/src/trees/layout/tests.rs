@@ -74,6 +74,7 @@ fn check(trees: &[&[Spec]], rows: &[[f32; 2]]) -> Layout {
             let keys: Vec<u32> = values.iter().map(|&v| set_keys(v)).collect();
             let mut bins = BinBlock::default();
             layout.bins.fill(&values, block.len(), &mut bins);
+            layout.bins.index_sets(&keys, block.len(), &mut bins);
             let columns = Columns { values: &values, keys: &keys, rows: block.len(), bins: Some(&bins) };
             layout.leaves(tree, &copied[b * MASKED_BLOCK..][..block.len()], Some(&columns), out);
         }
@@ -148,6 +149,9 @@ fn an_equality_chain_becomes_one_set_node_with_the_chains_leaves() {
         layout.masked.iter().map(|m| m.as_ref().map(|m| (m.set_tables.len(), m.set_nodes.len()))).collect()
     };
     assert_eq!(masked_sets(&layout), [Some((1, 0)), None]);
+    // The chain's tree is binned, its one set table looked up with its leaves (`leaves_with`).
+    let tables = layout.masked[0].as_ref().and_then(|m| m.binned.as_ref()).map(|b| b.tables.len());
+    assert_eq!(tables, Some(1), "the chain's tree binned with one set table");
     let deeper: &[Spec] = &[
         (0, Eq, 1, 0.0, 2, 1, true),
         (1, Eq, 1, 255.0, 2, 4, true),
@@ -422,6 +426,7 @@ fn binned_comparisons_equal_the_float_comparisons_at_every_threshold_of_each_fix
         .collect();
     names.sort();
     let mut binned_exports = Vec::new();
+    let mut table_counts: Vec<(String, usize)> = Vec::new();
     for path in &names {
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let proto = crate::onnx::external::read_model(path).expect("a fixture");
@@ -451,10 +456,40 @@ fn binned_comparisons_equal_the_float_comparisons_at_every_threshold_of_each_fix
             if checked > 0 {
                 binned_exports.push(name.clone());
             }
+            // The binned trees' set tables, for the record: `tests/tree_executor.rs` (probabilities
+            // to the bit against ONNX Runtime) runs `leaves_with` on these exports.
+            let mut tables: Vec<usize> = binned.iter().map(|b| b.tables.len()).collect();
+            tables.sort_unstable();
+            tables.dedup();
+            println!("{name}: binned trees' set tables, counts {tables:?}");
+            table_counts.extend(tables.iter().map(|&count| (name.clone(), count)));
         }
     }
+    // Every arm of `leaves_with` but one set table (the equality-chain test's) and the tables
+    // looked up before it (more than four) run on a fixture: LightGBM's trees have 2 to 6 set
+    // tables, the other boosted exports' none.
+    let counts = |name: &str| -> Vec<usize> { table_counts.iter().filter(|(n, _)| n == name).map(|(_, c)| *c).collect() };
+    assert_eq!(counts("lightgbm_categorical"), [2, 3, 4, 5, 6], "lightgbm_categorical's binned trees' counts of set tables");
+    assert_eq!(counts("xgboost"), [0], "xgboost's binned trees' counts of set tables");
     // The boosted exports' trees are binned (the forests' are walked, CatBoost's are tables).
     for expected in ["lightgbm_categorical", "lightgbm_multiclass", "sklearn_gbc", "sklearn_hgb", "xgboost", "xgboost_multiclass"] {
         assert!(binned_exports.iter().any(|n| n == expected), "{expected} is not binned: {binned_exports:?}");
+    }
+}
+
+#[test]
+fn a_bin_is_above_its_cut_in_every_width_exactly_when_it_is_as_unsigned_integers() {
+    // `Word::above` compares u16 and u32 bins as signed integers, which is exact only because bins
+    // and cuts stay below 256 (2 · MAX_EDGES + 1 at most): every pair of them, in every width.
+    let top = 2 * MAX_EDGES as u32 + 1;
+    assert!(top < 256, "bins no longer fit a u8: {top}");
+    for bin in 0..=top {
+        for cut in 0..=top {
+            let above = bin > cut;
+            assert_eq!(u8::from_u32(bin).above(u8::from_u32(cut)) == u8::MAX, above, "u8 {bin} > {cut}");
+            assert_eq!(u16::from_u32(bin).above(u16::from_u32(cut)) == u16::MAX, above, "u16 {bin} > {cut}");
+            assert_eq!(u32::from_u32(bin).above(u32::from_u32(cut)) == u32::MAX, above, "u32 {bin} > {cut}");
+            assert_eq!(u32::from_u32(bin).above(u32::from_u32(cut)) == 0, !above, "u32 {bin} > {cut}: a whole mask");
+        }
     }
 }
