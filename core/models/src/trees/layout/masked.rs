@@ -115,9 +115,9 @@ impl Layout {
 /// binned node's true subtree where its comparison fails, the bins read from `bins` (column after
 /// column, as many rows each as `exits`).
 ///
-/// The rows go `C` at a time (64 bytes of masks: four SSE2 registers) through all the nodes, so
-/// that their masks stay in registers from node to node instead of being loaded and stored for
-/// each; the rows left over go node after node. Compiled twice: for the baseline x86-64 (SSE2) and
+/// The rows go `C` at a time (128 bytes of masks: eight SSE2 registers, four AVX2 ones) through
+/// all the nodes, so that their masks stay in registers from node to node instead of being loaded
+/// and stored for each; the rows left over go node after node. Compiled twice: for the baseline x86-64 (SSE2) and
 /// for AVX2, picked at run time by the CPU (twice the rows a vector instruction, and three-operand
 /// forms that need no register copies).
 #[multiversion(targets("x86_64+avx2"))]
