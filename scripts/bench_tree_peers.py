@@ -479,13 +479,12 @@ def main() -> None:
     if any(lib.startswith('fairpipe') for lib in libraries) and not args.prepare_only and not args.fairpipe:
         ap.error('--fairpipe BINARY is needed for the fairpipe libraries')
     args.work = os.path.abspath(args.work)
+    # This process may grow with the census, the models and the libraries' imports: each measure
+    # starts from LAUNCHER, so its peak RSS is its own.
+    train(Path(args.work), models)
+    compile_native(Path(args.work), models, libraries)
     if args.prepare_only:
-        train(Path(args.work), models)
-        compile_native(Path(args.work), models, libraries)
         return
-    # Prepared in a process of its own, so that this one stays small (see LAUNCHER).
-    subprocess.run([sys.executable, __file__, '--prepare-only', '--work', args.work, '--models', args.models,
-                    '--libraries', args.libraries], check=True)
     batches = [None if b == 'all' else int(b) for b in args.batches.split(',')]
     threads = [int(t) for t in args.threads.split(',')]
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

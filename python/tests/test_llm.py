@@ -150,6 +150,16 @@ llm = {{ base_url = "{server}", model = "planted", prompt = "prompt.j2", cache =
     return text
 
 
+def cli_summary(tmp_path, frame: pd.DataFrame, pipeline: str) -> dict:
+    """The summary.json of the fairpipe CLI's run of `pipeline` (written as p.toml) on `frame`
+    (written beside it as applicants.csv, which `cli_pipeline` loads)."""
+    frame.to_csv(tmp_path / "applicants.csv", index=False)
+    (tmp_path / "p.toml").write_text(pipeline)
+    done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((tmp_path / "out" / "summary.json").read_text())
+
+
 
 def test_the_python_audit_of_an_llm_equals_the_cli_and_the_planted_truth(server, tmp_path):
     (tmp_path / "prompt.j2").write_text(TEMPLATE)
@@ -172,11 +182,7 @@ def test_the_python_audit_of_an_llm_equals_the_cli_and_the_planted_truth(server,
         assert g["selection_rate"] == pytest.approx(selected / 100, abs=1e-12)
 
     # The CLI on the same rows, template and server.
-    frame.to_csv(tmp_path / "applicants.csv", index=False)
-    (tmp_path / "p.toml").write_text(cli_pipeline("llm-python", server, ("group_metrics", "check")))
-    done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
-    assert done.returncode == 0, done.stdout + done.stderr
-    cli = json.loads((tmp_path / "out" / "summary.json").read_text())
+    cli = cli_summary(tmp_path, frame, cli_pipeline("llm-python", server, ("group_metrics", "check")))
     for stage in ("group_metrics", "check"):
         assert without_timings(run.figures(stage)) == without_timings(cli["stages"][stage]), stage
     assert run.figures("model")["remote"]["llm"]["prompts_sent"] == cli["stages"]["model"]["remote"]["llm"]["prompts_sent"]
@@ -320,14 +326,10 @@ def test_a_rating_scale_gives_the_planted_score_shift_as_the_cli_does(tmp_path):
                     if (planted_rating(i, y, True) > 5) != (planted_rating(i, y, False) > 5))
         assert flips > 0 and check["discriminatory"] == flips
         # The CLI on the same rows, template and server.
-        frame.to_csv(tmp_path / "applicants.csv", index=False)
         text = cli_pipeline("llm-rating", server, ("check",)).replace(
             'answers = { favourable = ["yes", "Yes"], unfavourable = ["no", "No"] }', "answers = { scale = [0, 10] }")
         assert "scale = [0, 10]" in text
-        (tmp_path / "p.toml").write_text(text)
-        done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
-        assert done.returncode == 0, done.stdout + done.stderr
-        cli = json.loads((tmp_path / "out" / "summary.json").read_text())
+        cli = cli_summary(tmp_path, frame, text)
         assert without_timings(run.figures("check")) == without_timings(cli["stages"]["check"])
     finally:
         httpd.shutdown()
@@ -352,12 +354,8 @@ def test_pairwise_choices_from_python_equal_the_cli_and_the_planted_effects(serv
     assert (versus["value"], versus["reference"]) == ("Male", "Female")
     assert versus["rate"] == pytest.approx(man_wins, abs=1e-12) and versus["ratio"] == pytest.approx(man_wins / (1 - man_wins), abs=1e-12)
     # The CLI on the same rows, templates and server.
-    frame.to_csv(tmp_path / "applicants.csv", index=False)
     text = cli_pipeline("llm-pairwise", server, ()) + '\n[stages.pairwise]\nkind = "pairwise"\nmodel = "model"\nprompt = "pair.j2"\n'
-    (tmp_path / "p.toml").write_text(text)
-    done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
-    assert done.returncode == 0, done.stdout + done.stderr
-    cli = json.loads((tmp_path / "out" / "summary.json").read_text())
+    cli = cli_summary(tmp_path, frame, text)
     assert without_timings(figures) == without_timings(cli["stages"]["pairwise"])
     # Asked of a model that is not an LLM, or without its template: said before anything runs.
     with pytest.raises(ValueError, match="pair template"):
@@ -389,14 +387,10 @@ def test_ranking_from_python_equals_the_cli_and_the_planted_ranker(server, tmp_p
              + exp(FIRST_LISTED) / (exp(FIRST_LISTED) + 2 * exp(GENDER) + 1)) / 2
     assert figures["first_position_effect"] == pytest.approx(first - 0.25, abs=1e-12)
     # The CLI on the same rows, templates and server.
-    frame.to_csv(tmp_path / "applicants.csv", index=False)
     names = 'names = { sex = { Female = ["Anna", "Maria"], Male = ["John", "Peter"] } }, '
     text = cli_pipeline("llm-ranking", server, ()).replace("cache = \"\", ", "cache = \"\", " + names)
     text += '\n[stages.ranking]\nkind = "ranking"\nmodel = "model"\nprompt = "list.j2"\n'
-    (tmp_path / "p.toml").write_text(text)
-    done = run_cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--quiet")
-    assert done.returncode == 0, done.stdout + done.stderr
-    cli = json.loads((tmp_path / "out" / "summary.json").read_text())
+    cli = cli_summary(tmp_path, frame, text)
     assert without_timings(figures) == without_timings(cli["stages"]["ranking"])
     with pytest.raises(ValueError, match="list.j2"):
         fairpipe_rs.audit(frame, llm, label="label", protected="sex", favourable="yes", checks=["ranking"])
